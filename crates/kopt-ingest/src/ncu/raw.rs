@@ -1,0 +1,292 @@
+//! The raw page: `ncu --csv --page raw [--print-units base]`.
+
+use kopt_model::{Device, KernelLaunch, Metrics, StallReason};
+
+use super::{parse_dim3, sample_style, Ctx, NcuFile, NcuPage};
+use crate::number::{parse_cell, Cell, NumberStyle};
+use crate::units::to_base_factor;
+use crate::IngestError;
+
+type Slot = fn(&mut Metrics) -> &mut Option<f64>;
+
+/// Raw metric name -> where kopt keeps it. Where several names feed one slot
+/// (tensor pipe counters differ across chips), the largest value wins.
+const RAW_METRICS: &[(&str, Slot)] = &[
+    ("gpu__time_duration.sum", |m| &mut m.duration_ns),
+    ("sm__cycles_elapsed.avg.per_second", |m| &mut m.sm_clock_hz),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.sm_pct),
+    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.memory_pct),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.dram_pct),
+    ("lts__throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.l2_pct),
+    ("l1tex__throughput.avg.pct_of_peak_sustained_active", |m| &mut m.l1_pct),
+    ("dram__bytes_read.sum", |m| &mut m.dram_bytes_read),
+    ("dram__bytes_write.sum", |m| &mut m.dram_bytes_write),
+    ("dram__bytes.sum.per_second", |m| &mut m.dram_bytes_per_s),
+    ("launch__grid_size", |m| &mut m.grid_size),
+    ("launch__block_size", |m| &mut m.block_size),
+    ("launch__registers_per_thread", |m| &mut m.registers_per_thread),
+    ("launch__shared_mem_per_block_static", |m| &mut m.shared_mem_static),
+    ("launch__shared_mem_per_block_dynamic", |m| &mut m.shared_mem_dynamic),
+    ("launch__waves_per_multiprocessor", |m| &mut m.waves_per_sm),
+    ("launch__sm_count", |m| &mut m.sm_count),
+    ("launch__occupancy_limit_blocks", |m| &mut m.occupancy_limit_blocks),
+    ("launch__occupancy_limit_registers", |m| &mut m.occupancy_limit_registers),
+    ("launch__occupancy_limit_shared_mem", |m| &mut m.occupancy_limit_shared_mem),
+    ("launch__occupancy_limit_warps", |m| &mut m.occupancy_limit_warps),
+    ("sm__maximum_warps_per_active_cycle_pct", |m| &mut m.occupancy_theoretical_pct),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", |m| &mut m.occupancy_achieved_pct),
+    ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.tensor_pct),
+    ("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.tensor_pct),
+    ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.tensor_pct),
+    ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.fma_pct),
+    ("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.alu_pct),
+    ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.fp64_pct),
+    ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", |m| &mut m.inst_ffma),
+    ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", |m| &mut m.inst_fadd),
+    ("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", |m| &mut m.inst_fmul),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", |m| &mut m.shared_ld_conflicts),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", |m| &mut m.shared_st_conflicts),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", |m| &mut m.shared_ld_wavefronts),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", |m| &mut m.shared_st_wavefronts),
+    ("smsp__sass_data_bytes_mem_global_op_ld.sum", |m| &mut m.global_ld_bytes_requested),
+    ("smsp__sass_data_bytes_mem_global_op_st.sum", |m| &mut m.global_st_bytes_requested),
+    ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", |m| &mut m.global_ld_sectors),
+    ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", |m| &mut m.global_st_sectors),
+    ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", |m| &mut m.global_ld_requests),
+];
+
+/// Keep the larger of an existing and a new value.
+pub(crate) fn put(slot: &mut Option<f64>, v: f64) {
+    *slot = Some(slot.map_or(v, |old| old.max(v)));
+}
+
+struct Column {
+    index: usize,
+    factor: f64,
+    target: Target,
+}
+
+enum Target {
+    Slot(Slot),
+    Stall(StallReason),
+}
+
+pub(super) fn parse(
+    reader: &mut csv::Reader<&[u8]>,
+    columns: &[String],
+    ctx: &Ctx,
+) -> Result<NcuFile, IngestError> {
+    let hint = " (is this `ncu --csv --page raw` output?)";
+    let id_col = ctx.column(columns, "ID", hint)?;
+    let name_col = ctx.column(columns, "Kernel Name", hint)?;
+    if !columns.iter().any(|c| c == "gpu__time_duration.sum") {
+        return Err(IngestError::at(
+            ctx.path,
+            ctx.line_offset + 1,
+            "missing column \"gpu__time_duration.sum\": kopt ranks kernels by time; collect it (`ncu --metrics gpu__time_duration.sum,...`)",
+        ));
+    }
+    let find = |name: &str| columns.iter().position(|c| c == name);
+    let grid_col = find("Grid Size");
+    let block_col = find("Block Size");
+    let stream_col = find("Stream");
+
+    let mut record = csv::ByteRecord::new();
+    let mut rows: Vec<(u64, csv::ByteRecord)> = Vec::new();
+    let mut units: Option<csv::ByteRecord> = None;
+    // The units row follows the header: its ID cell is empty.
+    if reader.read_byte_record(&mut record).map_err(|e| ctx.csv_error(e))? {
+        check_width(&record, columns.len(), ctx)?;
+        if record.get(id_col).is_some_and(|c| c.is_empty()) {
+            units = Some(record.clone());
+        } else {
+            rows.push((ctx.line_of(&record), record.clone()));
+        }
+    }
+
+    let unit_of = |i: usize| -> f64 {
+        units
+            .as_ref()
+            .and_then(|u| u.get(i))
+            .map(|u| to_base_factor(&String::from_utf8_lossy(u)))
+            .unwrap_or(1.0)
+    };
+    let mut wanted: Vec<Column> = RAW_METRICS
+        .iter()
+        .filter_map(|(name, slot)| {
+            find(name).map(|index| Column {
+                index,
+                factor: unit_of(index),
+                target: Target::Slot(*slot),
+            })
+        })
+        .collect();
+    for reason in StallReason::ALL {
+        let name = format!(
+            "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio",
+            reason.metric_stem()
+        );
+        if let Some(index) = find(&name) {
+            wanted.push(Column {
+                index,
+                factor: 1.0,
+                target: Target::Stall(reason),
+            });
+        }
+    }
+    let duration_index = find("gpu__time_duration.sum").expect("checked above");
+
+    // Number style: decided from the first rows' metric cells.
+    let mut style: Option<NumberStyle> = None;
+    let mut launches = Vec::new();
+    let mut any_duration = false;
+    let mut first_data_line = None;
+    let mut handle = |line: u64, rec: &csv::ByteRecord| -> Result<(), IngestError> {
+        check_width(rec, columns.len(), ctx)?;
+        first_data_line.get_or_insert(line);
+        let style = *style.get_or_insert_with(|| {
+            let sample: Vec<String> = wanted
+                .iter()
+                .filter_map(|c| rec.get(c.index))
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect();
+            sample_style(&sample)
+        });
+        let text = |i: usize| std::str::from_utf8(rec.get(i).unwrap_or_default()).unwrap_or("");
+        let id = match parse_cell(text(id_col), NumberStyle::DotDecimal) {
+            Cell::Value(v) if v >= 0.0 => v as u64,
+            _ => {
+                return Err(IngestError::at(
+                    ctx.path,
+                    line,
+                    format!("column \"ID\": expected a launch number, found \"{}\"", text(id_col)),
+                ))
+            }
+        };
+        let mut metrics = Metrics::default();
+        for col in &wanted {
+            match parse_cell(text(col.index), style) {
+                Cell::Value(v) => match col.target {
+                    Target::Slot(slot) => put(slot(&mut metrics), v * col.factor),
+                    Target::Stall(r) => metrics.stalls.push((r, v)),
+                },
+                Cell::Missing => {}
+                Cell::Invalid => {
+                    return Err(IngestError::at(
+                        ctx.path,
+                        line,
+                        format!(
+                            "column \"{}\": expected a number, found \"{}\"",
+                            columns[col.index],
+                            text(col.index)
+                        ),
+                    ))
+                }
+            }
+        }
+        if col_has_value(text(duration_index)) {
+            any_duration = true;
+        }
+        launches.push(KernelLaunch {
+            id,
+            name: String::from_utf8_lossy(rec.get(name_col).unwrap_or_default()).into_owned(),
+            grid: grid_col.and_then(|c| parse_dim3(text(c))).unwrap_or_default(),
+            block: block_col.and_then(|c| parse_dim3(text(c))).unwrap_or_default(),
+            stream: stream_col.and_then(|c| text(c).trim().parse().ok()),
+            metrics,
+            ncu_rules: Vec::new(),
+        });
+        Ok(())
+    };
+    for (line, rec) in &rows {
+        handle(*line, rec)?;
+    }
+    let device_row = rows.first().map(|(_, r)| r.clone());
+    let mut device_row = device_row;
+    while reader.read_byte_record(&mut record).map_err(|e| ctx.csv_error(e))? {
+        if record.len() == 1 && record.get(0).is_some_and(|c| c.is_empty()) {
+            continue; // blank line
+        }
+        let line = ctx.line_of(&record);
+        handle(line, &record)?;
+        if device_row.is_none() {
+            device_row = Some(record.clone());
+        }
+    }
+    let Some(first_line) = first_data_line else {
+        return Err(IngestError::at(
+            ctx.path,
+            ctx.line_offset + 1,
+            "header but no kernel rows: the profiled program launched no kernel that ncu matched",
+        ));
+    };
+    if !any_duration {
+        return Err(IngestError::at(
+            ctx.path,
+            first_line,
+            "gpu__time_duration.sum is n/a in every row: nothing to rank (was the capture cut short or the metric unavailable?)",
+        ));
+    }
+    let device = device_row.map(|r| device_from_row(&r, columns, &unit_of));
+    Ok(NcuFile {
+        page: NcuPage::Raw,
+        device,
+        launches,
+    })
+}
+
+fn col_has_value(s: &str) -> bool {
+    matches!(parse_cell(s, NumberStyle::DotDecimal), Cell::Value(_))
+        || matches!(parse_cell(s, NumberStyle::CommaDecimal), Cell::Value(_))
+}
+
+fn check_width(rec: &csv::ByteRecord, width: usize, ctx: &Ctx) -> Result<(), IngestError> {
+    if rec.len() != width {
+        return Err(IngestError::at(
+            ctx.path,
+            ctx.line_of(rec),
+            format!(
+                "row has {} fields but the header has {width} (file truncated or rows of another export mixed in)",
+                rec.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Device attributes from one row (they are the same on every row of a device).
+fn device_from_row(rec: &csv::ByteRecord, columns: &[String], unit_of: &dyn Fn(usize) -> f64) -> Device {
+    let get = |name: &str| -> Option<(usize, String)> {
+        let i = columns.iter().position(|c| c == name)?;
+        let v = String::from_utf8_lossy(rec.get(i)?).trim().to_string();
+        (!v.is_empty()).then_some((i, v))
+    };
+    let num = |name: &str| -> Option<f64> {
+        let (i, v) = get(name)?;
+        match parse_cell(&v, NumberStyle::DotDecimal) {
+            Cell::Value(x) => Some(x * unit_of(i)),
+            _ => None,
+        }
+    };
+    let cc = get("CC").map(|(_, v)| v).or_else(|| {
+        let major = num("device__attribute_compute_capability_major")?;
+        let minor = num("device__attribute_compute_capability_minor").unwrap_or(0.0);
+        Some(format!("{major}.{minor}"))
+    });
+    let mut device = Device {
+        name: get("device__attribute_display_name")
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| "unknown GPU".into()),
+        compute_capability: cc,
+        sm_count: num("device__attribute_multiprocessor_count").map(|v| v as u32),
+        // Clock attributes are in kHz.
+        sm_clock_hz: num("device__attribute_clock_rate").map(|k| k * 1e3),
+        mem_clock_hz: num("device__attribute_memory_clock_rate").map(|k| k * 1e3),
+        mem_bus_width_bits: num("device__attribute_global_memory_bus_width").map(|v| v as u32),
+        l2_bytes: num("device__attribute_l2_cache_size").map(|v| v as u64),
+        memory_bytes: num("device__attribute_total_memory").map(|v| v as u64),
+        ..Device::unknown()
+    };
+    device.resolve_peaks();
+    device
+}

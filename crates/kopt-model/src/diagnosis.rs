@@ -1,0 +1,196 @@
+use serde::Serialize;
+
+use crate::{Device, Source};
+
+/// The bottleneck vocabulary of kopt's JSON (DESIGN.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BottleneckClass {
+    LaunchOverhead,
+    Memory,
+    Compute,
+    Latency,
+    Occupancy,
+    BankConflict,
+    Uncoalesced,
+    SmallGrid,
+    Sync,
+    Balanced,
+}
+
+impl BottleneckClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BottleneckClass::LaunchOverhead => "launch_overhead",
+            BottleneckClass::Memory => "memory",
+            BottleneckClass::Compute => "compute",
+            BottleneckClass::Latency => "latency",
+            BottleneckClass::Occupancy => "occupancy",
+            BottleneckClass::BankConflict => "bank_conflict",
+            BottleneckClass::Uncoalesced => "uncoalesced",
+            BottleneckClass::SmallGrid => "small_grid",
+            BottleneckClass::Sync => "sync",
+            BottleneckClass::Balanced => "balanced",
+        }
+    }
+}
+
+impl std::fmt::Display for BottleneckClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The hardware unit that limits a memory- or compute-class kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HotUnit {
+    Dram,
+    L2,
+    L1Shared,
+    Tensor,
+    Fp32,
+    Alu,
+    Fp64,
+    /// The SM as a whole, when no pipe counter tells which one.
+    Sm,
+}
+
+impl HotUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HotUnit::Dram => "dram",
+            HotUnit::L2 => "l2",
+            HotUnit::L1Shared => "l1_shared",
+            HotUnit::Tensor => "tensor",
+            HotUnit::Fp32 => "fp32",
+            HotUnit::Alu => "alu",
+            HotUnit::Fp64 => "fp64",
+            HotUnit::Sm => "sm",
+        }
+    }
+}
+
+/// The class of one kernel, with the unit and whether it sits at its roofline.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bottleneck {
+    pub class: BottleneckClass,
+    pub unit: Option<HotUnit>,
+    /// Utilisation of the hot unit, % of peak.
+    pub unit_pct: Option<f64>,
+    /// True when the hot unit runs at or above the throughput-bound threshold (80%).
+    pub at_roofline: bool,
+}
+
+/// A secondary observation about a kernel, with the evidence behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub class: BottleneckClass,
+    pub evidence: String,
+}
+
+/// An expected gain: what share of the kernel and of the workload a change may save.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GainEstimate {
+    /// Share of the kernel's own time that may be saved, 0..=100.
+    pub kernel_pct: f64,
+    /// Share of the whole workload's time that may be saved, 0..=100
+    /// (kernel_pct weighted by the kernel's share of the total).
+    pub workload_pct: f64,
+    /// Nanoseconds saved per run of the workload.
+    pub saved_ns: f64,
+    /// How the figure was computed, in one sentence.
+    pub method: String,
+}
+
+/// Where Nsight Compute's own top-ranked rule points elsewhere than kopt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NcuDisagreement {
+    pub ncu_rule: String,
+    pub ncu_speedup_pct: Option<f64>,
+    pub ncu_speedup_type: String,
+    pub ncu_class: BottleneckClass,
+    pub why_kopt_differs: String,
+}
+
+/// kopt's verdict on one distinct kernel (its launches grouped).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelVerdict {
+    /// The full kernel name (JSON keeps it whole; tables shorten it).
+    pub name: String,
+    pub short_name: String,
+    pub launches: u64,
+    pub total_ns: f64,
+    pub mean_ns: f64,
+    /// Share of the summed kernel time, 0..=100.
+    pub pct_of_total: f64,
+    pub grid: String,
+    pub block: String,
+    /// Achieved DRAM bandwidth, bytes/s.
+    pub dram_bytes_per_s: Option<f64>,
+    /// DRAM bytes per launch (read + write).
+    pub dram_bytes: Option<f64>,
+    /// `gpu__compute_memory_throughput` (memory SOL), %.
+    pub memory_sol_pct: Option<f64>,
+    pub dram_sol_pct: Option<f64>,
+    /// `sm__throughput` (compute SOL), %.
+    pub compute_sol_pct: Option<f64>,
+    pub tensor_pct: Option<f64>,
+    pub occupancy_achieved_pct: Option<f64>,
+    pub occupancy_theoretical_pct: Option<f64>,
+    pub occupancy_limiter: Option<String>,
+    /// FP32 FLOP per DRAM byte, where both counters were collected.
+    pub arithmetic_intensity: Option<f64>,
+    /// Achieved FP32 FLOP/s.
+    pub fp32_flops_per_s: Option<f64>,
+    pub bottleneck: Bottleneck,
+    /// The root cause in words, with the figures that show it.
+    pub root_cause: String,
+    pub findings: Vec<Finding>,
+    pub ncu_disagreement: Option<NcuDisagreement>,
+}
+
+/// A ranked change to make, tied to the evidence that triggers it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recommendation {
+    pub rank: usize,
+    /// Catalogue id, e.g. `coalesce_global_access`.
+    pub id: String,
+    pub title: String,
+    pub kernel: String,
+    pub kernel_short: String,
+    pub class: BottleneckClass,
+    pub evidence: String,
+    pub action: String,
+    /// Where in the seeds this strategy comes from.
+    pub source: String,
+    /// None when kopt cannot put a number on it from counters alone.
+    pub gain: Option<GainEstimate>,
+}
+
+/// Everything `kopt analyze` concludes about a workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diagnosis {
+    pub schema: &'static str,
+    pub device: Device,
+    pub sources: Vec<Source>,
+    /// Sum of kernel durations (ncu serialises kernels, so this is GPU-busy time).
+    pub total_kernel_ns: f64,
+    pub kernels: Vec<KernelVerdict>,
+    /// The kernel and class that cost the workload the most recoverable time.
+    pub primary: Option<PrimaryBottleneck>,
+    pub recommendations: Vec<Recommendation>,
+    /// Caveats the reader must know (e.g. a timeline is needed for launch overhead).
+    pub notes: Vec<String>,
+}
+
+/// Seed 000's "key insight": component and type of the workload's main bottleneck.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PrimaryBottleneck {
+    pub component: String,
+    pub component_short: String,
+    #[serde(rename = "type")]
+    pub class: BottleneckClass,
+    pub pct_of_total: f64,
+    pub insight: String,
+}

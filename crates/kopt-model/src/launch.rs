@@ -1,0 +1,187 @@
+use serde::Serialize;
+
+use crate::Device;
+
+/// A CUDA launch dimension.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+impl Dim3 {
+    pub fn product(&self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+impl std::fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {}, {})", self.x, self.y, self.z)
+    }
+}
+
+/// Warp stall reasons kopt reads (`smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StallReason {
+    LongScoreboard,
+    ShortScoreboard,
+    Barrier,
+    Membar,
+    MioThrottle,
+    LgThrottle,
+    MathPipeThrottle,
+    Wait,
+    NotSelected,
+    NoInstruction,
+}
+
+impl StallReason {
+    pub const ALL: [StallReason; 10] = [
+        StallReason::LongScoreboard,
+        StallReason::ShortScoreboard,
+        StallReason::Barrier,
+        StallReason::Membar,
+        StallReason::MioThrottle,
+        StallReason::LgThrottle,
+        StallReason::MathPipeThrottle,
+        StallReason::Wait,
+        StallReason::NotSelected,
+        StallReason::NoInstruction,
+    ];
+
+    /// The `<reason>` part of the ncu metric name.
+    pub fn metric_stem(self) -> &'static str {
+        match self {
+            StallReason::LongScoreboard => "long_scoreboard",
+            StallReason::ShortScoreboard => "short_scoreboard",
+            StallReason::Barrier => "barrier",
+            StallReason::Membar => "membar",
+            StallReason::MioThrottle => "mio_throttle",
+            StallReason::LgThrottle => "lg_throttle",
+            StallReason::MathPipeThrottle => "math_pipe_throttle",
+            StallReason::Wait => "wait",
+            StallReason::NotSelected => "not_selected",
+            StallReason::NoInstruction => "no_instruction",
+        }
+    }
+
+    /// What the stall means, in words a kernel engineer uses.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            StallReason::LongScoreboard => "waiting on global/local memory (L1TEX)",
+            StallReason::ShortScoreboard => "waiting on shared memory or special math (MIO)",
+            StallReason::Barrier => "waiting at __syncthreads()",
+            StallReason::Membar => "waiting on a memory fence",
+            StallReason::MioThrottle => "MIO queue full (shared memory / special math pressure)",
+            StallReason::LgThrottle => "LSU queue full (too many global/local memory instructions)",
+            StallReason::MathPipeThrottle => "math pipe busy",
+            StallReason::Wait => "fixed-latency dependency",
+            StallReason::NotSelected => "eligible but another warp issued",
+            StallReason::NoInstruction => "instruction cache miss / no instruction",
+        }
+    }
+}
+
+/// The counters kopt reads for one launch, normalised to base units.
+/// Every field is optional: what a capture did not collect stays `None`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    pub duration_ns: Option<f64>,
+    /// SM clock during the launch, Hz.
+    pub sm_clock_hz: Option<f64>,
+    /// C: `sm__throughput.avg.pct_of_peak_sustained_elapsed`.
+    pub sm_pct: Option<f64>,
+    /// M: `gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed`.
+    pub memory_pct: Option<f64>,
+    pub dram_pct: Option<f64>,
+    pub l2_pct: Option<f64>,
+    pub l1_pct: Option<f64>,
+    pub dram_bytes_read: Option<f64>,
+    pub dram_bytes_write: Option<f64>,
+    /// DRAM bandwidth as ncu's details page reports it, bytes/s (when bytes are absent).
+    pub dram_bytes_per_s: Option<f64>,
+    pub grid_size: Option<f64>,
+    pub block_size: Option<f64>,
+    pub registers_per_thread: Option<f64>,
+    pub shared_mem_static: Option<f64>,
+    pub shared_mem_dynamic: Option<f64>,
+    pub waves_per_sm: Option<f64>,
+    pub sm_count: Option<f64>,
+    pub occupancy_limit_blocks: Option<f64>,
+    pub occupancy_limit_registers: Option<f64>,
+    pub occupancy_limit_shared_mem: Option<f64>,
+    pub occupancy_limit_warps: Option<f64>,
+    pub occupancy_theoretical_pct: Option<f64>,
+    pub occupancy_achieved_pct: Option<f64>,
+    pub tensor_pct: Option<f64>,
+    pub fma_pct: Option<f64>,
+    pub alu_pct: Option<f64>,
+    pub fp64_pct: Option<f64>,
+    pub inst_ffma: Option<f64>,
+    pub inst_fadd: Option<f64>,
+    pub inst_fmul: Option<f64>,
+    pub shared_ld_conflicts: Option<f64>,
+    pub shared_st_conflicts: Option<f64>,
+    pub shared_ld_wavefronts: Option<f64>,
+    pub shared_st_wavefronts: Option<f64>,
+    pub global_ld_bytes_requested: Option<f64>,
+    pub global_st_bytes_requested: Option<f64>,
+    pub global_ld_sectors: Option<f64>,
+    pub global_st_sectors: Option<f64>,
+    pub global_ld_requests: Option<f64>,
+    /// Cycles per issued instruction spent in each stall reason.
+    pub stalls: Vec<(StallReason, f64)>,
+    /// Percent of shared wavefronts that are bank conflicts, from ncu's rule text
+    /// (details page, where the raw counters are absent).
+    pub shared_conflict_pct_from_rule: Option<f64>,
+    /// Percent of global sectors that are excessive, from ncu's UncoalescedGlobalAccess rule.
+    pub uncoalesced_excess_pct_from_rule: Option<f64>,
+}
+
+/// One result of Nsight Compute's own rules (details page), kept so the
+/// report can show where kopt and ncu disagree.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NcuRule {
+    pub section: String,
+    pub name: String,
+    /// OPT, INF, WRN, ERR.
+    pub kind: String,
+    pub description: String,
+    /// "local" or "global" as ncu prints it; empty when none.
+    pub speedup_type: String,
+    pub estimated_speedup_pct: Option<f64>,
+}
+
+/// One profiled kernel launch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KernelLaunch {
+    /// ncu's launch ID within its file.
+    pub id: u64,
+    /// The kernel name as the profiler printed it (demangled C++ for ncu).
+    pub name: String,
+    pub grid: Dim3,
+    pub block: Dim3,
+    pub stream: Option<u64>,
+    pub metrics: Metrics,
+    pub ncu_rules: Vec<NcuRule>,
+}
+
+/// Which input a profile came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Source {
+    pub path: String,
+    /// "ncu-raw" or "ncu-details".
+    pub format: String,
+    pub launches: usize,
+}
+
+/// Everything kopt knows about one workload, merged from one or more inputs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    pub device: Device,
+    pub launches: Vec<KernelLaunch>,
+    pub sources: Vec<Source>,
+}

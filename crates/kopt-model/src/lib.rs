@@ -1,0 +1,21 @@
+//! kopt's plain data types. No I/O here: parsers fill these, the analyzer
+//! reads them, exporters print them.
+//!
+//! Conventions (DESIGN.md): times in nanoseconds, bytes as `u64`/`f64` bytes,
+//! rates in bytes/s or FLOP/s, percentages in 0..=100.
+
+mod device;
+mod diagnosis;
+mod launch;
+mod peaks;
+
+pub use device::{Device, PeakSource, Peaks};
+pub use diagnosis::{
+    Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, KernelVerdict,
+    NcuDisagreement, PrimaryBottleneck, Recommendation,
+};
+pub use peaks::datasheet_peaks;
+pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
+
+/// Version tag of every JSON document kopt writes for machines.
+pub const SCHEMA: &str = "kopt/1";
