@@ -1,1 +1,150 @@
+//! kopt's analysis: per-launch rules, per-kernel roll-up, the workload's
+//! primary bottleneck and ranked recommendations. Prints nothing.
 
+pub mod catalogue;
+pub mod ncu_rules;
+pub mod rollup;
+pub mod rules;
+
+use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
+
+/// What `analyze` may be told beyond the profile.
+#[derive(Debug, Clone, Default)]
+pub struct AnalyzeOptions {
+    /// Keep only the N kernels with the most time (the rest still count in the total).
+    pub top: Option<usize>,
+}
+
+/// A kernel whose recoverable time is under this share of the workload is
+/// not worth naming as the primary bottleneck over the hottest kernel.
+const PRIMARY_MIN_GAIN_PCT: f64 = 1.0;
+
+pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
+    let total_ns: f64 = profile
+        .launches
+        .iter()
+        .filter_map(|l| l.metrics.duration_ns)
+        .sum();
+    let groups = rollup::group(&profile.launches, total_ns);
+
+    let mut recommendations: Vec<_> = groups
+        .iter()
+        .filter(|g| !g.tiny)
+        .flat_map(|g| catalogue::recommend(g, total_ns))
+        .collect();
+    let tiny_groups: Vec<&rollup::KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
+    recommendations.extend(catalogue::recommend_tiny(&tiny_groups, total_ns));
+    // Numeric gains first, largest first; then roofline advice by the kernel's share.
+    recommendations.sort_by(|a, b| match (&a.gain, &b.gain) {
+        (Some(x), Some(y)) => y.workload_pct.total_cmp(&x.workload_pct),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => {
+            let share = |k: &str| {
+                groups
+                    .iter()
+                    .find(|g| g.verdict.name == k)
+                    .map_or(0.0, |g| g.verdict.pct_of_total)
+            };
+            share(&b.kernel).total_cmp(&share(&a.kernel))
+        }
+    });
+    // Gains too small to act on are noise, not advice.
+    recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
+    for (i, r) in recommendations.iter_mut().enumerate() {
+        r.rank = i + 1;
+    }
+
+    let primary = primary(&groups, total_ns);
+    let mut notes = Vec::new();
+    let tiny: Vec<_> = groups.iter().filter(|g| g.tiny).collect();
+    if !tiny.is_empty() {
+        let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
+        let ns: f64 = tiny.iter().map(|g| g.verdict.total_ns).sum();
+        notes.push(format!(
+            "{launches} launches of {} kernel(s) run under {:.0} us each ({:.1}% of kernel time). Counters cannot show launch overhead: ncu serialises kernels, so the gaps between them are invisible. A timeline (torch.profiler trace, nsys) measures it; seed 000's 2.35x came from exactly this.",
+            tiny.len(),
+            rules::TINY_KERNEL_NS / 1e3,
+            if total_ns > 0.0 { 100.0 * ns / total_ns } else { 0.0 }
+        ));
+    }
+    if profile.device.peak_source == PeakSource::Unknown {
+        notes.push("Device peaks unknown: achieved bandwidth is shown, but not against a roofline (pass --device or --peak-dram-gbs).".into());
+    }
+    if profile.sources.iter().any(|s| s.format == "ncu-details")
+        && profile.sources.iter().any(|s| s.format == "ncu-raw")
+    {
+        notes.push("Raw and details pages were merged: if both came from the same run, each kernel's launches are counted twice.".into());
+    }
+    notes.push(format!(
+        "Gains: the share of a kernel's time its fix could save (model named per recommendation; estimates assume a tuned kernel reaches {:.0}% of a unit's peak), weighted by the kernel's share of the summed kernel time.",
+        rules::ATTAINABLE_PCT
+    ));
+
+    let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
+    if let Some(n) = options.top {
+        kernels.truncate(n);
+    }
+    Diagnosis {
+        schema: SCHEMA,
+        device: profile.device.clone(),
+        sources: profile.sources.clone(),
+        total_kernel_ns: total_ns,
+        kernels,
+        primary,
+        recommendations,
+        notes,
+    }
+}
+
+/// The kernel that costs the workload the most recoverable time; when no
+/// kernel has a meaningful recoverable share, the hottest one (at its roofline).
+fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottleneck> {
+    if total_ns <= 0.0 {
+        return None;
+    }
+    let best = groups
+        .iter()
+        .filter_map(|g| Some((g, g.recoverable_ns?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let (g, gain_pct) = match best {
+        Some((g, ns)) if 100.0 * ns / total_ns >= PRIMARY_MIN_GAIN_PCT => {
+            (g, Some(100.0 * ns / total_ns))
+        }
+        _ => (groups.first()?, None),
+    };
+    let v = &g.verdict;
+    let insight = match gain_pct {
+        Some(p) => format!(
+            "{} takes {:.1}% of kernel time ({} launch{}, {}): {}. Fixing it could save up to {:.1}% of the workload.",
+            v.short_name,
+            v.pct_of_total,
+            v.launches,
+            if v.launches == 1 { "" } else { "es" },
+            kopt_model::format_duration_ns(v.total_ns),
+            lowercase_first(&v.root_cause),
+            p
+        ),
+        None => format!(
+            "{} takes {:.1}% of kernel time and {}. No kernel has a large recoverable share: the remaining gains come from moving fewer bytes or doing less work.",
+            v.short_name,
+            v.pct_of_total,
+            lowercase_first(&v.root_cause)
+        ),
+    };
+    Some(PrimaryBottleneck {
+        component: v.name.clone(),
+        component_short: v.short_name.clone(),
+        class: v.bottleneck.class,
+        pct_of_total: v.pct_of_total,
+        insight,
+    })
+}
+
+fn lowercase_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}

@@ -23,13 +23,35 @@ pub fn read_ncu_csv(path: &Path) -> Result<NcuFile, IngestError> {
     parse_ncu_csv(&bytes, &label)
 }
 
-/// Merge parsed files into one profile. The first device that names itself
+/// Merge parsed files into one profile.
+///
+/// A details page whose launches (ID and name) all appear in a raw page is
+/// the same run exported twice (what a `.ncu-rep` gives): its rules are
+/// attached to the raw launches instead of counting the launches again.
+/// Otherwise files are concatenated. The first device that names itself
 /// (the raw page does, the details page does not) describes the workload.
 pub fn merge_profile(files: Vec<(String, NcuFile)>) -> Profile {
     let mut device: Option<Device> = None;
-    let mut launches = Vec::new();
+    let mut launches: Vec<kopt_model::KernelLaunch> = Vec::new();
     let mut sources = Vec::new();
-    for (path, file) in files {
+    let (raws, details): (Vec<_>, Vec<_>) =
+        files.into_iter().partition(|(_, f)| f.page == NcuPage::Raw);
+    let mut raw_files: Vec<(String, NcuFile)> = raws;
+    let mut extra: Vec<(String, NcuFile)> = Vec::new();
+    for (path, det) in details {
+        match raw_files.iter_mut().find(|(_, raw)| same_run(raw, &det)) {
+            Some((_, raw)) => {
+                attach_rules(raw, &det);
+                sources.push(Source {
+                    path,
+                    format: "ncu-details (rules attached to the raw page's launches)".into(),
+                    launches: 0,
+                });
+            }
+            None => extra.push((path, det)),
+        }
+    }
+    for (path, file) in raw_files.into_iter().chain(extra) {
         sources.push(Source {
             path,
             format: file.page.as_str().to_string(),
@@ -50,5 +72,44 @@ pub fn merge_profile(files: Vec<(String, NcuFile)>) -> Profile {
         device: device.unwrap_or_else(Device::unknown),
         launches,
         sources,
+    }
+}
+
+fn same_run(raw: &NcuFile, details: &NcuFile) -> bool {
+    let names: std::collections::HashMap<u64, &str> = raw
+        .launches
+        .iter()
+        .map(|l| (l.id, l.name.as_str()))
+        .collect();
+    !details.launches.is_empty()
+        && details
+            .launches
+            .iter()
+            .all(|d| names.get(&d.id).is_some_and(|n| *n == d.name))
+}
+
+/// Rules, and the figures only rules carry, from a details page onto the raw launches.
+fn attach_rules(raw: &mut NcuFile, details: &NcuFile) {
+    let by_id: std::collections::HashMap<u64, &kopt_model::KernelLaunch> =
+        details.launches.iter().map(|l| (l.id, l)).collect();
+    for l in &mut raw.launches {
+        let Some(d) = by_id.get(&l.id) else { continue };
+        l.ncu_rules = d.ncu_rules.clone();
+        let (m, dm) = (&mut l.metrics, &d.metrics);
+        m.shared_conflict_pct_from_rule = dm.shared_conflict_pct_from_rule;
+        m.uncoalesced_excess_pct_from_rule = dm.uncoalesced_excess_pct_from_rule;
+        for (slot, v) in [
+            (&mut m.tensor_pct, dm.tensor_pct),
+            (&mut m.fma_pct, dm.fma_pct),
+            (&mut m.alu_pct, dm.alu_pct),
+            (&mut m.fp64_pct, dm.fp64_pct),
+            (&mut m.memory_pct, dm.memory_pct),
+            (&mut m.l1_pct, dm.l1_pct),
+            (&mut m.l2_pct, dm.l2_pct),
+        ] {
+            if slot.is_none() {
+                *slot = v;
+            }
+        }
     }
 }

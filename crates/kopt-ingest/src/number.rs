@@ -40,7 +40,9 @@ pub fn vote(raw: &str) -> Option<NumberStyle> {
         (Some(c), Some(d)) if c > d => Some(NumberStyle::CommaDecimal),
         (Some(_), Some(_)) => Some(NumberStyle::DotDecimal),
         // `1,024` reads either way; `0,5` or `12,3456` only as a decimal comma.
-        (Some(_), None) => (!s.split(',').skip(1).all(|g| g.len() == 3)).then_some(NumberStyle::CommaDecimal),
+        (Some(_), None) => {
+            (!s.split(',').skip(1).all(|g| g.len() == 3)).then_some(NumberStyle::CommaDecimal)
+        }
         // `1.234.567` only groups thousands; `12.5` is a decimal point.
         (None, Some(_)) if s.matches('.').count() > 1 => Some(NumberStyle::CommaDecimal),
         (None, Some(_)) => Some(NumberStyle::DotDecimal),
@@ -75,7 +77,8 @@ pub fn parse_cell(raw: &str, style: NumberStyle) -> Cell {
         NumberStyle::DotDecimal => (',', '.'),
         NumberStyle::CommaDecimal => ('.', ','),
     };
-    let needs_rewrite = s.contains(group) || s.contains(' ') || s.contains('\u{a0}') || decimal != '.';
+    let needs_rewrite =
+        s.contains(group) || s.contains(' ') || s.contains('\u{a0}') || decimal != '.';
     let parsed = if needs_rewrite {
         let cleaned: String = s
             .chars()
@@ -120,11 +123,20 @@ mod tests {
 
     #[test]
     fn detection() {
-        assert_eq!(detect_style(["1,024", "0.10", "n/a"]), NumberStyle::DotDecimal);
+        assert_eq!(
+            detect_style(["1,024", "0.10", "n/a"]),
+            NumberStyle::DotDecimal
+        );
         assert_eq!(detect_style(["1,024", "3,168"]), NumberStyle::DotDecimal);
-        assert_eq!(detect_style(["0,10", "38,79", "1.024"]), NumberStyle::CommaDecimal);
+        assert_eq!(
+            detect_style(["0,10", "38,79", "1.024"]),
+            NumberStyle::CommaDecimal
+        );
         assert_eq!(detect_style(["1.980.000"]), NumberStyle::CommaDecimal);
-        assert_eq!(detect_style(["(256, 1, 1)", "abc"]), NumberStyle::DotDecimal);
+        assert_eq!(
+            detect_style(["(256, 1, 1)", "abc"]),
+            NumberStyle::DotDecimal
+        );
     }
 
     proptest! {

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use kopt_ingest::{read_ncu_csv, NcuPage};
 
 fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
 }
 
 #[test]
@@ -17,7 +19,11 @@ fn probe_raw_page_with_prof_lines_and_thousands_separators() {
     assert_eq!(dev.name, "NVIDIA H100 80GB HBM3");
     assert_eq!(dev.sm_count, Some(132));
     assert_eq!(dev.compute_capability.as_deref(), Some("9.0"));
-    let gemm = f.launches.iter().find(|l| l.name.starts_with("nvjet")).unwrap();
+    let gemm = f
+        .launches
+        .iter()
+        .find(|l| l.name.starts_with("nvjet"))
+        .unwrap();
     assert_eq!(gemm.metrics.duration_ns, Some(1_525_984.0));
     assert_eq!(gemm.metrics.tensor_pct, Some(97.07));
     // "245,671,424" in dram__bytes_write.sum of launch 2.
@@ -33,11 +39,22 @@ fn base_and_auto_units_agree() {
     assert_eq!(base.launches.len(), 212);
     for (b, a) in base.launches.iter().zip(&auto.launches) {
         assert_eq!(b.name, a.name);
-        let (bd, ad) = (b.metrics.duration_ns.unwrap(), a.metrics.duration_ns.unwrap());
+        let (bd, ad) = (
+            b.metrics.duration_ns.unwrap(),
+            a.metrics.duration_ns.unwrap(),
+        );
         // auto-scaled units print fewer digits (e.g. 0.193472 ms).
-        assert!((bd - ad).abs() <= 0.001 * bd + 1.0, "{}: {bd} vs {ad}", b.name);
+        assert!(
+            (bd - ad).abs() <= 0.001 * bd + 1.0,
+            "{}: {bd} vs {ad}",
+            b.name
+        );
         if let (Some(bb), Some(ab)) = (b.metrics.dram_bytes_read, a.metrics.dram_bytes_read) {
-            assert!((bb - ab).abs() <= 0.01 * bb + 1e3, "{}: {bb} vs {ab}", b.name);
+            assert!(
+                (bb - ab).abs() <= 0.01 * bb + 1e3,
+                "{}: {bb} vs {ab}",
+                b.name
+            );
         }
     }
 }
@@ -53,8 +70,15 @@ fn suite_details_page_with_rules() {
         .find(|l| l.name == "kopt_transpose_smem_naive")
         .unwrap();
     assert!(naive.metrics.shared_conflict_pct_from_rule.unwrap() > 90.0);
-    assert!(naive.ncu_rules.iter().any(|r| r.name == "SharedMemoryConflicts"));
-    let gather = f.launches.iter().find(|l| l.name == "kopt_gather_strided").unwrap();
+    assert!(naive
+        .ncu_rules
+        .iter()
+        .any(|r| r.name == "SharedMemoryConflicts"));
+    let gather = f
+        .launches
+        .iter()
+        .find(|l| l.name == "kopt_gather_strided")
+        .unwrap();
     assert_eq!(gather.metrics.uncoalesced_excess_pct_from_rule, Some(78.0));
     // Duration is printed in us or ms; kopt holds ns.
     let d = gather.metrics.duration_ns.unwrap();

@@ -7,6 +7,7 @@
 mod device;
 mod diagnosis;
 mod launch;
+mod names;
 mod peaks;
 
 pub use device::{Device, PeakSource, Peaks};
@@ -14,8 +15,9 @@ pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, KernelVerdict,
     NcuDisagreement, PrimaryBottleneck, Recommendation,
 };
-pub use peaks::datasheet_peaks;
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
+pub use names::{format_duration_ns, kernel_short_name};
+pub use peaks::datasheet_peaks;
 
 /// Version tag of every JSON document kopt writes for machines.
 pub const SCHEMA: &str = "kopt/1";

@@ -36,7 +36,11 @@ pub fn datasheet_peaks(device_name: &str) -> Option<(&'static str, Peaks)> {
 /// FP32 lanes per SM by compute capability (CUDA programming guide, arithmetic throughput table).
 fn fp32_lanes_per_sm(cc: &str) -> Option<f64> {
     let major: u32 = cc.split('.').next()?.parse().ok()?;
-    let minor: u32 = cc.split('.').nth(1).and_then(|m| m.parse().ok()).unwrap_or(0);
+    let minor: u32 = cc
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
     match (major, minor) {
         (7, _) => Some(64.0),
         (8, 0) => Some(64.0),
@@ -77,7 +81,11 @@ impl Device {
         if dram_ok && dram_attr.is_some() {
             self.peaks = Peaks {
                 dram_bytes_per_s: dram_attr,
-                fp32_flops: if fp32_ok { fp32_attr } else { sheet_peaks.fp32_flops },
+                fp32_flops: if fp32_ok {
+                    fp32_attr
+                } else {
+                    sheet_peaks.fp32_flops
+                },
                 tensor_bf16_flops: sheet_peaks.tensor_bf16_flops,
             };
             self.peak_source = PeakSource::DeviceAttributes;
@@ -104,7 +112,10 @@ impl Device {
         for (dst, src) in [
             (&mut self.peaks.dram_bytes_per_s, measured.dram_bytes_per_s),
             (&mut self.peaks.fp32_flops, measured.fp32_flops),
-            (&mut self.peaks.tensor_bf16_flops, measured.tensor_bf16_flops),
+            (
+                &mut self.peaks.tensor_bf16_flops,
+                measured.tensor_bf16_flops,
+            ),
         ] {
             if src.is_some() {
                 *dst = src;

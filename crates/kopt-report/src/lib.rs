@@ -1,1 +1,58 @@
+//! Exporters for a [`Diagnosis`]: one module per format behind one trait.
+//! They decide nothing: every figure and word comes from kopt-analyze.
 
+mod format;
+mod json;
+mod markdown;
+mod terminal;
+
+use std::io::{self, Write};
+
+use kopt_model::Diagnosis;
+
+pub use json::JsonExporter;
+pub use markdown::MarkdownExporter;
+pub use terminal::TerminalExporter;
+
+/// One output format.
+pub trait Exporter {
+    fn render(&self, diagnosis: &Diagnosis, out: &mut dyn Write) -> io::Result<()>;
+
+    /// Convenience for tests and callers that want a string.
+    fn render_to_string(&self, diagnosis: &Diagnosis) -> String {
+        let mut buf = Vec::new();
+        self.render(diagnosis, &mut buf)
+            .expect("writing to a Vec cannot fail");
+        String::from_utf8(buf).expect("exporters write UTF-8")
+    }
+}
+
+/// The formats `--format` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Terminal,
+    Markdown,
+    Json,
+}
+
+impl Format {
+    pub const NAMES: [&'static str; 3] = ["term", "md", "json"];
+
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "term" | "terminal" | "text" => Some(Format::Terminal),
+            "md" | "markdown" => Some(Format::Markdown),
+            "json" => Some(Format::Json),
+            _ => None,
+        }
+    }
+
+    /// The exporter for this format; `width` bounds terminal tables.
+    pub fn exporter(self, width: Option<u16>) -> Box<dyn Exporter> {
+        match self {
+            Format::Terminal => Box::new(TerminalExporter { width }),
+            Format::Markdown => Box::new(MarkdownExporter),
+            Format::Json => Box::new(JsonExporter),
+        }
+    }
+}

@@ -1,1 +1,20 @@
-fn main(){}
+//! `kopt`: thin entry point. Arguments are parsed in `cli`, validated in
+//! `options`, and handed to the library crates by the command modules.
+
+mod analyze_cmd;
+mod cli;
+mod exit;
+mod options;
+mod output;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Analyze(args) => options::AnalyzeRequest::try_from(args)
+            .map_err(exit::Failure::Usage)
+            .and_then(|req| analyze_cmd::run(&req).map_err(exit::Failure::Error)),
+    };
+    exit::report(result)
+}

@@ -16,27 +16,69 @@ type Slot = fn(&mut Metrics) -> &mut Option<f64>;
 
 /// (section, metric) -> where kopt keeps it.
 const DETAIL_METRICS: &[(&str, &str, Slot)] = &[
-    ("GPU Speed Of Light Throughput", "Duration", |m| &mut m.duration_ns),
-    ("GPU Speed Of Light Throughput", "SM Frequency", |m| &mut m.sm_clock_hz),
-    ("GPU Speed Of Light Throughput", "Compute (SM) Throughput", |m| &mut m.sm_pct),
-    ("GPU Speed Of Light Throughput", "Memory Throughput", |m| &mut m.memory_pct),
-    ("GPU Speed Of Light Throughput", "DRAM Throughput", |m| &mut m.dram_pct),
-    ("GPU Speed Of Light Throughput", "L1/TEX Cache Throughput", |m| &mut m.l1_pct),
-    ("GPU Speed Of Light Throughput", "L2 Cache Throughput", |m| &mut m.l2_pct),
-    ("Memory Workload Analysis", "Memory Throughput", |m| &mut m.dram_bytes_per_s),
+    ("GPU Speed Of Light Throughput", "Duration", |m| {
+        &mut m.duration_ns
+    }),
+    ("GPU Speed Of Light Throughput", "SM Frequency", |m| {
+        &mut m.sm_clock_hz
+    }),
+    (
+        "GPU Speed Of Light Throughput",
+        "Compute (SM) Throughput",
+        |m| &mut m.sm_pct,
+    ),
+    ("GPU Speed Of Light Throughput", "Memory Throughput", |m| {
+        &mut m.memory_pct
+    }),
+    ("GPU Speed Of Light Throughput", "DRAM Throughput", |m| {
+        &mut m.dram_pct
+    }),
+    (
+        "GPU Speed Of Light Throughput",
+        "L1/TEX Cache Throughput",
+        |m| &mut m.l1_pct,
+    ),
+    (
+        "GPU Speed Of Light Throughput",
+        "L2 Cache Throughput",
+        |m| &mut m.l2_pct,
+    ),
+    ("Memory Workload Analysis", "Memory Throughput", |m| {
+        &mut m.dram_bytes_per_s
+    }),
     ("Launch Statistics", "Grid Size", |m| &mut m.grid_size),
     ("Launch Statistics", "Block Size", |m| &mut m.block_size),
-    ("Launch Statistics", "Registers Per Thread", |m| &mut m.registers_per_thread),
-    ("Launch Statistics", "Static Shared Memory Per Block", |m| &mut m.shared_mem_static),
-    ("Launch Statistics", "Dynamic Shared Memory Per Block", |m| &mut m.shared_mem_dynamic),
+    ("Launch Statistics", "Registers Per Thread", |m| {
+        &mut m.registers_per_thread
+    }),
+    ("Launch Statistics", "Static Shared Memory Per Block", |m| {
+        &mut m.shared_mem_static
+    }),
+    (
+        "Launch Statistics",
+        "Dynamic Shared Memory Per Block",
+        |m| &mut m.shared_mem_dynamic,
+    ),
     ("Launch Statistics", "Waves Per SM", |m| &mut m.waves_per_sm),
     ("Launch Statistics", "# SMs", |m| &mut m.sm_count),
-    ("Occupancy", "Theoretical Occupancy", |m| &mut m.occupancy_theoretical_pct),
-    ("Occupancy", "Achieved Occupancy", |m| &mut m.occupancy_achieved_pct),
-    ("Occupancy", "Block Limit SM", |m| &mut m.occupancy_limit_blocks),
-    ("Occupancy", "Block Limit Registers", |m| &mut m.occupancy_limit_registers),
-    ("Occupancy", "Block Limit Shared Mem", |m| &mut m.occupancy_limit_shared_mem),
-    ("Occupancy", "Block Limit Warps", |m| &mut m.occupancy_limit_warps),
+    ("Occupancy", "Theoretical Occupancy", |m| {
+        &mut m.occupancy_theoretical_pct
+    }),
+    ("Occupancy", "Achieved Occupancy", |m| {
+        &mut m.occupancy_achieved_pct
+    }),
+    ("Occupancy", "Block Limit SM", |m| {
+        &mut m.occupancy_limit_blocks
+    }),
+    ("Occupancy", "Block Limit Registers", |m| {
+        &mut m.occupancy_limit_registers
+    }),
+    ("Occupancy", "Block Limit Shared Mem", |m| {
+        &mut m.occupancy_limit_shared_mem
+    }),
+    ("Occupancy", "Block Limit Warps", |m| {
+        &mut m.occupancy_limit_warps
+    }),
 ];
 
 const REQUIRED: [&str; 6] = [
@@ -60,8 +102,12 @@ pub(super) fn parse(
     }
     let [id_col, name_col, section_col, metric_col, unit_col, value_col] = idx;
     let find = |name: &str| columns.iter().position(|c| c == name);
-    let (grid_col, block_col, stream_col, cc_col) =
-        (find("Grid Size"), find("Block Size"), find("Stream"), find("CC"));
+    let (grid_col, block_col, stream_col, cc_col) = (
+        find("Grid Size"),
+        find("Block Size"),
+        find("Stream"),
+        find("CC"),
+    );
     let rule_cols = (
         find("Rule Name"),
         find("Rule Type"),
@@ -80,7 +126,10 @@ pub(super) fn parse(
     let mut first_line = None;
     let mut any_duration = false;
 
-    while reader.read_byte_record(&mut record).map_err(|e| ctx.csv_error(e))? {
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| ctx.csv_error(e))?
+    {
         if record.len() == 1 && record.get(0).is_some_and(|c| c.is_empty()) {
             continue;
         }
@@ -96,17 +145,29 @@ pub(super) fn parse(
             ));
         }
         first_line.get_or_insert(line);
-        let text = |i: usize| -> String { String::from_utf8_lossy(record.get(i).unwrap_or_default()).trim().to_string() };
+        let text = |i: usize| -> String {
+            String::from_utf8_lossy(record.get(i).unwrap_or_default())
+                .trim()
+                .to_string()
+        };
         let id_text = text(id_col);
         let id: u64 = id_text.parse().map_err(|_| {
-            IngestError::at(ctx.path, line, format!("column \"ID\": expected a launch number, found \"{id_text}\""))
+            IngestError::at(
+                ctx.path,
+                line,
+                format!("column \"ID\": expected a launch number, found \"{id_text}\""),
+            )
         })?;
         let at = *by_id.entry(id).or_insert_with(|| {
             launches.push(KernelLaunch {
                 id,
                 name: text(name_col),
-                grid: grid_col.and_then(|c| parse_dim3(&text(c))).unwrap_or_default(),
-                block: block_col.and_then(|c| parse_dim3(&text(c))).unwrap_or_default(),
+                grid: grid_col
+                    .and_then(|c| parse_dim3(&text(c)))
+                    .unwrap_or_default(),
+                block: block_col
+                    .and_then(|c| parse_dim3(&text(c)))
+                    .unwrap_or_default(),
                 stream: stream_col.and_then(|c| text(c).parse().ok()),
                 metrics: Metrics::default(),
                 ncu_rules: Vec::new(),
@@ -157,7 +218,9 @@ pub(super) fn parse(
                 return Err(IngestError::at(
                     ctx.path,
                     line,
-                    format!("metric \"{section} / {metric}\": expected a number, found \"{value}\""),
+                    format!(
+                        "metric \"{section} / {metric}\": expected a number, found \"{value}\""
+                    ),
                 ))
             }
         }
@@ -187,7 +250,10 @@ pub(super) fn parse(
 /// The details page names no device; it gives CC and SM count, and DRAM
 /// bandwidth both in bytes/s and in % of peak, which together give the peak.
 fn device_from_launches(launches: &[KernelLaunch], cc: Option<String>) -> Device {
-    let sm_count = launches.iter().find_map(|l| l.metrics.sm_count).map(|v| v as u32);
+    let sm_count = launches
+        .iter()
+        .find_map(|l| l.metrics.sm_count)
+        .map(|v| v as u32);
     let name = match &cc {
         Some(cc) => format!("unknown GPU (CC {cc}, details page names no device)"),
         None => "unknown GPU (details page names no device)".into(),
@@ -238,13 +304,18 @@ fn evidence_from_rule(rule: &NcuRule, m: &mut Metrics) {
         // "Tensor is the highest-utilized pipeline (93.6%) ..."
         "HighPipeUtilization" => {
             if let Some((pipe, rest)) = d.split_once(" is the highest-utilized pipeline (") {
-                let pct = rest.split('%').next().and_then(|p| p.trim().parse::<f64>().ok());
+                let pct = rest
+                    .split('%')
+                    .next()
+                    .and_then(|p| p.trim().parse::<f64>().ok());
                 if let Some(pct) = pct {
                     let slot = match pipe.trim() {
                         p if p.starts_with("Tensor") => Some(&mut m.tensor_pct),
                         "FMA" | "FMA (FP16)" => Some(&mut m.fma_pct),
                         "ALU" => Some(&mut m.alu_pct),
-                        p if p.starts_with("FP64") || p.starts_with("DMMA") => Some(&mut m.fp64_pct),
+                        p if p.starts_with("FP64") || p.starts_with("DMMA") => {
+                            Some(&mut m.fp64_pct)
+                        }
                         _ => None,
                     };
                     if let Some(slot) = slot {
@@ -274,11 +345,17 @@ mod tests {
     #[test]
     fn numbers_in_rule_text() {
         assert_eq!(
-            number_before("a total of 14680064 excessive sectors (78% of the total 18874368 sectors)", "% of the total"),
+            number_before(
+                "a total of 14680064 excessive sectors (78% of the total 18874368 sectors)",
+                "% of the total"
+            ),
             Some(78.0)
         );
         assert_eq!(
-            number_before("conflicts,  which represent 96.90% of the overall 67641673", "% of the overall"),
+            number_before(
+                "conflicts,  which represent 96.90% of the overall 67641673",
+                "% of the overall"
+            ),
             Some(96.9)
         );
         assert_eq!(number_before("nothing here", "% of the total"), None);

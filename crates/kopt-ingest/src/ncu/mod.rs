@@ -71,7 +71,9 @@ pub fn parse_ncu_csv(bytes: &[u8], path: &str) -> Result<NcuFile, IngestError> {
         .iter()
         .map(|c| String::from_utf8_lossy(c).trim().to_string())
         .collect();
-    let page = if columns.iter().any(|c| c == "Metric Name") && columns.iter().any(|c| c == "Metric Value") {
+    let page = if columns.iter().any(|c| c == "Metric Name")
+        && columns.iter().any(|c| c == "Metric Value")
+    {
         NcuPage::Details
     } else {
         NcuPage::Raw
@@ -122,7 +124,11 @@ struct Header {
 /// output) is skipped.
 fn find_header(bytes: &[u8], path: &str) -> Result<Header, IngestError> {
     let mut offset = 0usize;
-    for (i, line) in bytes.split(|&b| b == b'\n').enumerate().take(HEADER_SEARCH_LINES) {
+    for (i, line) in bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .take(HEADER_SEARCH_LINES)
+    {
         let text = String::from_utf8_lossy(line);
         let t = text.trim_start_matches('\u{feff}').trim();
         if (t.starts_with("\"ID\"") || t.starts_with("ID,")) && t.contains("Kernel Name") {
@@ -154,7 +160,11 @@ pub(crate) fn parse_dim3(s: &str) -> Option<Dim3> {
     match nums.as_slice() {
         [x] => Some(Dim3 { x: *x, y: 1, z: 1 }),
         [x, y] => Some(Dim3 { x: *x, y: *y, z: 1 }),
-        [x, y, z] => Some(Dim3 { x: *x, y: *y, z: *z }),
+        [x, y, z] => Some(Dim3 {
+            x: *x,
+            y: *y,
+            z: *z,
+        }),
         _ => None,
     }
 }
@@ -172,7 +182,14 @@ mod tests {
     fn dims() {
         assert_eq!(parse_dim3("(256, 1, 1)"), Some(Dim3 { x: 256, y: 1, z: 1 }));
         assert_eq!(parse_dim3("(1, 2, 1)"), Some(Dim3 { x: 1, y: 2, z: 1 }));
-        assert_eq!(parse_dim3("1056"), Some(Dim3 { x: 1056, y: 1, z: 1 }));
+        assert_eq!(
+            parse_dim3("1056"),
+            Some(Dim3 {
+                x: 1056,
+                y: 1,
+                z: 1
+            })
+        );
         assert_eq!(parse_dim3("abc"), None);
     }
 }

@@ -14,45 +14,120 @@ type Slot = fn(&mut Metrics) -> &mut Option<f64>;
 const RAW_METRICS: &[(&str, Slot)] = &[
     ("gpu__time_duration.sum", |m| &mut m.duration_ns),
     ("sm__cycles_elapsed.avg.per_second", |m| &mut m.sm_clock_hz),
-    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.sm_pct),
-    ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.memory_pct),
-    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.dram_pct),
-    ("lts__throughput.avg.pct_of_peak_sustained_elapsed", |m| &mut m.l2_pct),
-    ("l1tex__throughput.avg.pct_of_peak_sustained_active", |m| &mut m.l1_pct),
+    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", |m| {
+        &mut m.sm_pct
+    }),
+    (
+        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.memory_pct,
+    ),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", |m| {
+        &mut m.dram_pct
+    }),
+    ("lts__throughput.avg.pct_of_peak_sustained_elapsed", |m| {
+        &mut m.l2_pct
+    }),
+    ("l1tex__throughput.avg.pct_of_peak_sustained_active", |m| {
+        &mut m.l1_pct
+    }),
     ("dram__bytes_read.sum", |m| &mut m.dram_bytes_read),
     ("dram__bytes_write.sum", |m| &mut m.dram_bytes_write),
     ("dram__bytes.sum.per_second", |m| &mut m.dram_bytes_per_s),
     ("launch__grid_size", |m| &mut m.grid_size),
     ("launch__block_size", |m| &mut m.block_size),
-    ("launch__registers_per_thread", |m| &mut m.registers_per_thread),
-    ("launch__shared_mem_per_block_static", |m| &mut m.shared_mem_static),
-    ("launch__shared_mem_per_block_dynamic", |m| &mut m.shared_mem_dynamic),
+    ("launch__registers_per_thread", |m| {
+        &mut m.registers_per_thread
+    }),
+    ("launch__shared_mem_per_block_static", |m| {
+        &mut m.shared_mem_static
+    }),
+    ("launch__shared_mem_per_block_dynamic", |m| {
+        &mut m.shared_mem_dynamic
+    }),
     ("launch__waves_per_multiprocessor", |m| &mut m.waves_per_sm),
     ("launch__sm_count", |m| &mut m.sm_count),
-    ("launch__occupancy_limit_blocks", |m| &mut m.occupancy_limit_blocks),
-    ("launch__occupancy_limit_registers", |m| &mut m.occupancy_limit_registers),
-    ("launch__occupancy_limit_shared_mem", |m| &mut m.occupancy_limit_shared_mem),
-    ("launch__occupancy_limit_warps", |m| &mut m.occupancy_limit_warps),
-    ("sm__maximum_warps_per_active_cycle_pct", |m| &mut m.occupancy_theoretical_pct),
-    ("sm__warps_active.avg.pct_of_peak_sustained_active", |m| &mut m.occupancy_achieved_pct),
-    ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.tensor_pct),
-    ("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.tensor_pct),
-    ("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.tensor_pct),
-    ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.fma_pct),
-    ("sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.alu_pct),
-    ("sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active", |m| &mut m.fp64_pct),
-    ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", |m| &mut m.inst_ffma),
-    ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", |m| &mut m.inst_fadd),
-    ("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", |m| &mut m.inst_fmul),
-    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", |m| &mut m.shared_ld_conflicts),
-    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", |m| &mut m.shared_st_conflicts),
-    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", |m| &mut m.shared_ld_wavefronts),
-    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", |m| &mut m.shared_st_wavefronts),
-    ("smsp__sass_data_bytes_mem_global_op_ld.sum", |m| &mut m.global_ld_bytes_requested),
-    ("smsp__sass_data_bytes_mem_global_op_st.sum", |m| &mut m.global_st_bytes_requested),
-    ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", |m| &mut m.global_ld_sectors),
-    ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", |m| &mut m.global_st_sectors),
-    ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", |m| &mut m.global_ld_requests),
+    ("launch__occupancy_limit_blocks", |m| {
+        &mut m.occupancy_limit_blocks
+    }),
+    ("launch__occupancy_limit_registers", |m| {
+        &mut m.occupancy_limit_registers
+    }),
+    ("launch__occupancy_limit_shared_mem", |m| {
+        &mut m.occupancy_limit_shared_mem
+    }),
+    ("launch__occupancy_limit_warps", |m| {
+        &mut m.occupancy_limit_warps
+    }),
+    ("sm__maximum_warps_per_active_cycle_pct", |m| {
+        &mut m.occupancy_theoretical_pct
+    }),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", |m| {
+        &mut m.occupancy_achieved_pct
+    }),
+    (
+        "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+        |m| &mut m.tensor_pct,
+    ),
+    (
+        "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+        |m| &mut m.tensor_pct,
+    ),
+    (
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+        |m| &mut m.tensor_pct,
+    ),
+    (
+        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        |m| &mut m.fma_pct,
+    ),
+    (
+        "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active",
+        |m| &mut m.alu_pct,
+    ),
+    (
+        "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
+        |m| &mut m.fp64_pct,
+    ),
+    ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", |m| {
+        &mut m.inst_ffma
+    }),
+    ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", |m| {
+        &mut m.inst_fadd
+    }),
+    ("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", |m| {
+        &mut m.inst_fmul
+    }),
+    (
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+        |m| &mut m.shared_ld_conflicts,
+    ),
+    (
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+        |m| &mut m.shared_st_conflicts,
+    ),
+    (
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+        |m| &mut m.shared_ld_wavefronts,
+    ),
+    (
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+        |m| &mut m.shared_st_wavefronts,
+    ),
+    ("smsp__sass_data_bytes_mem_global_op_ld.sum", |m| {
+        &mut m.global_ld_bytes_requested
+    }),
+    ("smsp__sass_data_bytes_mem_global_op_st.sum", |m| {
+        &mut m.global_st_bytes_requested
+    }),
+    ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", |m| {
+        &mut m.global_ld_sectors
+    }),
+    ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", |m| {
+        &mut m.global_st_sectors
+    }),
+    ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", |m| {
+        &mut m.global_ld_requests
+    }),
 ];
 
 /// Keep the larger of an existing and a new value.
@@ -95,7 +170,10 @@ pub(super) fn parse(
     let mut rows: Vec<(u64, csv::ByteRecord)> = Vec::new();
     let mut units: Option<csv::ByteRecord> = None;
     // The units row follows the header: its ID cell is empty.
-    if reader.read_byte_record(&mut record).map_err(|e| ctx.csv_error(e))? {
+    if reader
+        .read_byte_record(&mut record)
+        .map_err(|e| ctx.csv_error(e))?
+    {
         check_width(&record, columns.len(), ctx)?;
         if record.get(id_col).is_some_and(|c| c.is_empty()) {
             units = Some(record.clone());
@@ -159,7 +237,10 @@ pub(super) fn parse(
                 return Err(IngestError::at(
                     ctx.path,
                     line,
-                    format!("column \"ID\": expected a launch number, found \"{}\"", text(id_col)),
+                    format!(
+                        "column \"ID\": expected a launch number, found \"{}\"",
+                        text(id_col)
+                    ),
                 ))
             }
         };
@@ -190,8 +271,12 @@ pub(super) fn parse(
         launches.push(KernelLaunch {
             id,
             name: String::from_utf8_lossy(rec.get(name_col).unwrap_or_default()).into_owned(),
-            grid: grid_col.and_then(|c| parse_dim3(text(c))).unwrap_or_default(),
-            block: block_col.and_then(|c| parse_dim3(text(c))).unwrap_or_default(),
+            grid: grid_col
+                .and_then(|c| parse_dim3(text(c)))
+                .unwrap_or_default(),
+            block: block_col
+                .and_then(|c| parse_dim3(text(c)))
+                .unwrap_or_default(),
             stream: stream_col.and_then(|c| text(c).trim().parse().ok()),
             metrics,
             ncu_rules: Vec::new(),
@@ -203,7 +288,10 @@ pub(super) fn parse(
     }
     let device_row = rows.first().map(|(_, r)| r.clone());
     let mut device_row = device_row;
-    while reader.read_byte_record(&mut record).map_err(|e| ctx.csv_error(e))? {
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| ctx.csv_error(e))?
+    {
         if record.len() == 1 && record.get(0).is_some_and(|c| c.is_empty()) {
             continue; // blank line
         }
@@ -255,7 +343,11 @@ fn check_width(rec: &csv::ByteRecord, width: usize, ctx: &Ctx) -> Result<(), Ing
 }
 
 /// Device attributes from one row (they are the same on every row of a device).
-fn device_from_row(rec: &csv::ByteRecord, columns: &[String], unit_of: &dyn Fn(usize) -> f64) -> Device {
+fn device_from_row(
+    rec: &csv::ByteRecord,
+    columns: &[String],
+    unit_of: &dyn Fn(usize) -> f64,
+) -> Device {
     let get = |name: &str| -> Option<(usize, String)> {
         let i = columns.iter().position(|c| c == name)?;
         let v = String::from_utf8_lossy(rec.get(i)?).trim().to_string();

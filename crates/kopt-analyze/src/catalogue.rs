@@ -1,0 +1,346 @@
+//! The recommendation catalogue, drawn from the user's seeds: 000 (the
+//! launch-overhead report), 001 (strategies), 002 (decision tree, options
+//! A-H), 003 (hypotheses and likely fixes). Each entry is triggered by the
+//! evidence of one class and carries a gain estimate where counters allow.
+
+use kopt_model::{BottleneckClass, GainEstimate, HotUnit, Recommendation, StallReason};
+
+use crate::rollup::KernelGroup;
+use crate::rules::top_stall;
+
+/// One strategy of the catalogue.
+#[derive(Debug, Clone, Copy)]
+pub struct Strategy {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub triggered_by: &'static [BottleneckClass],
+    pub source: &'static str,
+}
+
+use BottleneckClass as C;
+
+pub const CATALOGUE: &[Strategy] = &[
+    Strategy {
+        id: "fuse_or_graph_launches",
+        title: "Fuse the tiny launches or capture them in a CUDA graph",
+        triggered_by: &[C::SmallGrid, C::LaunchOverhead],
+        source: "seed 000 steps 1, 2, 4 (eliminate kernel, graph capture, skip no-op ops); seed 001 persistent kernels",
+    },
+    Strategy {
+        id: "fill_the_gpu",
+        title: "Launch at least one full wave",
+        triggered_by: &[C::SmallGrid],
+        source: "seed 001 adjust block size; seed 002 option F (split-K) for GEMMs with few tiles; ncu LaunchConfiguration",
+    },
+    Strategy {
+        id: "coalesce_global_access",
+        title: "Coalesce global memory access",
+        triggered_by: &[C::Uncoalesced],
+        source: "seed 001 memory strategy 4 (coalescing) and 3 (vectorized loads); seed 003 hypothesis 1 fix 1",
+    },
+    Strategy {
+        id: "pad_or_swizzle_shared",
+        title: "Pad or swizzle the shared-memory tile",
+        triggered_by: &[C::BankConflict],
+        source: "seed 003 hypothesis 2 (padding, XOR swizzle); seed 002 option H (custom swizzle)",
+    },
+    Strategy {
+        id: "raise_occupancy",
+        title: "Raise occupancy",
+        triggered_by: &[C::Occupancy],
+        source: "seed 001 occupancy strategies 1-3; seed 003 hypothesis 3",
+    },
+    Strategy {
+        id: "hide_latency",
+        title: "Put more independent work in flight",
+        triggered_by: &[C::Latency],
+        source: "seed 001 unroll loops / vectorized loads; seed 002 option C (TMA prefetch); seed 003 hypothesis 1",
+    },
+    Strategy {
+        id: "reduce_synchronisation",
+        title: "Cut barrier stalls",
+        triggered_by: &[C::Sync],
+        source: "seed 002 options B and G (warp assignment, pipeline rebalance); seed 001 warp specialization",
+    },
+    Strategy {
+        id: "move_fewer_bytes",
+        title: "At the memory roofline: move fewer bytes",
+        triggered_by: &[C::Memory],
+        source: "seed 001 memory strategy 1 (fusion), recomputation; lower precision",
+    },
+    Strategy {
+        id: "tensor_roofline_do_less",
+        title: "At the tensor roofline: fuse the epilogue or do less math",
+        triggered_by: &[C::Compute],
+        source: "seed 002 option D (epilogue fusion), option E (cluster tuning); seed 001 tensor cores",
+    },
+    Strategy {
+        id: "use_tensor_cores",
+        title: "Move the math to tensor cores or cut instructions",
+        triggered_by: &[C::Compute],
+        source: "seed 001 compute strategy 1 (tensor cores) and 2 (arithmetic intensity)",
+    },
+    Strategy {
+        id: "autotune_config",
+        title: "Autotune the launch configuration",
+        triggered_by: &[C::Balanced, C::Memory, C::Compute],
+        source: "seed 001 auto-tuning; seed 002 option E",
+    },
+];
+
+pub fn strategy(id: &str) -> &'static Strategy {
+    CATALOGUE
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("catalogue has no strategy {id}"))
+}
+
+fn gain(group: &KernelGroup, saved_ns: f64, total_ns: f64, method: &str) -> GainEstimate {
+    let kernel_ns = group.verdict.total_ns.max(1.0);
+    GainEstimate {
+        kernel_pct: 100.0 * saved_ns / kernel_ns,
+        workload_pct: if total_ns > 0.0 {
+            100.0 * saved_ns / total_ns
+        } else {
+            0.0
+        },
+        saved_ns,
+        method: method.to_string(),
+    }
+}
+
+/// The recommendations one kernel triggers (unranked).
+pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
+    let v = &group.verdict;
+    let m = &group.representative.metrics;
+    let class = v.bottleneck.class;
+    let recoverable = group
+        .recoverable_ns
+        .map(|ns| gain(group, ns, total_ns, group.recoverable_method));
+    let mut out = Vec::new();
+    let mut push = |id: &str, evidence: String, action: String, gain: Option<GainEstimate>| {
+        let s = strategy(id);
+        out.push(Recommendation {
+            rank: 0,
+            id: s.id.to_string(),
+            title: s.title.to_string(),
+            kernel: v.name.clone(),
+            kernel_short: v.short_name.clone(),
+            class,
+            evidence,
+            action,
+            source: s.source.to_string(),
+            gain,
+        });
+    };
+    let sms = m.sm_count.unwrap_or(0.0);
+    match class {
+        C::SmallGrid => {
+            let per_sm = [m.occupancy_limit_blocks, m.occupancy_limit_registers, m.occupancy_limit_shared_mem, m.occupancy_limit_warps]
+                .into_iter()
+                .flatten()
+                .reduce(f64::min);
+            let wave = per_sm.map_or(String::new(), |b| format!(" (one wave here is {:.0} blocks: {sms:.0} SMs x {b:.0} blocks/SM)", sms * b));
+            push(
+                "fill_the_gpu",
+                format!("grid {} on {sms:.0} SMs: {}", v.grid, v.root_cause),
+                format!(
+                    "Size the grid from the device, not a constant: at least one block per SM, ideally a full wave{wave}. For a grid-stride loop use SMs x blocks-per-SM from the occupancy API; for a GEMM with few output tiles, split K (seed 002 option F) or use stream-K."
+                ),
+                recoverable,
+            );
+        }
+        C::Uncoalesced => push(
+            "coalesce_global_access",
+            v.root_cause.clone(),
+            "Make neighbouring threads touch neighbouring addresses: change the layout (structure of arrays), stage strided or transposed access through shared memory, or sort gather indices; then vectorize (16-byte loads).".into(),
+            recoverable,
+        ),
+        C::BankConflict => push(
+            "pad_or_swizzle_shared",
+            v.root_cause.clone(),
+            "Pad each shared row by one element (e.g. tile[32][33]) or XOR-swizzle the column index so a warp's accesses land in 32 different banks; in CuTe/CUTLASS try 128B/64B/32B swizzles and profile the conflicts before/after.".into(),
+            recoverable,
+        ),
+        C::Occupancy => {
+            let limiter = v.occupancy_limiter.as_deref().unwrap_or("resources");
+            let how = match limiter {
+                "shared memory" => format!(
+                    "cut shared memory per block ({:.0} KB now: smaller tiles, fewer pipeline stages) or give each block more threads to use it",
+                    (m.shared_mem_static.unwrap_or(0.0) + m.shared_mem_dynamic.unwrap_or(0.0)) / 1024.0
+                ),
+                "registers" => format!(
+                    "cut registers per thread ({:.0} now: __launch_bounds__, -maxrregcount, recompute instead of keeping values live)",
+                    m.registers_per_thread.unwrap_or(0.0)
+                ),
+                "warps per SM" | "blocks per SM" => "change the block size so more warps fit on an SM".into(),
+                _ => "free the resource that limits resident blocks".into(),
+            };
+            push(
+                "raise_occupancy",
+                v.root_cause.clone(),
+                format!("Raise occupancy: {how}; alternatively keep more loads in flight per thread (unroll, vector loads) so fewer warps suffice."),
+                recoverable,
+            );
+        }
+        C::Sync => push(
+            "reduce_synchronisation",
+            v.root_cause.clone(),
+            "Remove barriers that guard nothing, split producer and consumer warps (warp specialization) with asynchronous copies and mbarriers, and double-buffer so loads overlap compute.".into(),
+            recoverable,
+        ),
+        C::Latency => {
+            let stall = top_stall(m).map(|(r, _, _)| r);
+            let how = match stall {
+                Some(StallReason::LongScoreboard) => "more bytes in flight per thread: vectorized (16-byte) loads, unrolled loops, prefetch with cp.async or TMA",
+                Some(StallReason::ShortScoreboard) | Some(StallReason::MioThrottle) => "less shared-memory and special-function pressure: fewer shared round-trips, register caching, intrinsics",
+                Some(StallReason::LgThrottle) => "fewer, wider global memory instructions (vector loads)",
+                Some(StallReason::Wait) | Some(StallReason::MathPipeThrottle) => "more independent instructions (unroll, several accumulators)",
+                _ => "more independent work per warp and more warps",
+            };
+            push("hide_latency", v.root_cause.clone(), format!("Neither memory nor compute is busy: {how}."), recoverable);
+        }
+        C::Memory if v.bottleneck.at_roofline => push(
+            "move_fewer_bytes",
+            format!(
+                "{} at {:.0}% of peak; {} of the workload",
+                v.bottleneck.unit.map_or("memory", |u| u.as_str()),
+                v.bottleneck.unit_pct.unwrap_or(0.0),
+                pct(v.pct_of_total)
+            ),
+            format!(
+                "Tuning cannot beat the roofline. Move fewer bytes: fuse with the kernel that produces or consumes this data, store in a narrower type (bf16/fp8), recompute instead of storing, or skip the pass. Every 10% fewer bytes saves about {:.1} us here ({} of the workload).",
+                0.1 * v.total_ns / 1e3,
+                pct(0.1 * v.pct_of_total)
+            ),
+            None,
+        ),
+        C::Compute if v.bottleneck.at_roofline && v.bottleneck.unit == Some(HotUnit::Tensor) => push(
+            "tensor_roofline_do_less",
+            format!("tensor pipe at {:.0}% of peak; {} of the workload", v.bottleneck.unit_pct.unwrap_or(0.0), pct(v.pct_of_total)),
+            "The tensor cores are saturated: fuse the epilogue (bias, activation, residual) into this GEMM so no extra pass runs, use a lower precision (fp8) where accuracy allows, or do less math. Tile/cluster autotuning helps only shapes far from this one.".into(),
+            None,
+        ),
+        C::Compute if v.bottleneck.at_roofline => push(
+            "use_tensor_cores",
+            format!(
+                "{} pipe at {:.0}% of peak; {} of the workload",
+                v.bottleneck.unit.map_or("SM", |u| u.as_str()),
+                v.bottleneck.unit_pct.unwrap_or(0.0),
+                pct(v.pct_of_total)
+            ),
+            "The pipe is saturated: if this is matrix-like math, move it to tensor cores (tf32/bf16 via tl.dot, WMMA/WGMMA, cuBLAS); otherwise cut instructions (fused multiply-adds, fast-math intrinsics, less index arithmetic).".into(),
+            None,
+        ),
+        C::Memory | C::Compute | C::Balanced => push(
+            "autotune_config",
+            v.root_cause.clone(),
+            "Below the roofline without a single defect: autotune block/tile sizes, num_warps and num_stages for this problem size, and cache the winner per shape.".into(),
+            recoverable,
+        ),
+        C::LaunchOverhead => push(
+            "fuse_or_graph_launches",
+            v.root_cause.clone(),
+            "Capture the launch sequence in a CUDA graph or fuse the kernels.".into(),
+            recoverable,
+        ),
+    }
+    out
+}
+
+/// One recommendation for all tiny launches together: they are fused or
+/// graph-captured as a sequence, not one kernel at a time (seed 000).
+pub fn recommend_tiny(groups: &[&KernelGroup], total_ns: f64) -> Option<Recommendation> {
+    let launches: u64 = groups.iter().map(|g| g.verdict.launches).sum();
+    if launches == 0 {
+        return None;
+    }
+    let tiny_ns: f64 = groups.iter().map(|g| g.verdict.total_ns).sum();
+    let names: Vec<&str> = groups
+        .iter()
+        .map(|g| g.verdict.short_name.as_str())
+        .collect();
+    let shown = if names.len() > 4 {
+        format!("{}, ... ({} kernels)", names[..4].join(", "), names.len())
+    } else {
+        names.join(", ")
+    };
+    let gain = (launches >= 2).then(|| {
+        // Fusing N launches into one removes N-1 launches' GPU time.
+        let saved = tiny_ns * (launches as f64 - 1.0) / launches as f64;
+        GainEstimate {
+            kernel_pct: 100.0 * saved / tiny_ns.max(1.0),
+            workload_pct: if total_ns > 0.0 { 100.0 * saved / total_ns } else { 0.0 },
+            saved_ns: saved,
+            method: "fusing the tiny launches into one kernel saves all but one launch's GPU time; the host launch cost they also carry comes on top and needs a timeline".into(),
+        }
+    });
+    let s = strategy("fuse_or_graph_launches");
+    let (kernel, short) = if groups.len() == 1 {
+        (
+            groups[0].verdict.name.clone(),
+            groups[0].verdict.short_name.clone(),
+        )
+    } else {
+        (shown.clone(), format!("{} tiny kernels", groups.len()))
+    };
+    Some(Recommendation {
+        rank: 0,
+        id: s.id.to_string(),
+        title: s.title.to_string(),
+        kernel,
+        kernel_short: short,
+        class: C::SmallGrid,
+        evidence: format!(
+            "{launches} launch{} under {:.0} us each ({shown}) take {} of GPU time and do almost no work",
+            if launches == 1 { "" } else { "es" },
+            crate::rules::TINY_KERNEL_NS / 1e3,
+            kopt_model::format_duration_ns(tiny_ns)
+        ),
+        action: "Fuse these launches (and their neighbours) into one kernel, or capture the sequence in a CUDA graph and replay it; remove launches whose result is never used. Measure the host launch cost with a timeline: ncu cannot see it.".into(),
+        source: s.source.to_string(),
+        gain,
+    })
+}
+
+fn pct(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}%")
+    } else {
+        format!("{v:.1}%")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_every_class_is_covered() {
+        for (i, a) in CATALOGUE.iter().enumerate() {
+            assert!(
+                CATALOGUE[i + 1..].iter().all(|b| b.id != a.id),
+                "duplicate {}",
+                a.id
+            );
+            assert!(a.source.contains("seed"), "{} names no seed", a.id);
+        }
+        for class in [
+            C::LaunchOverhead,
+            C::Memory,
+            C::Compute,
+            C::Latency,
+            C::Occupancy,
+            C::BankConflict,
+            C::Uncoalesced,
+            C::SmallGrid,
+            C::Sync,
+            C::Balanced,
+        ] {
+            assert!(
+                CATALOGUE.iter().any(|s| s.triggered_by.contains(&class)),
+                "no strategy for {class}"
+            );
+        }
+    }
+}

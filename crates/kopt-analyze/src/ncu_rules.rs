@@ -1,0 +1,90 @@
+//! Nsight Compute's own rule results, compared with kopt's verdict.
+//!
+//! Sorting ncu's OPT rules by estimated speedup names the wrong cause for
+//! kernels at a roofline (a DRAM-bound copy gets "HighPipeUtilization" and
+//! "L2 Compression") and for small grids ("HighPipeUtilization" before
+//! "LaunchConfiguration"). kopt reports where the two differ and why.
+
+use kopt_model::{BottleneckClass, NcuDisagreement, NcuRule};
+
+use crate::rollup::KernelGroup;
+
+/// The class an ncu rule points at.
+pub fn rule_class(rule: &NcuRule) -> BottleneckClass {
+    let d = rule.description.as_str();
+    match rule.name.as_str() {
+        "LaunchConfiguration" | "SOLBottleneck"
+            if d.contains("too small") || d.contains("less than the GPU") =>
+        {
+            BottleneckClass::SmallGrid
+        }
+        "LaunchConfiguration" => BottleneckClass::SmallGrid,
+        "TheoreticalOccupancy" | "AchievedOccupancy" => BottleneckClass::Occupancy,
+        "SharedMemoryConflicts" | "UncoalescedSharedAccess" => BottleneckClass::BankConflict,
+        "UncoalescedGlobalAccess" | "MemoryCacheAccessPattern" => BottleneckClass::Uncoalesced,
+        "HighPipeUtilization" if d.contains("under-utilized") => BottleneckClass::Latency,
+        "HighPipeUtilization" | "FPInstructions" | "ThreadDivergence" => BottleneckClass::Compute,
+        "MemoryL2Compression" | "SOLBottleneck" if d.contains("Memory is more heavily") => {
+            BottleneckClass::Memory
+        }
+        "MemoryL2Compression" => BottleneckClass::Memory,
+        "CPIStall" | "IssueSlotUtilization" => BottleneckClass::Latency,
+        "WorkloadImbalance" => BottleneckClass::Balanced,
+        _ => BottleneckClass::Latency,
+    }
+}
+
+/// ncu's top OPT rule by estimated speedup over the kernel's launches.
+pub fn top_rule<'a>(group: &'a KernelGroup) -> Option<&'a NcuRule> {
+    group
+        .launches
+        .iter()
+        .flat_map(|l| l.ncu_rules.iter())
+        .filter(|r| r.kind == "OPT" && r.estimated_speedup_pct.is_some())
+        .max_by(|a, b| {
+            a.estimated_speedup_pct
+                .unwrap_or(0.0)
+                .total_cmp(&b.estimated_speedup_pct.unwrap_or(0.0))
+        })
+}
+
+pub fn disagreement(group: &KernelGroup) -> Option<NcuDisagreement> {
+    let rule = top_rule(group)?;
+    let ncu_class = rule_class(rule);
+    let v = &group.verdict;
+    let kopt = v.bottleneck.class;
+    let same = ncu_class == kopt
+        // "All pipes under-utilized" on a small grid is the same diagnosis in other words.
+        || (kopt == BottleneckClass::SmallGrid && ncu_class == BottleneckClass::Latency && rule.name != "CPIStall");
+    if same {
+        return None;
+    }
+    let why = if v.bottleneck.at_roofline {
+        format!(
+            "the kernel runs at {:.0}% of its {} roofline; ncu's {} estimate ({}) assumes another unit could speed it up, but the limiting unit is already saturated: move fewer bytes or do less work instead",
+            v.bottleneck.unit_pct.unwrap_or(0.0),
+            v.bottleneck.unit.map_or("", |u| u.as_str()),
+            rule.name,
+            if rule.speedup_type.is_empty() { "unscoped" } else { rule.speedup_type.as_str() },
+        )
+    } else {
+        match kopt {
+            BottleneckClass::SmallGrid => "the grid does not fill one wave of the GPU; until it does, pipe utilisation and stall figures describe a few busy SMs, not the kernel's limit".to_string(),
+            BottleneckClass::Uncoalesced => "most sectors the kernel moves are wasted: fix the access pattern first, every other memory figure improves with it".to_string(),
+            BottleneckClass::BankConflict => "shared-memory bank conflicts serialise the L1/shared pipe, which is the busiest unit; DRAM is far from its peak".to_string(),
+            BottleneckClass::Occupancy => "too few warps are resident to hide latency; the occupancy limiter is the root cause of the stalls ncu ranks".to_string(),
+            _ => format!(
+                "kopt ranks by the limiting unit (SM {:.0}%, memory {:.0}%); ncu's rule estimates are independent upper bounds",
+                v.compute_sol_pct.unwrap_or(0.0),
+                v.memory_sol_pct.unwrap_or(0.0)
+            ),
+        }
+    };
+    Some(NcuDisagreement {
+        ncu_rule: rule.name.clone(),
+        ncu_speedup_pct: rule.estimated_speedup_pct,
+        ncu_speedup_type: rule.speedup_type.clone(),
+        ncu_class,
+        why_kopt_differs: why,
+    })
+}

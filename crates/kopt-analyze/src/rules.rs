@@ -1,0 +1,501 @@
+//! Per-launch classification: Nsight Compute's own thresholds (DESIGN.md),
+//! ordered so that a kernel at its roofline is never sent to micro-tuning and
+//! a planted defect (uncoalesced access, bank conflicts) is named before the
+//! unit it makes hot.
+
+use kopt_model::{Bottleneck, BottleneckClass, Finding, HotUnit, Metrics, StallReason};
+
+/// C or M at or above this: throughput bound (ncu SOLBottleneck).
+pub const THROUGHPUT_BOUND_PCT: f64 = 80.0;
+/// C and M below this: latency bound (ncu SOLBottleneck).
+pub const LATENCY_BOUND_PCT: f64 = 60.0;
+/// |C - M| at or above this: compute- or memory-leaning.
+pub const LEANING_DIFF_PCT: f64 = 10.0;
+/// Shared-memory bank conflicts matter from this share of wavefronts.
+pub const BANK_CONFLICT_PCT: f64 = 10.0;
+/// Excess global sectors from this share make uncoalescing the primary cause.
+pub const UNCOALESCED_PRIMARY_PCT: f64 = 40.0;
+/// ... and from this share a secondary finding.
+pub const UNCOALESCED_FINDING_PCT: f64 = 15.0;
+/// Tensor pipe at or above this: a tensor-core kernel.
+pub const TENSOR_KERNEL_PCT: f64 = 60.0;
+/// Theoretical occupancy below this is "low".
+pub const LOW_OCCUPANCY_PCT: f64 = 50.0;
+/// A kernel shorter than this is in launch-latency territory on current GPUs.
+pub const TINY_KERNEL_NS: f64 = 10_000.0;
+/// The share of a unit's peak a tuned kernel reaches in practice; estimates
+/// of "time after the fix" use it as the attainable ceiling.
+pub const ATTAINABLE_PCT: f64 = 90.0;
+
+/// Derived figures every rule reads.
+#[derive(Debug, Clone, Default)]
+pub struct Signals {
+    pub c: f64,
+    pub m: f64,
+    pub waves: Option<f64>,
+    pub conflict_pct: Option<f64>,
+    pub excess_sector_pct: Option<f64>,
+    pub occupancy_limiter: Option<&'static str>,
+}
+
+impl Signals {
+    pub fn of(m: &Metrics) -> Self {
+        let mem_units = [m.dram_pct, m.l2_pct, m.l1_pct];
+        let mem = m
+            .memory_pct
+            .or_else(|| mem_units.iter().flatten().copied().reduce(f64::max))
+            .unwrap_or(0.0);
+        // ncu prints waves rounded to 0.01; recompute from the grid and the
+        // occupancy limits where they are known.
+        let blocks_per_sm = [
+            m.occupancy_limit_blocks,
+            m.occupancy_limit_registers,
+            m.occupancy_limit_shared_mem,
+            m.occupancy_limit_warps,
+        ]
+        .into_iter()
+        .flatten()
+        .reduce(f64::min);
+        let exact = match (m.grid_size, m.sm_count, blocks_per_sm) {
+            (Some(g), Some(sms), Some(b)) if sms > 0.0 && b > 0.0 => Some(g / (sms * b)),
+            _ => None,
+        };
+        // Without either, a grid smaller than the SM count is under one wave.
+        let waves = exact
+            .or(m.waves_per_sm)
+            .or_else(|| Some(m.grid_size? / m.sm_count?));
+        Signals {
+            c: m.sm_pct.unwrap_or(0.0),
+            m: mem,
+            waves,
+            conflict_pct: conflict_pct(m),
+            excess_sector_pct: excess_sector_pct(m),
+            occupancy_limiter: occupancy_limiter(m),
+        }
+    }
+}
+
+/// Bank-conflict wavefronts as a share of all shared wavefronts.
+pub fn conflict_pct(m: &Metrics) -> Option<f64> {
+    let conflicts = m.shared_ld_conflicts.unwrap_or(0.0) + m.shared_st_conflicts.unwrap_or(0.0);
+    let wavefronts = m.shared_ld_wavefronts.unwrap_or(0.0) + m.shared_st_wavefronts.unwrap_or(0.0);
+    let counted = (wavefronts > 0.0).then(|| 100.0 * conflicts / wavefronts);
+    match (counted, m.shared_conflict_pct_from_rule) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Sectors moved beyond what the threads asked for, as a share of all global sectors.
+pub fn excess_sector_pct(m: &Metrics) -> Option<f64> {
+    let requested =
+        m.global_ld_bytes_requested.unwrap_or(0.0) + m.global_st_bytes_requested.unwrap_or(0.0);
+    let moved = 32.0 * (m.global_ld_sectors.unwrap_or(0.0) + m.global_st_sectors.unwrap_or(0.0));
+    let counted = (moved > 0.0 && m.global_ld_bytes_requested.is_some())
+        .then(|| (100.0 * (1.0 - requested / moved)).clamp(0.0, 100.0));
+    counted.or(m.uncoalesced_excess_pct_from_rule)
+}
+
+/// The occupancy limiter: the launch__occupancy_limit_* with the fewest blocks.
+pub fn occupancy_limiter(m: &Metrics) -> Option<&'static str> {
+    [
+        ("registers", m.occupancy_limit_registers),
+        ("shared memory", m.occupancy_limit_shared_mem),
+        ("warps per SM", m.occupancy_limit_warps),
+        ("blocks per SM", m.occupancy_limit_blocks),
+    ]
+    .into_iter()
+    .filter_map(|(n, v)| Some((n, v?)))
+    .min_by(|a, b| a.1.total_cmp(&b.1))
+    .map(|(n, _)| n)
+}
+
+/// The hottest memory unit.
+fn memory_unit(m: &Metrics) -> Option<(HotUnit, f64)> {
+    [
+        (HotUnit::Dram, m.dram_pct),
+        (HotUnit::L2, m.l2_pct),
+        (HotUnit::L1Shared, m.l1_pct),
+    ]
+    .into_iter()
+    .filter_map(|(u, v)| Some((u, v?)))
+    .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The hottest compute pipe, when a pipe counter explains the SM's load
+/// (a 2% tensor pipe does not make a kernel tensor-bound).
+fn compute_unit(m: &Metrics) -> Option<(HotUnit, f64)> {
+    let sm = m.sm_pct.unwrap_or(0.0);
+    [
+        (HotUnit::Tensor, m.tensor_pct),
+        (HotUnit::Fp32, m.fma_pct),
+        (HotUnit::Alu, m.alu_pct),
+        (HotUnit::Fp64, m.fp64_pct),
+    ]
+    .into_iter()
+    .filter_map(|(u, v)| Some((u, v?)))
+    .max_by(|a, b| a.1.total_cmp(&b.1))
+    .filter(|(_, p)| *p >= 0.5 * sm)
+}
+
+/// The stall reason with the most cycles per issued instruction, and its share.
+pub fn top_stall(m: &Metrics) -> Option<(StallReason, f64, f64)> {
+    let total: f64 = m.stalls.iter().map(|(_, v)| v).sum();
+    let (r, v) = m
+        .stalls
+        .iter()
+        .filter(|(r, _)| *r != StallReason::NotSelected)
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (total > 0.0).then(|| (*r, *v, 100.0 * v / total))
+}
+
+/// One launch's verdict and the share of its time a fix could recover.
+#[derive(Debug, Clone)]
+pub struct LaunchVerdict {
+    pub bottleneck: Bottleneck,
+    pub root_cause: String,
+    pub findings: Vec<Finding>,
+    /// Share of this launch's time the class's fix could save, 0..=1; None
+    /// when counters cannot say (at roofline, or launch latency of a tiny kernel).
+    pub recoverable: Option<f64>,
+    pub method: &'static str,
+    pub tiny: bool,
+}
+
+fn pct(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}%")
+    } else {
+        format!("{v:.1}%")
+    }
+}
+
+/// Headroom to the attainable ceiling given the busiest unit after the fix.
+fn headroom(busiest_after_pct: f64) -> f64 {
+    (1.0 - busiest_after_pct / ATTAINABLE_PCT).clamp(0.0, 1.0)
+}
+
+fn unit_label(u: HotUnit) -> &'static str {
+    match u {
+        HotUnit::Dram => "DRAM",
+        HotUnit::L2 => "L2",
+        HotUnit::L1Shared => "L1/shared",
+        HotUnit::Tensor => "tensor-pipe",
+        HotUnit::Fp32 => "FP32-pipe",
+        HotUnit::Alu => "ALU-pipe",
+        HotUnit::Fp64 => "FP64-pipe",
+        HotUnit::Sm => "SM",
+    }
+}
+
+pub fn classify(m: &Metrics) -> LaunchVerdict {
+    let s = Signals::of(m);
+    let duration = m.duration_ns.unwrap_or(0.0);
+    let tiny = duration > 0.0 && duration < TINY_KERNEL_NS;
+    let mut findings = Vec::new();
+    let hottest = s.c.max(s.m);
+
+    let verdict =
+        |class, unit: Option<(HotUnit, f64)>, cause: String, recoverable, method, findings| {
+            let unit_pct = unit.map(|(_, p)| p);
+            LaunchVerdict {
+                bottleneck: Bottleneck {
+                    class,
+                    unit: unit.map(|(u, _)| u),
+                    unit_pct,
+                    at_roofline: unit_pct.unwrap_or(hottest) >= THROUGHPUT_BOUND_PCT
+                        && matches!(class, BottleneckClass::Memory | BottleneckClass::Compute),
+                },
+                root_cause: cause,
+                findings,
+                recoverable,
+                method,
+                tiny,
+            }
+        };
+
+    // 1. Under one wave: nothing else matters until the grid fills the GPU.
+    if let Some(w) = s.waves.filter(|w| *w < 1.0) {
+        let grid = m.grid_size.map_or("?".into(), |g| format!("{g:.0}"));
+        let sms = m.sm_count.map_or("?".into(), |g| format!("{g:.0}"));
+        if tiny {
+            findings.push(Finding {
+                class: BottleneckClass::LaunchOverhead,
+                evidence: format!(
+                    "runs {:.1} us: at this size the launch itself (host API call and GPU scheduling) can cost more than the work; a timeline is needed to measure it (ncu serialises kernels)",
+                    duration / 1e3
+                ),
+            });
+            return verdict(
+                BottleneckClass::SmallGrid,
+                None,
+                format!("Tiny launch: {grid} block(s) on {sms} SMs for {:.1} us (latency / launch bound)", duration / 1e3),
+                None,
+                "",
+                findings,
+            );
+        }
+        let recoverable = headroom(hottest).min(1.0 - w);
+        return verdict(
+            BottleneckClass::SmallGrid,
+            None,
+            format!("Small grid: {grid} blocks fill {} of one wave on {sms} SMs", pct(100.0 * w)),
+            Some(recoverable),
+            "time if the grid filled the GPU and ran at the attainable ceiling (min of roofline headroom and idle-SM share)",
+            findings,
+        );
+    }
+
+    // Secondary findings any class may carry.
+    let conflicts = s.conflict_pct.filter(|p| *p >= BANK_CONFLICT_PCT);
+    let shared_matters =
+        m.l1_pct.is_some_and(|p| p >= 40.0) || m.shared_conflict_pct_from_rule.is_some();
+    let excess = s.excess_sector_pct;
+    let low_occupancy = m
+        .occupancy_theoretical_pct
+        .filter(|p| *p < LOW_OCCUPANCY_PCT);
+
+    // 2. Tensor-core kernels: judged by the tensor pipe, whatever feeds it.
+    if let Some(t) = m.tensor_pct.filter(|t| *t >= TENSOR_KERNEL_PCT) {
+        let at = t >= THROUGHPUT_BOUND_PCT;
+        let cause = if at {
+            format!("Tensor-core bound at {} of peak (at roofline)", pct(t))
+        } else {
+            format!(
+                "Tensor-core kernel at {} of peak, below the roofline",
+                pct(t)
+            )
+        };
+        return verdict(
+            BottleneckClass::Compute,
+            Some((HotUnit::Tensor, t)),
+            cause,
+            (!at).then(|| headroom(t)),
+            "roofline headroom of the tensor pipe",
+            findings,
+        );
+    }
+
+    // 3. Uncoalesced global access makes memory look busy with wasted sectors.
+    if let Some(e) = excess.filter(|e| *e >= UNCOALESCED_PRIMARY_PCT && (s.m >= 40.0 || s.m >= s.c))
+    {
+        let unit = memory_unit(m);
+        return verdict(
+            BottleneckClass::Uncoalesced,
+            unit,
+            format!(
+                "Uncoalesced global access: {} of the sectors moved are never used (memory {} busy)",
+                pct(e),
+                pct(s.m)
+            ),
+            Some((e / 100.0) * (s.m / ATTAINABLE_PCT).min(1.0)),
+            "excess sectors removed from memory-bound time",
+            findings,
+        );
+    }
+    if let Some(e) = excess.filter(|e| *e >= UNCOALESCED_FINDING_PCT) {
+        findings.push(Finding {
+            class: BottleneckClass::Uncoalesced,
+            evidence: format!(
+                "{} of global sectors moved are not used by the threads",
+                pct(e)
+            ),
+        });
+    }
+
+    // 4. Bank conflicts serialise shared-memory access.
+    if let Some(cp) = conflicts.filter(|_| shared_matters) {
+        let next = m
+            .dram_pct
+            .unwrap_or(0.0)
+            .max(m.l2_pct.unwrap_or(0.0))
+            .max(s.c);
+        return verdict(
+            BottleneckClass::BankConflict,
+            Some((HotUnit::L1Shared, m.l1_pct.unwrap_or(s.m))),
+            format!(
+                "Shared-memory bank conflicts: {} of shared wavefronts are conflicts (L1/shared {} busy, DRAM {})",
+                pct(cp),
+                pct(m.l1_pct.unwrap_or(s.m)),
+                pct(m.dram_pct.unwrap_or(0.0))
+            ),
+            Some(headroom(next).min(cp / 100.0)),
+            "time if the kernel became bound by its next-busiest unit (DRAM/L2/SM) at the attainable ceiling",
+            findings,
+        );
+    }
+    if let Some(cp) = conflicts {
+        findings.push(Finding {
+            class: BottleneckClass::BankConflict,
+            evidence: format!("{} of shared wavefronts are bank conflicts", pct(cp)),
+        });
+    }
+
+    // 5. Throughput bound: at or near a roofline.
+    if hottest >= THROUGHPUT_BOUND_PCT {
+        let (class, unit) = if s.c >= s.m {
+            (
+                BottleneckClass::Compute,
+                compute_unit(m).or(Some((HotUnit::Sm, s.c))),
+            )
+        } else {
+            (
+                BottleneckClass::Memory,
+                memory_unit(m).or(Some((HotUnit::Dram, s.m))),
+            )
+        };
+        let (u, p) = unit.expect("set above");
+        let at = p >= THROUGHPUT_BOUND_PCT;
+        let cause = if at {
+            format!(
+                "{}-bound at {} of peak (at roofline)",
+                unit_label(u),
+                pct(p)
+            )
+        } else {
+            format!(
+                "{}-bound: {} throughput {}, busiest unit {} {}",
+                if class == BottleneckClass::Compute {
+                    "Compute"
+                } else {
+                    "Memory"
+                },
+                if class == BottleneckClass::Compute {
+                    "SM"
+                } else {
+                    "memory"
+                },
+                pct(hottest),
+                unit_label(u),
+                pct(p)
+            )
+        };
+        if let Some(o) = low_occupancy.filter(|_| !at) {
+            findings.push(occupancy_finding(o, s.occupancy_limiter));
+        }
+        return verdict(
+            class,
+            unit,
+            cause,
+            (!at).then(|| headroom(p)),
+            "roofline headroom of the busiest unit",
+            findings,
+        );
+    }
+
+    // 6. Latency bound: neither side near its peak.
+    if hottest < LATENCY_BOUND_PCT {
+        let stall = top_stall(m);
+        if let Some(o) = low_occupancy {
+            let limiter = s.occupancy_limiter.unwrap_or("resources");
+            let blocks = match s.occupancy_limiter {
+                Some("registers") => m.occupancy_limit_registers,
+                Some("shared memory") => m.occupancy_limit_shared_mem,
+                Some("warps per SM") => m.occupancy_limit_warps,
+                Some("blocks per SM") => m.occupancy_limit_blocks,
+                _ => None,
+            };
+            let per_sm = blocks.map_or(String::new(), |b| format!(", {b:.0} block(s)/SM"));
+            return verdict(
+                BottleneckClass::Occupancy,
+                None,
+                format!(
+                    "Low occupancy: {} theoretical ({} achieved), limited by {limiter}{per_sm}; SM {}, memory {}",
+                    pct(o),
+                    pct(m.occupancy_achieved_pct.unwrap_or(o)),
+                    pct(s.c),
+                    pct(s.m)
+                ),
+                Some(headroom(hottest).min(1.0 - o / 100.0)),
+                "roofline headroom, capped by the unused share of warp slots",
+                findings,
+            );
+        }
+        if let Some((r, _, share)) = stall.filter(|(r, _, share)| {
+            matches!(r, StallReason::Barrier | StallReason::Membar) && *share >= 30.0
+        }) {
+            return verdict(
+                BottleneckClass::Sync,
+                None,
+                format!(
+                    "Sync-bound: {} of warp stalls are {}",
+                    pct(share),
+                    r.meaning()
+                ),
+                Some(headroom(hottest)),
+                "roofline headroom (upper bound)",
+                findings,
+            );
+        }
+        let why = stall.map_or(String::new(), |(r, _, share)| {
+            format!("; warps mostly {} ({} of stalls)", r.meaning(), pct(share))
+        });
+        return verdict(
+            BottleneckClass::Latency,
+            None,
+            format!("Latency-bound: SM {}, memory {}{why}", pct(s.c), pct(s.m)),
+            Some(headroom(hottest)),
+            "roofline headroom (upper bound)",
+            findings,
+        );
+    }
+
+    // 7. Between 60% and 80%: leaning one way, or balanced.
+    if let Some(o) = low_occupancy {
+        findings.push(occupancy_finding(o, s.occupancy_limiter));
+    }
+    if (s.c - s.m).abs() >= LEANING_DIFF_PCT {
+        let (class, unit) = if s.c > s.m {
+            (
+                BottleneckClass::Compute,
+                compute_unit(m).unwrap_or((HotUnit::Sm, s.c)),
+            )
+        } else {
+            (
+                BottleneckClass::Memory,
+                memory_unit(m).unwrap_or((HotUnit::Dram, s.m)),
+            )
+        };
+        return verdict(
+            class,
+            Some(unit),
+            format!(
+                "{}-leaning: SM {}, memory {}, below the {}% throughput bound",
+                if class == BottleneckClass::Compute {
+                    "Compute"
+                } else {
+                    "Memory"
+                },
+                pct(s.c),
+                pct(s.m),
+                THROUGHPUT_BOUND_PCT
+            ),
+            Some(headroom(hottest)),
+            "roofline headroom of the busiest unit",
+            findings,
+        );
+    }
+    verdict(
+        BottleneckClass::Balanced,
+        None,
+        format!(
+            "Balanced: SM {}, memory {}, neither saturated",
+            pct(s.c),
+            pct(s.m)
+        ),
+        Some(headroom(hottest)),
+        "roofline headroom (upper bound)",
+        findings,
+    )
+}
+
+fn occupancy_finding(theoretical: f64, limiter: Option<&str>) -> Finding {
+    Finding {
+        class: BottleneckClass::Occupancy,
+        evidence: format!(
+            "theoretical occupancy {} limited by {}",
+            pct(theoretical),
+            limiter.unwrap_or("resources")
+        ),
+    }
+}

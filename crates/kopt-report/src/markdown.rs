@@ -1,0 +1,151 @@
+use std::io::{self, Write};
+
+use kopt_model::Diagnosis;
+
+use crate::format;
+use crate::Exporter;
+
+/// Markdown for a pull request: seed 000's table, the key insight, the ranked list.
+pub struct MarkdownExporter;
+
+/// Table cells: pipes would end the cell, and kernel names hold `<`/`>`
+/// that renderers take for HTML.
+fn cell(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
+        .replace('\n', " ")
+}
+
+impl Exporter for MarkdownExporter {
+    fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "# kopt analysis")?;
+        writeln!(out)?;
+        writeln!(out, "- Device: {}", cell(&format::device_line(&d.device)))?;
+        for s in &d.sources {
+            writeln!(
+                out,
+                "- Input: `{}` ({}, {} launches)",
+                s.path, s.format, s.launches
+            )?;
+        }
+        writeln!(out, "- {}", format::summary_line(d))?;
+        writeln!(out)?;
+        writeln!(out, "## Profiling analysis")?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| Kernel | Launches | Latency | % Total | BW (GB/s) | Mem SOL % | Compute SOL % | Tensor % | Occupancy % | AI (FLOP/B) | Class | Root Cause |"
+        )?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|---|---|")?;
+        for k in &d.kernels {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                cell(&k.short_name),
+                k.launches,
+                format::duration(k.total_ns),
+                format::pct(Some(k.pct_of_total)),
+                format::gbs(k.dram_bytes_per_s),
+                format::pct(k.memory_sol_pct),
+                format::pct(k.compute_sol_pct),
+                format::pct(k.tensor_pct),
+                cell(&format::occupancy(k)),
+                format::intensity(k),
+                cell(&format::class(k)),
+                cell(&k.root_cause),
+            )?;
+        }
+        writeln!(
+            out,
+            "| **Total** | | **{}** | 100 | | | | | | | | |",
+            format::duration(d.total_kernel_ns)
+        )?;
+        writeln!(out)?;
+
+        if let Some(p) = &d.primary {
+            writeln!(out, "## Key insight")?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "**Primary bottleneck:** `{}` / **{}**",
+                cell(&p.component_short),
+                p.class
+            )?;
+            writeln!(out)?;
+            writeln!(out, "{}", cell(&p.insight))?;
+            writeln!(out)?;
+        }
+
+        if !d.recommendations.is_empty() {
+            writeln!(out, "## Recommendations")?;
+            writeln!(out)?;
+            writeln!(out, "| # | Change | Kernel | Expected gain | Evidence |")?;
+            writeln!(out, "|--:|---|---|---|---|")?;
+            for r in &d.recommendations {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    r.rank,
+                    cell(&r.title),
+                    cell(&r.kernel_short),
+                    cell(&format::gain(r)),
+                    cell(&r.evidence)
+                )?;
+            }
+            writeln!(out)?;
+            for r in &d.recommendations {
+                writeln!(
+                    out,
+                    "{}. **{}** (`{}`): {}",
+                    r.rank,
+                    cell(&r.title),
+                    cell(&r.kernel_short),
+                    cell(&r.action)
+                )?;
+                if let Some(g) = &r.gain {
+                    writeln!(out, "   Estimate: {}.", cell(&g.method))?;
+                }
+                writeln!(out, "   Source: {}.", cell(&r.source))?;
+            }
+            writeln!(out)?;
+        }
+
+        let disagreements: Vec<_> = d
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k, k.ncu_disagreement.as_ref()?)))
+            .collect();
+        if !disagreements.is_empty() {
+            writeln!(out, "## Where Nsight Compute's ranking differs")?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "| Kernel | ncu's top rule | ncu estimate | kopt | Why |"
+            )?;
+            writeln!(out, "|---|---|--:|---|---|")?;
+            for (k, n) in disagreements {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    cell(&k.short_name),
+                    cell(&n.ncu_rule),
+                    n.ncu_speedup_pct
+                        .map_or("-".into(), |s| format!("{s:.1}% {}", n.ncu_speedup_type)),
+                    cell(&format::class(k)),
+                    cell(&n.why_kopt_differs)
+                )?;
+            }
+            writeln!(out)?;
+        }
+        if !d.notes.is_empty() {
+            writeln!(out, "## Notes")?;
+            writeln!(out)?;
+            for n in &d.notes {
+                writeln!(out, "- {}", cell(n))?;
+            }
+        }
+        Ok(())
+    }
+}

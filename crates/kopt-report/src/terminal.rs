@@ -1,0 +1,177 @@
+use std::io::{self, Write};
+
+use comfy_table::{
+    presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table,
+    Width,
+};
+use kopt_model::Diagnosis;
+
+use crate::format;
+use crate::Exporter;
+
+/// Tables for a terminal: short kernel names, seed 000's columns and kopt's verdict.
+pub struct TerminalExporter {
+    /// Table width; `None` lets comfy-table ask the terminal (or not wrap).
+    pub width: Option<u16>,
+}
+
+const HEADERS: [&str; 13] = [
+    "Kernel",
+    "Launches",
+    "Total",
+    "Mean",
+    "% Total",
+    "DRAM GB/s",
+    "Mem SOL %",
+    "Compute SOL %",
+    "Tensor %",
+    "Occ % ach/theo",
+    "AI F/B",
+    "Class",
+    "Root cause",
+];
+
+/// Kernel names longer than this are cut in the table (JSON keeps them whole).
+const KERNEL_COLUMN: usize = 32;
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(max - 1).collect();
+        format!("{head}…")
+    }
+}
+
+impl Exporter for TerminalExporter {
+    fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "kopt analyze  {}", format::device_line(&d.device))?;
+        for s in &d.sources {
+            writeln!(
+                out,
+                "  input: {} ({}, {} launches)",
+                s.path, s.format, s.launches
+            )?;
+        }
+        writeln!(out, "  {}", format::summary_line(d))?;
+        writeln!(out)?;
+
+        let mut table = Table::new();
+        table.load_preset(UTF8_FULL_CONDENSED);
+        match self.width {
+            Some(w) => {
+                table.set_content_arrangement(ContentArrangement::DynamicFullWidth);
+                table.set_width(w);
+            }
+            None => {
+                table.set_content_arrangement(ContentArrangement::Dynamic);
+            }
+        }
+        table.set_header(HEADERS);
+        for k in &d.kernels {
+            table.add_row(vec![
+                Cell::new(clip(&k.short_name, KERNEL_COLUMN)),
+                Cell::new(k.launches).set_alignment(CellAlignment::Right),
+                Cell::new(format::duration(k.total_ns)).set_alignment(CellAlignment::Right),
+                Cell::new(format::duration(k.mean_ns)).set_alignment(CellAlignment::Right),
+                Cell::new(format::pct(Some(k.pct_of_total))).set_alignment(CellAlignment::Right),
+                Cell::new(format::gbs(k.dram_bytes_per_s)).set_alignment(CellAlignment::Right),
+                Cell::new(format::pct(k.memory_sol_pct)).set_alignment(CellAlignment::Right),
+                Cell::new(format::pct(k.compute_sol_pct)).set_alignment(CellAlignment::Right),
+                Cell::new(format::pct(k.tensor_pct)).set_alignment(CellAlignment::Right),
+                Cell::new(format::occupancy_figures(k)),
+                Cell::new(format::intensity(k)).set_alignment(CellAlignment::Right),
+                Cell::new(format::class(k)),
+                Cell::new(&k.root_cause),
+            ]);
+        }
+        if let Some(col) = table.column_mut(HEADERS.len() - 1) {
+            col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(36)));
+        }
+        writeln!(out, "{table}")?;
+        writeln!(out)?;
+
+        if let Some(p) = &d.primary {
+            writeln!(
+                out,
+                "Key insight  [primary bottleneck: {} / {}]",
+                p.component_short, p.class
+            )?;
+            writeln!(out, "  {}", p.insight)?;
+            writeln!(out)?;
+        }
+
+        if !d.recommendations.is_empty() {
+            writeln!(
+                out,
+                "Recommendations, ranked by expected gain for the whole workload"
+            )?;
+            for r in &d.recommendations {
+                writeln!(
+                    out,
+                    "  {}. {}  [{}]  {}",
+                    r.rank,
+                    r.title,
+                    r.kernel_short,
+                    format::gain(r)
+                )?;
+                writeln!(out, "     evidence: {}", r.evidence)?;
+                writeln!(out, "     do: {}", r.action)?;
+                if let Some(g) = &r.gain {
+                    writeln!(out, "     estimate: {}", g.method)?;
+                }
+                writeln!(out, "     from: {}", r.source)?;
+            }
+            writeln!(out)?;
+        }
+
+        let disagreements: Vec<_> = d
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k, k.ncu_disagreement.as_ref()?)))
+            .collect();
+        if !disagreements.is_empty() {
+            writeln!(out, "Where Nsight Compute's own top rule points elsewhere")?;
+            for (k, n) in disagreements {
+                let speedup = n.ncu_speedup_pct.map_or(String::new(), |s| {
+                    format!(
+                        " {s:.1}%{}",
+                        if n.ncu_speedup_type.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({})", n.ncu_speedup_type)
+                        }
+                    )
+                });
+                writeln!(
+                    out,
+                    "  {}: ncu ranks {}{} first ({}); kopt says {}: {}",
+                    k.short_name,
+                    n.ncu_rule,
+                    speedup,
+                    n.ncu_class,
+                    format::class(k),
+                    n.why_kopt_differs
+                )?;
+            }
+            writeln!(out)?;
+        }
+
+        for k in d.kernels.iter().filter(|k| !k.findings.is_empty()) {
+            for f in &k.findings {
+                writeln!(
+                    out,
+                    "  also in {}: {} ({})",
+                    k.short_name, f.evidence, f.class
+                )?;
+            }
+        }
+        if d.kernels.iter().any(|k| !k.findings.is_empty()) {
+            writeln!(out)?;
+        }
+        for n in &d.notes {
+            writeln!(out, "note: {n}")?;
+        }
+        Ok(())
+    }
+}
