@@ -96,3 +96,59 @@ fn probe_details_page() {
     assert!(f.launches.iter().all(|l| l.metrics.duration_ns.is_some()));
     assert!(f.launches.iter().all(|l| !l.ncu_rules.is_empty()));
 }
+
+/// The same export written in a decimal-comma locale (`1.024,5`) parses to the same numbers.
+#[test]
+fn decimal_comma_locale_gives_the_same_numbers() {
+    let text = std::fs::read_to_string(fixture("h100-probe/ncu_raw.csv")).unwrap();
+    let swapped: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if !line.starts_with('"') {
+                return line.to_string();
+            }
+            let inner = line
+                .strip_prefix('"')
+                .and_then(|l| l.strip_suffix('"'))
+                .unwrap();
+            let cells: Vec<String> = inner
+                .split("\",\"")
+                .map(|c| {
+                    let numeric = !c.is_empty()
+                        && c.bytes()
+                            .all(|b| b.is_ascii_digit() || b == b',' || b == b'.');
+                    if numeric {
+                        c.chars()
+                            .map(|ch| match ch {
+                                ',' => '.',
+                                '.' => ',',
+                                x => x,
+                            })
+                            .collect()
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect();
+            format!("\"{}\"", cells.join("\",\""))
+        })
+        .collect();
+    let comma = kopt_ingest::parse_ncu_csv(swapped.join("\n").as_bytes(), "comma.csv").unwrap();
+    let dot = read_ncu_csv(&fixture("h100-probe/ncu_raw.csv")).unwrap();
+    assert_eq!(comma.launches.len(), dot.launches.len());
+    for (c, d) in comma.launches.iter().zip(&dot.launches) {
+        assert_eq!(c.metrics, d.metrics, "{}", d.name);
+    }
+}
+
+#[test]
+fn truncated_details_row_is_reported_with_its_line() {
+    let text = std::fs::read_to_string(fixture("h100-probe/ncu_details.csv")).unwrap();
+    let cut = &text[..text.len() - 200];
+    let cut = &cut[..cut.rfind('\n').unwrap() + 40];
+    let err = kopt_ingest::parse_ncu_csv(cut.as_bytes(), "d.csv")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("d.csv:"), "{err}");
+    assert!(err.contains("truncated"), "{err}");
+}

@@ -254,10 +254,7 @@ fn device_from_launches(launches: &[KernelLaunch], cc: Option<String>) -> Device
         .iter()
         .find_map(|l| l.metrics.sm_count)
         .map(|v| v as u32);
-    let name = match &cc {
-        Some(cc) => format!("unknown GPU (CC {cc}, details page names no device)"),
-        None => "unknown GPU (details page names no device)".into(),
-    };
+    let name = "unknown GPU (the details page names no device; pass --device)".to_string();
     let mut device = Device {
         name,
         compute_capability: cc,

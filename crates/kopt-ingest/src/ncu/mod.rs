@@ -71,9 +71,13 @@ pub fn parse_ncu_csv(bytes: &[u8], path: &str) -> Result<NcuFile, IngestError> {
         .iter()
         .map(|c| String::from_utf8_lossy(c).trim().to_string())
         .collect();
-    let page = if columns.iter().any(|c| c == "Metric Name")
-        && columns.iter().any(|c| c == "Metric Value")
-    {
+    // Any column only the long format has decides it; missing siblings are then reported by name.
+    let page = if columns.iter().any(|c| {
+        matches!(
+            c.as_str(),
+            "Section Name" | "Metric Name" | "Metric Value" | "Rule Name"
+        )
+    }) {
         NcuPage::Details
     } else {
         NcuPage::Raw

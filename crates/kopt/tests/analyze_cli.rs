@@ -1,0 +1,297 @@
+//! `kopt analyze` as a user runs it: real fixtures, every format, and every
+//! kind of bad input (one-line error naming file and line, exit code 1, no panic).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+fn kopt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(args)
+        .output()
+        .expect("kopt runs")
+}
+
+fn kopt_with_path(args: &[&str], path_var: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(args)
+        .env("PATH", path_var)
+        .output()
+        .expect("kopt runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A bad input: exit 1, one line on stderr naming the file, no panic.
+fn assert_clean_error(o: &Output, file: &Path, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    assert!(
+        err.contains(&file.display().to_string()),
+        "names the file: {err}"
+    );
+    assert!(err.contains(needle), "expected {needle:?} in: {err}");
+    assert!(o.stdout.is_empty(), "no partial report on stdout");
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn every_format_on_the_labeled_suite() {
+    let raw = fixture("labeled-suite-h100/ncu_raw_base.csv");
+    let raw = raw.to_str().unwrap();
+    let term = kopt(&["analyze", raw, "--width", "160"]);
+    assert!(term.status.success(), "{}", stderr(&term));
+    let text = stdout(&term);
+    assert!(text.contains("Key insight"));
+    assert!(text.contains("kopt_gridstride_8blocks / small_grid"));
+
+    let md = kopt(&["analyze", raw, "--format", "md"]);
+    assert!(md.status.success());
+    assert!(stdout(&md).contains("| Kernel | Launches | Latency | % Total | BW (GB/s) |"));
+
+    let json = kopt(&["analyze", raw, "--format", "json", "--top", "3"]);
+    assert!(json.status.success());
+    let text = stdout(&json);
+    assert!(text.contains("\"schema\": \"kopt/1\""));
+    assert!(text.contains("\"type\": \"small_grid\""));
+    // --top keeps three kernels; recommendations still cover the workload.
+    assert_eq!(text.matches("\"short_name\"").count(), 3);
+}
+
+#[test]
+fn full_kernel_names_stay_in_json() {
+    let raw = fixture("h100-probe/ncu_raw.csv");
+    let o = kopt(&["analyze", raw.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains(
+        "void sbtopk::gatherTopK<float, unsigned int, 2, 0>(detail::TensorInfo<const T1, T2>"
+    ));
+}
+
+#[test]
+fn empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "empty.csv", b"");
+    assert_clean_error(
+        &kopt(&["analyze", p.to_str().unwrap()]),
+        &p,
+        "file is empty",
+    );
+}
+
+#[test]
+fn truncated_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::read(fixture("labeled-suite-h100/ncu_raw_base.csv")).unwrap();
+    // Cut in the middle of a row, as an interrupted copy would.
+    let newline = full[full.len() / 2..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap()
+        + full.len() / 2;
+    let p = write(dir.path(), "cut.csv", &full[..newline + 300]);
+    let o = kopt(&["analyze", p.to_str().unwrap()]);
+    assert_clean_error(&o, &p, "truncated");
+    let err = stderr(&o);
+    let after = err.split(p.to_str().unwrap()).nth(1).unwrap();
+    let line: String = after
+        .trim_start_matches(':')
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    assert!(line.parse::<u64>().unwrap() > 3, "names the line: {err}");
+}
+
+#[test]
+fn wrong_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "sales.csv",
+        b"region,quarter,revenue\nnorth,Q1,100\n",
+    );
+    assert_clean_error(
+        &kopt(&["analyze", p.to_str().unwrap()]),
+        &p,
+        "not an Nsight Compute CSV",
+    );
+}
+
+#[test]
+fn binary_junk() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let p = write(dir.path(), "junk.csv", &junk);
+    assert_clean_error(&kopt(&["analyze", p.to_str().unwrap()]), &p, "binary data");
+}
+
+#[test]
+fn missing_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("h100-probe/ncu_raw.csv")).unwrap();
+    let p = write(
+        dir.path(),
+        "nodur.csv",
+        text.replace(
+            "\"gpu__time_duration.sum\"",
+            "\"gpu__time_duration.renamed\"",
+        )
+        .as_bytes(),
+    );
+    let o = kopt(&["analyze", p.to_str().unwrap()]);
+    assert_clean_error(&o, &p, "missing column \"gpu__time_duration.sum\"");
+    assert!(
+        stderr(&o).contains(":3:"),
+        "header is line 3: {}",
+        stderr(&o)
+    );
+
+    let details = std::fs::read_to_string(fixture("h100-probe/ncu_details.csv")).unwrap();
+    let p = write(
+        dir.path(),
+        "novalue.csv",
+        details
+            .replacen("\"Metric Value\"", "\"Value\"", 1)
+            .as_bytes(),
+    );
+    assert_clean_error(
+        &kopt(&["analyze", p.to_str().unwrap()]),
+        &p,
+        "missing column \"Metric Value\"",
+    );
+}
+
+#[test]
+fn na_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("h100-probe/ncu_raw.csv")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = lines[..4].iter().map(|s| s.to_string()).collect();
+    for row in &lines[4..] {
+        let cells: Vec<&str> = row.trim_matches('"').split("\",\"").collect();
+        let blanked: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| if i < 11 { c.to_string() } else { "n/a".into() })
+            .collect();
+        out.push(format!("\"{}\"", blanked.join("\",\"")));
+    }
+    let p = write(dir.path(), "na.csv", out.join("\n").as_bytes());
+    let o = kopt(&["analyze", p.to_str().unwrap()]);
+    assert_clean_error(&o, &p, "n/a in every row");
+    assert!(
+        stderr(&o).contains(":5:"),
+        "first data row is line 5: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn missing_file() {
+    let p = PathBuf::from("/nonexistent/kopt/report.csv");
+    assert_clean_error(&kopt(&["analyze", p.to_str().unwrap()]), &p, "cannot read");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let raw = fixture("h100-probe/ncu_raw.csv");
+    let o = kopt(&["analyze", raw.to_str().unwrap(), "--format", "xml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--format xml"));
+    assert_eq!(kopt(&["analyze"]).status.code(), Some(2));
+    assert_eq!(kopt(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn ncu_rep_without_ncu_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let rep = write(dir.path(), "run.ncu-rep", b"\x00\x01binary report");
+    let o = kopt_with_path(&["analyze", rep.to_str().unwrap()], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("ncu (Nsight Compute) not found"), "{err}");
+    assert!(err.contains("--ncu PATH"), "{err}");
+}
+
+#[test]
+fn ncu_rep_through_a_fake_ncu_attaches_rules_to_the_raw_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = fixture("h100-probe/ncu_raw.csv");
+    let details = fixture("h100-probe/ncu_details.csv");
+    let script = format!(
+        "#!/bin/sh\ncase \"$*\" in\n  *'--page raw'*) /bin/cat '{}' ;;\n  *'--page details'*) /bin/cat '{}' ;;\n  *) echo \"unexpected: $*\" >&2; exit 9 ;;\nesac\n",
+        raw.display(),
+        details.display()
+    );
+    let ncu = write(dir.path(), "ncu", script.as_bytes());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let rep = write(dir.path(), "probe.ncu-rep", b"fake");
+    let o = kopt_with_path(
+        &["analyze", rep.to_str().unwrap(), "--format", "json"],
+        dir.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    // 17 launches from the raw page, not 17 + 12.
+    assert!(text.contains("\"launches\": 17"), "{text}");
+    assert!(text.contains("rules attached"));
+}
+
+#[test]
+fn failed_run_keeps_an_existing_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = write(dir.path(), "report.md", b"earlier report\n");
+    let bad = write(dir.path(), "bad.csv", b"");
+    let o = kopt(&[
+        "analyze",
+        bad.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "earlier report\n");
+
+    let good = fixture("h100-probe/ncu_raw.csv");
+    let o = kopt(&[
+        "analyze",
+        good.to_str().unwrap(),
+        "-f",
+        "md",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .starts_with("# kopt analysis"));
+    // No temporary file left behind.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
