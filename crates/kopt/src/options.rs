@@ -107,7 +107,8 @@ mod tests {
 
     #[test]
     fn rejects_bad_combinations() {
-        let cases: Vec<(Box<dyn Fn(&mut AnalyzeArgs)>, &str)> = vec![
+        type Mutation = Box<dyn Fn(&mut AnalyzeArgs)>;
+        let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|a| a.format = "xml".into()), "--format xml"),
             (Box::new(|a| a.top = Some(0)), "--top"),
             (
