@@ -17,7 +17,8 @@ const TARGET_BYTES: usize = 50 * 1024 * 1024;
 const RUNS: usize = 5;
 
 fn synthesize(dir: &Path) -> (PathBuf, usize) {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv");
     let text = std::fs::read_to_string(&src).expect("fixture");
     let mut lines = text.lines();
     let header = lines.next().unwrap();
@@ -79,11 +80,17 @@ fn main() {
 
     let kopt_time = time(|| {
         let mut c = Command::new(kopt);
-        c.args(["analyze", "--format", "json", "-o"]).arg(&out).arg(&csv);
+        c.args(["analyze", "--format", "json", "-o"])
+            .arg(&out)
+            .arg(&csv);
         c
     });
-    let peer = "import csv, sys\nn = sum(1 for _ in csv.reader(open(sys.argv[1], newline='')))\nprint(n)";
-    let python_available = Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
+    let peer =
+        "import csv, sys\nn = sum(1 for _ in csv.reader(open(sys.argv[1], newline='')))\nprint(n)";
+    let python_available = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     let peer_time = python_available.then(|| {
         time(|| {
             let mut c = Command::new("python3");
@@ -93,7 +100,10 @@ fn main() {
     });
 
     println!();
-    println!("analyze_large_csv: {:.1} MB, {rows} launches, median of {RUNS} runs", size as f64 / 1e6);
+    println!(
+        "analyze_large_csv: {:.1} MB, {rows} launches, median of {RUNS} runs",
+        size as f64 / 1e6
+    );
     println!("| tool | what | median wall time |");
     println!("|---|---|--:|");
     println!(
@@ -102,7 +112,10 @@ fn main() {
     );
     match peer_time {
         Some(p) => {
-            println!("| python3 csv.reader | read the rows only | {:.3} s |", p.as_secs_f64());
+            println!(
+                "| python3 csv.reader | read the rows only | {:.3} s |",
+                p.as_secs_f64()
+            );
             println!(
                 "ratio: kopt analyze is {:.1}x faster than python csv.reader alone",
                 p.as_secs_f64() / kopt_time.as_secs_f64()
@@ -112,6 +125,10 @@ fn main() {
     }
     println!(
         "goal: kopt analyze under 1 s: {}",
-        if kopt_time < Duration::from_secs(1) { "met" } else { "MISSED" }
+        if kopt_time < Duration::from_secs(1) {
+            "met"
+        } else {
+            "MISSED"
+        }
     );
 }
