@@ -238,6 +238,7 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
             "Below the roofline without a single defect: autotune block/tile sizes, num_warps and num_stages for this problem size, and cache the winner per shape.".into(),
             recoverable,
         ),
+        C::Unknown => {}
         C::LaunchOverhead => push(
             "fuse_or_graph_launches",
             v.root_cause.clone(),
@@ -325,6 +326,7 @@ mod tests {
             );
             assert!(a.source.contains("seed"), "{} names no seed", a.id);
         }
+        // Every class but Unknown (no counters, nothing to recommend) has a strategy.
         for class in [
             C::LaunchOverhead,
             C::Memory,

@@ -87,6 +87,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     }
     Diagnosis {
         schema: SCHEMA,
+        run: None,
         device: profile.device.clone(),
         sources: profile.sources.clone(),
         total_kernel_ns: total_ns,
@@ -95,6 +96,33 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         recommendations,
         notes,
     }
+}
+
+/// Bare function names of the distinct kernels carrying the most time, the
+/// fewest needed to cover `coverage` (0..=1) of it, at most `max`: what
+/// `kopt profile` examines in depth.
+pub fn top_kernel_functions(profile: &Profile, max: usize, coverage: f64) -> Vec<String> {
+    let mut by_fn: Vec<(String, f64)> = Vec::new();
+    for l in &profile.launches {
+        let f = kopt_model::kernel_function_name(&l.name);
+        let d = l.metrics.duration_ns.unwrap_or(0.0);
+        match by_fn.iter_mut().find(|(n, _)| *n == f) {
+            Some((_, t)) => *t += d,
+            None => by_fn.push((f, d)),
+        }
+    }
+    by_fn.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let total: f64 = by_fn.iter().map(|(_, t)| t).sum();
+    let mut covered = 0.0;
+    let mut out = Vec::new();
+    for (f, t) in by_fn {
+        if out.len() >= max || (total > 0.0 && covered / total >= coverage) {
+            break;
+        }
+        covered += t;
+        out.push(f);
+    }
+    out
 }
 
 /// The kernel that costs the workload the most recoverable time; when no
@@ -111,7 +139,12 @@ fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottl
         Some((g, ns)) if 100.0 * ns / total_ns >= PRIMARY_MIN_GAIN_PCT => {
             (g, Some(100.0 * ns / total_ns))
         }
-        _ => (groups.first()?, None),
+        _ => (
+            groups
+                .iter()
+                .find(|g| g.verdict.bottleneck.class != kopt_model::BottleneckClass::Unknown)?,
+            None,
+        ),
     };
     let v = &g.verdict;
     let insight = match gain_pct {

@@ -188,7 +188,38 @@ fn unit_label(u: HotUnit) -> &'static str {
     }
 }
 
+/// True when no throughput counter was collected for the launch.
+pub fn has_no_counters(m: &Metrics) -> bool {
+    [
+        m.sm_pct,
+        m.memory_pct,
+        m.dram_pct,
+        m.l2_pct,
+        m.l1_pct,
+        m.tensor_pct,
+    ]
+    .iter()
+    .all(Option::is_none)
+}
+
 pub fn classify(m: &Metrics) -> LaunchVerdict {
+    if has_no_counters(m) {
+        return LaunchVerdict {
+            bottleneck: Bottleneck {
+                class: BottleneckClass::Unknown,
+                unit: None,
+                unit_pct: None,
+                at_roofline: false,
+            },
+            root_cause:
+                "No counters: only its time was measured (not among the kernels profiled in depth)"
+                    .into(),
+            findings: Vec::new(),
+            recoverable: None,
+            method: "",
+            tiny: false,
+        };
+    }
     let s = Signals::of(m);
     let duration = m.duration_ns.unwrap_or(0.0);
     let tiny = duration > 0.0 && duration < TINY_KERNEL_NS;

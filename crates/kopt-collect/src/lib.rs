@@ -1,5 +1,14 @@
-//! Running profiler tools for kopt. This slice: finding `ncu` and exporting
-//! a `.ncu-rep` report to the CSV pages kopt-ingest parses.
+//! Running profiler tools for kopt: finding `ncu`, running workloads under it
+//! in passes (process groups, timeouts, failures explained), exporting
+//! `.ncu-rep` reports to the CSV pages kopt-ingest parses. No analysis here.
+
+pub mod diagnose;
+pub mod passes;
+pub mod runner;
+
+pub use diagnose::PassFailure;
+pub use passes::{CapturedPass, Pass, PassError, Workload};
+pub use runner::Stream;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -4,6 +4,7 @@
 mod error;
 pub mod ncu;
 pub mod number;
+pub mod tiered;
 pub mod units;
 
 use std::path::Path;
@@ -12,6 +13,7 @@ use kopt_model::{Device, Profile, Source};
 
 pub use error::IngestError;
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
+pub use tiered::{merge_tiered, read_run_folder};
 
 /// Read and parse one ncu CSV file from disk.
 pub fn read_ncu_csv(path: &Path) -> Result<NcuFile, IngestError> {

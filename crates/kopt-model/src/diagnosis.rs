@@ -16,6 +16,9 @@ pub enum BottleneckClass {
     SmallGrid,
     Sync,
     Balanced,
+    /// No counters were collected for this kernel (e.g. below the top N that
+    /// `kopt profile` profiles in depth): its time counts, its cause is unknown.
+    Unknown,
 }
 
 impl BottleneckClass {
@@ -31,6 +34,7 @@ impl BottleneckClass {
             BottleneckClass::SmallGrid => "small_grid",
             BottleneckClass::Sync => "sync",
             BottleneckClass::Balanced => "balanced",
+            BottleneckClass::Unknown => "unknown",
         }
     }
 }
@@ -168,10 +172,25 @@ pub struct Recommendation {
     pub gain: Option<GainEstimate>,
 }
 
+/// The workload a `kopt profile` run measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    /// `--module` label, if given.
+    pub module: Option<String>,
+    pub argv: Vec<String>,
+    /// The run folder with every pass's raw artifacts.
+    pub run_dir: String,
+    /// Wall time of the whole profile (all passes).
+    pub wall_s: f64,
+}
+
 /// Everything `kopt analyze` concludes about a workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diagnosis {
     pub schema: &'static str,
+    /// Set by `kopt profile`; absent when existing files were analysed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunInfo>,
     pub device: Device,
     pub sources: Vec<Source>,
     /// Sum of kernel durations (ncu serialises kernels, so this is GPU-busy time).

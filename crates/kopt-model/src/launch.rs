@@ -3,7 +3,7 @@ use serde::Serialize;
 use crate::Device;
 
 /// A CUDA launch dimension.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Dim3 {
     pub x: u32,
     pub y: u32,

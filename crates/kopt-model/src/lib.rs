@@ -13,10 +13,10 @@ mod peaks;
 pub use device::{Device, PeakSource, Peaks};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, KernelVerdict,
-    NcuDisagreement, PrimaryBottleneck, Recommendation,
+    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
-pub use names::{format_duration_ns, kernel_short_name};
+pub use names::{format_duration_ns, kernel_function_name, kernel_short_name};
 pub use peaks::datasheet_peaks;
 
 /// Version tag of every JSON document kopt writes for machines.

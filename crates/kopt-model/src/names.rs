@@ -4,9 +4,21 @@
 const MAX_SHORT: usize = 48;
 
 /// `void at::<unnamed>::vectorized_elementwise_kernel<4, ...>(int, ...)` ->
-/// `vectorized_elementwise_kernel`. Template arguments and parameter lists
-/// are dropped at any depth, then the last namespace component is kept.
+/// `vectorized_elementwise_kernel`, cut to a table-friendly length.
 pub fn kernel_short_name(full: &str) -> String {
+    let name = kernel_function_name(full);
+    if name.chars().count() > MAX_SHORT {
+        let cut: String = name.chars().take(MAX_SHORT - 1).collect();
+        format!("{cut}…")
+    } else {
+        name
+    }
+}
+
+/// The bare function name: template arguments and parameter lists dropped at
+/// any depth, then the last namespace component kept (what ncu's
+/// `--kernel-name-base function` matches).
+pub fn kernel_function_name(full: &str) -> String {
     let mut depth = 0i32;
     let mut top = String::with_capacity(full.len());
     for ch in full.chars() {
@@ -25,12 +37,7 @@ pub fn kernel_short_name(full: &str) -> String {
         .find(|part| !part.is_empty())
         .unwrap_or(last_word);
     let name = if name.is_empty() { full.trim() } else { name };
-    if name.chars().count() > MAX_SHORT {
-        let cut: String = name.chars().take(MAX_SHORT - 1).collect();
-        format!("{cut}…")
-    } else {
-        name.to_string()
-    }
+    name.to_string()
 }
 
 /// Nanoseconds for people: "850 ns", "34.52 us", "1.53 ms", "2.10 s".

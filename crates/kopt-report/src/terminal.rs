@@ -45,7 +45,18 @@ fn clip(s: &str, max: usize) -> String {
 
 impl Exporter for TerminalExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "kopt analyze  {}", format::device_line(&d.device))?;
+        writeln!(out, "kopt  {}", format::device_line(&d.device))?;
+        if let Some(r) = &d.run {
+            if let Some(m) = &r.module {
+                writeln!(out, "  module: {m}")?;
+            }
+            writeln!(out, "  workload: {}", r.argv.join(" "))?;
+            writeln!(
+                out,
+                "  run folder: {} (profiled in {:.1} s)",
+                r.run_dir, r.wall_s
+            )?;
+        }
         for s in &d.sources {
             writeln!(
                 out,

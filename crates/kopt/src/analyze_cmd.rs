@@ -4,28 +4,48 @@ use std::path::Path;
 
 use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_collect::{CsvPage, Ncu};
-use kopt_ingest::{merge_profile, parse_ncu_csv, read_ncu_csv, NcuFile};
+use kopt_ingest::{merge_profile, parse_ncu_csv, read_ncu_csv, read_run_folder, NcuFile};
+use kopt_model::{Diagnosis, Profile};
 
-use crate::options::AnalyzeRequest;
+use crate::options::{AnalyzeRequest, ReportOptions};
 use crate::output::write_report;
 
 pub fn run(req: &AnalyzeRequest) -> anyhow::Result<()> {
     let mut files = Vec::new();
+    let mut profiles = Vec::new();
     for path in &req.files {
-        for (label, file) in load(path, req.ncu.as_deref())? {
-            files.push((label, file));
+        if path.is_dir() {
+            profiles.push(read_run_folder(path)?);
+        } else {
+            files.extend(load(path, req.ncu.as_deref())?);
         }
     }
     let mut profile = merge_profile(files);
-    if let Some(name) = &req.device {
+    for p in profiles {
+        if profile.launches.is_empty() {
+            profile.device = p.device;
+        }
+        profile.launches.extend(p.launches);
+        profile.sources.extend(p.sources);
+    }
+    let diagnosis = diagnose(profile, &req.report, req.top);
+    emit(&diagnosis, &req.report)
+}
+
+/// Device overrides, measured peaks, then the analysis.
+pub fn diagnose(mut profile: Profile, report: &ReportOptions, top: Option<usize>) -> Diagnosis {
+    if let Some(name) = &report.device {
         profile.device.name = name.clone();
         profile.device.resolve_peaks();
     }
-    profile.device.apply_measured_peaks(&req.measured_peaks);
-    let diagnosis = analyze(&profile, &AnalyzeOptions { top: req.top });
-    let exporter = req.format.exporter(req.width);
-    write_report(req.output.as_deref(), |out| {
-        exporter.render(&diagnosis, out)
+    profile.device.apply_measured_peaks(&report.measured_peaks);
+    analyze(&profile, &AnalyzeOptions { top })
+}
+
+pub fn emit(diagnosis: &Diagnosis, report: &ReportOptions) -> anyhow::Result<()> {
+    let exporter = report.format.exporter(report.width);
+    write_report(report.output.as_deref(), |out| {
+        exporter.render(diagnosis, out)
     })
 }
 

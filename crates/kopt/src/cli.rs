@@ -20,29 +20,38 @@ pub struct Cli {
 pub enum Command {
     /// Diagnose existing profiler output: Nsight Compute CSV (raw or details page) or a .ncu-rep report
     Analyze(AnalyzeArgs),
+    /// Run a workload under Nsight Compute in cheap passes, then diagnose it
+    Profile(ProfileArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Profiler output files: `ncu --csv --page raw|details` output, or .ncu-rep (needs ncu)
+    /// Profiler output: `ncu --csv --page raw|details` files, .ncu-rep reports (needs ncu), or a `kopt profile` run folder
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-
-    /// Output format: term, md, json
-    #[arg(long, short = 'f', default_value = "term")]
-    pub format: String,
 
     /// Show only the N kernels with the most time (all still count in the total)
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
 
-    /// Write the report to FILE instead of standard output
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
     /// Nsight Compute binary used to read .ncu-rep files
     #[arg(long, value_name = "PATH")]
     pub ncu: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// How the report is printed and which peaks it uses (shared by analyze and profile).
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// Output format: term, md, json
+    #[arg(long, short = 'f', default_value = "term")]
+    pub format: String,
+
+    /// Write the report to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Device name for datasheet peaks when the input names none (e.g. "H100 PCIe")
     #[arg(long, value_name = "NAME")]
@@ -63,4 +72,69 @@ pub struct AnalyzeArgs {
     /// Width of the terminal table (default: the terminal's)
     #[arg(long, value_name = "COLUMNS")]
     pub width: Option<u16>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kopt profile -- python3 bench.py --size 4096\n  kopt profile --script topk_sort.py --module topk_sort --gpu 1\n  kopt profile --kernel 'gemm|softmax' --top 5 -- ./my_cuda_app\n  kopt profile --deep -- python3 bench.py"
+)]
+pub struct ProfileArgs {
+    /// The workload: a program and its arguments, passed as given (no shell)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+
+    /// Run this Python script (with --python) instead of a command
+    #[arg(long, value_name = "FILE", conflicts_with = "command")]
+    pub script: Option<PathBuf>,
+
+    /// Python interpreter for --script
+    #[arg(long, default_value = "python3", value_name = "EXE")]
+    pub python: String,
+
+    /// Name of the module under study; labels the run and the report
+    #[arg(long, value_name = "NAME")]
+    pub module: Option<String>,
+
+    /// GPU to run on (sets CUDA_VISIBLE_DEVICES)
+    #[arg(long, value_name = "ID")]
+    pub gpu: Option<String>,
+
+    /// Kill the workload (its whole process group) after this many seconds, per pass
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+
+    /// Only kernels whose demangled name matches this regex
+    #[arg(long, value_name = "REGEX")]
+    pub kernel: Option<String>,
+
+    /// Profile in depth at most N distinct kernels (those carrying the time)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: usize,
+
+    /// Launches per kernel launch configuration in the targeted pass
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub launches: u32,
+
+    /// Add a pass with ncu's full sections (--set full) for the hottest kernels
+    #[arg(long)]
+    pub deep: bool,
+
+    /// Kernels the deep pass covers
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub deep_top: usize,
+
+    /// Do not pass the workload's output through (it stays in the run folder's logs)
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// Nsight Compute binary
+    #[arg(long, value_name = "PATH")]
+    pub ncu: Option<PathBuf>,
+
+    /// Folder that receives one sub-folder per run
+    #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]
+    pub runs_dir: PathBuf,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
 }

@@ -6,6 +6,8 @@ mod cli;
 mod exit;
 mod options;
 mod output;
+mod profile_cmd;
+mod run_record;
 
 use clap::Parser;
 
@@ -15,6 +17,9 @@ fn main() -> std::process::ExitCode {
         cli::Command::Analyze(args) => options::AnalyzeRequest::try_from(args)
             .map_err(exit::Failure::Usage)
             .and_then(|req| analyze_cmd::run(&req).map_err(exit::Failure::Error)),
+        cli::Command::Profile(args) => options::ProfileRequest::try_from(args)
+            .map_err(exit::Failure::Usage)
+            .and_then(|req| profile_cmd::run(&req).map_err(exit::Failure::Error)),
     };
     exit::report(result)
 }

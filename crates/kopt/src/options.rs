@@ -2,22 +2,46 @@
 //! what combinations make sense lives here and is unit-tested.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use kopt_model::Peaks;
 use kopt_report::Format;
 
-use crate::cli::AnalyzeArgs;
+use crate::cli::{AnalyzeArgs, ProfileArgs, ReportArgs};
+
+/// How and where the report goes.
+#[derive(Debug)]
+pub struct ReportOptions {
+    pub format: Format,
+    pub output: Option<PathBuf>,
+    pub device: Option<String>,
+    pub measured_peaks: Peaks,
+    pub width: Option<u16>,
+}
 
 #[derive(Debug)]
 pub struct AnalyzeRequest {
     pub files: Vec<PathBuf>,
-    pub format: Format,
     pub top: Option<usize>,
-    pub output: Option<PathBuf>,
     pub ncu: Option<PathBuf>,
-    pub device: Option<String>,
-    pub measured_peaks: Peaks,
-    pub width: Option<u16>,
+    pub report: ReportOptions,
+}
+
+#[derive(Debug)]
+pub struct ProfileRequest {
+    /// The workload's argv (from `-- COMMAND...` or `--python --script`).
+    pub argv: Vec<String>,
+    pub module: Option<String>,
+    pub gpu: Option<String>,
+    pub timeout: Option<Duration>,
+    pub kernel_regex: Option<String>,
+    pub top: usize,
+    pub launches: u32,
+    pub deep_top: Option<usize>,
+    pub quiet: bool,
+    pub ncu: Option<PathBuf>,
+    pub runs_dir: PathBuf,
+    pub report: ReportOptions,
 }
 
 fn positive(name: &str, v: Option<f64>, scale: f64) -> Result<Option<f64>, String> {
@@ -30,10 +54,8 @@ fn positive(name: &str, v: Option<f64>, scale: f64) -> Result<Option<f64>, Strin
     }
 }
 
-impl TryFrom<AnalyzeArgs> for AnalyzeRequest {
-    type Error = String;
-
-    fn try_from(a: AnalyzeArgs) -> Result<Self, String> {
+impl ReportOptions {
+    fn validate(a: ReportArgs, inputs: &[PathBuf]) -> Result<Self, String> {
         let format = Format::parse(&a.format).ok_or_else(|| {
             format!(
                 "--format {} is not one of {}",
@@ -41,38 +63,103 @@ impl TryFrom<AnalyzeArgs> for AnalyzeRequest {
                 Format::NAMES.join(", ")
             )
         })?;
-        if a.top == Some(0) {
-            return Err("--top must be at least 1".into());
-        }
         if a.width.is_some_and(|w| w < 40) {
             return Err("--width must be at least 40 columns".into());
         }
-        if let Some(d) = &a.device {
-            if d.trim().is_empty() {
-                return Err("--device needs a name".into());
-            }
+        if a.device.as_deref().is_some_and(|d| d.trim().is_empty()) {
+            return Err("--device needs a name".into());
         }
         if let Some(out) = &a.output {
-            if a.files.iter().any(|f| f == out) {
+            if inputs.iter().any(|f| f == out) {
                 return Err(format!(
                     "--output {} would overwrite an input",
                     out.display()
                 ));
             }
         }
-        Ok(AnalyzeRequest {
+        Ok(ReportOptions {
             measured_peaks: Peaks {
                 dram_bytes_per_s: positive("peak-dram-gbs", a.peak_dram_gbs, 1e9)?,
                 fp32_flops: positive("peak-fp32-tflops", a.peak_fp32_tflops, 1e12)?,
                 tensor_bf16_flops: positive("peak-tensor-tflops", a.peak_tensor_tflops, 1e12)?,
             },
-            files: a.files,
             format,
-            top: a.top,
             output: a.output,
-            ncu: a.ncu,
             device: a.device,
             width: a.width,
+        })
+    }
+}
+
+impl TryFrom<AnalyzeArgs> for AnalyzeRequest {
+    type Error = String;
+
+    fn try_from(a: AnalyzeArgs) -> Result<Self, String> {
+        if a.top == Some(0) {
+            return Err("--top must be at least 1".into());
+        }
+        let report = ReportOptions::validate(a.report, &a.files)?;
+        Ok(AnalyzeRequest {
+            files: a.files,
+            top: a.top,
+            ncu: a.ncu,
+            report,
+        })
+    }
+}
+
+impl TryFrom<ProfileArgs> for ProfileRequest {
+    type Error = String;
+
+    fn try_from(a: ProfileArgs) -> Result<Self, String> {
+        let argv = match (&a.script, a.command.is_empty()) {
+            (Some(script), true) => vec![a.python.clone(), script.display().to_string()],
+            (None, false) => a.command.clone(),
+            (Some(_), false) => return Err("give either --script FILE or -- COMMAND, not both".into()),
+            (None, true) => {
+                return Err("nothing to profile: give a command after `--` (kopt profile -- python3 bench.py) or --script FILE".into())
+            }
+        };
+        if let Some(script) = &a.script {
+            if !script.is_file() {
+                return Err(format!("--script {}: no such file", script.display()));
+            }
+        }
+        if a.top == 0 {
+            return Err("--top must be at least 1".into());
+        }
+        if a.launches == 0 {
+            return Err("--launches must be at least 1".into());
+        }
+        if a.deep && a.deep_top == 0 {
+            return Err("--deep-top must be at least 1".into());
+        }
+        let timeout = match a.timeout {
+            Some(t) if !(t.is_finite() && t > 0.0) => {
+                return Err(format!(
+                    "--timeout must be a positive number of seconds, got {t}"
+                ))
+            }
+            Some(t) => Some(Duration::from_secs_f64(t)),
+            None => None,
+        };
+        if a.kernel.as_deref().is_some_and(|k| k.is_empty()) {
+            return Err("--kernel needs a regex".into());
+        }
+        let report = ReportOptions::validate(a.report, &[])?;
+        Ok(ProfileRequest {
+            argv,
+            module: a.module,
+            gpu: a.gpu,
+            timeout,
+            kernel_regex: a.kernel,
+            top: a.top,
+            launches: a.launches,
+            deep_top: a.deep.then_some(a.deep_top),
+            quiet: a.quiet,
+            ncu: a.ncu,
+            runs_dir: a.runs_dir,
+            report,
         })
     }
 }
@@ -81,13 +168,10 @@ impl TryFrom<AnalyzeArgs> for AnalyzeRequest {
 mod tests {
     use super::*;
 
-    fn args() -> AnalyzeArgs {
-        AnalyzeArgs {
-            files: vec!["a.csv".into()],
+    fn report() -> ReportArgs {
+        ReportArgs {
             format: "term".into(),
-            top: None,
             output: None,
-            ncu: None,
             device: None,
             peak_dram_gbs: None,
             peak_fp32_tflops: None,
@@ -96,40 +180,124 @@ mod tests {
         }
     }
 
-    #[test]
-    fn accepts_defaults_and_scales_peaks() {
-        let mut a = args();
-        a.peak_dram_gbs = Some(3000.0);
-        let r = AnalyzeRequest::try_from(a).unwrap();
-        assert_eq!(r.format, Format::Terminal);
-        assert_eq!(r.measured_peaks.dram_bytes_per_s, Some(3.0e12));
+    fn analyze_args() -> AnalyzeArgs {
+        AnalyzeArgs {
+            files: vec!["a.csv".into()],
+            top: None,
+            ncu: None,
+            report: report(),
+        }
+    }
+
+    fn profile_args() -> ProfileArgs {
+        ProfileArgs {
+            command: vec!["python3".into(), "bench.py".into()],
+            script: None,
+            python: "python3".into(),
+            module: None,
+            gpu: None,
+            timeout: None,
+            kernel: None,
+            top: 10,
+            launches: 2,
+            deep: false,
+            deep_top: 3,
+            quiet: false,
+            ncu: None,
+            runs_dir: ".kopt/runs".into(),
+            report: report(),
+        }
     }
 
     #[test]
-    fn rejects_bad_combinations() {
+    fn accepts_defaults_and_scales_peaks() {
+        let mut a = analyze_args();
+        a.report.peak_dram_gbs = Some(3000.0);
+        let r = AnalyzeRequest::try_from(a).unwrap();
+        assert_eq!(r.report.format, Format::Terminal);
+        assert_eq!(r.report.measured_peaks.dram_bytes_per_s, Some(3.0e12));
+    }
+
+    #[test]
+    fn rejects_bad_analyze_combinations() {
         type Mutation = Box<dyn Fn(&mut AnalyzeArgs)>;
         let cases: Vec<(Mutation, &str)> = vec![
-            (Box::new(|a| a.format = "xml".into()), "--format xml"),
+            (Box::new(|a| a.report.format = "xml".into()), "--format xml"),
             (Box::new(|a| a.top = Some(0)), "--top"),
             (
-                Box::new(|a| a.peak_dram_gbs = Some(-1.0)),
+                Box::new(|a| a.report.peak_dram_gbs = Some(-1.0)),
                 "--peak-dram-gbs",
             ),
             (
-                Box::new(|a| a.peak_fp32_tflops = Some(f64::NAN)),
+                Box::new(|a| a.report.peak_fp32_tflops = Some(f64::NAN)),
                 "--peak-fp32-tflops",
             ),
             (
-                Box::new(|a| a.output = Some("a.csv".into())),
+                Box::new(|a| a.report.output = Some("a.csv".into())),
                 "overwrite an input",
             ),
-            (Box::new(|a| a.width = Some(10)), "--width"),
-            (Box::new(|a| a.device = Some(" ".into())), "--device"),
+            (Box::new(|a| a.report.width = Some(10)), "--width"),
+            (Box::new(|a| a.report.device = Some(" ".into())), "--device"),
         ];
         for (mutate, expected) in cases {
-            let mut a = args();
+            let mut a = analyze_args();
             mutate(&mut a);
             let err = AnalyzeRequest::try_from(a).unwrap_err();
+            assert!(err.contains(expected), "{err} should mention {expected}");
+        }
+    }
+
+    #[test]
+    fn profile_workload_from_command_or_script() {
+        let r = ProfileRequest::try_from(profile_args()).unwrap();
+        assert_eq!(r.argv, ["python3", "bench.py"]);
+        assert_eq!(r.deep_top, None);
+
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("topk.py");
+        std::fs::write(&script, "print(1)").unwrap();
+        let mut a = profile_args();
+        a.command.clear();
+        a.script = Some(script.clone());
+        a.python = "python3.12".into();
+        a.deep = true;
+        let r = ProfileRequest::try_from(a).unwrap();
+        assert_eq!(
+            r.argv,
+            ["python3.12".to_string(), script.display().to_string()]
+        );
+        assert_eq!(r.deep_top, Some(3));
+    }
+
+    #[test]
+    fn rejects_bad_profile_combinations() {
+        type Mutation = Box<dyn Fn(&mut ProfileArgs)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (Box::new(|a| a.command.clear()), "nothing to profile"),
+            (Box::new(|a| a.script = Some("x.py".into())), "not both"),
+            (
+                Box::new(|a| {
+                    a.command.clear();
+                    a.script = Some("/nonexistent/x.py".into());
+                }),
+                "no such file",
+            ),
+            (Box::new(|a| a.top = 0), "--top"),
+            (Box::new(|a| a.launches = 0), "--launches"),
+            (Box::new(|a| a.timeout = Some(-2.0)), "--timeout"),
+            (Box::new(|a| a.kernel = Some(String::new())), "--kernel"),
+            (
+                Box::new(|a| {
+                    a.deep = true;
+                    a.deep_top = 0;
+                }),
+                "--deep-top",
+            ),
+        ];
+        for (mutate, expected) in cases {
+            let mut a = profile_args();
+            mutate(&mut a);
+            let err = ProfileRequest::try_from(a).unwrap_err();
             assert!(err.contains(expected), "{err} should mention {expected}");
         }
     }

@@ -1,0 +1,274 @@
+//! `kopt profile` against a fake ncu: the passes, the run folder, and every
+//! failure explained in one line (no GPU in CI).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let ncu = bin.join("ncu");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/fake-ncu.sh"),
+            &ncu,
+        )
+        .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&ncu, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Env { dir }
+    }
+
+    fn runs(&self) -> PathBuf {
+        self.dir.path().join("runs")
+    }
+
+    fn args_log(&self) -> PathBuf {
+        self.dir.path().join("ncu-args.log")
+    }
+
+    fn kopt(&self, args: &[&str], mode: &str) -> Output {
+        let path = format!("{}:/usr/bin:/bin", self.dir.path().join("bin").display());
+        Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(args)
+            .env("PATH", path)
+            .env("FAKE_NCU_MODE", mode)
+            .env(
+                "FAKE_PASS1",
+                fixture("labeled-suite-h200-profile/profile_pass1_timing.csv"),
+            )
+            .env(
+                "FAKE_PASS2",
+                fixture("labeled-suite-h200-profile/profile_pass2_targeted.csv"),
+            )
+            .env("FAKE_PASS3", fixture("labeled-suite-h100/ncu_details.csv"))
+            .env("FAKE_NCU_ARGS_LOG", self.args_log())
+            .current_dir(self.dir.path())
+            .output()
+            .unwrap()
+    }
+
+    fn only_run_dir(&self) -> PathBuf {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(self.runs())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        dirs.pop().unwrap()
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn run_json(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn two_passes_a_run_folder_and_a_report() {
+    let env = Env::new();
+    let o = env.kopt(
+        &[
+            "profile",
+            "--runs-dir",
+            "runs",
+            "--format",
+            "json",
+            "--module",
+            "suite",
+            "--",
+            "/bin/echo",
+            "hello from the workload",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["schema"], "kopt/1");
+    assert_eq!(report["run"]["module"], "suite");
+    assert_eq!(report["primary"]["type"], "small_grid");
+    // The workload's output is passed through on stderr in pass 1 (stdout parsed as JSON above).
+    assert!(stderr(&o).contains("hello from the workload"));
+    assert_eq!(report["run"]["argv"][1], "hello from the workload");
+
+    let dir = env.only_run_dir();
+    for f in [
+        "run.json",
+        "report.json",
+        "pass1-timing.csv",
+        "pass1-timing.log",
+        "pass2-targeted.csv",
+        "pass2-targeted.log",
+    ] {
+        assert!(dir.join(f).exists(), "{f} missing in {}", dir.display());
+    }
+    let rec = run_json(&dir);
+    assert_eq!(rec["status"], "ok");
+    assert_eq!(rec["passes"].as_array().unwrap().len(), 2);
+    assert_eq!(rec["argv"][0], "/bin/echo");
+    assert!(rec["ncu_version"].as_str().unwrap().contains("2025.3.1"));
+
+    // argv reaches the workload as given, after kopt's ncu options.
+    let log = std::fs::read_to_string(env.args_log()).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "timing /bin/echo hello from the workload",
+            "targeted /bin/echo hello from the workload"
+        ]
+    );
+
+    // `kopt analyze` reads the run folder again and agrees.
+    let again = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", dir.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["primary"], report["primary"]);
+}
+
+#[test]
+fn deep_pass_adds_ncu_rules() {
+    let env = Env::new();
+    let o = env.kopt(
+        &[
+            "profile",
+            "--runs-dir",
+            "runs",
+            "--deep",
+            "--quiet",
+            "--format",
+            "json",
+            "--",
+            "/bin/true",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dir = env.only_run_dir();
+    assert!(dir.join("pass3-deep.csv").exists());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("\"ncu_disagreement\": {"),
+        "deep pass rules reach the report"
+    );
+}
+
+#[test]
+fn workload_failure_reports_exit_code_and_output() {
+    let env = Env::new();
+    let o = env.kopt(
+        &[
+            "profile",
+            "--runs-dir",
+            "runs",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo 'RuntimeError: shapes do not match' >&2; exit 3",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    let last = err.trim_end().lines().last().unwrap();
+    assert!(last.contains("the workload exited with code 3"), "{err}");
+    assert!(last.contains("RuntimeError: shapes do not match"), "{err}");
+    assert!(last.contains("pass1-timing.log"), "names the log: {err}");
+    assert!(run_json(&env.only_run_dir())["status"]
+        .as_str()
+        .unwrap()
+        .starts_with("failed: "));
+}
+
+#[test]
+fn timeout_kills_the_workload() {
+    let env = Env::new();
+    let t = std::time::Instant::now();
+    let o = env.kopt(
+        &[
+            "profile",
+            "--runs-dir",
+            "runs",
+            "--timeout",
+            "1",
+            "--",
+            "/bin/sleep",
+            "30",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(t.elapsed().as_secs() < 15);
+    assert!(stderr(&o).contains("timed out after 1 s"), "{}", stderr(&o));
+}
+
+#[test]
+fn counter_permission_says_what_to_change() {
+    let env = Env::new();
+    let o = env.kopt(
+        &["profile", "--runs-dir", "runs", "--", "/bin/true"],
+        "perm",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("ERR_NVGPUCTRPERM"), "{err}");
+    assert!(
+        err.contains("NVreg_RestrictProfilingToAdminUsers=0"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_kernels_is_explained() {
+    let env = Env::new();
+    let o = env.kopt(
+        &["profile", "--runs-dir", "runs", "--", "/bin/true"],
+        "nokernels",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("ncu profiled no kernel"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn missing_ncu_and_usage_errors() {
+    let env = Env::new();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["profile", "--runs-dir", "runs", "--", "/bin/true"])
+        .env("PATH", "/nonexistent")
+        .current_dir(env.dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("ncu (Nsight Compute) not found"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = env.kopt(&["profile"], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nothing to profile"));
+}
