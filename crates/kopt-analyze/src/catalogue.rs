@@ -266,16 +266,20 @@ pub fn recommend_tiny(groups: &[&KernelGroup], total_ns: f64) -> Option<Recommen
     } else {
         names.join(", ")
     };
-    let gain = (launches >= 2).then(|| {
-        // Fusing N launches into one removes N-1 launches' GPU time.
-        let saved = tiny_ns * (launches as f64 - 1.0) / launches as f64;
-        GainEstimate {
+    let gain = groups
+        .iter()
+        .map(|g| g.recoverable_ns)
+        .sum::<Option<f64>>()
+        .map(|saved| GainEstimate {
             kernel_pct: 100.0 * saved / tiny_ns.max(1.0),
-            workload_pct: if total_ns > 0.0 { 100.0 * saved / total_ns } else { 0.0 },
+            workload_pct: if total_ns > 0.0 {
+                100.0 * saved / total_ns
+            } else {
+                0.0
+            },
             saved_ns: saved,
-            method: "fusing the tiny launches into one kernel saves all but one launch's GPU time; the host launch cost they also carry comes on top and needs a timeline".into(),
-        }
-    });
+            method: crate::rollup::TINY_STEP_METHOD.into(),
+        });
     let s = strategy("fuse_or_graph_launches");
     let (kernel, short) = if groups.len() == 1 {
         (

@@ -147,6 +147,17 @@ fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottl
         ),
     };
     let v = &g.verdict;
+    let tiny_note = if g.tiny {
+        let tiny: Vec<_> = groups.iter().filter(|t| t.tiny).collect();
+        let share: f64 = tiny.iter().map(|t| t.verdict.pct_of_total).sum();
+        format!(
+            " Together the {} tiny kernel(s) take {:.1}% of kernel time: the step is launch-latency bound (see the fusion / graph-capture recommendation).",
+            tiny.len(),
+            share
+        )
+    } else {
+        String::new()
+    };
     let insight = match gain_pct {
         Some(p) => format!(
             "{} takes {:.1}% of kernel time ({} launch{}, {}): {}. Fixing it could save up to {:.1}% of the workload.",
@@ -157,7 +168,7 @@ fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottl
             kopt_model::format_duration_ns(v.total_ns),
             lowercase_first(&v.root_cause),
             p
-        ),
+        ) + &tiny_note,
         None => format!(
             "{} takes {:.1}% of kernel time and {}. No kernel has a large recoverable share: the remaining gains come from moving fewer bytes or doing less work.",
             v.short_name,

@@ -53,6 +53,9 @@ pub fn disagreement(group: &KernelGroup) -> Option<NcuDisagreement> {
     let ncu_class = rule_class(rule);
     let v = &group.verdict;
     let kopt = v.bottleneck.class;
+    if kopt == BottleneckClass::Unknown {
+        return None;
+    }
     let same = ncu_class == kopt
         // "All pipes under-utilized" on a small grid is the same diagnosis in other words.
         || (kopt == BottleneckClass::SmallGrid && ncu_class == BottleneckClass::Latency && rule.name != "CPIStall");

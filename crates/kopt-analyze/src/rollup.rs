@@ -62,6 +62,7 @@ pub fn group(launches: &[KernelLaunch], total_ns: f64) -> Vec<KernelGroup<'_>> {
         .collect();
     groups.sort_by(|a, b| b.verdict.total_ns.total_cmp(&a.verdict.total_ns));
     disambiguate_short_names(&mut groups);
+    fuse_tiny_steps(&mut groups);
     groups
 }
 
@@ -90,9 +91,9 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
     let rep = launches[rep_index];
     let rep_verdict = verdicts[rep_index].clone();
 
-    let recoverable_ns = if rep_verdict.tiny && launches.len() >= 2 {
-        // Fusing N tiny launches into one removes N-1 launch latencies.
-        Some(kernel_ns * (launches.len() as f64 - 1.0) / launches.len() as f64)
+    // Tiny kernels are judged together, as a step (see `fuse_tiny_steps`).
+    let recoverable_ns = if rep_verdict.tiny {
+        None
     } else {
         let parts: Vec<f64> = timed
             .iter()
@@ -101,11 +102,7 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
             .collect();
         (!parts.is_empty()).then(|| parts.iter().sum())
     };
-    let recoverable_method = if rep_verdict.tiny && launches.len() >= 2 {
-        "fusing the launches into one kernel (or one CUDA graph) saves all but one launch's GPU time; host launch cost comes on top and needs a timeline"
-    } else {
-        rep_verdict.method
-    };
+    let recoverable_method = rep_verdict.method;
 
     let mut findings: Vec<Finding> = Vec::new();
     for v in &verdicts {
@@ -149,7 +146,10 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
             .filter(|_| kernel_ns > 0.0)
             .map(|b| b / (kernel_ns * 1e-9)),
         dram_bytes: dram_total.map(|b| b / n),
-        memory_sol_pct: weighted(&timed, |l| crate::rules::Signals::of(&l.metrics).m.into()),
+        memory_sol_pct: weighted(&timed, |l| {
+            (!crate::rules::has_no_counters(&l.metrics))
+                .then(|| crate::rules::Signals::of(&l.metrics).m)
+        }),
         dram_sol_pct: m(|x| x.dram_pct),
         compute_sol_pct: m(|x| x.sm_pct),
         tensor_pct: m(|x| x.tensor_pct),
@@ -180,6 +180,31 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
     group.tiny = group.representative_verdict.tiny;
     group.verdict.ncu_disagreement = disagreement(&group);
     group
+}
+
+/// How the tiny launches' GPU time could shrink if each step's tiny launches
+/// became one kernel. Counters carry no iteration structure, so the step
+/// count is taken as the launch count of the least-launched tiny kernel
+/// (each of its launches = one step): saved = tiny time x (1 - steps / tiny launches).
+/// Returns (steps, saved share of tiny time), or None when nothing would fuse.
+pub fn tiny_step_model(groups: &[KernelGroup]) -> Option<(u64, f64)> {
+    let tiny: Vec<&KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
+    let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
+    let steps = tiny.iter().map(|g| g.verdict.launches).min()?;
+    let share = 1.0 - steps as f64 / launches as f64;
+    (share > 0.0).then_some((steps, share))
+}
+
+pub const TINY_STEP_METHOD: &str = "if each step's tiny launches became one kernel (steps = launches of the least-launched tiny kernel), all but one launch's GPU time per step is saved; the host launch cost comes on top and needs a timeline";
+
+/// Give tiny kernels their share of the fused-step saving.
+pub fn fuse_tiny_steps(groups: &mut [KernelGroup]) {
+    if let Some((_, share)) = tiny_step_model(groups) {
+        for g in groups.iter_mut().filter(|g| g.tiny) {
+            g.recoverable_ns = Some(g.verdict.total_ns * share);
+            g.recoverable_method = TINY_STEP_METHOD;
+        }
+    }
 }
 
 /// Two template instances can shorten to the same name; number them.

@@ -94,3 +94,70 @@ fn details_page_classes() {
     }
     check(&d);
 }
+
+fn diagnose_run(rel: &str) -> Diagnosis {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
+    analyze(
+        &kopt_ingest::read_run_folder(&dir).unwrap(),
+        &AnalyzeOptions::default(),
+    )
+}
+
+/// `kopt profile`'s passes (timing + targeted), captured on an H200: the
+/// same classes as the full captures.
+#[test]
+fn tiered_profile_passes_give_the_same_classes() {
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/labeled-suite-h200-profile");
+    let timing = read_ncu_csv(&dir.join("profile_pass1_timing.csv")).unwrap();
+    let targeted = read_ncu_csv(&dir.join("profile_pass2_targeted.csv")).unwrap();
+    assert_eq!(timing.launches.len(), 212);
+    let profile = kopt_ingest::merge_tiered(timing, Some(targeted), None, Vec::new());
+    let d = analyze(&profile, &AnalyzeOptions::default());
+    for (name, class, _, at) in PLANTED {
+        let k = d.kernels.iter().find(|k| k.name.starts_with(name)).unwrap();
+        assert_eq!(k.bottleneck.class, *class, "{name}: {}", k.root_cause);
+        assert_eq!(k.bottleneck.at_roofline, *at, "{name}");
+    }
+    // Every launch keeps its own time from the timing pass.
+    let tiny = d
+        .kernels
+        .iter()
+        .find(|k| k.name == "kopt_tiny_step")
+        .unwrap();
+    assert_eq!(tiny.launches, 192);
+}
+
+/// ncu spells namespaces differently from run to run (`detail::TensorInfo`
+/// vs `cuda::TensorInfo`): the passes must still line up.
+#[test]
+fn moe_route_run_folder_matches_kernels_across_passes() {
+    let d = diagnose_run("moe-route-h200-profile");
+    for k in d.kernels.iter().filter(|k| k.pct_of_total > 1.0) {
+        assert_ne!(
+            k.bottleneck.class,
+            C::Unknown,
+            "{} lost its counters",
+            k.short_name
+        );
+        assert_eq!(k.bottleneck.class, C::SmallGrid, "{}", k.short_name);
+    }
+    // The deep pass's rules reached the kernels.
+    assert!(d
+        .kernels
+        .iter()
+        .any(|k| k.name.contains("gatherTopK") && k.ncu_disagreement.is_none()));
+    let fuse = d
+        .recommendations
+        .iter()
+        .find(|r| r.id == "fuse_or_graph_launches")
+        .unwrap();
+    let g = fuse.gain.as_ref().unwrap();
+    assert!(
+        g.workload_pct > 75.0 && g.workload_pct < 90.0,
+        "{}",
+        g.workload_pct
+    );
+}

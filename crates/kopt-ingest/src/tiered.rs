@@ -7,7 +7,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use kopt_model::{kernel_function_name, Device, Dim3, KernelLaunch, Profile, Source};
+use kopt_model::{
+    kernel_function_name, kernel_match_key, Device, Dim3, KernelLaunch, Profile, Source,
+};
 
 use crate::{read_ncu_csv, IngestError, NcuFile};
 
@@ -29,17 +31,22 @@ pub fn merge_tiered(
         .unwrap_or_else(Device::unknown);
     let mut launches = timing.launches;
     if let Some(t) = &targeted {
-        let by_config: HashMap<(&str, Dim3, Dim3), &KernelLaunch> = t
+        // Names are matched without namespaces: ncu spells them differently from run to run.
+        let by_config: HashMap<(String, Dim3, Dim3), &KernelLaunch> = t
             .launches
             .iter()
-            .map(|l| ((l.name.as_str(), l.grid, l.block), l))
+            .map(|l| ((kernel_match_key(&l.name), l.grid, l.block), l))
             .collect();
-        let by_name: HashMap<&str, &KernelLaunch> =
-            t.launches.iter().map(|l| (l.name.as_str(), l)).collect();
+        let by_name: HashMap<String, &KernelLaunch> = t
+            .launches
+            .iter()
+            .map(|l| (kernel_match_key(&l.name), l))
+            .collect();
         for l in &mut launches {
+            let key = kernel_match_key(&l.name);
             let sample = by_config
-                .get(&(l.name.as_str(), l.grid, l.block))
-                .or_else(|| by_name.get(l.name.as_str()));
+                .get(&(key.clone(), l.grid, l.block))
+                .or_else(|| by_name.get(&key));
             if let Some(s) = sample {
                 let own_time = l.metrics.duration_ns;
                 l.metrics = s.metrics.clone();

@@ -16,7 +16,7 @@ pub use diagnosis::{
     NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
-pub use names::{format_duration_ns, kernel_function_name, kernel_short_name};
+pub use names::{format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name};
 pub use peaks::datasheet_peaks;
 
 /// Version tag of every JSON document kopt writes for machines.

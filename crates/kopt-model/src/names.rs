@@ -40,6 +40,30 @@ pub fn kernel_function_name(full: &str) -> String {
     name.to_string()
 }
 
+/// A name for matching the same kernel across ncu runs: every namespace
+/// qualifier dropped. ncu shortens namespaces differently from one run to the
+/// next (`detail::TensorInfo` in one, `cuda::TensorInfo` in the other), while
+/// template arguments and parameters, which tell instances apart, stay.
+pub fn kernel_match_key(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    let mut rest = full;
+    while let Some(pos) = rest.find("::") {
+        out.push_str(&rest[..pos]);
+        // Drop the qualifier just written: an identifier, `<unnamed>` or `(anonymous namespace)`.
+        for anon in ["<unnamed>", "(anonymous namespace)"] {
+            if out.ends_with(anon) {
+                out.truncate(out.len() - anon.len());
+            }
+        }
+        while out.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            out.pop();
+        }
+        rest = &rest[pos + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Nanoseconds for people: "850 ns", "34.52 us", "1.53 ms", "2.10 s".
 pub fn format_duration_ns(ns: f64) -> String {
     if ns >= 1e9 {
@@ -56,6 +80,22 @@ pub fn format_duration_ns(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::kernel_short_name as s;
+
+    #[test]
+    fn match_keys_ignore_namespace_spelling() {
+        use super::kernel_match_key as k;
+        let a = "void at::bitonicSortKVInPlace<2, (int)-1, float, at::GTOp<float, 1>>(detail::TensorInfo<T5, T8>, T8)";
+        let b = "void at::bitonicSortKVInPlace<2, (int)-1, float, at::GTOp<float, 1>>(cuda::TensorInfo<T5, T8>, T8)";
+        assert_eq!(k(a), k(b));
+        assert_eq!(
+            k(a),
+            "void bitonicSortKVInPlace<2, (int)-1, float, GTOp<float, 1>>(TensorInfo<T5, T8>, T8)"
+        );
+        let other = "void at::bitonicSortKVInPlace<-2, (int)-1, float, at::GTOp<float, 1>>(detail::TensorInfo<T5, T8>, T8)";
+        assert_ne!(k(a), k(other));
+        assert_eq!(k("void at::<unnamed>::f<int>(x::y::Z)"), "void f<int>(Z)");
+        assert_eq!(k("kopt_copy"), "kopt_copy");
+    }
 
     #[test]
     fn shortens_templates() {
