@@ -213,3 +213,13 @@ pub struct PrimaryBottleneck {
     pub pct_of_total: f64,
     pub insight: String,
 }
+
+impl Diagnosis {
+    /// The kernels whose verdict differs from Nsight Compute's top rule, in table order.
+    pub fn ncu_disagreements(&self) -> Vec<(&KernelVerdict, &NcuDisagreement)> {
+        self.kernels
+            .iter()
+            .filter_map(|k| Some((k, k.ncu_disagreement.as_ref()?)))
+            .collect()
+    }
+}

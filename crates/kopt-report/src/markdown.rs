@@ -123,11 +123,7 @@ impl Exporter for MarkdownExporter {
             writeln!(out)?;
         }
 
-        let disagreements: Vec<_> = d
-            .kernels
-            .iter()
-            .filter_map(|k| Some((k, k.ncu_disagreement.as_ref()?)))
-            .collect();
+        let disagreements = d.ncu_disagreements();
         if !disagreements.is_empty() {
             writeln!(out, "## Where Nsight Compute's ranking differs")?;
             writeln!(out)?;

@@ -225,20 +225,12 @@ pub(super) fn parse(
             }
         }
     }
-    let Some(first_line) = first_line else {
-        return Err(IngestError::at(
-            ctx.path,
-            ctx.line_offset + 1,
-            "header but no rows: the report holds no profiled kernel",
-        ));
-    };
-    if !any_duration {
-        return Err(IngestError::at(
-            ctx.path,
-            first_line,
-            "no launch has a \"GPU Speed Of Light Throughput / Duration\" value: nothing to rank (collect the SpeedOfLight section)",
-        ));
-    }
+    ctx.require_timed_rows(
+        first_line,
+        any_duration,
+        "header but no rows: the report holds no profiled kernel",
+        "no launch has a \"GPU Speed Of Light Throughput / Duration\" value: nothing to rank (collect the SpeedOfLight section)",
+    )?;
     let device = device_from_launches(&launches, cc);
     Ok(NcuFile {
         page: NcuPage::Details,

@@ -117,6 +117,25 @@ impl Ctx<'_> {
     }
 }
 
+impl Ctx<'_> {
+    /// The end-of-file checks both pages share: some rows, and some time to rank.
+    pub fn require_timed_rows(
+        &self,
+        first_row_line: Option<u64>,
+        any_duration: bool,
+        no_rows: &str,
+        no_time: &str,
+    ) -> Result<(), IngestError> {
+        let Some(first) = first_row_line else {
+            return Err(IngestError::at(self.path, self.line_offset + 1, no_rows));
+        };
+        if !any_duration {
+            return Err(IngestError::at(self.path, first, no_time));
+        }
+        Ok(())
+    }
+}
+
 struct Header {
     offset: usize,
     /// 1-based line number of the header.

@@ -301,20 +301,12 @@ pub(super) fn parse(
             device_row = Some(record.clone());
         }
     }
-    let Some(first_line) = first_data_line else {
-        return Err(IngestError::at(
-            ctx.path,
-            ctx.line_offset + 1,
-            "header but no kernel rows: the profiled program launched no kernel that ncu matched",
-        ));
-    };
-    if !any_duration {
-        return Err(IngestError::at(
-            ctx.path,
-            first_line,
-            "gpu__time_duration.sum is n/a in every row: nothing to rank (was the capture cut short or the metric unavailable?)",
-        ));
-    }
+    ctx.require_timed_rows(
+        first_data_line,
+        any_duration,
+        "header but no kernel rows: the profiled program launched no kernel that ncu matched",
+        "gpu__time_duration.sum is n/a in every row: nothing to rank (was the capture cut short or the metric unavailable?)",
+    )?;
     let device = device_row.map(|r| device_from_row(&r, columns, &unit_of));
     Ok(NcuFile {
         page: NcuPage::Raw,
