@@ -2,14 +2,17 @@
 //! They decide nothing: every figure and word comes from kopt-analyze.
 
 mod format;
+pub mod html;
 mod json;
 mod markdown;
+pub mod roofline;
 mod terminal;
 
 use std::io::{self, Write};
 
 use kopt_model::Diagnosis;
 
+pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 pub use terminal::TerminalExporter;
@@ -33,16 +36,18 @@ pub enum Format {
     Terminal,
     Markdown,
     Json,
+    Html,
 }
 
 impl Format {
-    pub const NAMES: [&'static str; 3] = ["term", "md", "json"];
+    pub const NAMES: [&'static str; 4] = ["term", "md", "json", "html"];
 
     pub fn parse(s: &str) -> Option<Format> {
         match s {
             "term" | "terminal" | "text" => Some(Format::Terminal),
             "md" | "markdown" => Some(Format::Markdown),
             "json" => Some(Format::Json),
+            "html" => Some(Format::Html),
             _ => None,
         }
     }
@@ -53,6 +58,7 @@ impl Format {
             Format::Terminal => Box::new(TerminalExporter { width }),
             Format::Markdown => Box::new(MarkdownExporter),
             Format::Json => Box::new(JsonExporter),
+            Format::Html => Box::new(HtmlExporter),
         }
     }
 }

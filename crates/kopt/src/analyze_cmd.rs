@@ -43,6 +43,10 @@ pub fn diagnose(mut profile: Profile, report: &ReportOptions, top: Option<usize>
 }
 
 pub fn emit(diagnosis: &Diagnosis, report: &ReportOptions) -> anyhow::Result<()> {
+    if let Some(html) = &report.html {
+        let page = kopt_report::Format::Html.exporter(None);
+        write_report(Some(html), |out| page.render(diagnosis, out))?;
+    }
     let exporter = report.format.exporter(report.width);
     write_report(report.output.as_deref(), |out| {
         exporter.render(diagnosis, out)

@@ -45,13 +45,17 @@ pub struct AnalyzeArgs {
 /// How the report is printed and which peaks it uses (shared by analyze and profile).
 #[derive(Debug, Args, Clone)]
 pub struct ReportArgs {
-    /// Output format: term, md, json
+    /// Output format: term, md, json, html
     #[arg(long, short = 'f', default_value = "term")]
     pub format: String,
 
     /// Write the report to FILE instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Also write the self-contained HTML page (roofline, tables, verdicts) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 
     /// Device name for datasheet peaks when the input names none (e.g. "H100 PCIe")
     #[arg(long, value_name = "NAME")]

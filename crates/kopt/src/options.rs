@@ -14,6 +14,8 @@ use crate::cli::{AnalyzeArgs, ProfileArgs, ReportArgs};
 pub struct ReportOptions {
     pub format: Format,
     pub output: Option<PathBuf>,
+    /// An HTML page written besides the main report.
+    pub html: Option<PathBuf>,
     pub device: Option<String>,
     pub measured_peaks: Peaks,
     pub width: Option<u16>,
@@ -69,13 +71,15 @@ impl ReportOptions {
         if a.device.as_deref().is_some_and(|d| d.trim().is_empty()) {
             return Err("--device needs a name".into());
         }
-        if let Some(out) = &a.output {
-            if inputs.iter().any(|f| f == out) {
-                return Err(format!(
-                    "--output {} would overwrite an input",
-                    out.display()
-                ));
+        for (flag, out) in [("--output", &a.output), ("--html", &a.html)] {
+            if let Some(out) = out {
+                if inputs.iter().any(|f| f == out) {
+                    return Err(format!("{flag} {} would overwrite an input", out.display()));
+                }
             }
+        }
+        if a.output.is_some() && a.output == a.html {
+            return Err("--output and --html name the same file".into());
         }
         Ok(ReportOptions {
             measured_peaks: Peaks {
@@ -85,6 +89,7 @@ impl ReportOptions {
             },
             format,
             output: a.output,
+            html: a.html,
             device: a.device,
             width: a.width,
         })
@@ -172,6 +177,7 @@ mod tests {
         ReportArgs {
             format: "term".into(),
             output: None,
+            html: None,
             device: None,
             peak_dram_gbs: None,
             peak_fp32_tflops: None,
@@ -238,6 +244,17 @@ mod tests {
             ),
             (Box::new(|a| a.report.width = Some(10)), "--width"),
             (Box::new(|a| a.report.device = Some(" ".into())), "--device"),
+            (
+                Box::new(|a| a.report.html = Some("a.csv".into())),
+                "--html a.csv would overwrite",
+            ),
+            (
+                Box::new(|a| {
+                    a.report.output = Some("r.html".into());
+                    a.report.html = Some("r.html".into());
+                }),
+                "same file",
+            ),
         ];
         for (mutate, expected) in cases {
             let mut a = analyze_args();

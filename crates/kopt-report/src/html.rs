@@ -1,0 +1,250 @@
+//! One self-contained HTML page: inline CSS and SVG, no script, no network.
+//! Every text goes through askama's HTML escaping (the SVG escapes its own).
+
+use std::io::{self, Write};
+
+use askama::Template;
+use kopt_model::{BottleneckClass, Diagnosis};
+
+use crate::{format, roofline, Exporter};
+
+pub struct HtmlExporter;
+
+const CLASSES: [BottleneckClass; 11] = [
+    BottleneckClass::LaunchOverhead,
+    BottleneckClass::Memory,
+    BottleneckClass::Compute,
+    BottleneckClass::Latency,
+    BottleneckClass::Occupancy,
+    BottleneckClass::BankConflict,
+    BottleneckClass::Uncoalesced,
+    BottleneckClass::SmallGrid,
+    BottleneckClass::Sync,
+    BottleneckClass::Balanced,
+    BottleneckClass::Unknown,
+];
+
+struct KernelRow {
+    name: String,
+    short: String,
+    launches: u64,
+    total: String,
+    mean: String,
+    pct: String,
+    bw: String,
+    mem: String,
+    comp: String,
+    tensor: String,
+    occ: String,
+    ai: String,
+    class_css: &'static str,
+    class_label: String,
+    root_cause: String,
+    findings: Vec<String>,
+}
+
+struct RecRow {
+    title: String,
+    kernel: String,
+    gain: String,
+    action: String,
+    evidence: String,
+    method: String,
+    source: String,
+}
+
+struct DisagreementRow {
+    kernel: String,
+    rule: String,
+    estimate: String,
+    kopt: String,
+    why: String,
+}
+
+#[derive(Template)]
+#[template(path = "report.html")]
+struct Page {
+    title: String,
+    module: String,
+    device: String,
+    meta: Vec<String>,
+    has_primary: bool,
+    primary_component: String,
+    primary_class: &'static str,
+    primary_insight: String,
+    roofline: String,
+    points: usize,
+    classes: Vec<&'static str>,
+    classes_present: Vec<&'static str>,
+    kernel_chunks: Vec<Vec<KernelRow>>,
+    /// "N more kernels, P% of kernel time" when the table is cut.
+    kernels_hidden: String,
+    recs: Vec<RecRow>,
+    recs_hidden: usize,
+    disagreements: Vec<DisagreementRow>,
+    notes: Vec<String>,
+    version: &'static str,
+}
+
+/// Table rows per `<tbody>`: the browser lays out a chunk only when it is on screen.
+const ROWS_PER_CHUNK: usize = 100;
+/// Recommendations listed on the page; the rest stay in the JSON report.
+const RECS_SHOWN: usize = 50;
+/// Kernel rows on the page (hottest first). Past a few hundred rows the
+/// browser's table work dominates (2,000 rows took 1.5 s to render on a
+/// 2-core machine); the tail is summed in one row and stays whole in JSON.
+pub const TABLE_ROWS_SHOWN: usize = 400;
+
+/// Full kernel names can run to thousands of characters; the tooltip keeps this much.
+const TOOLTIP_MAX: usize = 600;
+
+fn clip(s: &str) -> String {
+    if s.chars().count() > TOOLTIP_MAX {
+        let head: String = s.chars().take(TOOLTIP_MAX).collect();
+        format!("{head}…")
+    } else {
+        s.to_string()
+    }
+}
+
+fn hidden_kernels(d: &Diagnosis) -> String {
+    let rest = d.kernels.get(TABLE_ROWS_SHOWN..).unwrap_or_default();
+    if rest.is_empty() {
+        return String::new();
+    }
+    let share: f64 = rest.iter().map(|k| k.pct_of_total).sum();
+    let launches: u64 = rest.iter().map(|k| k.launches).sum();
+    format!(
+        "{} more kernels ({launches} launches, {share:.2}% of kernel time) are in the JSON report (--format json).",
+        rest.len()
+    )
+}
+
+pub fn page(d: &Diagnosis) -> (String, usize) {
+    let (svg, points) = roofline::svg(d);
+    let module = d
+        .run
+        .as_ref()
+        .and_then(|r| r.module.clone())
+        .unwrap_or_default();
+    let mut meta = Vec::new();
+    if let Some(r) = &d.run {
+        meta.push(format!("Workload: {}", r.argv.join(" ")));
+        meta.push(format!(
+            "Run folder: {} (profiled in {:.1} s)",
+            r.run_dir, r.wall_s
+        ));
+    }
+    for s in &d.sources {
+        meta.push(format!(
+            "Input: {} ({}, {} launches)",
+            s.path, s.format, s.launches
+        ));
+    }
+    meta.push(format::summary_line(d));
+    let mut present: Vec<&'static str> = Vec::new();
+    for k in &d.kernels {
+        let c = k.bottleneck.class.as_str();
+        if !present.contains(&c) {
+            present.push(c);
+        }
+    }
+    let page = Page {
+        title: if module.is_empty() {
+            d.device.name.clone()
+        } else {
+            module.clone()
+        },
+        module,
+        device: format::device_line(&d.device),
+        meta,
+        has_primary: d.primary.is_some(),
+        primary_component: d
+            .primary
+            .as_ref()
+            .map(|p| p.component_short.clone())
+            .unwrap_or_default(),
+        primary_class: d.primary.as_ref().map_or("unknown", |p| p.class.as_str()),
+        primary_insight: d
+            .primary
+            .as_ref()
+            .map(|p| p.insight.clone())
+            .unwrap_or_default(),
+        roofline: svg,
+        points,
+        classes: CLASSES.iter().map(|c| c.as_str()).collect(),
+        classes_present: present,
+        kernels_hidden: hidden_kernels(d),
+        kernel_chunks: d.kernels[..d.kernels.len().min(TABLE_ROWS_SHOWN)]
+            .chunks(ROWS_PER_CHUNK)
+            .map(|chunk| {
+                chunk
+                    .iter()
+                    .map(|k| KernelRow {
+                        name: clip(&k.name),
+                        short: k.short_name.clone(),
+                        launches: k.launches,
+                        total: format::duration(k.total_ns),
+                        mean: format::duration(k.mean_ns),
+                        pct: format::pct(Some(k.pct_of_total)),
+                        bw: format::gbs(k.dram_bytes_per_s),
+                        mem: format::pct(k.memory_sol_pct),
+                        comp: format::pct(k.compute_sol_pct),
+                        tensor: format::pct(k.tensor_pct),
+                        occ: format::occupancy(k),
+                        ai: format::intensity(k),
+                        class_css: k.bottleneck.class.as_str(),
+                        class_label: format::class(k),
+                        root_cause: k.root_cause.clone(),
+                        findings: k.findings.iter().map(|f| f.evidence.clone()).collect(),
+                    })
+                    .collect()
+            })
+            .collect(),
+        recs_hidden: d.recommendations.len().saturating_sub(RECS_SHOWN),
+        recs: d
+            .recommendations
+            .iter()
+            .take(RECS_SHOWN)
+            .map(|r| RecRow {
+                title: r.title.clone(),
+                kernel: r.kernel_short.clone(),
+                gain: format::gain(r),
+                action: r.action.clone(),
+                evidence: r.evidence.clone(),
+                method: r
+                    .gain
+                    .as_ref()
+                    .map(|g| g.method.clone())
+                    .unwrap_or_default(),
+                source: r.source.clone(),
+            })
+            .collect(),
+        disagreements: d
+            .ncu_disagreements()
+            .into_iter()
+            .map(|(k, n)| DisagreementRow {
+                kernel: k.short_name.clone(),
+                rule: n.ncu_rule.clone(),
+                estimate: n
+                    .ncu_speedup_pct
+                    .map_or("-".into(), |s| format!("{s:.1}% {}", n.ncu_speedup_type)),
+                kopt: format::class(k),
+                why: n.why_kopt_differs.clone(),
+            })
+            .collect(),
+        notes: d.notes.clone(),
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    (
+        page.render()
+            .expect("the template renders from owned strings"),
+        points,
+    )
+}
+
+impl Exporter for HtmlExporter {
+    fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+        out.write_all(page(d).0.as_bytes())
+    }
+}

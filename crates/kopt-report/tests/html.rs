@@ -1,0 +1,123 @@
+//! The HTML page: self-contained, escaped everywhere, one roofline point per hot kernel.
+
+use std::path::PathBuf;
+
+use kopt_analyze::{analyze, AnalyzeOptions};
+use kopt_ingest::{merge_profile, read_ncu_csv};
+use kopt_model::{BottleneckClass, Diagnosis};
+use kopt_report::{html, roofline, Format};
+
+fn diagnose(rel: &str) -> Diagnosis {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel);
+    analyze(
+        &merge_profile(vec![(rel.into(), read_ncu_csv(&path).unwrap())]),
+        &AnalyzeOptions::default(),
+    )
+}
+
+#[test]
+fn hostile_kernel_names_never_become_markup() {
+    let mut d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let evil = "<script>alert(1)</script>";
+    for k in d.kernels.iter_mut().take(3) {
+        k.name = format!("void {evil}<float>(int &, \"q\")");
+        k.short_name = evil.into();
+        k.root_cause = format!("{evil} & more");
+    }
+    if let Some(p) = d.primary.as_mut() {
+        p.component_short = evil.into();
+        p.insight = evil.into();
+    }
+    let page = Format::Html.exporter(None).render_to_string(&d);
+    assert!(
+        !page.to_ascii_lowercase().contains("<script"),
+        "a script element leaked"
+    );
+    assert!(
+        page.contains("&lt;script&gt;alert(1)&lt;/script&gt;") || page.contains("&#60;script&#62;")
+    );
+}
+
+#[test]
+fn page_is_self_contained() {
+    let page = Format::Html
+        .exporter(None)
+        .render_to_string(&diagnose("h100-probe/ncu_raw.csv"));
+    let lower = page.to_ascii_lowercase();
+    for forbidden in [
+        "<script",
+        "<link",
+        "src=\"http",
+        "href=\"http",
+        "@import",
+        "url(http",
+    ] {
+        assert!(!lower.contains(forbidden), "{forbidden} found");
+    }
+    assert!(lower.contains("prefers-color-scheme: dark"));
+    assert!(lower.contains("@media print"));
+    assert!(page.starts_with("<!DOCTYPE html>"));
+}
+
+#[test]
+fn one_roofline_point_per_hot_kernel() {
+    let d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let (page, points) = html::page(&d);
+    let with_counters = d
+        .kernels
+        .iter()
+        .filter(|k| k.bottleneck.class != BottleneckClass::Unknown)
+        .count();
+    assert_eq!(points, with_counters.min(roofline::HOT_KERNELS_MAX));
+    assert_eq!(page.matches("<circle class=\"pt ").count(), points);
+    // Ceilings of the device are drawn.
+    assert!(page.contains("DRAM 3.35 TB/s"));
+    assert!(page.contains("bf16 tensor 989.0 TFLOP/s"));
+}
+
+#[test]
+fn tensor_gemm_sits_near_the_tensor_roof_and_copies_at_the_bandwidth_roof() {
+    let d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let gemm = d
+        .kernels
+        .iter()
+        .find(|k| k.name.starts_with("nvjet"))
+        .unwrap();
+    let p = roofline::point(gemm, &d);
+    assert!(p.rate > 0.9e15 && p.rate < 1.0e15, "{}", p.rate);
+    let copy = d
+        .kernels
+        .iter()
+        .find(|k| k.name == "kopt_copy_coalesced")
+        .unwrap();
+    let p = roofline::point(copy, &d);
+    assert!(
+        p.clamped,
+        "a copy has no FLOPs: it sits at the chart's left edge"
+    );
+}
+
+#[test]
+fn long_tails_are_summed_not_dropped() {
+    let mut d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let template = d.kernels[0].clone();
+    while d.kernels.len() < html::TABLE_ROWS_SHOWN + 50 {
+        let mut k = template.clone();
+        k.name = format!("tail_kernel_{}", d.kernels.len());
+        k.pct_of_total = 0.01;
+        d.kernels.push(k);
+    }
+    let total = d.kernels.len();
+    let (page, _) = html::page(&d);
+    assert_eq!(
+        page.matches("<tr><td class=\"name\"").count(),
+        html::TABLE_ROWS_SHOWN
+    );
+    let hidden = total - html::TABLE_ROWS_SHOWN;
+    assert!(
+        page.contains(&format!("{hidden} more kernels")),
+        "the tail is named"
+    );
+}
