@@ -5,6 +5,7 @@ pub mod catalogue;
 pub mod ncu_rules;
 pub mod rollup;
 pub mod rules;
+pub mod timeline;
 
 use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
 
@@ -55,10 +56,38 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         r.rank = i + 1;
     }
 
-    let primary = primary(&groups, total_ns);
+    let timeline = profile.timeline.as_ref().and_then(timeline::summarize);
+    let mut primary = primary(&groups, total_ns);
+    if let Some(t) = timeline.as_ref().filter(|t| t.launch_bound) {
+        // The timeline sees what counters cannot: the pace is set by launches.
+        let gain = 100.0 * (1.0 - t.gpu_busy_ns as f64 / t.wall_ns as f64);
+        let per_step = t.busy_per_iteration_ns.map_or(String::new(), |ns| {
+            format!(
+                " Replayed from a graph, one iteration costs at least its GPU-busy time, {} (now {} in the traced window).",
+                kopt_model::format_duration_ns(ns),
+                kopt_model::format_duration_ns(t.wall_ns as f64 / t.iterations.unwrap_or(1).max(1) as f64)
+            )
+        });
+        primary = Some(PrimaryBottleneck {
+            component: format!("the workload's launch sequence ({} kernels)", t.kernels),
+            component_short: format!("{} kernel launches", t.kernel_launch_calls.max(t.kernels)),
+            class: kopt_model::BottleneckClass::LaunchOverhead,
+            pct_of_total: 100.0 - t.busy_pct,
+            insight: format!(
+                "{} The GPU idles {:.1}% of the time waiting for the next launch: capturing the sequence in a CUDA graph (or fusing the kernels) can cut up to {gain:.1}% of the wall time ({:.2}x at most).{per_step}",
+                t.verdict,
+                100.0 - t.busy_pct,
+                t.wall_ns as f64 / t.gpu_busy_ns.max(1) as f64
+            ),
+        });
+        recommendations.insert(0, catalogue::graph_capture(t));
+        for (i, r) in recommendations.iter_mut().enumerate() {
+            r.rank = i + 1;
+        }
+    }
     let mut notes = Vec::new();
     let tiny: Vec<_> = groups.iter().filter(|g| g.tiny).collect();
-    if !tiny.is_empty() {
+    if !tiny.is_empty() && timeline.is_none() {
         let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
         let ns: f64 = tiny.iter().map(|g| g.verdict.total_ns).sum();
         notes.push(format!(
@@ -94,6 +123,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         kernels,
         primary,
         recommendations,
+        timeline,
         notes,
     }
 }
@@ -139,12 +169,7 @@ fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottl
         Some((g, ns)) if 100.0 * ns / total_ns >= PRIMARY_MIN_GAIN_PCT => {
             (g, Some(100.0 * ns / total_ns))
         }
-        _ => (
-            groups
-                .iter()
-                .find(|g| g.verdict.bottleneck.class != kopt_model::BottleneckClass::Unknown)?,
-            None,
-        ),
+        _ => (groups.first()?, None),
     };
     let v = &g.verdict;
     let tiny_note = if g.tiny {
@@ -169,6 +194,10 @@ fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottl
             lowercase_first(&v.root_cause),
             p
         ) + &tiny_note,
+        None if v.bottleneck.class == kopt_model::BottleneckClass::Unknown => format!(
+            "{} takes {:.1}% of kernel time, but no counters were collected for it: profile it (kopt profile, or ncu with kopt's metric list) to learn why it is slow.",
+            v.short_name, v.pct_of_total
+        ),
         None => format!(
             "{} takes {:.1}% of kernel time and {}. No kernel has a large recoverable share: the remaining gains come from moving fewer bytes or doing less work.",
             v.short_name,

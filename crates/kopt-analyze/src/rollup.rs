@@ -184,18 +184,21 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
 
 /// How the tiny launches' GPU time could shrink if each step's tiny launches
 /// became one kernel. Counters carry no iteration structure, so the step
-/// count is taken as the launch count of the least-launched tiny kernel
-/// (each of its launches = one step): saved = tiny time x (1 - steps / tiny launches).
+/// count is taken as the median launch count of the tiny kernels (a kernel
+/// launched once per step; one-off set-up kernels do not move a median):
+/// saved = tiny time x (1 - steps / tiny launches).
 /// Returns (steps, saved share of tiny time), or None when nothing would fuse.
 pub fn tiny_step_model(groups: &[KernelGroup]) -> Option<(u64, f64)> {
     let tiny: Vec<&KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
     let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
-    let steps = tiny.iter().map(|g| g.verdict.launches).min()?;
+    let mut counts: Vec<u64> = tiny.iter().map(|g| g.verdict.launches).collect();
+    counts.sort_unstable();
+    let steps = *counts.get(counts.len() / 2)?;
     let share = 1.0 - steps as f64 / launches as f64;
     (share > 0.0).then_some((steps, share))
 }
 
-pub const TINY_STEP_METHOD: &str = "if each step's tiny launches became one kernel (steps = launches of the least-launched tiny kernel), all but one launch's GPU time per step is saved; the host launch cost comes on top and needs a timeline";
+pub const TINY_STEP_METHOD: &str = "if each step's tiny launches became one kernel (steps = median launch count of the tiny kernels), all but one launch's GPU time per step is saved; the host launch cost comes on top and needs a timeline";
 
 /// Give tiny kernels their share of the fused-step saving.
 pub fn fuse_tiny_steps(groups: &mut [KernelGroup]) {

@@ -204,6 +204,30 @@ pub fn has_no_counters(m: &Metrics) -> bool {
 
 pub fn classify(m: &Metrics) -> LaunchVerdict {
     if has_no_counters(m) {
+        // A trace gives time and grid but no counters: a tiny launch on a
+        // small grid is still recognisable.
+        let duration = m.duration_ns.unwrap_or(0.0);
+        let waves = Signals::of(m).waves;
+        if duration > 0.0 && duration < TINY_KERNEL_NS && waves.is_some_and(|w| w < 1.0) {
+            return LaunchVerdict {
+                bottleneck: Bottleneck {
+                    class: BottleneckClass::SmallGrid,
+                    unit: None,
+                    unit_pct: None,
+                    at_roofline: false,
+                },
+                root_cause: format!(
+                    "Tiny launch: {} block(s) on {} SMs for {:.1} us (from the timeline; no counters)",
+                    m.grid_size.map_or("?".into(), |g| format!("{g:.0}")),
+                    m.sm_count.map_or("?".into(), |g| format!("{g:.0}")),
+                    duration / 1e3
+                ),
+                findings: Vec::new(),
+                recoverable: None,
+                method: "",
+                tiny: true,
+            };
+        }
         return LaunchVerdict {
             bottleneck: Bottleneck {
                 class: BottleneckClass::Unknown,
@@ -212,7 +236,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 at_roofline: false,
             },
             root_cause:
-                "No counters: only its time was measured (not among the kernels profiled in depth)"
+                "No counters: only its time is known (a trace, or not among the kernels profiled in depth)"
                     .into(),
             findings: Vec::new(),
             recoverable: None,

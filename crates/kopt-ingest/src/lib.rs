@@ -2,6 +2,7 @@
 //! `.ncu-rep` report to CSV is `kopt-collect`'s job.
 
 mod error;
+pub mod kineto;
 pub mod ncu;
 pub mod number;
 pub mod tiered;
@@ -12,8 +13,19 @@ use std::path::Path;
 use kopt_model::{Device, Profile, Source};
 
 pub use error::IngestError;
+pub use kineto::{parse_kineto, KinetoTrace};
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
 pub use tiered::{merge_tiered, read_run_folder};
+
+/// Read and parse a Kineto / torch.profiler trace from disk.
+pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
+    let label = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| IngestError::Io {
+        path: label.clone(),
+        source,
+    })?;
+    parse_kineto(&bytes, &label)
+}
 
 /// Read and parse one ncu CSV file from disk.
 pub fn read_ncu_csv(path: &Path) -> Result<NcuFile, IngestError> {
@@ -74,6 +86,7 @@ pub fn merge_profile(files: Vec<(String, NcuFile)>) -> Profile {
         device: device.unwrap_or_else(Device::unknown),
         launches,
         sources,
+        timeline: None,
     }
 }
 
@@ -113,5 +126,54 @@ fn attach_rules(raw: &mut NcuFile, details: &NcuFile) {
                 *slot = v;
             }
         }
+    }
+}
+
+/// A profile from a trace alone: every kernel activity becomes a launch with
+/// its duration and grid (no counters), and the timeline is kept for the
+/// timeline analysis.
+pub fn profile_from_trace(trace: KinetoTrace, path: &str) -> Profile {
+    let t = trace.timeline;
+    let sm_count = t.sm_count.map(f64::from);
+    let launches = t
+        .activities
+        .iter()
+        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+        .enumerate()
+        .map(|(i, a)| kopt_model::KernelLaunch {
+            id: i as u64,
+            name: a.name.clone(),
+            grid: a.grid.unwrap_or_default(),
+            block: a.block.unwrap_or_default(),
+            stream: Some(a.stream),
+            metrics: kopt_model::Metrics {
+                duration_ns: Some(a.duration_ns() as f64),
+                grid_size: a.grid.map(|g| g.product() as f64),
+                block_size: a.block.map(|b| b.product() as f64),
+                sm_count,
+                ..Default::default()
+            },
+            ncu_rules: Vec::new(),
+        })
+        .collect::<Vec<_>>();
+    let mut device = Device::unknown();
+    if let Some(name) = &t.device_name {
+        device.name = name.clone();
+        device.sm_count = t.sm_count;
+        device.resolve_peaks();
+    }
+    let format = match &trace.repaired {
+        Some(r) => format!("kineto trace (repaired: {r})"),
+        None => "kineto trace".into(),
+    };
+    Profile {
+        device,
+        sources: vec![Source {
+            path: path.to_string(),
+            format,
+            launches: launches.len(),
+        }],
+        launches,
+        timeline: Some(t),
     }
 }

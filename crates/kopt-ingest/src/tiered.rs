@@ -74,6 +74,7 @@ pub fn merge_tiered(
         device,
         launches,
         sources,
+        timeline: None,
     }
 }
 

@@ -199,6 +199,9 @@ pub struct Diagnosis {
     /// The kernel and class that cost the workload the most recoverable time.
     pub primary: Option<PrimaryBottleneck>,
     pub recommendations: Vec<Recommendation>,
+    /// The timeline's view, when a trace was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<TimelineSummary>,
     /// Caveats the reader must know (e.g. a timeline is needed for launch overhead).
     pub notes: Vec<String>,
 }
@@ -222,4 +225,47 @@ impl Diagnosis {
             .filter_map(|k| Some((k, k.ncu_disagreement.as_ref()?)))
             .collect()
     }
+}
+
+/// An idle stretch of the GPU between two activities.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdleGap {
+    /// Offset from the start of the trace window.
+    pub at_ns: i64,
+    pub duration_ns: i64,
+    /// The activity before and after the gap.
+    pub after: String,
+    pub before: String,
+}
+
+/// What the timeline says about the workload as a whole (what counters cannot see).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineSummary {
+    /// From the first traced CUDA call or activity to the last activity's end.
+    pub wall_ns: i64,
+    /// Union of kernel, memcpy and memset intervals.
+    pub gpu_busy_ns: i64,
+    pub busy_pct: f64,
+    pub kernels: u64,
+    pub memory_ops: u64,
+    pub kernel_launch_calls: u64,
+    pub graph_launches: u64,
+    pub sync_calls: u64,
+    /// Median host time of one kernel-launch API call.
+    pub median_launch_ns: Option<f64>,
+    pub median_kernel_ns: Option<f64>,
+    /// Kernels that ran shorter than the API call that launched them (HTA's measure).
+    pub kernels_shorter_than_launch: u64,
+    /// Median delay from the launch call's start to the kernel's start.
+    pub median_launch_to_start_ns: Option<f64>,
+    pub largest_gaps: Vec<IdleGap>,
+    /// `ProfilerStep#N` ranges, when the trace has them.
+    pub iterations: Option<u64>,
+    pub kernels_per_iteration: Option<f64>,
+    /// GPU-busy time per iteration: what one step costs at best once launches
+    /// stop setting the pace (e.g. replayed from a CUDA graph).
+    pub busy_per_iteration_ns: Option<f64>,
+    /// True when launch overhead, not GPU work, sets the pace.
+    pub launch_bound: bool,
+    pub verdict: String,
 }

@@ -184,4 +184,6 @@ pub struct Profile {
     pub device: Device,
     pub launches: Vec<KernelLaunch>,
     pub sources: Vec<Source>,
+    /// A timeline (trace), when one of the inputs was a trace.
+    pub timeline: Option<crate::Timeline>,
 }

@@ -9,15 +9,17 @@ mod diagnosis;
 mod launch;
 mod names;
 mod peaks;
+mod timeline;
 
 pub use device::{Device, PeakSource, Peaks};
 pub use diagnosis::{
-    Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, KernelVerdict,
-    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo,
+    Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, IdleGap, KernelVerdict,
+    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo, TimelineSummary,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name};
 pub use peaks::datasheet_peaks;
+pub use timeline::{ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Timeline};
 
 /// Version tag of every JSON document kopt writes for machines.
 pub const SCHEMA: &str = "kopt/1";

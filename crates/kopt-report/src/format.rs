@@ -146,6 +146,71 @@ pub fn gain(r: &kopt_model::Recommendation) -> String {
     }
 }
 
+/// The timeline block shared by the terminal and Markdown exporters: (label, value) lines.
+pub fn timeline_lines(t: &kopt_model::TimelineSummary) -> Vec<(String, String)> {
+    let mut v = vec![
+        ("Verdict".to_string(), t.verdict.clone()),
+        (
+            "Wall / GPU busy".into(),
+            format!(
+                "{} / {} ({:.1}% busy)",
+                duration(t.wall_ns as f64),
+                duration(t.gpu_busy_ns as f64),
+                t.busy_pct
+            ),
+        ),
+        (
+            "Kernels / memory ops".into(),
+            format!("{} / {}", t.kernels, t.memory_ops),
+        ),
+        (
+            "Launch calls / graph launches / syncs".into(),
+            format!(
+                "{} / {} / {}",
+                t.kernel_launch_calls, t.graph_launches, t.sync_calls
+            ),
+        ),
+        (
+            "Median launch call / kernel".into(),
+            format!(
+                "{} / {}",
+                t.median_launch_ns.map_or("-".into(), duration),
+                t.median_kernel_ns.map_or("-".into(), duration)
+            ),
+        ),
+        (
+            "Kernels shorter than their launch".into(),
+            format!("{} of {}", t.kernels_shorter_than_launch, t.kernels),
+        ),
+        (
+            "Median launch-to-start delay".into(),
+            t.median_launch_to_start_ns.map_or("-".into(), duration),
+        ),
+    ];
+    if let (Some(n), Some(k)) = (t.iterations, t.kernels_per_iteration) {
+        v.push((
+            "Iterations (steps or repeated kernel pattern)".into(),
+            format!("{n}, {k:.1} kernels each"),
+        ));
+    }
+    if let Some(b) = t.busy_per_iteration_ns {
+        v.push(("GPU busy per iteration".into(), duration(b)));
+    }
+    for (i, g) in t.largest_gaps.iter().enumerate() {
+        v.push((
+            format!("Idle gap #{}", i + 1),
+            format!(
+                "{} at +{}, after {} before {}",
+                duration(g.duration_ns as f64),
+                duration(g.at_ns as f64),
+                g.after,
+                g.before
+            ),
+        ));
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

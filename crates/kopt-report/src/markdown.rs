@@ -75,6 +75,17 @@ impl Exporter for MarkdownExporter {
         )?;
         writeln!(out)?;
 
+        if let Some(t) = &d.timeline {
+            writeln!(out, "## Timeline")?;
+            writeln!(out)?;
+            writeln!(out, "| | |")?;
+            writeln!(out, "|---|---|")?;
+            for (label, value) in format::timeline_lines(t) {
+                writeln!(out, "| {} | {} |", cell(&label), cell(&value))?;
+            }
+            writeln!(out)?;
+        }
+
         if let Some(p) = &d.primary {
             writeln!(out, "## Key insight")?;
             writeln!(out)?;

@@ -102,6 +102,14 @@ impl Exporter for TerminalExporter {
         writeln!(out, "{table}")?;
         writeln!(out)?;
 
+        if let Some(t) = &d.timeline {
+            writeln!(out, "Timeline")?;
+            for (label, value) in format::timeline_lines(t) {
+                writeln!(out, "  {label}: {value}")?;
+            }
+            writeln!(out)?;
+        }
+
         if let Some(p) = &d.primary {
             writeln!(
                 out,

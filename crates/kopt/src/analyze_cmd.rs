@@ -4,7 +4,10 @@ use std::path::Path;
 
 use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_collect::{CsvPage, Ncu};
-use kopt_ingest::{merge_profile, parse_ncu_csv, read_ncu_csv, read_run_folder, NcuFile};
+use kopt_ingest::{
+    merge_profile, parse_ncu_csv, profile_from_trace, read_kineto, read_ncu_csv, read_run_folder,
+    NcuFile,
+};
 use kopt_model::{Diagnosis, Profile};
 
 use crate::options::{AnalyzeRequest, ReportOptions};
@@ -13,9 +16,13 @@ use crate::output::write_report;
 pub fn run(req: &AnalyzeRequest) -> anyhow::Result<()> {
     let mut files = Vec::new();
     let mut profiles = Vec::new();
+    let mut traces = Vec::new();
     for path in &req.files {
         if path.is_dir() {
             profiles.push(read_run_folder(path)?);
+        } else if is_trace(path) {
+            let label = path.display().to_string();
+            traces.push(profile_from_trace(read_kineto(path)?, &label));
         } else {
             files.extend(load(path, req.ncu.as_deref())?);
         }
@@ -27,6 +34,16 @@ pub fn run(req: &AnalyzeRequest) -> anyhow::Result<()> {
         }
         profile.launches.extend(p.launches);
         profile.sources.extend(p.sources);
+    }
+    for t in traces {
+        // With counters present, the trace feeds the timeline view only:
+        // its kernels are the counters' kernels, timed without ncu's serialisation.
+        if profile.launches.is_empty() {
+            profile.device = t.device;
+            profile.launches = t.launches;
+        }
+        profile.sources.extend(t.sources);
+        profile.timeline = t.timeline;
     }
     let diagnosis = diagnose(profile, &req.report, req.top);
     emit(&diagnosis, &req.report)
@@ -51,6 +68,19 @@ pub fn emit(diagnosis: &Diagnosis, report: &ReportOptions) -> anyhow::Result<()>
     write_report(report.output.as_deref(), |out| {
         exporter.render(diagnosis, out)
     })
+}
+
+/// A chrome-trace JSON (torch.profiler / Kineto): by extension, or by its first byte.
+fn is_trace(path: &Path) -> bool {
+    if path.extension().is_some_and(|e| e == "json") {
+        return true;
+    }
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 /// One input path: a CSV page, or a .ncu-rep exported through ncu (raw page

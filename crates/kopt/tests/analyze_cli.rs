@@ -295,3 +295,35 @@ fn failed_run_keeps_an_existing_report() {
     // No temporary file left behind.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
+
+#[test]
+fn truncated_and_invalid_traces_name_the_byte_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::read(fixture("h100-probe/torch_trace.json")).unwrap();
+    let p = write(dir.path(), "cut.json", &full[..full.len() / 2]);
+    let o = kopt(&["analyze", p.to_str().unwrap()]);
+    assert_clean_error(&o, &p, "truncated");
+    assert!(stderr(&o).contains(": byte "), "{}", stderr(&o));
+
+    let p = write(dir.path(), "notatrace.json", br#"{"rows": [1, 2, 3]}"#);
+    assert_clean_error(
+        &kopt(&["analyze", p.to_str().unwrap()]),
+        &p,
+        "no \"traceEvents\"",
+    );
+}
+
+#[test]
+fn a_trace_alone_gives_the_timeline_verdict() {
+    let o = kopt(&[
+        "analyze",
+        fixture("seed000-h200/moe_trace.json").to_str().unwrap(),
+        "--format",
+        "md",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = stdout(&o);
+    assert!(md.contains("## Timeline"));
+    assert!(md.contains("/ **launch_overhead**"), "{md}");
+    assert!(md.contains("Capture the launch sequence in a CUDA graph"));
+}

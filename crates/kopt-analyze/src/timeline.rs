@@ -1,0 +1,258 @@
+//! Timeline analysis, the same for a Kineto trace and kopt's tracer: wall vs
+//! GPU-busy time, idle gaps, host launch cost against kernel duration, and
+//! whether launch overhead sets the pace (seed 000's 2.35x came from that).
+
+use std::collections::HashMap;
+
+use kopt_model::{ApiKind, IdleGap, Timeline, TimelineSummary};
+
+/// The GPU busy less than this share of the wall time, with kernels no longer
+/// than their launches, is launch bound.
+pub const LAUNCH_BOUND_BUSY_PCT: f64 = 50.0;
+/// Gaps listed in the report.
+const GAPS_SHOWN: usize = 5;
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The smallest period p (at least 2 repeats) with which the sequence repeats
+/// itself at 90% of positions or more.
+pub fn repeated_period(names: &[&str]) -> Option<usize> {
+    let n = names.len();
+    (1..=n / 2).find(|&p| {
+        let same = (0..n - p).filter(|&i| names[i] == names[i + p]).count();
+        same as f64 >= 0.9 * (n - p) as f64
+    })
+}
+
+/// Kernels by their short name; copies and sets by what the trace calls them.
+fn label(a: &kopt_model::GpuActivity) -> String {
+    match a.kind {
+        kopt_model::ActivityKind::Kernel => kopt_model::kernel_short_name(&a.name),
+        _ => a.name.clone(),
+    }
+}
+
+pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
+    if t.activities.is_empty() {
+        return None;
+    }
+    let mut acts: Vec<&kopt_model::GpuActivity> = t.activities.iter().collect();
+    acts.sort_by_key(|a| a.start_ns);
+    let first_api = t
+        .api_calls
+        .iter()
+        .filter(|c| c.kind != ApiKind::Other)
+        .map(|c| c.start_ns)
+        .min();
+    let start = first_api.map_or(acts[0].start_ns, |s| s.min(acts[0].start_ns));
+    let end = acts.iter().map(|a| a.end_ns).max().unwrap_or(start);
+    let wall = (end - start).max(1);
+
+    // Union of busy intervals, and the gaps between them.
+    let mut busy = 0i64;
+    let mut gaps: Vec<IdleGap> = Vec::new();
+    let (mut cur_start, mut cur_end) = (acts[0].start_ns, acts[0].end_ns);
+    let mut cur_last = acts[0];
+    for a in &acts[1..] {
+        if a.start_ns > cur_end {
+            busy += cur_end - cur_start;
+            gaps.push(IdleGap {
+                at_ns: cur_end - start,
+                duration_ns: a.start_ns - cur_end,
+                after: label(cur_last),
+                before: label(a),
+            });
+            cur_start = a.start_ns;
+            cur_end = a.end_ns;
+        } else {
+            cur_end = cur_end.max(a.end_ns);
+        }
+        if a.end_ns >= cur_end {
+            cur_last = a;
+        }
+    }
+    busy += cur_end - cur_start;
+    gaps.sort_by_key(|g| std::cmp::Reverse(g.duration_ns));
+    gaps.truncate(GAPS_SHOWN);
+
+    let launches: HashMap<u64, &kopt_model::ApiCall> = t
+        .api_calls
+        .iter()
+        .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
+        .map(|c| (c.correlation, c))
+        .collect();
+    let kernels: Vec<&&kopt_model::GpuActivity> = acts
+        .iter()
+        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+        .collect();
+    let mut shorter = 0u64;
+    let mut to_start = Vec::new();
+    for k in &kernels {
+        if let Some(call) = launches.get(&k.correlation) {
+            if call.kind == ApiKind::KernelLaunch && k.duration_ns() < call.end_ns - call.start_ns {
+                shorter += 1;
+            }
+            to_start.push((k.start_ns - call.start_ns) as f64);
+        }
+    }
+    let count = |kind: ApiKind| t.api_calls.iter().filter(|c| c.kind == kind).count() as u64;
+    let median_launch = median(
+        t.api_calls
+            .iter()
+            .filter(|c| c.kind == ApiKind::KernelLaunch)
+            .map(|c| (c.end_ns - c.start_ns) as f64)
+            .collect(),
+    );
+    let median_kernel = median(kernels.iter().map(|k| k.duration_ns() as f64).collect());
+    let busy_pct = 100.0 * busy as f64 / wall as f64;
+    // Iterations: ProfilerStep / NVTX ranges when present, else the period of
+    // the kernel-name sequence (a training or inference step repeats itself).
+    let iterations = if t.ranges.is_empty() {
+        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
+        repeated_period(&names).map(|p| (names.len() / p) as u64)
+    } else {
+        Some(t.ranges.len() as u64)
+    };
+    let launch_bound = busy_pct < LAUNCH_BOUND_BUSY_PCT
+        && match (median_kernel, median_launch) {
+            (Some(k), Some(l)) => k <= 2.0 * l,
+            (Some(k), None) => k < crate::rules::TINY_KERNEL_NS,
+            _ => false,
+        };
+    let fmt = kopt_model::format_duration_ns;
+    let verdict = if launch_bound {
+        format!(
+            "Launch bound: the GPU is busy {busy_pct:.1}% of the {} window; kernels run {} (median) while each launch call costs {} of host time; {} of {} kernels ran shorter than their launch.",
+            fmt(wall as f64),
+            median_kernel.map_or("-".into(), fmt),
+            median_launch.map_or("-".into(), fmt),
+            shorter,
+            kernels.len()
+        )
+    } else if busy_pct >= 80.0 {
+        format!(
+            "GPU bound: the GPU is busy {busy_pct:.1}% of the {} window; launch overhead is hidden behind GPU work, so graph capture would not help.",
+            fmt(wall as f64)
+        )
+    } else {
+        format!(
+            "Partly idle: the GPU is busy {busy_pct:.1}% of the {} window; see the largest gaps for what the host does in between.",
+            fmt(wall as f64)
+        )
+    };
+    Some(TimelineSummary {
+        wall_ns: wall,
+        gpu_busy_ns: busy,
+        busy_pct,
+        kernels: kernels.len() as u64,
+        memory_ops: (acts.len() - kernels.len()) as u64,
+        kernel_launch_calls: count(ApiKind::KernelLaunch),
+        graph_launches: count(ApiKind::GraphLaunch),
+        sync_calls: count(ApiKind::Synchronize),
+        median_launch_ns: median_launch,
+        median_kernel_ns: median_kernel,
+        kernels_shorter_than_launch: shorter,
+        median_launch_to_start_ns: median(to_start),
+        largest_gaps: gaps,
+        iterations,
+        kernels_per_iteration: iterations.map(|n| kernels.len() as f64 / n as f64),
+        busy_per_iteration_ns: iterations.map(|n| busy as f64 / n as f64),
+        launch_bound,
+        verdict,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kopt_model::{ActivityKind, ApiCall, GpuActivity};
+
+    fn kernel(start: i64, dur: i64, corr: u64) -> GpuActivity {
+        GpuActivity {
+            kind: ActivityKind::Kernel,
+            name: format!("k{corr}"),
+            start_ns: start,
+            end_ns: start + dur,
+            device: 0,
+            stream: 7,
+            correlation: corr,
+            grid: None,
+            block: None,
+            bytes: None,
+        }
+    }
+
+    fn launch(start: i64, dur: i64, corr: u64) -> ApiCall {
+        ApiCall {
+            kind: ApiKind::KernelLaunch,
+            name: "cudaLaunchKernel".into(),
+            start_ns: start,
+            end_ns: start + dur,
+            thread: 1,
+            correlation: corr,
+        }
+    }
+
+    #[test]
+    fn many_short_kernels_behind_slow_launches_are_launch_bound() {
+        let mut t = Timeline::default();
+        for i in 0..10 {
+            let at = i * 10_000;
+            t.api_calls.push(launch(at, 8_000, i as u64));
+            t.activities.push(kernel(at + 9_000, 2_000, i as u64));
+        }
+        let s = summarize(&t).unwrap();
+        assert!(s.launch_bound, "{}", s.verdict);
+        assert_eq!(s.kernels_shorter_than_launch, 10);
+        assert_eq!(s.gpu_busy_ns, 20_000);
+        assert_eq!(s.wall_ns, 9 * 10_000 + 11_000);
+        assert_eq!(s.largest_gaps[0].duration_ns, 8_000);
+        assert_eq!(s.median_launch_ns, Some(8_000.0));
+    }
+
+    #[test]
+    fn long_kernels_are_not_launch_bound() {
+        let mut t = Timeline::default();
+        for i in 0..4 {
+            t.api_calls.push(launch(i * 1_000_000, 8_000, i as u64));
+            t.activities
+                .push(kernel(i * 1_000_000 + 10_000, 990_000, i as u64));
+        }
+        let s = summarize(&t).unwrap();
+        assert!(!s.launch_bound);
+        assert!(s.busy_pct > 95.0);
+        assert!(s.verdict.contains("would not help"));
+    }
+
+    #[test]
+    fn periods() {
+        let step = ["topk", "sort", "sort2", "cat"];
+        let seq: Vec<&str> = step.iter().cycle().take(40).copied().collect();
+        assert_eq!(repeated_period(&seq), Some(4));
+        assert_eq!(repeated_period(&["a", "b", "c"]), None);
+        assert_eq!(repeated_period(&["k"; 10]), Some(1));
+    }
+
+    #[test]
+    fn overlapping_streams_count_once() {
+        let mut t = Timeline::default();
+        t.activities.push(kernel(0, 100, 1));
+        t.activities.push(kernel(50, 100, 2));
+        t.activities.push(kernel(300, 100, 3));
+        let s = summarize(&t).unwrap();
+        assert_eq!(s.gpu_busy_ns, 250);
+        assert_eq!(s.largest_gaps.len(), 1);
+        assert_eq!(s.largest_gaps[0].duration_ns, 150);
+    }
+}

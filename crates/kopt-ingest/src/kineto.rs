@@ -1,0 +1,438 @@
+//! Kineto / torch.profiler chrome-trace JSON.
+//!
+//! - `traceEvents` is visited one event at a time; only GPU activities, CUDA
+//!   API calls and step annotations are kept.
+//! - `ts` / `dur` are microseconds with a fraction: their digits are parsed
+//!   into integer nanoseconds, never through `f64` (an `f64` near 1.7e15 ns
+//!   cannot hold them).
+//! - `cat` is matched case-insensitively; launches and kernels are linked by
+//!   correlation id later, in the analysis.
+//! - PyTorch is known to write invalid JSON (unescaped backslashes, quotes or
+//!   control characters in names): on a syntax error the strings are repaired
+//!   and the parse retried, and the report says where the first fault was.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Range, Timeline};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::IngestError;
+
+/// A parsed trace and what had to be repaired to read it.
+#[derive(Debug, Clone)]
+pub struct KinetoTrace {
+    pub timeline: Timeline,
+    /// Set when the file was invalid JSON and a repaired copy was read.
+    pub repaired: Option<String>,
+    pub events_read: u64,
+}
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(default, borrow)]
+    ph: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    cat: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    ts: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    dur: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    tid: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    args: Option<RawArgs<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawArgs<'a> {
+    #[serde(default, borrow)]
+    correlation: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    stream: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    device: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    grid: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    block: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    bytes: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct DeviceProp<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, rename = "numSms")]
+    num_sms: Option<u32>,
+}
+
+/// Microseconds as JSON text ("4784577684397.93") to integer nanoseconds.
+pub fn us_text_to_ns(text: &str) -> Option<i64> {
+    let t = text.trim().trim_matches('"');
+    if t.contains(['e', 'E']) {
+        // Exponent notation: no exact digits to keep; the rare case goes through f64.
+        return t.parse::<f64>().ok().map(|us| (us * 1000.0).round() as i64);
+    }
+    let (neg, t) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let int: i64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+    let mut ns_frac = 0i64;
+    for (i, c) in frac.chars().take(3).enumerate() {
+        let d = c.to_digit(10)? as i64;
+        ns_frac += d * 10i64.pow(2 - i as u32);
+    }
+    if !frac.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let v = int.checked_mul(1000)?.checked_add(ns_frac)?;
+    Some(if neg { -v } else { v })
+}
+
+fn raw_u64(v: Option<&RawValue>) -> Option<u64> {
+    let t = v?.get().trim().trim_matches('"');
+    t.parse::<u64>()
+        .ok()
+        .or_else(|| t.parse::<f64>().ok().map(|f| f as u64))
+}
+
+fn raw_dim3(v: Option<&RawValue>) -> Option<Dim3> {
+    let t = v?.get();
+    let nums: Vec<u32> = t
+        .trim_matches(|c| c == '[' || c == ']')
+        .split(',')
+        .map(|p| p.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    match nums.as_slice() {
+        [x, y, z] => Some(Dim3 {
+            x: *x,
+            y: *y,
+            z: *z,
+        }),
+        _ => None,
+    }
+}
+
+/// Collects the events kopt uses while serde walks the array.
+#[derive(Default)]
+struct Collector {
+    timeline: Timeline,
+    events: u64,
+}
+
+impl Collector {
+    fn take(&mut self, e: RawEvent) {
+        self.events += 1;
+        if e.ph.as_deref() != Some("X") {
+            return;
+        }
+        let (Some(ts), Some(name)) = (e.ts.and_then(|t| us_text_to_ns(t.get())), e.name) else {
+            return;
+        };
+        let dur = e.dur.and_then(|d| us_text_to_ns(d.get())).unwrap_or(0);
+        let cat = e.cat.as_deref().unwrap_or("").to_ascii_lowercase();
+        let args = e.args.unwrap_or_default();
+        let activity = match cat.as_str() {
+            "kernel" => Some(ActivityKind::Kernel),
+            "gpu_memcpy" | "memcpy" => Some(ActivityKind::Memcpy),
+            "gpu_memset" | "memset" => Some(ActivityKind::Memset),
+            _ => None,
+        };
+        if let Some(kind) = activity {
+            self.timeline.activities.push(GpuActivity {
+                kind,
+                name: name.into_owned(),
+                start_ns: ts,
+                end_ns: ts + dur,
+                device: raw_u64(args.device).unwrap_or(0) as u32,
+                stream: raw_u64(args.stream).unwrap_or(0),
+                correlation: raw_u64(args.correlation).unwrap_or(0),
+                grid: raw_dim3(args.grid),
+                block: raw_dim3(args.block),
+                bytes: raw_u64(args.bytes),
+            });
+            return;
+        }
+        match cat.as_str() {
+            "cuda_runtime" | "cuda_driver" | "runtime" | "driver" => {
+                self.timeline.api_calls.push(ApiCall {
+                    kind: ApiKind::of(&name),
+                    name: name.into_owned(),
+                    start_ns: ts,
+                    end_ns: ts + dur,
+                    thread: raw_u64(e.tid).unwrap_or(0),
+                    correlation: raw_u64(args.correlation).unwrap_or(0),
+                });
+            }
+            _ if name.starts_with("ProfilerStep#") => self.timeline.ranges.push(Range {
+                name: name.into_owned(),
+                start_ns: ts,
+                end_ns: ts + dur,
+            }),
+            _ => {}
+        }
+    }
+}
+
+struct EventsSeed<'c>(&'c mut Collector);
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(e) = seq.next_element::<RawEvent<'de>>()? {
+            self.0.take(e);
+        }
+        Ok(())
+    }
+}
+
+struct FileSeed<'c>(&'c mut Collector);
+
+impl<'de> DeserializeSeed<'de> for FileSeed<'_> {
+    type Value = bool;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for FileSeed<'_> {
+    /// Whether `traceEvents` was present.
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a chrome-trace object with \"traceEvents\"")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut seen = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "traceEvents" => {
+                    map.next_value_seed(EventsSeed(self.0))?;
+                    seen = true;
+                }
+                "deviceProperties" => {
+                    let props: Vec<DeviceProp<'de>> = map.next_value()?;
+                    if let Some(p) = props.into_iter().next() {
+                        self.0.timeline.device_name = p.name.map(Cow::into_owned);
+                        self.0.timeline.sm_count = p.num_sms;
+                    }
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(seen)
+    }
+}
+
+fn parse_once(bytes: &[u8]) -> Result<(Collector, bool), serde_json::Error> {
+    let mut c = Collector::default();
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let seen = FileSeed(&mut c).deserialize(&mut de)?;
+    de.end()?;
+    Ok((c, seen))
+}
+
+/// Byte offset of a serde_json error's line and column.
+fn byte_offset(bytes: &[u8], e: &serde_json::Error) -> usize {
+    let (line, col) = (e.line(), e.column());
+    let mut offset = 0usize;
+    for (i, l) in bytes.split(|&b| b == b'\n').enumerate() {
+        if i + 1 == line {
+            return offset + col.saturating_sub(1);
+        }
+        offset += l.len() + 1;
+    }
+    bytes.len()
+}
+
+/// Escape what makes PyTorch's JSON invalid: backslashes that start no valid
+/// escape and raw control characters inside strings. Returns the repaired
+/// bytes and how many faults were fixed.
+fn repair(bytes: &[u8]) -> (Vec<u8>, usize) {
+    let mut out = Vec::with_capacity(bytes.len() + 64);
+    let mut fixes = 0;
+    let mut in_string = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !in_string {
+            if b == b'"' {
+                in_string = true;
+            }
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        match b {
+            b'\\' => {
+                let next = bytes.get(i + 1).copied();
+                match next {
+                    Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => {
+                        out.extend_from_slice(&bytes[i..i + 2]);
+                        i += 2;
+                    }
+                    Some(b'u')
+                        if bytes
+                            .get(i + 2..i + 6)
+                            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+                    {
+                        out.extend_from_slice(&bytes[i..i + 6]);
+                        i += 6;
+                    }
+                    _ => {
+                        out.extend_from_slice(b"\\\\");
+                        fixes += 1;
+                        i += 1;
+                    }
+                }
+            }
+            b'"' => {
+                // A quote that does not end the string (what follows cannot follow a string) is escaped.
+                let rest = bytes[i + 1..]
+                    .iter()
+                    .find(|c| !c.is_ascii_whitespace())
+                    .copied();
+                if matches!(rest, Some(b',' | b':' | b'}' | b']') | None) {
+                    in_string = false;
+                    out.push(b);
+                } else {
+                    out.extend_from_slice(b"\\\"");
+                    fixes += 1;
+                }
+                i += 1;
+            }
+            c if c < 0x20 => {
+                out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
+                fixes += 1;
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    (out, fixes)
+}
+
+pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(IngestError::Empty { path: path.into() });
+    }
+    let (collector, seen, repaired) = match parse_once(bytes) {
+        Ok((c, seen)) => (c, seen, None),
+        Err(e) => {
+            let offset = byte_offset(bytes, &e);
+            if e.is_eof() {
+                return Err(IngestError::Format {
+                    path: path.into(),
+                    message: format!("byte {offset}: the trace ends early (truncated file?): {e}"),
+                });
+            }
+            if !e.is_syntax() {
+                return Err(IngestError::Format {
+                    path: path.into(),
+                    message: format!("byte {offset}: not a chrome trace: {e}"),
+                });
+            }
+            let (fixed, fixes) = repair(bytes);
+            match parse_once(&fixed) {
+                Ok((c, seen)) if fixes > 0 => (
+                    c,
+                    seen,
+                    Some(format!(
+                        "invalid JSON at byte {offset} ({e}); read after escaping {fixes} stray backslash, quote or control character(s) in strings"
+                    )),
+                ),
+                _ => {
+                    return Err(IngestError::Format {
+                        path: path.into(),
+                        message: format!("byte {offset}: invalid JSON that kopt cannot repair: {e}"),
+                    })
+                }
+            }
+        }
+    };
+    if !seen {
+        return Err(IngestError::Format {
+            path: path.into(),
+            message: "no \"traceEvents\" array: not a chrome / Kineto trace".into(),
+        });
+    }
+    Ok(KinetoTrace {
+        timeline: collector.timeline,
+        repaired,
+        events_read: collector.events,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn microseconds_to_integer_nanoseconds() {
+        assert_eq!(
+            us_text_to_ns("4784577684397.93"),
+            Some(4_784_577_684_397_930)
+        );
+        assert_eq!(
+            us_text_to_ns("1790857026000000.001"),
+            Some(1_790_857_026_000_000_001)
+        );
+        assert_eq!(us_text_to_ns("5.856"), Some(5_856));
+        assert_eq!(us_text_to_ns("12"), Some(12_000));
+        assert_eq!(us_text_to_ns("0.0004"), Some(0));
+        assert_eq!(us_text_to_ns("\"7.5\""), Some(7_500));
+        assert_eq!(us_text_to_ns("abc"), None);
+    }
+
+    #[test]
+    fn repairs_what_pytorch_writes() {
+        let bad = br#"{"traceEvents": [{"ph": "X", "cat": "Kernel", "name": "C:\qemp\kern "quoted" x", "ts": 1.5, "dur": 2, "args": {"correlation": 7}}]}"#;
+        let t = parse_kineto(bad, "t.json").unwrap();
+        assert_eq!(t.timeline.activities.len(), 1);
+        assert_eq!(t.timeline.activities[0].name, "C:\\qemp\\kern \"quoted\" x");
+        assert_eq!(t.timeline.activities[0].start_ns, 1500);
+        assert!(t.repaired.unwrap().contains("byte"));
+    }
+
+    #[test]
+    fn truncated_and_wrong_files_name_the_offset() {
+        let e = parse_kineto(br#"{"traceEvents": [{"ph": "X", "#, "t.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.json: byte ") && e.contains("truncated"),
+            "{e}"
+        );
+        let e = parse_kineto(br#"{"other": 1}"#, "t.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no \"traceEvents\""), "{e}");
+        let e = parse_kineto(b"[1,2,3]", "t.json").unwrap_err().to_string();
+        assert!(e.contains("not a chrome trace"), "{e}");
+    }
+}
