@@ -47,12 +47,44 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
     if t.activities.is_empty() {
         return None;
     }
-    let mut acts: Vec<&kopt_model::GpuActivity> = t.activities.iter().collect();
-    acts.sort_by_key(|a| a.start_ns);
+    let mut all: Vec<&kopt_model::GpuActivity> = t.activities.iter().collect();
+    all.sort_by_key(|a| a.start_ns);
+    // A whole-program trace starts with set-up (imports, lazy module loads,
+    // the first step's one-time costs): with a repeating step, the window
+    // starts at the second step, at the launch of its first kernel.
+    let kernel_names: Vec<&str> = all
+        .iter()
+        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+        .map(|a| a.name.as_str())
+        .collect();
+    let warmup_end = match repeated_period(&kernel_names) {
+        Some(p) if t.whole_program && t.ranges.is_empty() && kernel_names.len() / p >= 3 => {
+            let lead = kernel_names.len() % p;
+            all.iter()
+                .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+                .nth(lead + p)
+                .map(|k| {
+                    let launch = t
+                        .api_calls
+                        .iter()
+                        .find(|c| c.correlation == k.correlation && c.correlation != 0)
+                        .map_or(k.start_ns, |c| c.start_ns);
+                    launch.min(k.start_ns)
+                })
+        }
+        _ => None,
+    };
+    let acts: Vec<&kopt_model::GpuActivity> = match warmup_end {
+        Some(w) => all.iter().copied().filter(|a| a.start_ns >= w).collect(),
+        None => all,
+    };
+    if acts.is_empty() {
+        return None;
+    }
     let first_api = t
         .api_calls
         .iter()
-        .filter(|c| c.kind != ApiKind::Other)
+        .filter(|c| c.kind != ApiKind::Other && warmup_end.is_none_or(|w| c.start_ns >= w))
         .map(|c| c.start_ns)
         .min();
     let start = first_api.map_or(acts[0].start_ns, |s| s.min(acts[0].start_ns));
@@ -120,7 +152,7 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
     // the kernel-name sequence (a training or inference step repeats itself).
     let iterations = if t.ranges.is_empty() {
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
-        repeated_period(&names).map(|p| (names.len() / p) as u64)
+        repeated_period(&names).map(|p| (names.len() / p).max(1) as u64)
     } else {
         Some(t.ranges.len() as u64)
     };
@@ -131,9 +163,14 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
             _ => false,
         };
     let fmt = kopt_model::format_duration_ns;
+    let window_note = if warmup_end.is_some() {
+        " (from the second step on: the first is warm-up)"
+    } else {
+        ""
+    };
     let verdict = if launch_bound {
         format!(
-            "Launch bound: the GPU is busy {busy_pct:.1}% of the {} window; kernels run {} (median) while each launch call costs {} of host time; {} of {} kernels ran shorter than their launch.",
+            "Launch bound: the GPU is busy {busy_pct:.1}% of the {} window{window_note}; kernels run {} (median) while each launch call costs {} of host time; {} of {} kernels ran shorter than their launch.",
             fmt(wall as f64),
             median_kernel.map_or("-".into(), fmt),
             median_launch.map_or("-".into(), fmt),
@@ -142,12 +179,12 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         )
     } else if busy_pct >= 80.0 {
         format!(
-            "GPU bound: the GPU is busy {busy_pct:.1}% of the {} window; launch overhead is hidden behind GPU work, so graph capture would not help.",
+            "GPU bound: the GPU is busy {busy_pct:.1}% of the {} window{window_note}; launch overhead is hidden behind GPU work, so graph capture would not help.",
             fmt(wall as f64)
         )
     } else {
         format!(
-            "Partly idle: the GPU is busy {busy_pct:.1}% of the {} window; see the largest gaps for what the host does in between.",
+            "Partly idle: the GPU is busy {busy_pct:.1}% of the {} window{window_note}; see the largest gaps for what the host does in between.",
             fmt(wall as f64)
         )
     };

@@ -5,6 +5,7 @@
 pub mod diagnose;
 pub mod passes;
 pub mod runner;
+pub mod trace;
 
 pub use diagnose::PassFailure;
 pub use passes::{CapturedPass, Pass, PassError, Workload};

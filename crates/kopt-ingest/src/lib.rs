@@ -3,6 +3,7 @@
 
 mod error;
 pub mod kineto;
+pub mod kopt_trace;
 pub mod ncu;
 pub mod number;
 pub mod tiered;
@@ -14,6 +15,7 @@ use kopt_model::{Device, Profile, Source};
 
 pub use error::IngestError;
 pub use kineto::{parse_kineto, KinetoTrace};
+pub use kopt_trace::{parse_kopt_trace, read_kopt_trace, KoptTrace};
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
 pub use tiered::{merge_tiered, read_run_folder};
 
@@ -133,7 +135,15 @@ fn attach_rules(raw: &mut NcuFile, details: &NcuFile) {
 /// its duration and grid (no counters), and the timeline is kept for the
 /// timeline analysis.
 pub fn profile_from_trace(trace: KinetoTrace, path: &str) -> Profile {
-    let t = trace.timeline;
+    let format = match &trace.repaired {
+        Some(r) => format!("kineto trace (repaired: {r})"),
+        None => "kineto trace".into(),
+    };
+    profile_from_timeline(trace.timeline, path, &format)
+}
+
+/// A profile from any timeline (Kineto or kopt's own tracer).
+pub fn profile_from_timeline(t: kopt_model::Timeline, path: &str, format: &str) -> Profile {
     let sm_count = t.sm_count.map(f64::from);
     let launches = t
         .activities
@@ -162,15 +172,11 @@ pub fn profile_from_trace(trace: KinetoTrace, path: &str) -> Profile {
         device.sm_count = t.sm_count;
         device.resolve_peaks();
     }
-    let format = match &trace.repaired {
-        Some(r) => format!("kineto trace (repaired: {r})"),
-        None => "kineto trace".into(),
-    };
     Profile {
         device,
         sources: vec![Source {
             path: path.to_string(),
-            format,
+            format: format.to_string(),
             launches: launches.len(),
         }],
         launches,

@@ -99,4 +99,7 @@ pub struct Timeline {
     /// Device name from the trace's metadata, if any.
     pub device_name: Option<String>,
     pub sm_count: Option<u32>,
+    /// True when the trace covers the whole program (kopt's tracer), set-up
+    /// and first step included; a torch.profiler trace covers what the user chose.
+    pub whole_program: bool,
 }

@@ -5,8 +5,8 @@ use std::path::Path;
 use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_collect::{CsvPage, Ncu};
 use kopt_ingest::{
-    merge_profile, parse_ncu_csv, profile_from_trace, read_kineto, read_ncu_csv, read_run_folder,
-    NcuFile,
+    merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
+    read_kopt_trace, read_ncu_csv, read_run_folder, NcuFile,
 };
 use kopt_model::{Diagnosis, Profile};
 
@@ -20,6 +20,14 @@ pub fn run(req: &AnalyzeRequest) -> anyhow::Result<()> {
     for path in &req.files {
         if path.is_dir() {
             profiles.push(read_run_folder(path)?);
+        } else if is_kopt_trace(path) {
+            let label = path.display().to_string();
+            let t = read_kopt_trace(path)?;
+            traces.push(profile_from_timeline(
+                t.timeline,
+                &label,
+                "kopt trace (CUPTI)",
+            ));
         } else if is_trace(path) {
             let label = path.display().to_string();
             traces.push(profile_from_trace(read_kineto(path)?, &label));
@@ -68,6 +76,19 @@ pub fn emit(diagnosis: &Diagnosis, report: &ReportOptions) -> anyhow::Result<()>
     write_report(report.output.as_deref(), |out| {
         exporter.render(diagnosis, out)
     })
+}
+
+/// kopt's own trace (JSON lines from kopt-tracer): by extension, or by its first record.
+fn is_kopt_trace(path: &Path) -> bool {
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        return true;
+    }
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n].starts_with(b"{\"t\":")
 }
 
 /// A chrome-trace JSON (torch.profiler / Kineto): by extension, or by its first byte.

@@ -22,6 +22,8 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Run a workload under Nsight Compute in cheap passes, then diagnose it
     Profile(ProfileArgs),
+    /// Record a timeline of any CUDA program (kopt's CUPTI tracer), then diagnose it
+    Trace(TraceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -134,6 +136,43 @@ pub struct ProfileArgs {
     /// Nsight Compute binary
     #[arg(long, value_name = "PATH")]
     pub ncu: Option<PathBuf>,
+
+    /// Folder that receives one sub-folder per run
+    #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]
+    pub runs_dir: PathBuf,
+
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kopt trace -- python3 train_step.py\n  kopt trace --export perfetto out.json -- ./app"
+)]
+pub struct TraceArgs {
+    /// The workload: a program and its arguments, passed as given (no shell)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+
+    /// Also export the timeline: `--export perfetto FILE` (chrome-trace JSON for ui.perfetto.dev)
+    #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
+    pub export: Vec<String>,
+
+    /// GPU to run on (sets CUDA_VISIBLE_DEVICES)
+    #[arg(long, value_name = "ID")]
+    pub gpu: Option<String>,
+
+    /// Kill the workload (its whole process group) after this many seconds
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+
+    /// Do not pass the workload's output through (it stays in the run folder's log)
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// kopt's CUPTI tracer library (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
+    #[arg(long, value_name = "PATH")]
+    pub tracer: Option<PathBuf>,
 
     /// Folder that receives one sub-folder per run
     #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]

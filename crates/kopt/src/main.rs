@@ -8,6 +8,7 @@ mod options;
 mod output;
 mod profile_cmd;
 mod run_record;
+mod trace_cmd;
 
 use clap::Parser;
 
@@ -20,6 +21,9 @@ fn main() -> std::process::ExitCode {
         cli::Command::Profile(args) => options::ProfileRequest::try_from(args)
             .map_err(exit::Failure::Usage)
             .and_then(|req| profile_cmd::run(&req).map_err(exit::Failure::Error)),
+        cli::Command::Trace(args) => options::TraceRequest::try_from(args)
+            .map_err(exit::Failure::Usage)
+            .and_then(|req| trace_cmd::run(&req).map_err(exit::Failure::Error)),
     };
     exit::report(result)
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use kopt_model::Peaks;
 use kopt_report::Format;
 
-use crate::cli::{AnalyzeArgs, ProfileArgs, ReportArgs};
+use crate::cli::{AnalyzeArgs, ProfileArgs, ReportArgs, TraceArgs};
 
 /// How and where the report goes.
 #[derive(Debug)]
@@ -44,6 +44,60 @@ pub struct ProfileRequest {
     pub ncu: Option<PathBuf>,
     pub runs_dir: PathBuf,
     pub report: ReportOptions,
+}
+
+#[derive(Debug)]
+pub struct TraceRequest {
+    pub argv: Vec<String>,
+    /// Chrome-trace JSON written beside the report.
+    pub export: Option<PathBuf>,
+    pub gpu: Option<String>,
+    pub timeout: Option<Duration>,
+    pub quiet: bool,
+    pub tracer: Option<PathBuf>,
+    pub runs_dir: PathBuf,
+    pub report: ReportOptions,
+}
+
+fn timeout(t: Option<f64>) -> Result<Option<Duration>, String> {
+    match t {
+        Some(t) if !(t.is_finite() && t > 0.0) => Err(format!(
+            "--timeout must be a positive number of seconds, got {t}"
+        )),
+        Some(t) => Ok(Some(Duration::from_secs_f64(t))),
+        None => Ok(None),
+    }
+}
+
+impl TryFrom<TraceArgs> for TraceRequest {
+    type Error = String;
+
+    fn try_from(a: TraceArgs) -> Result<Self, String> {
+        let export = match a.export.as_slice() {
+            [] => None,
+            [format, file] if format == "perfetto" || format == "chrome" => {
+                Some(PathBuf::from(file))
+            }
+            [format, _] => {
+                return Err(format!(
+                    "--export {format}: the formats are perfetto, chrome (the same JSON)"
+                ))
+            }
+            _ => {
+                return Err("--export takes a format and a file: --export perfetto out.json".into())
+            }
+        };
+        Ok(TraceRequest {
+            report: ReportOptions::validate(a.report, &[])?,
+            argv: a.command,
+            export,
+            gpu: a.gpu,
+            timeout: timeout(a.timeout)?,
+            quiet: a.quiet,
+            tracer: a.tracer,
+            runs_dir: a.runs_dir,
+        })
+    }
 }
 
 fn positive(name: &str, v: Option<f64>, scale: f64) -> Result<Option<f64>, String> {
@@ -139,15 +193,7 @@ impl TryFrom<ProfileArgs> for ProfileRequest {
         if a.deep && a.deep_top == 0 {
             return Err("--deep-top must be at least 1".into());
         }
-        let timeout = match a.timeout {
-            Some(t) if !(t.is_finite() && t > 0.0) => {
-                return Err(format!(
-                    "--timeout must be a positive number of seconds, got {t}"
-                ))
-            }
-            Some(t) => Some(Duration::from_secs_f64(t)),
-            None => None,
-        };
+        let timeout = timeout(a.timeout)?;
         if a.kernel.as_deref().is_some_and(|k| k.is_empty()) {
             return Err("--kernel needs a regex".into());
         }

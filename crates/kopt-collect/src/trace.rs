@@ -1,0 +1,139 @@
+//! Running a workload under kopt's CUPTI tracer (`CUDA_INJECTION64_PATH`).
+
+use std::path::{Path, PathBuf};
+
+use crate::passes::Workload;
+use crate::runner::{self, RunOutcome, RunSpec, Stream};
+
+/// Where CUDA installs libcupti; added to the workload's library path.
+const CUPTI_DIRS: &[&str] = &[
+    "/usr/local/cuda/lib64",
+    "/usr/local/cuda/extras/CUPTI/lib64",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("kopt's tracer library not found at {0}: it is built with kopt (`cargo build --release` puts libkopt_tracer.so next to the kopt binary); pass --tracer PATH")]
+    NoTracer(String),
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the workload timed out after {0} s; kopt killed its process group")]
+    Timeout(u64),
+    #[error(
+        "the workload exited with code {code}; last lines of its output: {tail} (full log: {log})"
+    )]
+    WorkloadFailed {
+        code: i32,
+        tail: String,
+        log: String,
+    },
+    #[error(
+        "the tracer wrote no trace ({0} is missing): did the program use CUDA? (full log: {1})"
+    )]
+    NoTrace(String, String),
+}
+
+/// The tracer next to the running kopt binary, unless given.
+pub fn locate_tracer(explicit: Option<&Path>) -> Result<PathBuf, TraceError> {
+    let candidate = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match std::env::var_os("KOPT_TRACER") {
+            Some(p) => PathBuf::from(p),
+            None => std::env::current_exe()
+                .ok()
+                .and_then(|e| e.parent().map(|d| d.join("libkopt_tracer.so")))
+                .unwrap_or_else(|| PathBuf::from("libkopt_tracer.so")),
+        },
+    };
+    if candidate.is_file() {
+        Ok(candidate)
+    } else {
+        Err(TraceError::NoTracer(candidate.display().to_string()))
+    }
+}
+
+/// What a traced run left behind.
+#[derive(Debug)]
+pub struct TracedRun {
+    pub trace: PathBuf,
+    pub log: PathBuf,
+    pub outcome: RunOutcome,
+}
+
+pub fn run_traced(
+    workload: &Workload,
+    tracer: &Path,
+    dir: &Path,
+    on_line: &(dyn Fn(Stream, &str) + Sync),
+) -> Result<TracedRun, TraceError> {
+    let trace = dir.join("trace.jsonl");
+    let log = runner::log_path(dir, "trace");
+    let mut lib_path: Vec<String> = CUPTI_DIRS
+        .iter()
+        .filter(|d| Path::new(d).is_dir())
+        .map(|d| d.to_string())
+        .collect();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        lib_path.push(old.to_string_lossy().into_owned());
+    }
+    let mut env = vec![
+        (
+            "CUDA_INJECTION64_PATH".to_string(),
+            tracer.display().to_string(),
+        ),
+        ("KOPT_TRACE_OUT".to_string(), trace.display().to_string()),
+        ("LD_LIBRARY_PATH".to_string(), lib_path.join(":")),
+    ];
+    if let Some(g) = &workload.gpu {
+        env.push(("CUDA_VISIBLE_DEVICES".into(), g.clone()));
+    }
+    let (program, args) = workload
+        .argv
+        .split_first()
+        .expect("validated: argv is not empty");
+    let spec = RunSpec {
+        program: PathBuf::from(program),
+        args: args.to_vec(),
+        env,
+        timeout: workload.timeout,
+        log: log.clone(),
+    };
+    let outcome = runner::run(&spec, on_line).map_err(|source| TraceError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    if outcome.timed_out {
+        return Err(TraceError::Timeout(
+            workload.timeout.map_or(0, |t| t.as_secs()),
+        ));
+    }
+    if let Some(code) = outcome.code.filter(|c| *c != 0) {
+        let tail: Vec<&str> = outcome
+            .tail
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty())
+            .collect();
+        let tail = tail[tail.len().saturating_sub(5)..].join(" | ");
+        return Err(TraceError::WorkloadFailed {
+            code,
+            tail,
+            log: log.display().to_string(),
+        });
+    }
+    if !trace.is_file() {
+        return Err(TraceError::NoTrace(
+            trace.display().to_string(),
+            log.display().to_string(),
+        ));
+    }
+    Ok(TracedRun {
+        trace,
+        log,
+        outcome,
+    })
+}

@@ -1,0 +1,188 @@
+//! kopt's own trace: JSON lines written by the `kopt-tracer` injection library
+//! (one record per line: kernel, api, memcpy, memset, and a closing `end`).
+//! Kernel names arrive mangled and are demangled here.
+
+use std::path::Path;
+
+use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Timeline};
+use serde::Deserialize;
+
+use crate::IngestError;
+
+#[derive(Deserialize)]
+struct Line {
+    t: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    s: Option<i64>,
+    #[serde(default)]
+    e: Option<i64>,
+    #[serde(default)]
+    dev: Option<u32>,
+    #[serde(default, rename = "str")]
+    stream: Option<u64>,
+    #[serde(default)]
+    c: Option<u64>,
+    #[serde(default)]
+    g: Option<[u32; 3]>,
+    #[serde(default)]
+    b: Option<[u32; 3]>,
+    #[serde(default)]
+    tid: Option<u64>,
+    #[serde(default)]
+    bytes: Option<u64>,
+    #[serde(default)]
+    dropped: Option<u64>,
+}
+
+/// A parsed kopt trace and what it says about its own completeness.
+#[derive(Debug, Clone)]
+pub struct KoptTrace {
+    pub timeline: Timeline,
+    /// False when the `end` record is missing (the process died before exit).
+    pub ended: bool,
+    pub dropped_records: u64,
+}
+
+/// `_ZN2at6native...` -> `void at::native::...`; other names unchanged.
+pub fn demangle(name: &str) -> String {
+    if !name.starts_with("_Z") {
+        return name.to_string();
+    }
+    cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| name.to_string())
+}
+
+fn dim(v: Option<[u32; 3]>) -> Option<Dim3> {
+    v.map(|[x, y, z]| Dim3 { x, y, z })
+}
+
+pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError> {
+    if text.trim().is_empty() {
+        return Err(IngestError::Empty { path: path.into() });
+    }
+    let mut t = Timeline {
+        whole_program: true,
+        ..Timeline::default()
+    };
+    let mut ended = false;
+    let mut dropped = 0;
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, raw) in lines.iter().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let line: Line = match serde_json::from_str(raw) {
+            Ok(l) => l,
+            // A process killed mid-write leaves a cut last line: what came before stands.
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => {
+                return Err(IngestError::At {
+                    path: path.into(),
+                    line: i as u64 + 1,
+                    message: format!("expected one kopt trace record (a JSON object): {e}"),
+                })
+            }
+        };
+        let (Some(s), Some(e)) = (line.s, line.e) else {
+            if line.t == "end" {
+                ended = true;
+                dropped = line.dropped.unwrap_or(0);
+            }
+            continue;
+        };
+        let name = line.name.unwrap_or_default();
+        let kind = match line.t.as_str() {
+            "kernel" => Some(ActivityKind::Kernel),
+            "memcpy" => Some(ActivityKind::Memcpy),
+            "memset" => Some(ActivityKind::Memset),
+            _ => None,
+        };
+        if let Some(kind) = kind {
+            t.activities.push(GpuActivity {
+                kind,
+                name: if kind == ActivityKind::Kernel {
+                    demangle(&name)
+                } else {
+                    name
+                },
+                start_ns: s,
+                end_ns: e,
+                device: line.dev.unwrap_or(0),
+                stream: line.stream.unwrap_or(0),
+                correlation: line.c.unwrap_or(0),
+                grid: dim(line.g),
+                block: dim(line.b),
+                bytes: line.bytes,
+            });
+        } else if line.t == "api" {
+            t.api_calls.push(ApiCall {
+                kind: ApiKind::of(&name),
+                name,
+                start_ns: s,
+                end_ns: e,
+                thread: line.tid.unwrap_or(0),
+                correlation: line.c.unwrap_or(0),
+            });
+        }
+    }
+    Ok(KoptTrace {
+        timeline: t,
+        ended,
+        dropped_records: dropped,
+    })
+}
+
+pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| IngestError::Io {
+        path: label.clone(),
+        source,
+    })?;
+    parse_kopt_trace(&text, &label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"{"t":"api","name":"cudaLaunchKernel_v7000","s":1000,"e":6000,"tid":42,"c":7}
+{"t":"kernel","name":"_Z14kopt_tiny_stepPi","s":9000,"e":11500,"dev":0,"str":7,"c":7,"g":[1,1,1],"b":[32,1,1],"reg":16,"smem":0,"graph":0}
+{"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
+{"t":"end","records":3,"dropped":0}
+"#;
+
+    #[test]
+    fn parses_and_demangles() {
+        let t = parse_kopt_trace(SAMPLE, "trace.jsonl").unwrap();
+        assert!(t.ended);
+        assert_eq!(t.timeline.activities.len(), 2);
+        assert_eq!(t.timeline.activities[0].name, "kopt_tiny_step(int*)");
+        assert_eq!(
+            t.timeline.activities[0].grid,
+            Some(Dim3 { x: 1, y: 1, z: 1 })
+        );
+        assert_eq!(t.timeline.api_calls[0].kind, ApiKind::KernelLaunch);
+        assert_eq!(demangle("kopt_copy"), "kopt_copy");
+    }
+
+    #[test]
+    fn a_cut_last_line_is_dropped_and_the_missing_end_reported() {
+        let cut = &SAMPLE[..SAMPLE.find("{\"t\":\"end\"").unwrap() + 10];
+        let t = parse_kopt_trace(cut, "trace.jsonl").unwrap();
+        assert!(!t.ended);
+        assert_eq!(t.timeline.activities.len(), 2);
+    }
+
+    #[test]
+    fn garbage_in_the_middle_names_the_line() {
+        let bad = SAMPLE.replacen("{\"t\":\"memset\"", "not json {", 1);
+        let e = parse_kopt_trace(&bad, "trace.jsonl")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("trace.jsonl:3: "), "{e}");
+    }
+}

@@ -1,0 +1,347 @@
+//! kopt's CUPTI injection library. Loaded into any CUDA program through
+//! `CUDA_INJECTION64_PATH` (PyTorch, Triton, CuPy, CUDA C++ alike), it records
+//! kernels, memcpy/memset and the CUDA API calls that launch, copy or
+//! synchronise, with CUPTI's activity API, and writes one JSON object per
+//! record to `$KOPT_TRACE_OUT`.
+//!
+//! It must never take the host process down: every entry point runs inside
+//! `catch_unwind`, failures are reported once on stderr and tracing stops.
+//! Bindings: cudarc's `cupti` module with dynamic loading (libcupti is opened
+//! at run time, so kopt builds without CUDA).
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::io::{BufWriter, Write};
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use cudarc::cupti::sys;
+
+/// Activity buffers handed to CUPTI.
+const BUFFER_BYTES: usize = 8 * 1024 * 1024;
+const ALIGN: usize = 8;
+
+static OUT: Mutex<Option<BufWriter<std::fs::File>>> = Mutex::new(None);
+static NAMES: Mutex<Option<HashMap<(u32, u32), String>>> = Mutex::new(None);
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static RECORDS: AtomicU64 = AtomicU64::new(0);
+
+fn warn(msg: &str) {
+    eprintln!("kopt-tracer: {msg}");
+}
+
+/// Escape a string for a JSON value.
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Entry point CUDA calls when it loads the library.
+#[no_mangle]
+pub extern "C" fn InitializeInjection() -> i32 {
+    if catch_unwind(init).is_err() {
+        warn("initialisation panicked; tracing is off");
+    }
+    // 1 = success for the CUDA driver: the program runs whether tracing works or not.
+    1
+}
+
+fn init() {
+    if ACTIVE.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let Some(path) = std::env::var_os("KOPT_TRACE_OUT") else {
+        warn("KOPT_TRACE_OUT is not set; tracing is off");
+        return;
+    };
+    if !unsafe { sys::is_culib_present() } {
+        warn("libcupti not found: add CUDA's lib64 (or extras/CUPTI/lib64) to LD_LIBRARY_PATH; tracing is off");
+        return;
+    }
+    match std::fs::File::create(&path) {
+        Ok(f) => {
+            *OUT.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(BufWriter::with_capacity(1 << 20, f))
+        }
+        Err(e) => {
+            warn(&format!(
+                "{}: cannot create: {e}; tracing is off",
+                path.to_string_lossy()
+            ));
+            return;
+        }
+    }
+    unsafe {
+        let r = sys::cuptiActivityRegisterCallbacks(Some(buffer_requested), Some(buffer_completed));
+        if r != sys::CUptiResult::CUPTI_SUCCESS {
+            warn(&format!("cuptiActivityRegisterCallbacks failed ({r:?}); is another profiler (torch.profiler, nsys) attached? tracing is off"));
+            return;
+        }
+        // API records: all runtime and driver calls (filtered when written), or
+        // with KOPT_TRACER_SELECT_APIS=1 only the calls kopt reads.
+        let mut kinds = vec![
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
+        ];
+        // Selecting single APIs (cuptiActivityEnable{Runtime,Driver}Api) is
+        // opt-in until it has been measured on a GPU; whole kinds are the default.
+        let select = std::env::var_os("KOPT_TRACER_SELECT_APIS").is_some_and(|v| v == "1");
+        if !(select && enable_selected_apis()) {
+            kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME);
+            kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER);
+        }
+        for kind in kinds {
+            let r = sys::cuptiActivityEnable(kind);
+            if r != sys::CUptiResult::CUPTI_SUCCESS {
+                warn(&format!("cuptiActivityEnable({kind:?}) failed ({r:?}); another CUPTI client is probably active (only one works at a time)"));
+            }
+        }
+        libc::atexit(at_exit);
+    }
+}
+
+/// Enable activity records for the selected runtime and driver APIs only.
+/// False when this CUPTI cannot select APIs (then whole kinds are enabled).
+unsafe fn enable_selected_apis() -> bool {
+    type Enable = unsafe fn(sys::CUpti_CallbackId, u8) -> sys::CUptiResult;
+    let domains: [(sys::CUpti_CallbackDomain, Enable); 2] = [
+        (
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
+            sys::cuptiActivityEnableRuntimeApi,
+        ),
+        (
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+            sys::cuptiActivityEnableDriverApi,
+        ),
+    ];
+    let mut enabled = 0;
+    for (domain, enable) in domains {
+        // Callback ids are small dense integers; names that do not resolve are skipped.
+        for cbid in 1..1500u32 {
+            let mut p: *const std::ffi::c_char = std::ptr::null();
+            if unsafe { sys::cuptiGetCallbackName(domain, cbid, &mut p) }
+                != sys::CUptiResult::CUPTI_SUCCESS
+                || p.is_null()
+            {
+                continue;
+            }
+            let name = unsafe { CStr::from_ptr(p) }.to_string_lossy();
+            if keep_api(&name) {
+                if unsafe { enable(cbid, 1) } != sys::CUptiResult::CUPTI_SUCCESS {
+                    return false;
+                }
+                enabled += 1;
+            }
+        }
+    }
+    enabled > 0
+}
+
+extern "C" fn at_exit() {
+    let _ = catch_unwind(|| {
+        unsafe {
+            sys::cuptiActivityFlushAll(1);
+        }
+        let mut dropped = 0usize;
+        unsafe {
+            sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
+        }
+        if let Ok(mut guard) = OUT.lock() {
+            if let Some(w) = guard.as_mut() {
+                let _ = writeln!(
+                    w,
+                    "{{\"t\":\"end\",\"records\":{},\"dropped\":{dropped}}}",
+                    RECORDS.load(Ordering::Relaxed)
+                );
+                let _ = w.flush();
+            }
+        }
+    });
+}
+
+unsafe extern "C" fn buffer_requested(
+    buffer: *mut *mut u8,
+    size: *mut usize,
+    max_records: *mut usize,
+) {
+    let ok = catch_unwind(|| {
+        let layout =
+            std::alloc::Layout::from_size_align(BUFFER_BYTES, ALIGN).expect("valid layout");
+        let p = unsafe { std::alloc::alloc(layout) };
+        unsafe {
+            *buffer = p;
+            *size = if p.is_null() { 0 } else { BUFFER_BYTES };
+            *max_records = 0;
+        }
+    });
+    if ok.is_err() {
+        unsafe {
+            *buffer = std::ptr::null_mut();
+            *size = 0;
+        }
+    }
+}
+
+unsafe extern "C" fn buffer_completed(
+    _ctx: cudarc::driver::sys::CUcontext,
+    _stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
+    let _ = catch_unwind(|| unsafe { drain(buffer, valid) });
+    if !buffer.is_null() {
+        let layout =
+            std::alloc::Layout::from_size_align(BUFFER_BYTES, ALIGN).expect("valid layout");
+        unsafe { std::alloc::dealloc(buffer, layout) };
+    }
+}
+
+/// API calls worth keeping: launches, graph launches, synchronisation, copies.
+fn keep_api(name: &str) -> bool {
+    ["Launch", "Synchronize", "Memcpy", "Memset", "GraphLaunch"]
+        .iter()
+        .any(|k| name.contains(k))
+}
+
+fn api_name(domain: sys::CUpti_CallbackDomain, cbid: u32) -> String {
+    let key = (domain as u32, cbid);
+    let mut guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = guard.get_or_insert_with(HashMap::new);
+    names
+        .entry(key)
+        .or_insert_with(|| {
+            let mut p: *const std::ffi::c_char = std::ptr::null();
+            let r = unsafe { sys::cuptiGetCallbackName(domain, cbid, &mut p) };
+            if r == sys::CUptiResult::CUPTI_SUCCESS && !p.is_null() {
+                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            } else {
+                format!("cbid{cbid}")
+            }
+        })
+        .clone()
+}
+
+unsafe fn drain(buffer: *mut u8, valid: usize) {
+    if buffer.is_null() || valid == 0 {
+        return;
+    }
+    let mut lines = String::with_capacity(valid / 2);
+    let mut record: *mut sys::CUpti_Activity = std::ptr::null_mut();
+    while unsafe { sys::cuptiActivityGetNextRecord(buffer, valid, &mut record) }
+        == sys::CUptiResult::CUPTI_SUCCESS
+    {
+        let kind = unsafe { (*record).kind };
+        use sys::CUpti_ActivityKind as K;
+        match kind {
+            K::CUPTI_ACTIVITY_KIND_KERNEL | K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => {
+                // The fields kopt reads sit in the prefix every Kernel record version shares.
+                let k = unsafe { &*(record as *const sys::CUpti_ActivityKernel10) };
+                let name = if k.name.is_null() {
+                    String::from("?")
+                } else {
+                    unsafe { CStr::from_ptr(k.name) }
+                        .to_string_lossy()
+                        .into_owned()
+                };
+                lines.push_str(&format!(
+                    "{{\"t\":\"kernel\",\"name\":{},\"s\":{},\"e\":{},\"dev\":{},\"str\":{},\"c\":{},\"g\":[{},{},{}],\"b\":[{},{},{}],\"reg\":{},\"smem\":{},\"graph\":{}}}\n",
+                    json_str(&name),
+                    k.start,
+                    k.end,
+                    k.deviceId,
+                    k.streamId,
+                    k.correlationId,
+                    k.gridX,
+                    k.gridY,
+                    k.gridZ,
+                    k.blockX,
+                    k.blockY,
+                    k.blockZ,
+                    k.registersPerThread,
+                    k.staticSharedMemory as i64 + k.dynamicSharedMemory as i64,
+                    k.graphId
+                ));
+            }
+            K::CUPTI_ACTIVITY_KIND_RUNTIME | K::CUPTI_ACTIVITY_KIND_DRIVER => {
+                let a = unsafe { &*(record as *const sys::CUpti_ActivityAPI) };
+                let domain = if kind == K::CUPTI_ACTIVITY_KIND_RUNTIME {
+                    sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API
+                } else {
+                    sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
+                };
+                let name = api_name(domain, a.cbid);
+                if keep_api(&name) {
+                    lines.push_str(&format!(
+                        "{{\"t\":\"api\",\"name\":{},\"s\":{},\"e\":{},\"tid\":{},\"c\":{}}}\n",
+                        json_str(&name),
+                        a.start,
+                        a.end,
+                        a.threadId,
+                        a.correlationId
+                    ));
+                }
+            }
+            K::CUPTI_ACTIVITY_KIND_MEMCPY => {
+                let m = unsafe { &*(record as *const sys::CUpti_ActivityMemcpy6) };
+                lines.push_str(&format!(
+                    "{{\"t\":\"memcpy\",\"name\":\"Memcpy kind {}\",\"s\":{},\"e\":{},\"dev\":{},\"str\":{},\"c\":{},\"bytes\":{}}}\n",
+                    m.copyKind, m.start, m.end, m.deviceId, m.streamId, m.correlationId, m.bytes
+                ));
+            }
+            K::CUPTI_ACTIVITY_KIND_MEMSET => {
+                let m = unsafe { &*(record as *const sys::CUpti_ActivityMemset4) };
+                lines.push_str(&format!(
+                    "{{\"t\":\"memset\",\"name\":\"Memset\",\"s\":{},\"e\":{},\"dev\":{},\"str\":{},\"c\":{},\"bytes\":{}}}\n",
+                    m.start, m.end, m.deviceId, m.streamId, m.correlationId, m.bytes
+                ));
+            }
+            _ => {}
+        }
+        RECORDS.fetch_add(1, Ordering::Relaxed);
+    }
+    if let Ok(mut guard) = OUT.lock() {
+        if let Some(w) = guard.as_mut() {
+            let _ = w.write_all(lines.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+
+    #[test]
+    fn keeps_launch_sync_and_copy_calls_only() {
+        assert!(keep_api("cudaLaunchKernel_v7000"));
+        assert!(keep_api("cuLaunchKernelEx"));
+        assert!(keep_api("cudaGraphLaunch_v10000"));
+        assert!(keep_api("cudaDeviceSynchronize_v3020"));
+        assert!(keep_api("cudaMemcpyAsync_v3020"));
+        assert!(!keep_api("cudaGetDevice_v3020"));
+    }
+
+    #[test]
+    fn initialisation_without_an_output_path_is_harmless() {
+        // No KOPT_TRACE_OUT in the test environment: a warning, no panic, success code.
+        std::env::remove_var("KOPT_TRACE_OUT");
+        assert_eq!(InitializeInjection(), 1);
+    }
+}

@@ -1,0 +1,64 @@
+//! `kopt trace`: run any CUDA program under kopt's CUPTI tracer, keep the
+//! trace in a run folder, diagnose the timeline, optionally export it.
+
+use std::time::Instant;
+
+use kopt_collect::trace::{locate_tracer, run_traced};
+use kopt_collect::{Stream, Workload};
+use kopt_ingest::{profile_from_timeline, read_kopt_trace};
+use kopt_model::RunInfo;
+
+use crate::analyze_cmd::{diagnose, emit};
+use crate::options::TraceRequest;
+use crate::output::write_report;
+use crate::run_record::create_run_dir;
+
+pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
+    let tracer = locate_tracer(req.tracer.as_deref())?;
+    let (_, dir) = create_run_dir(&req.runs_dir)?;
+    let started = Instant::now();
+    let workload = Workload {
+        argv: req.argv.clone(),
+        gpu: req.gpu.clone(),
+        timeout: req.timeout,
+    };
+    let quiet = req.quiet;
+    let on_line = move |_: Stream, line: &str| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    };
+    let traced = run_traced(&workload, &tracer, &dir, &on_line)?;
+    let trace = read_kopt_trace(&traced.trace)?;
+    let label = traced.trace.display().to_string();
+    if let Some(path) = &req.export {
+        write_report(Some(path), |out| {
+            kopt_report::chrome_trace::write_chrome_trace(&trace.timeline, out)
+        })?;
+    }
+    let profile = profile_from_timeline(trace.timeline, &label, "kopt trace (CUPTI)");
+    let mut diagnosis = diagnose(profile, &req.report, None);
+    if !trace.ended {
+        diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
+    }
+    if trace.dropped_records > 0 {
+        diagnosis.notes.insert(
+            0,
+            format!(
+                "CUPTI dropped {} activity records (buffers full): totals are lower bounds.",
+                trace.dropped_records
+            ),
+        );
+    }
+    diagnosis.run = Some(RunInfo {
+        module: None,
+        argv: req.argv.clone(),
+        run_dir: dir.display().to_string(),
+        wall_s: started.elapsed().as_secs_f64(),
+    });
+    std::fs::write(
+        dir.join("report.json"),
+        serde_json::to_vec_pretty(&diagnosis)?,
+    )?;
+    emit(&diagnosis, &req.report)
+}

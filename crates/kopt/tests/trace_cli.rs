@@ -1,0 +1,111 @@
+//! `kopt trace` without a GPU: the workload stands in for the tracer and
+//! writes a real recorded trace to $KOPT_TRACE_OUT, so the whole command
+//! (run folder, report, Perfetto export) and its failures are exercised.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+#[test]
+fn traced_run_reports_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let tracer = dir.path().join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let export = dir.path().join("out.json");
+    let src = fixture("kopt-trace-h200/moe_trace.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "trace",
+            "--runs-dir",
+            "runs",
+            "--format",
+            "json",
+            "--tracer",
+        ])
+        .arg(&tracer)
+        .arg("--export")
+        .arg("perfetto")
+        .arg(&export)
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!(
+                "test -n \"$CUDA_INJECTION64_PATH\" && cp '{}' \"$KOPT_TRACE_OUT\"",
+                src.display()
+            ),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["primary"]["type"], "launch_overhead");
+    assert_eq!(report["timeline"]["launch_bound"], true);
+    let exported: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&export).unwrap()).unwrap();
+    let events = exported["traceEvents"].as_array().unwrap();
+    assert!(events.iter().filter(|e| e["cat"] == "kernel").count() == 121);
+    let run = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(
+        run.join("trace.jsonl").exists()
+            && run.join("report.json").exists()
+            && run.join("trace.log").exists()
+    );
+}
+
+#[test]
+fn missing_tracer_and_missing_trace_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "trace",
+            "--runs-dir",
+            "runs",
+            "--tracer",
+            "/nonexistent/libkopt_tracer.so",
+            "--",
+            "/bin/true",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tracer library not found"));
+
+    let tracer = dir.path().join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["trace", "--runs-dir", "runs", "--tracer"])
+        .arg(&tracer)
+        .args(["--", "/bin/true"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the tracer wrote no trace"));
+
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["trace", "--runs-dir", "runs", "--tracer"])
+        .arg(&tracer)
+        .args(["--", "/bin/sh", "-c", "echo boom >&2; exit 4"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("exited with code 4") && err.contains("boom"),
+        "{err}"
+    );
+}
