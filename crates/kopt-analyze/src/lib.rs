@@ -57,6 +57,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     }
 
     let timeline = profile.timeline.as_ref().and_then(timeline::summarize);
+    let strip = match (&profile.timeline, &timeline) {
+        (Some(t), Some(s)) => timeline::strip(t, s),
+        _ => None,
+    };
     let mut primary = primary(&groups, total_ns);
     if let Some(t) = timeline.as_ref().filter(|t| t.launch_bound) {
         // The timeline sees what counters cannot: the pace is set by launches.
@@ -124,6 +128,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         primary,
         recommendations,
         timeline,
+        strip,
         notes,
     }
 }

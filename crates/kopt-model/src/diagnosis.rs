@@ -202,6 +202,9 @@ pub struct Diagnosis {
     /// The timeline's view, when a trace was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<TimelineSummary>,
+    /// What the HTML page draws of the timeline.
+    #[serde(skip)]
+    pub strip: Option<TimelineStrip>,
     /// Caveats the reader must know (e.g. a timeline is needed for launch overhead).
     pub notes: Vec<String>,
 }
@@ -268,4 +271,23 @@ pub struct TimelineSummary {
     /// True when launch overhead, not GPU work, sets the pace.
     pub launch_bound: bool,
     pub verdict: String,
+}
+
+/// A drawable summary of the timeline for the HTML strip (not part of the JSON).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TimelineStrip {
+    pub window_ns: i64,
+    /// One lane per (device, stream) and one for the host's API calls.
+    pub lanes: Vec<StripLane>,
+    /// Idle stretches of the GPU: (start, duration), relative to the window.
+    pub idle: Vec<(i64, i64)>,
+    pub launch_bound: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StripLane {
+    pub label: String,
+    /// (start, end) relative to the window, merged where closer than a pixel.
+    pub spans: Vec<(i64, i64)>,
+    pub host: bool,
 }

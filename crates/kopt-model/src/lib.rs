@@ -14,7 +14,8 @@ mod timeline;
 pub use device::{Device, PeakSource, Peaks};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, IdleGap, KernelVerdict,
-    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo, TimelineSummary,
+    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo, StripLane, TimelineStrip,
+    TimelineSummary,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name};

@@ -74,6 +74,8 @@ struct Page {
     primary_insight: String,
     roofline: String,
     points: usize,
+    timeline_lines: Vec<(String, String)>,
+    strip: String,
     classes: Vec<&'static str>,
     classes_present: Vec<&'static str>,
     kernel_chunks: Vec<Vec<KernelRow>>,
@@ -172,6 +174,12 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             .unwrap_or_default(),
         roofline: svg,
         points,
+        timeline_lines: d
+            .timeline
+            .as_ref()
+            .map(format::timeline_lines)
+            .unwrap_or_default(),
+        strip: d.strip.as_ref().map(crate::strip::svg).unwrap_or_default(),
         classes: CLASSES.iter().map(|c| c.as_str()).collect(),
         classes_present: present,
         kernels_hidden: hidden_kernels(d),

@@ -7,6 +7,7 @@ pub mod html;
 mod json;
 mod markdown;
 pub mod roofline;
+mod strip;
 mod terminal;
 
 use std::io::{self, Write};

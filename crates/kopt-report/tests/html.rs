@@ -121,3 +121,20 @@ fn long_tails_are_summed_not_dropped() {
         "the tail is named"
     );
 }
+
+#[test]
+fn trace_reports_draw_the_timeline_strip() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/seed000-h200/moe_trace.json");
+    let trace = kopt_ingest::read_kineto(&path).unwrap();
+    let d = analyze(
+        &kopt_ingest::profile_from_trace(trace, "moe_trace.json"),
+        &AnalyzeOptions::default(),
+    );
+    let (page, _) = html::page(&d);
+    assert!(page.contains("<svg class=\"strip\""));
+    assert!(page.contains("launch bound: shaded stretches"));
+    // One host lane and one GPU lane (a single stream).
+    assert_eq!(page.matches("class=\"lane-label\"").count(), 2);
+    assert!(page.matches("<rect class=\"idle\"").count() > 10);
+}
