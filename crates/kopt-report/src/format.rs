@@ -119,6 +119,30 @@ pub fn device_line(d: &Device) -> String {
     }
 }
 
+/// The lines under a report's title: module, workload and run folder (from
+/// `kopt profile` / `kopt trace`), each input, and the time summary.
+pub fn header_lines(d: &Diagnosis) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(r) = &d.run {
+        if let Some(m) = &r.module {
+            v.push(format!("Module: {m}"));
+        }
+        v.push(format!("Workload: {}", r.argv.join(" ")));
+        v.push(format!(
+            "Run folder: {} (profiled in {:.1} s)",
+            r.run_dir, r.wall_s
+        ));
+    }
+    for s in &d.sources {
+        v.push(format!(
+            "Input: {} ({}, {} launches)",
+            s.path, s.format, s.launches
+        ));
+    }
+    v.push(summary_line(d));
+    v
+}
+
 pub fn summary_line(d: &Diagnosis) -> String {
     let launches: u64 = d.kernels.iter().map(|k| k.launches).sum();
     format!(

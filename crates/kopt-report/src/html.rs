@@ -129,21 +129,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
         .as_ref()
         .and_then(|r| r.module.clone())
         .unwrap_or_default();
-    let mut meta = Vec::new();
-    if let Some(r) = &d.run {
-        meta.push(format!("Workload: {}", r.argv.join(" ")));
-        meta.push(format!(
-            "Run folder: {} (profiled in {:.1} s)",
-            r.run_dir, r.wall_s
-        ));
-    }
-    for s in &d.sources {
-        meta.push(format!(
-            "Input: {} ({}, {} launches)",
-            s.path, s.format, s.launches
-        ));
-    }
-    meta.push(format::summary_line(d));
+    let meta = format::header_lines(d);
     let mut present: Vec<&'static str> = Vec::new();
     for k in &d.kernels {
         let c = k.bottleneck.class.as_str();

@@ -22,26 +22,10 @@ impl Exporter for MarkdownExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# kopt analysis")?;
         writeln!(out)?;
-        if let Some(r) = &d.run {
-            if let Some(m) = &r.module {
-                writeln!(out, "- Module: `{}`", cell(m))?;
-            }
-            writeln!(out, "- Workload: `{}`", cell(&r.argv.join(" ")))?;
-            writeln!(
-                out,
-                "- Run folder: `{}` (profiled in {:.1} s)",
-                r.run_dir, r.wall_s
-            )?;
-        }
         writeln!(out, "- Device: {}", cell(&format::device_line(&d.device)))?;
-        for s in &d.sources {
-            writeln!(
-                out,
-                "- Input: `{}` ({}, {} launches)",
-                s.path, s.format, s.launches
-            )?;
+        for line in format::header_lines(d) {
+            writeln!(out, "- {}", cell(&line))?;
         }
-        writeln!(out, "- {}", format::summary_line(d))?;
         writeln!(out)?;
         writeln!(out, "## Profiling analysis")?;
         writeln!(out)?;

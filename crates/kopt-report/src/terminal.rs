@@ -46,25 +46,9 @@ fn clip(s: &str, max: usize) -> String {
 impl Exporter for TerminalExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "kopt  {}", format::device_line(&d.device))?;
-        if let Some(r) = &d.run {
-            if let Some(m) = &r.module {
-                writeln!(out, "  module: {m}")?;
-            }
-            writeln!(out, "  workload: {}", r.argv.join(" "))?;
-            writeln!(
-                out,
-                "  run folder: {} (profiled in {:.1} s)",
-                r.run_dir, r.wall_s
-            )?;
+        for line in format::header_lines(d) {
+            writeln!(out, "  {line}")?;
         }
-        for s in &d.sources {
-            writeln!(
-                out,
-                "  input: {} ({}, {} launches)",
-                s.path, s.format, s.launches
-            )?;
-        }
-        writeln!(out, "  {}", format::summary_line(d))?;
         writeln!(out)?;
 
         let mut table = Table::new();

@@ -67,6 +67,22 @@ pub fn diagnose(mut profile: Profile, report: &ReportOptions, top: Option<usize>
     analyze(&profile, &AnalyzeOptions { top })
 }
 
+/// A run's last step (`kopt profile`, `kopt trace`): name the run in the
+/// diagnosis, keep the JSON report in its folder, then print the report.
+pub fn finish_run(
+    mut diagnosis: Diagnosis,
+    run: kopt_model::RunInfo,
+    report: &ReportOptions,
+) -> anyhow::Result<()> {
+    let dir = std::path::PathBuf::from(&run.run_dir);
+    diagnosis.run = Some(run);
+    std::fs::write(
+        dir.join("report.json"),
+        serde_json::to_vec_pretty(&diagnosis)?,
+    )?;
+    emit(&diagnosis, report)
+}
+
 pub fn emit(diagnosis: &Diagnosis, report: &ReportOptions) -> anyhow::Result<()> {
     if let Some(html) = &report.html {
         let page = kopt_report::Format::Html.exporter(None);

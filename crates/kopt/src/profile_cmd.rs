@@ -12,7 +12,7 @@ use kopt_collect::{CapturedPass, Ncu, Pass, Stream, Workload};
 use kopt_ingest::{merge_profile, read_ncu_csv, read_run_folder};
 use kopt_model::{Diagnosis, RunInfo};
 
-use crate::analyze_cmd::{diagnose, emit};
+use crate::analyze_cmd::{diagnose, finish_run};
 use crate::options::ProfileRequest;
 use crate::run_record::{create_run_dir, utc_timestamp, PassRecord, RunRecord};
 
@@ -47,20 +47,16 @@ pub fn run(req: &ProfileRequest) -> anyhow::Result<()> {
     progress.finish();
     record.wall_s = Some(started.elapsed().as_secs_f64());
     match result {
-        Ok(mut diagnosis) => {
-            diagnosis.run = Some(RunInfo {
+        Ok(diagnosis) => {
+            record.status = "ok".into();
+            record.save(&dir)?;
+            let run = RunInfo {
                 module: req.module.clone(),
                 argv: req.argv.clone(),
                 run_dir: dir.display().to_string(),
                 wall_s: started.elapsed().as_secs_f64(),
-            });
-            std::fs::write(
-                dir.join("report.json"),
-                serde_json::to_vec_pretty(&diagnosis)?,
-            )?;
-            record.status = "ok".into();
-            record.save(&dir)?;
-            emit(&diagnosis, &req.report)
+            };
+            finish_run(diagnosis, run, &req.report)
         }
         Err(e) => {
             record.status = format!("failed: {e}");

@@ -8,7 +8,7 @@ use kopt_collect::{Stream, Workload};
 use kopt_ingest::{profile_from_timeline, read_kopt_trace};
 use kopt_model::RunInfo;
 
-use crate::analyze_cmd::{diagnose, emit};
+use crate::analyze_cmd::{diagnose, finish_run};
 use crate::options::TraceRequest;
 use crate::output::write_report;
 use crate::run_record::create_run_dir;
@@ -50,15 +50,11 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
             ),
         );
     }
-    diagnosis.run = Some(RunInfo {
+    let run = RunInfo {
         module: None,
         argv: req.argv.clone(),
         run_dir: dir.display().to_string(),
         wall_s: started.elapsed().as_secs_f64(),
-    });
-    std::fs::write(
-        dir.join("report.json"),
-        serde_json::to_vec_pretty(&diagnosis)?,
-    )?;
-    emit(&diagnosis, &req.report)
+    };
+    finish_run(diagnosis, run, &req.report)
 }
