@@ -248,9 +248,21 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
 
 fn parse_once(bytes: &[u8]) -> Result<(Collector, bool), serde_json::Error> {
     let mut c = Collector::default();
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let seen = FileSeed(&mut c).deserialize(&mut de)?;
-    de.end()?;
+    // UTF-8 checked once for the whole file is cheaper than once per string.
+    let seen = match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let seen = FileSeed(&mut c).deserialize(&mut de)?;
+            de.end()?;
+            seen
+        }
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            let seen = FileSeed(&mut c).deserialize(&mut de)?;
+            de.end()?;
+            seen
+        }
+    };
     Ok((c, seen))
 }
 
