@@ -91,20 +91,16 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
     let end = acts.iter().map(|a| a.end_ns).max().unwrap_or(start);
     let wall = (end - start).max(1);
 
-    // Union of busy intervals, and the gaps between them.
+    // Union of busy intervals, and the gaps between them (labelled once the
+    // largest are known: naming every gap of a long trace costs more than the rest).
     let mut busy = 0i64;
-    let mut gaps: Vec<IdleGap> = Vec::new();
+    let mut gaps: Vec<(i64, i64, &kopt_model::GpuActivity, &kopt_model::GpuActivity)> = Vec::new();
     let (mut cur_start, mut cur_end) = (acts[0].start_ns, acts[0].end_ns);
     let mut cur_last = acts[0];
     for a in &acts[1..] {
         if a.start_ns > cur_end {
             busy += cur_end - cur_start;
-            gaps.push(IdleGap {
-                at_ns: cur_end - start,
-                duration_ns: a.start_ns - cur_end,
-                after: label(cur_last),
-                before: label(a),
-            });
+            gaps.push((cur_end - start, a.start_ns - cur_end, cur_last, a));
             cur_start = a.start_ns;
             cur_end = a.end_ns;
         } else {
@@ -115,8 +111,17 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         }
     }
     busy += cur_end - cur_start;
-    gaps.sort_by_key(|g| std::cmp::Reverse(g.duration_ns));
+    gaps.sort_by_key(|g| std::cmp::Reverse(g.1));
     gaps.truncate(GAPS_SHOWN);
+    let gaps: Vec<IdleGap> = gaps
+        .into_iter()
+        .map(|(at_ns, duration_ns, after, before)| IdleGap {
+            at_ns,
+            duration_ns,
+            after: label(after),
+            before: label(before),
+        })
+        .collect();
 
     let launches: HashMap<u64, &kopt_model::ApiCall> = t
         .api_calls

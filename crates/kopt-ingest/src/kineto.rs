@@ -100,16 +100,22 @@ pub fn us_text_to_ns(text: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-fn raw_u64(v: Option<&RawValue>) -> Option<u64> {
-    let t = v?.get().trim().trim_matches('"');
+/// Collects the events kopt uses while the events are walked (by serde or the fast scanner).
+#[derive(Default)]
+pub(crate) struct Collector {
+    timeline: Timeline,
+    events: u64,
+}
+
+fn text_u64(v: Option<&str>) -> Option<u64> {
+    let t = v?.trim().trim_matches('"');
     t.parse::<u64>()
         .ok()
         .or_else(|| t.parse::<f64>().ok().map(|f| f as u64))
 }
 
-fn raw_dim3(v: Option<&RawValue>) -> Option<Dim3> {
-    let t = v?.get();
-    let nums: Vec<u32> = t
+fn text_dim3(v: Option<&str>) -> Option<Dim3> {
+    let nums: Vec<u32> = v?
         .trim_matches(|c| c == '[' || c == ']')
         .split(',')
         .map(|p| p.trim().parse().ok())
@@ -124,25 +130,44 @@ fn raw_dim3(v: Option<&RawValue>) -> Option<Dim3> {
     }
 }
 
-/// Collects the events kopt uses while serde walks the array.
-#[derive(Default)]
-struct Collector {
-    timeline: Timeline,
-    events: u64,
-}
-
 impl Collector {
     fn take(&mut self, e: RawEvent) {
+        let args = e.args.unwrap_or_default();
+        self.take_fields(crate::kineto_fast::Fields {
+            ph: e.ph.as_deref(),
+            cat: e.cat.as_deref(),
+            name: e.name.clone(),
+            ts: e.ts.map(RawValue::get),
+            dur: e.dur.map(RawValue::get),
+            tid: e.tid.map(RawValue::get),
+            correlation: args.correlation.map(RawValue::get),
+            stream: args.stream.map(RawValue::get),
+            device: args.device.map(RawValue::get),
+            grid: args.grid.map(RawValue::get),
+            block: args.block.map(RawValue::get),
+            bytes: args.bytes.map(RawValue::get),
+        });
+    }
+
+    pub(crate) fn take_device_properties(&mut self, raw: &str) {
+        if let Ok(props) = serde_json::from_str::<Vec<DeviceProp>>(raw) {
+            if let Some(p) = props.into_iter().next() {
+                self.timeline.device_name = p.name.map(Cow::into_owned);
+                self.timeline.sm_count = p.num_sms;
+            }
+        }
+    }
+
+    pub(crate) fn take_fields(&mut self, e: crate::kineto_fast::Fields) {
         self.events += 1;
-        if e.ph.as_deref() != Some("X") {
+        if e.ph != Some("X") {
             return;
         }
-        let (Some(ts), Some(name)) = (e.ts.and_then(|t| us_text_to_ns(t.get())), e.name) else {
+        let (Some(ts), Some(name)) = (e.ts.and_then(us_text_to_ns), e.name) else {
             return;
         };
-        let dur = e.dur.and_then(|d| us_text_to_ns(d.get())).unwrap_or(0);
-        let cat = e.cat.as_deref().unwrap_or("").to_ascii_lowercase();
-        let args = e.args.unwrap_or_default();
+        let dur = e.dur.and_then(us_text_to_ns).unwrap_or(0);
+        let cat = e.cat.unwrap_or("").to_ascii_lowercase();
         let activity = match cat.as_str() {
             "kernel" => Some(ActivityKind::Kernel),
             "gpu_memcpy" | "memcpy" => Some(ActivityKind::Memcpy),
@@ -155,12 +180,12 @@ impl Collector {
                 name: name.into_owned(),
                 start_ns: ts,
                 end_ns: ts + dur,
-                device: raw_u64(args.device).unwrap_or(0) as u32,
-                stream: raw_u64(args.stream).unwrap_or(0),
-                correlation: raw_u64(args.correlation).unwrap_or(0),
-                grid: raw_dim3(args.grid),
-                block: raw_dim3(args.block),
-                bytes: raw_u64(args.bytes),
+                device: text_u64(e.device).unwrap_or(0) as u32,
+                stream: text_u64(e.stream).unwrap_or(0),
+                correlation: text_u64(e.correlation).unwrap_or(0),
+                grid: text_dim3(e.grid),
+                block: text_dim3(e.block),
+                bytes: text_u64(e.bytes),
             });
             return;
         }
@@ -171,8 +196,8 @@ impl Collector {
                     name: name.into_owned(),
                     start_ns: ts,
                     end_ns: ts + dur,
-                    thread: raw_u64(e.tid).unwrap_or(0),
-                    correlation: raw_u64(args.correlation).unwrap_or(0),
+                    thread: text_u64(e.tid).unwrap_or(0),
+                    correlation: text_u64(e.correlation).unwrap_or(0),
                 });
             }
             _ if name.starts_with("ProfilerStep#") => self.timeline.ranges.push(Range {
@@ -247,6 +272,16 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
 }
 
 fn parse_once(bytes: &[u8]) -> Result<(Collector, bool), serde_json::Error> {
+    let mut c = Collector::default();
+    // Well-formed files take the fast scanner; anything unexpected goes to serde.
+    if let Some(seen) = crate::kineto_fast::scan(bytes, &mut c) {
+        return Ok((c, seen));
+    }
+    parse_serde(bytes)
+}
+
+/// The serde path: slower, but it names the byte where a broken file breaks.
+fn parse_serde(bytes: &[u8]) -> Result<(Collector, bool), serde_json::Error> {
     let mut c = Collector::default();
     // UTF-8 checked once for the whole file is cheaper than once per string.
     let seen = match std::str::from_utf8(bytes) {
@@ -419,6 +454,39 @@ mod tests {
         assert_eq!(us_text_to_ns("0.0004"), Some(0));
         assert_eq!(us_text_to_ns("\"7.5\""), Some(7_500));
         assert_eq!(us_text_to_ns("abc"), None);
+    }
+
+    #[test]
+    fn fast_scanner_and_serde_agree_on_real_traces() {
+        for rel in [
+            "h100-probe/torch_trace.json",
+            "seed000-h200/moe_trace.json",
+            "seed000-h200/matmul_trace.json",
+        ] {
+            let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures")
+                .join(rel);
+            let bytes = std::fs::read(path).unwrap();
+            let mut fast = Collector::default();
+            let seen = crate::kineto_fast::scan(&bytes, &mut fast)
+                .expect("a well-formed trace takes the fast path");
+            let (slow, slow_seen) = parse_serde(&bytes).unwrap();
+            assert_eq!(seen, slow_seen);
+            assert_eq!(fast.events, slow.events, "{rel}");
+            assert_eq!(fast.timeline, slow.timeline, "{rel}");
+            assert!(!fast.timeline.activities.is_empty());
+        }
+    }
+
+    #[test]
+    fn fast_scanner_gives_way_on_broken_input() {
+        let mut c = Collector::default();
+        assert!(crate::kineto_fast::scan(br#"{"traceEvents": [{"ph": "X", "#, &mut c).is_none());
+        assert!(crate::kineto_fast::scan(
+            br#"{"traceEvents": [{"name": "a\qb"}]} trailing"#,
+            &mut c
+        )
+        .is_none());
     }
 
     #[test]

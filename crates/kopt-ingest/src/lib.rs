@@ -3,6 +3,7 @@
 
 mod error;
 pub mod kineto;
+mod kineto_fast;
 pub mod kopt_trace;
 pub mod ncu;
 pub mod number;

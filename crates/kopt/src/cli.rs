@@ -18,7 +18,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Diagnose existing profiler output: Nsight Compute CSV (raw or details page) or a .ncu-rep report
+    /// Diagnose existing profiler output: ncu CSV pages, .ncu-rep reports, torch.profiler traces, kopt traces and run folders
     Analyze(AnalyzeArgs),
     /// Run a workload under Nsight Compute in cheap passes, then diagnose it
     Profile(ProfileArgs),
@@ -28,7 +28,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Profiler output: `ncu --csv --page raw|details` files, .ncu-rep reports (needs ncu), or a `kopt profile` run folder
+    /// Profiler output: `ncu --csv --page raw|details` files, .ncu-rep reports (needs ncu), torch.profiler / Kineto trace JSON, kopt trace JSONL, or a `kopt profile` run folder
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
