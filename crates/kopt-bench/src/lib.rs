@@ -1,0 +1,9 @@
+//! The statistics behind `kopt bench` (seed 002's protocol): when to stop
+//! sampling, how sure a speed-up is, and the keep / marginal / revert verdict.
+//! Pure functions over samples; running workloads is kopt-collect's job.
+
+pub mod stats;
+pub mod verdict;
+
+pub use stats::{bootstrap_median_ratio, median, outliers, relative_noise, Interval, StopRule};
+pub use verdict::{decide, Verdict, VerdictKind};
