@@ -2,8 +2,10 @@
 //! sampling, how sure a speed-up is, and the keep / marginal / revert verdict.
 //! Pure functions over samples; running workloads is kopt-collect's job.
 
+pub mod compare;
 pub mod stats;
 pub mod verdict;
 
+pub use compare::{compare, default_tolerance, Comparison, Side};
 pub use stats::{bootstrap_median_ratio, median, outliers, relative_noise, Interval, StopRule};
 pub use verdict::{decide, Verdict, VerdictKind};

@@ -7,6 +7,7 @@ mod kineto_fast;
 pub mod kopt_trace;
 pub mod ncu;
 pub mod number;
+pub mod tensor;
 pub mod tiered;
 pub mod units;
 

@@ -24,6 +24,8 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Record a timeline of any CUDA program (kopt's CUPTI tracer), then diagnose it
     Trace(TraceArgs),
+    /// Correctness gate: compare a candidate's output tensors with a reference (.npy, .safetensors)
+    Compare(CompareArgs),
 }
 
 #[derive(Debug, Args)]
@@ -180,4 +182,30 @@ pub struct TraceArgs {
 
     #[command(flatten)]
     pub report: ReportArgs,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 every tensor within tolerance, 3 a mismatch (the REVERT verdict), 1 unreadable input."
+)]
+pub struct CompareArgs {
+    /// Reference output (.npy or .safetensors)
+    #[arg(value_name = "REFERENCE")]
+    pub reference: PathBuf,
+
+    /// Candidate output (.npy or .safetensors)
+    #[arg(value_name = "CANDIDATE")]
+    pub candidate: PathBuf,
+
+    /// Relative L2 tolerance (default by dtype: f64 1e-12, f32 1e-5, tf32 5e-4, f16/bf16 1e-2, integers exact)
+    #[arg(long, value_name = "REL_L2")]
+    pub tol: Option<f64>,
+
+    /// The candidate ran float32 math on tensor cores (tf32): tolerance 5e-4
+    #[arg(long)]
+    pub tf32: bool,
+
+    /// Output format: term, json
+    #[arg(long, short = 'f', default_value = "term")]
+    pub format: String,
 }

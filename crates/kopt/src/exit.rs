@@ -8,13 +8,14 @@ pub const OK: u8 = 0;
 pub const ERROR: u8 = 1;
 /// 2: the command line was wrong (clap uses 2 for its own usage errors too).
 pub const USAGE: u8 = 2;
-/// 3: a "regression / revert" verdict (kopt bench, later).
-#[allow(dead_code)]
+/// 3: a "regression / revert" verdict (a failed correctness gate; kopt bench later).
 pub const REGRESSION: u8 = 3;
 
 pub enum Failure {
     Usage(String),
     Error(anyhow::Error),
+    /// The command worked and its verdict is REVERT; the report is already printed.
+    Regression,
 }
 
 /// Print a failure as one line on stderr and turn it into the exit code.
@@ -25,6 +26,7 @@ pub fn report(result: Result<(), Failure>) -> ExitCode {
             eprintln!("kopt: usage error: {msg}");
             ExitCode::from(USAGE)
         }
+        Err(Failure::Regression) => ExitCode::from(REGRESSION),
         Err(Failure::Error(e)) => {
             if is_broken_pipe(&e) {
                 return ExitCode::from(OK);

@@ -3,6 +3,7 @@
 
 mod analyze_cmd;
 mod cli;
+mod compare_cmd;
 mod exit;
 mod options;
 mod output;
@@ -24,6 +25,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Trace(args) => options::TraceRequest::try_from(args)
             .map_err(exit::Failure::Usage)
             .and_then(|req| trace_cmd::run(&req).map_err(exit::Failure::Error)),
+        cli::Command::Compare(args) => compare_cmd::run(&args),
     };
     exit::report(result)
 }

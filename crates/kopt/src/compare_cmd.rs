@@ -1,0 +1,136 @@
+//! `kopt compare`: the correctness gate on two outputs.
+
+use kopt_bench::{compare, Comparison, Side};
+use kopt_ingest::tensor::{read_tensors, Tensor};
+
+use crate::cli::CompareArgs;
+use crate::exit::Failure;
+
+pub fn run(a: &CompareArgs) -> Result<(), Failure> {
+    if !matches!(a.format.as_str(), "term" | "json") {
+        return Err(Failure::Usage(format!(
+            "--format {} is not one of term, json",
+            a.format
+        )));
+    }
+    if let Some(t) = a.tol {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(Failure::Usage(format!(
+                "--tol must be a non-negative number, got {t}"
+            )));
+        }
+    }
+    let reference = read_tensors(&a.reference).map_err(|e| Failure::Error(e.into()))?;
+    let candidate = read_tensors(&a.candidate).map_err(|e| Failure::Error(e.into()))?;
+    let results = pair_up(&reference, &candidate)
+        .into_iter()
+        .map(|(name, r, c)| match (r, c) {
+            (Some(r), Some(c)) => compare(
+                &name,
+                Side {
+                    dtype: r.dtype.name(),
+                    shape: &r.shape,
+                    values: &r.values,
+                },
+                Side {
+                    dtype: c.dtype.name(),
+                    shape: &c.shape,
+                    values: &c.values,
+                },
+                a.tol,
+                a.tf32,
+            ),
+            (r, c) => missing(&name, r.is_some(), c.is_some()),
+        })
+        .collect::<Vec<_>>();
+    let passed = results.iter().all(|c| c.passed);
+    if a.format == "json" {
+        let doc = serde_json::json!({ "schema": "kopt/1", "passed": passed, "tensors": results });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("serialisable")
+        );
+    } else {
+        for c in &results {
+            println!(
+                "{}: {}  rel L2 {}  (tolerance {:.1e}), max abs {}, NaN {}/{}, Inf {}/{}  [{} {:?} vs {} {:?}]",
+                c.name,
+                if c.passed { "PASS" } else { "FAIL" },
+                c.rel_l2.map_or("-".into(), |v| format!("{v:.3e}")),
+                c.tolerance,
+                c.max_abs.map_or("-".into(), |v| format!("{v:.3e}")),
+                c.nan.0,
+                c.nan.1,
+                c.inf.0,
+                c.inf.1,
+                c.reference_dtype,
+                c.reference_shape,
+                c.candidate_dtype,
+                c.candidate_shape
+            );
+            for p in &c.problems {
+                println!("  problem: {p}");
+            }
+            for w in &c.warnings {
+                println!("  warning: {w}");
+            }
+        }
+        println!(
+            "{}",
+            if passed {
+                "correctness: PASS"
+            } else {
+                "correctness: FAIL (verdict REVERT)"
+            }
+        );
+    }
+    if passed {
+        Ok(())
+    } else {
+        Err(Failure::Regression)
+    }
+}
+
+/// Single `.npy` files pair up whatever their names; `.safetensors` pair by tensor name.
+fn pair_up<'a>(
+    r: &'a [Tensor],
+    c: &'a [Tensor],
+) -> Vec<(String, Option<&'a Tensor>, Option<&'a Tensor>)> {
+    if r.len() == 1 && c.len() == 1 {
+        return vec![(r[0].name.clone(), Some(&r[0]), Some(&c[0]))];
+    }
+    let mut names: Vec<&str> = r.iter().chain(c).map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                r.iter().find(|t| t.name == n),
+                c.iter().find(|t| t.name == n),
+            )
+        })
+        .collect()
+}
+
+fn missing(name: &str, in_reference: bool, in_candidate: bool) -> Comparison {
+    Comparison {
+        name: name.into(),
+        reference_dtype: String::new(),
+        candidate_dtype: String::new(),
+        reference_shape: Vec::new(),
+        candidate_shape: Vec::new(),
+        rel_l2: None,
+        max_abs: None,
+        tolerance: 0.0,
+        nan: (0, 0),
+        inf: (0, 0),
+        passed: false,
+        problems: vec![match (in_reference, in_candidate) {
+            (true, false) => "missing from the candidate".into(),
+            _ => "missing from the reference".into(),
+        }],
+        warnings: Vec::new(),
+    }
+}
