@@ -82,6 +82,26 @@ pub struct ReportArgs {
     pub width: Option<u16>,
 }
 
+/// How a workload is run (shared by profile and trace).
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// GPU to run on (sets CUDA_VISIBLE_DEVICES)
+    #[arg(long, value_name = "ID")]
+    pub gpu: Option<String>,
+
+    /// Kill the workload (its whole process group) after this many seconds (per pass for profile)
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
+
+    /// Do not pass the workload's output through (it stays in the run folder's logs)
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+
+    /// Folder that receives one sub-folder per run
+    #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]
+    pub runs_dir: PathBuf,
+}
+
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  kopt profile -- python3 bench.py --size 4096\n  kopt profile --script topk_sort.py --module topk_sort --gpu 1\n  kopt profile --kernel 'gemm|softmax' --top 5 -- ./my_cuda_app\n  kopt profile --deep -- python3 bench.py"
@@ -103,14 +123,6 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "NAME")]
     pub module: Option<String>,
 
-    /// GPU to run on (sets CUDA_VISIBLE_DEVICES)
-    #[arg(long, value_name = "ID")]
-    pub gpu: Option<String>,
-
-    /// Kill the workload (its whole process group) after this many seconds, per pass
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-
     /// Only kernels whose demangled name matches this regex
     #[arg(long, value_name = "REGEX")]
     pub kernel: Option<String>,
@@ -131,17 +143,12 @@ pub struct ProfileArgs {
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub deep_top: usize,
 
-    /// Do not pass the workload's output through (it stays in the run folder's logs)
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-
     /// Nsight Compute binary
     #[arg(long, value_name = "PATH")]
     pub ncu: Option<PathBuf>,
 
-    /// Folder that receives one sub-folder per run
-    #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]
-    pub runs_dir: PathBuf,
+    #[command(flatten)]
+    pub run: RunArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,
@@ -160,25 +167,12 @@ pub struct TraceArgs {
     #[arg(long, num_args = 2, value_names = ["FORMAT", "FILE"])]
     pub export: Vec<String>,
 
-    /// GPU to run on (sets CUDA_VISIBLE_DEVICES)
-    #[arg(long, value_name = "ID")]
-    pub gpu: Option<String>,
-
-    /// Kill the workload (its whole process group) after this many seconds
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-
-    /// Do not pass the workload's output through (it stays in the run folder's log)
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-
     /// kopt's CUPTI tracer library (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
     #[arg(long, value_name = "PATH")]
     pub tracer: Option<PathBuf>,
 
-    /// Folder that receives one sub-folder per run
-    #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]
-    pub runs_dir: PathBuf,
+    #[command(flatten)]
+    pub run: RunArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,

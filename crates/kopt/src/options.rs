@@ -91,11 +91,11 @@ impl TryFrom<TraceArgs> for TraceRequest {
             report: ReportOptions::validate(a.report, &[])?,
             argv: a.command,
             export,
-            gpu: a.gpu,
-            timeout: timeout(a.timeout)?,
-            quiet: a.quiet,
+            gpu: a.run.gpu,
+            timeout: timeout(a.run.timeout)?,
+            quiet: a.run.quiet,
             tracer: a.tracer,
-            runs_dir: a.runs_dir,
+            runs_dir: a.run.runs_dir,
         })
     }
 }
@@ -193,7 +193,7 @@ impl TryFrom<ProfileArgs> for ProfileRequest {
         if a.deep && a.deep_top == 0 {
             return Err("--deep-top must be at least 1".into());
         }
-        let timeout = timeout(a.timeout)?;
+        let timeout = timeout(a.run.timeout)?;
         if a.kernel.as_deref().is_some_and(|k| k.is_empty()) {
             return Err("--kernel needs a regex".into());
         }
@@ -201,15 +201,15 @@ impl TryFrom<ProfileArgs> for ProfileRequest {
         Ok(ProfileRequest {
             argv,
             module: a.module,
-            gpu: a.gpu,
+            gpu: a.run.gpu,
             timeout,
             kernel_regex: a.kernel,
             top: a.top,
             launches: a.launches,
             deep_top: a.deep.then_some(a.deep_top),
-            quiet: a.quiet,
+            quiet: a.run.quiet,
             ncu: a.ncu,
-            runs_dir: a.runs_dir,
+            runs_dir: a.run.runs_dir,
             report,
         })
     }
@@ -218,6 +218,7 @@ impl TryFrom<ProfileArgs> for ProfileRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::RunArgs;
 
     fn report() -> ReportArgs {
         ReportArgs {
@@ -247,16 +248,18 @@ mod tests {
             script: None,
             python: "python3".into(),
             module: None,
-            gpu: None,
-            timeout: None,
             kernel: None,
             top: 10,
             launches: 2,
             deep: false,
             deep_top: 3,
-            quiet: false,
             ncu: None,
-            runs_dir: ".kopt/runs".into(),
+            run: RunArgs {
+                gpu: None,
+                timeout: None,
+                quiet: false,
+                runs_dir: ".kopt/runs".into(),
+            },
             report: report(),
         }
     }
@@ -347,7 +350,7 @@ mod tests {
             ),
             (Box::new(|a| a.top = 0), "--top"),
             (Box::new(|a| a.launches = 0), "--launches"),
-            (Box::new(|a| a.timeout = Some(-2.0)), "--timeout"),
+            (Box::new(|a| a.run.timeout = Some(-2.0)), "--timeout"),
             (Box::new(|a| a.kernel = Some(String::new())), "--kernel"),
             (
                 Box::new(|a| {
