@@ -26,6 +26,9 @@ pub enum Command {
     Trace(TraceArgs),
     /// Correctness gate: compare a candidate's output tensors with a reference (.npy, .safetensors)
     Compare(CompareArgs),
+    /// The optimization journal (OPTIMIZATIONS.md): hypothesis, prediction, outcome, verdict
+    #[command(subcommand)]
+    Journal(JournalCommand),
 }
 
 #[derive(Debug, Args)]
@@ -202,4 +205,43 @@ pub struct CompareArgs {
     /// Output format: term, json
     #[arg(long, short = 'f', default_value = "term")]
     pub format: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JournalCommand {
+    /// Append an entry to OPTIMIZATIONS.md (at the git repository's root by default)
+    Add(JournalAddArgs),
+    /// Print the journal
+    Show {
+        /// Journal file (default: OPTIMIZATIONS.md at the repository root)
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct JournalAddArgs {
+    /// What you think slows the kernel and what you change
+    #[arg(long, value_name = "TEXT")]
+    pub hypothesis: String,
+
+    /// What should move, and by how much (e.g. '-30% in k_transpose')
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub predict: Option<String>,
+
+    /// What was measured
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub outcome: Option<String>,
+
+    /// KEEP, MARGINAL or REVERT
+    #[arg(long, value_name = "VERDICT")]
+    pub verdict: Option<String>,
+
+    /// The run folder or run id the outcome comes from
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+
+    /// Journal file (default: OPTIMIZATIONS.md at the repository root)
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
 }

@@ -5,6 +5,7 @@ mod analyze_cmd;
 mod cli;
 mod compare_cmd;
 mod exit;
+mod journal_cmd;
 mod options;
 mod output;
 mod profile_cmd;
@@ -26,6 +27,7 @@ fn main() -> std::process::ExitCode {
             .map_err(exit::Failure::Usage)
             .and_then(|req| trace_cmd::run(&req).map_err(exit::Failure::Error)),
         cli::Command::Compare(args) => compare_cmd::run(&args),
+        cli::Command::Journal(cmd) => journal_cmd::run(cmd),
     };
     exit::report(result)
 }

@@ -1,0 +1,48 @@
+//! `kopt journal`: entries land in OPTIMIZATIONS.md at the repository root.
+
+use std::process::Command;
+
+#[test]
+fn add_then_show() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join(".git")).unwrap();
+    let sub = d.path().join("kernels");
+    std::fs::create_dir(&sub).unwrap();
+    let add = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["journal", "add"])
+            .args(args)
+            .current_dir(&sub)
+            .output()
+            .unwrap()
+    };
+    let o = add(&[
+        "--hypothesis",
+        "pad smem rows",
+        "--predict",
+        "-30% in k_transpose",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = add(&[
+        "--hypothesis",
+        "pad smem rows",
+        "--outcome",
+        "-53%",
+        "--verdict",
+        "keep",
+        "--run",
+        ".kopt/runs/x",
+    ]);
+    assert!(o.status.success());
+    let text = std::fs::read_to_string(d.path().join("OPTIMIZATIONS.md")).unwrap();
+    assert_eq!(text.matches(": pad smem rows").count(), 2);
+    assert!(text.contains("- **Verdict:** KEEP"));
+    let bad = add(&["--hypothesis", "x", "--verdict", "maybe"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let show = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["journal", "show"])
+        .current_dir(&sub)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&show.stdout), text);
+}
