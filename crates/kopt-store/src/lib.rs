@@ -1,6 +1,8 @@
-//! kopt's records. This slice: the optimization journal, seed 002's
-//! OPTIMIZATIONS.md (hypothesis, prediction, measured outcome, verdict, run).
+//! kopt's records: the run history (SQLite, `.kopt/history.db`) and the
+//! optimization journal, seed 002's OPTIMIZATIONS.md.
 
+pub mod history;
 pub mod journal;
 
+pub use history::{git_revision, History, HistoryError, RunRow};
 pub use journal::{append_entry, find_journal, Entry, JournalError};

@@ -72,14 +72,39 @@ pub fn diagnose(mut profile: Profile, report: &ReportOptions, top: Option<usize>
 pub fn finish_run(
     mut diagnosis: Diagnosis,
     run: kopt_model::RunInfo,
+    kind: &str,
+    db: &Path,
     report: &ReportOptions,
 ) -> anyhow::Result<()> {
     let dir = std::path::PathBuf::from(&run.run_dir);
+    let argv = run.argv.join(" ");
     diagnosis.run = Some(run);
-    std::fs::write(
-        dir.join("report.json"),
-        serde_json::to_vec_pretty(&diagnosis)?,
-    )?;
+    let json = serde_json::to_string_pretty(&diagnosis)?;
+    std::fs::write(dir.join("report.json"), &json)?;
+    let summary = diagnosis.primary.as_ref().map_or_else(
+        || format!("{} kernels", diagnosis.kernels.len()),
+        |p| {
+            format!(
+                "primary {} / {} ({:.1}% of kernel time)",
+                p.component_short, p.class, p.pct_of_total
+            )
+        },
+    );
+    crate::history_cmd::record(
+        db,
+        kopt_store::RunRow {
+            id: 0,
+            kind: kind.into(),
+            started_utc: crate::run_record::utc_timestamp(std::time::SystemTime::now()),
+            command: argv,
+            device: Some(diagnosis.device.name.clone()),
+            git_rev: kopt_store::git_revision(Path::new(".")),
+            summary,
+            verdict: None,
+            run_dir: Some(dir.display().to_string()),
+            report_json: Some(json),
+        },
+    );
     emit(&diagnosis, report)
 }
 

@@ -29,6 +29,8 @@ pub enum Command {
     /// The optimization journal (OPTIMIZATIONS.md): hypothesis, prediction, outcome, verdict
     #[command(subcommand)]
     Journal(JournalCommand),
+    /// Every profile, trace and compare run, newest first; `show ID`, `diff A B`
+    History(HistoryArgs),
 }
 
 #[derive(Debug, Args)]
@@ -103,6 +105,10 @@ pub struct RunArgs {
     /// Folder that receives one sub-folder per run
     #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]
     pub runs_dir: PathBuf,
+
+    /// History database every run is recorded in
+    #[arg(long, default_value = ".kopt/history.db", value_name = "FILE")]
+    pub db: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +211,10 @@ pub struct CompareArgs {
     /// Output format: term, json
     #[arg(long, short = 'f', default_value = "term")]
     pub format: String,
+
+    /// History database the comparison is recorded in
+    #[arg(long, default_value = ".kopt/history.db", value_name = "FILE")]
+    pub db: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -244,4 +254,37 @@ pub struct JournalAddArgs {
     /// Journal file (default: OPTIMIZATIONS.md at the repository root)
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// History database
+    #[arg(
+        long,
+        default_value = ".kopt/history.db",
+        value_name = "FILE",
+        global = true
+    )]
+    pub db: PathBuf,
+
+    /// Runs listed
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub limit: usize,
+
+    #[command(subcommand)]
+    pub command: Option<HistoryCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// One run in full
+    Show { id: i64 },
+    /// Two runs side by side: total time, primary bottleneck, per-kernel time
+    Diff { a: i64, b: i64 },
+    /// Write rows in a loop (for the crash test; not for users)
+    #[command(hide = true)]
+    Stress {
+        #[arg(long, default_value_t = 1_000_000)]
+        rows: u64,
+    },
 }

@@ -84,6 +84,34 @@ pub fn run(a: &CompareArgs) -> Result<(), Failure> {
             }
         );
     }
+    let failed: Vec<&str> = results
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.name.as_str())
+        .collect();
+    crate::history_cmd::record(
+        &a.db,
+        kopt_store::RunRow {
+            id: 0,
+            kind: "compare".into(),
+            started_utc: crate::run_record::utc_timestamp(std::time::SystemTime::now()),
+            command: format!(
+                "kopt compare {} {}",
+                a.reference.display(),
+                a.candidate.display()
+            ),
+            device: None,
+            git_rev: kopt_store::git_revision(std::path::Path::new(".")),
+            summary: if passed {
+                format!("{} tensor(s) within tolerance", results.len())
+            } else {
+                format!("failed: {}", failed.join(", "))
+            },
+            verdict: Some(if passed { "PASS" } else { "REVERT" }.into()),
+            run_dir: None,
+            report_json: serde_json::to_string(&results).ok(),
+        },
+    );
     if passed {
         Ok(())
     } else {

@@ -5,6 +5,7 @@ mod analyze_cmd;
 mod cli;
 mod compare_cmd;
 mod exit;
+mod history_cmd;
 mod journal_cmd;
 mod options;
 mod output;
@@ -28,6 +29,7 @@ fn main() -> std::process::ExitCode {
             .and_then(|req| trace_cmd::run(&req).map_err(exit::Failure::Error)),
         cli::Command::Compare(args) => compare_cmd::run(&args),
         cli::Command::Journal(cmd) => journal_cmd::run(cmd),
+        cli::Command::History(args) => history_cmd::run(&args).map_err(exit::Failure::Error),
     };
     exit::report(result)
 }

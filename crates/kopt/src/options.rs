@@ -43,6 +43,7 @@ pub struct ProfileRequest {
     pub quiet: bool,
     pub ncu: Option<PathBuf>,
     pub runs_dir: PathBuf,
+    pub db: PathBuf,
     pub report: ReportOptions,
 }
 
@@ -56,6 +57,7 @@ pub struct TraceRequest {
     pub quiet: bool,
     pub tracer: Option<PathBuf>,
     pub runs_dir: PathBuf,
+    pub db: PathBuf,
     pub report: ReportOptions,
 }
 
@@ -96,6 +98,7 @@ impl TryFrom<TraceArgs> for TraceRequest {
             quiet: a.run.quiet,
             tracer: a.tracer,
             runs_dir: a.run.runs_dir,
+            db: a.run.db,
         })
     }
 }
@@ -210,6 +213,7 @@ impl TryFrom<ProfileArgs> for ProfileRequest {
             quiet: a.run.quiet,
             ncu: a.ncu,
             runs_dir: a.run.runs_dir,
+            db: a.run.db,
             report,
         })
     }
@@ -259,6 +263,7 @@ mod tests {
                 timeout: None,
                 quiet: false,
                 runs_dir: ".kopt/runs".into(),
+                db: ".kopt/history.db".into(),
             },
             report: report(),
         }

@@ -56,7 +56,7 @@ pub fn run(req: &ProfileRequest) -> anyhow::Result<()> {
                 run_dir: dir.display().to_string(),
                 wall_s: started.elapsed().as_secs_f64(),
             };
-            finish_run(diagnosis, run, &req.report)
+            finish_run(diagnosis, run, "profile", &req.db, &req.report)
         }
         Err(e) => {
             record.status = format!("failed: {e}");

@@ -56,5 +56,5 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
         run_dir: dir.display().to_string(),
         wall_s: started.elapsed().as_secs_f64(),
     };
-    finish_run(diagnosis, run, &req.report)
+    finish_run(diagnosis, run, "trace", &req.db, &req.report)
 }

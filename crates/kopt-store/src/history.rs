@@ -1,0 +1,244 @@
+//! The run history: one SQLite database (bundled SQLite, WAL journal), one
+//! row per profile, trace or compare run, each written in its own transaction
+//! so a killed kopt never takes earlier runs with it.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("{path}: cannot open the history database: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("{path}: history database error: {source}")]
+    Sql {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("{path}: cannot create its folder: {source}")]
+    Folder {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: no run with id {id}")]
+    NoSuchRun { path: String, id: i64 },
+}
+
+/// One recorded run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: i64,
+    /// profile, trace, compare, bench.
+    pub kind: String,
+    pub started_utc: String,
+    pub command: String,
+    pub device: Option<String>,
+    pub git_rev: Option<String>,
+    /// One line for people (primary bottleneck, verdict...).
+    pub summary: String,
+    pub verdict: Option<String>,
+    pub run_dir: Option<String>,
+    /// The full machine report (kopt/1 JSON), when there is one.
+    pub report_json: Option<String>,
+}
+
+pub struct History {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    started_utc TEXT NOT NULL,
+    command TEXT NOT NULL,
+    device TEXT,
+    git_rev TEXT,
+    summary TEXT NOT NULL,
+    verdict TEXT,
+    run_dir TEXT,
+    report_json TEXT
+);";
+
+impl History {
+    pub fn open(path: &Path) -> Result<History, HistoryError> {
+        let label = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| HistoryError::Folder {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|source| HistoryError::Open {
+            path: label.clone(),
+            source,
+        })?;
+        let sql = |source| HistoryError::Sql {
+            path: label.clone(),
+            source,
+        };
+        // WAL: readers never see a half-written transaction, and a killed
+        // writer's partial transaction is rolled back on the next open.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(sql)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(sql)?;
+        conn.execute_batch(SCHEMA).map_err(sql)?;
+        Ok(History {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn err(&self, source: rusqlite::Error) -> HistoryError {
+        HistoryError::Sql {
+            path: self.path.display().to_string(),
+            source,
+        }
+    }
+
+    /// Record a run in one transaction; returns its id.
+    pub fn record(&mut self, r: &RunRow) -> Result<i64, HistoryError> {
+        let tx = self.conn.transaction().map_err(|e| HistoryError::Sql {
+            path: self.path.display().to_string(),
+            source: e,
+        })?;
+        tx.execute(
+            "INSERT INTO runs (kind, started_utc, command, device, git_rev, summary, verdict, run_dir, report_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![r.kind, r.started_utc, r.command, r.device, r.git_rev, r.summary, r.verdict, r.run_dir, r.report_json],
+        )
+        .map_err(|e| HistoryError::Sql {
+            path: self.path.display().to_string(),
+            source: e,
+        })?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(|e| HistoryError::Sql {
+            path: self.path.display().to_string(),
+            source: e,
+        })?;
+        Ok(id)
+    }
+
+    fn row(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            started_utc: r.get(2)?,
+            command: r.get(3)?,
+            device: r.get(4)?,
+            git_rev: r.get(5)?,
+            summary: r.get(6)?,
+            verdict: r.get(7)?,
+            run_dir: r.get(8)?,
+            report_json: r.get(9)?,
+        })
+    }
+
+    /// The newest runs first.
+    pub fn list(&self, limit: usize) -> Result<Vec<RunRow>, HistoryError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, kind, started_utc, command, device, git_rev, summary, verdict, run_dir, report_json FROM runs ORDER BY id DESC LIMIT ?1")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([limit as i64], Self::row)
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(rows)
+    }
+
+    pub fn get(&self, id: i64) -> Result<RunRow, HistoryError> {
+        self.conn
+            .query_row(
+                "SELECT id, kind, started_utc, command, device, git_rev, summary, verdict, run_dir, report_json FROM runs WHERE id = ?1",
+                [id],
+                Self::row,
+            )
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or(HistoryError::NoSuchRun {
+                path: self.path.display().to_string(),
+                id,
+            })
+    }
+
+    pub fn count(&self) -> Result<i64, HistoryError> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+}
+
+/// The git revision of the repository holding `dir`, when there is one.
+pub fn git_revision(dir: &Path) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(kind: &str, summary: &str) -> RunRow {
+        RunRow {
+            id: 0,
+            kind: kind.into(),
+            started_utc: "2026-11-25T23:50:00Z".into(),
+            command: "python3 bench.py".into(),
+            device: Some("NVIDIA H200".into()),
+            git_rev: None,
+            summary: summary.into(),
+            verdict: None,
+            run_dir: None,
+            report_json: Some("{\"schema\":\"kopt/1\"}".into()),
+        }
+    }
+
+    #[test]
+    fn records_and_lists_newest_first() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".kopt/history.db");
+        let mut h = History::open(&p).unwrap();
+        let a = h.record(&run("profile", "first")).unwrap();
+        let b = h.record(&run("trace", "second")).unwrap();
+        let rows = h.list(10).unwrap();
+        assert_eq!(rows.iter().map(|r| r.id).collect::<Vec<_>>(), vec![b, a]);
+        assert_eq!(h.get(a).unwrap().summary, "first");
+        assert!(matches!(h.get(999), Err(HistoryError::NoSuchRun { .. })));
+        drop(h);
+        // Reopening keeps everything.
+        assert_eq!(History::open(&p).unwrap().count().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_a_clear_error() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("history.db");
+        std::fs::write(
+            &p,
+            b"this is not sqlite, it is a text file long enough to have a header",
+        )
+        .unwrap();
+        let e = History::open(&p).err().unwrap().to_string();
+        assert!(e.starts_with(&p.display().to_string()), "{e}");
+    }
+}

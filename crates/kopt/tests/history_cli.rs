@@ -1,0 +1,129 @@
+//! `kopt history`: runs recorded, listed and diffed; and a kopt killed with
+//! SIGKILL in the middle of writing leaves every earlier run readable.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use kopt_store::History;
+
+fn kopt(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn compare_and_trace_runs_are_recorded() {
+    let d = tempfile::tempdir().unwrap();
+    let npy = kopt_ingest::tensor::npy_bytes("<f4", &[2], &[0, 0, 128, 63, 0, 0, 0, 64]);
+    std::fs::write(d.path().join("a.npy"), &npy).unwrap();
+    std::fs::write(d.path().join("b.npy"), &npy).unwrap();
+    assert!(kopt(d.path(), &["compare", "a.npy", "b.npy"])
+        .status
+        .success());
+    // A traced run (the workload stands in for the tracer, as in trace_cli.rs).
+    let trace = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/kopt-trace-h200/moe_trace.jsonl");
+    std::fs::write(d.path().join("libkopt_tracer.so"), b"stand-in").unwrap();
+    let cp = format!("cp '{}' \"$KOPT_TRACE_OUT\"", trace.display());
+    let o = kopt(
+        d.path(),
+        &[
+            "trace",
+            "--tracer",
+            "libkopt_tracer.so",
+            "--format",
+            "json",
+            "--",
+            "/bin/sh",
+            "-c",
+            &cp,
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = kopt(
+        d.path(),
+        &[
+            "trace",
+            "--tracer",
+            "libkopt_tracer.so",
+            "--format",
+            "json",
+            "--",
+            "/bin/sh",
+            "-c",
+            &cp,
+        ],
+    );
+    assert!(o.status.success());
+
+    let list = String::from_utf8_lossy(&kopt(d.path(), &["history"]).stdout).into_owned();
+    let lines: Vec<&str> = list.lines().collect();
+    assert_eq!(lines.len(), 3, "{list}");
+    assert!(
+        lines[0].contains("trace") && lines[0].contains("launch_overhead"),
+        "{list}"
+    );
+    assert!(
+        lines[2].contains("compare") && lines[2].contains("within tolerance"),
+        "{list}"
+    );
+    let diff = String::from_utf8_lossy(&kopt(d.path(), &["history", "diff", "2", "3"]).stdout)
+        .into_owned();
+    assert!(
+        diff.contains("kernel time:") && diff.contains("gatherTopK"),
+        "{diff}"
+    );
+    assert_eq!(
+        kopt(d.path(), &["history", "show", "99"]).status.code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn sigkill_during_writes_keeps_every_committed_run() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("history.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["history", "--db"])
+        .arg(&db)
+        .args(["stress", "--rows", "100000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Let it write for a while, then kill it without warning.
+    let mut waited = 0;
+    while waited < 50 {
+        std::thread::sleep(Duration::from_millis(100));
+        waited += 1;
+        if History::open(&db).and_then(|h| h.count()).unwrap_or(0) > 200 {
+            break;
+        }
+    }
+    child.kill().unwrap(); // SIGKILL on unix
+    child.wait().unwrap();
+
+    let h = History::open(&db).expect("the database opens after the kill");
+    let n = h.count().unwrap();
+    assert!(n > 200, "only {n} rows were written before the kill");
+    let rows = h.list(n as usize).unwrap();
+    assert_eq!(rows.len() as i64, n);
+    // Every committed run is whole and in order: ids 1..=n, row i says "row i-1".
+    for (k, r) in rows.iter().rev().enumerate() {
+        assert_eq!(r.id, k as i64 + 1);
+        assert_eq!(r.summary, format!("row {k}"));
+        assert_eq!(r.report_json.as_deref().map(str::len), Some(512));
+    }
+    // And kopt itself lists them.
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["history", "--db"])
+        .arg(&db)
+        .args(["--limit", "3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
+}
