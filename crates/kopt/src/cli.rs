@@ -31,6 +31,8 @@ pub enum Command {
     Journal(JournalCommand),
     /// Every profile, trace and compare run, newest first; `show ID`, `diff A B`
     History(HistoryArgs),
+    /// A/B (or ablation) benchmark with a bootstrap interval and a keep / marginal / revert verdict
+    Bench(BenchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -287,4 +289,62 @@ pub enum HistoryCommand {
         #[arg(long, default_value_t = 1_000_000)]
         rows: u64,
     },
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  kopt bench --baseline 'python3 k.py --impl ref' --candidate 'python3 k.py --impl new'\n  kopt bench -n base='./app --v1' -n tiled='./app --v2' -n swizzled='./app --v3'\n\nA command that prints lines {\"kopt_sample_ns\": N} (or {\"kopt_sample_s\": x}) is timed by those samples; otherwise by its wall time. Exit code 3 when a candidate's verdict is REVERT."
+)]
+pub struct BenchArgs {
+    /// Baseline command (run through /bin/sh -c, like hyperfine)
+    #[arg(long, value_name = "CMD", requires = "candidate")]
+    pub baseline: Option<String>,
+
+    /// Candidate command
+    #[arg(long, value_name = "CMD")]
+    pub candidate: Option<String>,
+
+    /// Named variants for an ablation: NAME=CMD, the first is the baseline
+    #[arg(short = 'n', long = "variant", value_name = "NAME=CMD", conflicts_with_all = ["baseline", "candidate"])]
+    pub variants: Vec<String>,
+
+    /// Speed-up that counts for KEEP (0.05 = 5%)
+    #[arg(long, default_value_t = 0.05)]
+    pub threshold: f64,
+
+    /// Slow-down still treated as noise (REVERT only beyond it)
+    #[arg(long, default_value_t = 0.01)]
+    pub noise: f64,
+
+    /// Untimed runs of each variant first
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+
+    /// Samples each variant needs at least
+    #[arg(long, default_value_t = 10)]
+    pub min_samples: usize,
+
+    /// Seconds each variant runs at least
+    #[arg(long, default_value_t = 0.5)]
+    pub min_time: f64,
+
+    /// Seconds each variant may run at most
+    #[arg(long, default_value_t = 10.0)]
+    pub max_time: f64,
+
+    /// Relative noise at which sampling may stop
+    #[arg(long, default_value_t = 0.005)]
+    pub noise_target: f64,
+
+    /// Seed of the bootstrap (results reproduce)
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Output format: term, md, json
+    #[arg(long, short = 'f', default_value = "term")]
+    pub format: String,
+
+    /// History database the verdict is recorded in
+    #[arg(long, default_value = ".kopt/history.db", value_name = "FILE")]
+    pub db: PathBuf,
 }

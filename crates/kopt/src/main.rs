@@ -2,6 +2,7 @@
 //! `options`, and handed to the library crates by the command modules.
 
 mod analyze_cmd;
+mod bench_cmd;
 mod cli;
 mod compare_cmd;
 mod exit;
@@ -29,6 +30,7 @@ fn main() -> std::process::ExitCode {
             .and_then(|req| trace_cmd::run(&req).map_err(exit::Failure::Error)),
         cli::Command::Compare(args) => compare_cmd::run(&args),
         cli::Command::Journal(cmd) => journal_cmd::run(cmd),
+        cli::Command::Bench(args) => bench_cmd::run(&args),
         cli::Command::History(args) => history_cmd::run(&args).map_err(exit::Failure::Error),
     };
     exit::report(result)

@@ -1,0 +1,248 @@
+//! `kopt bench`: seed 002's protocol as one command. Variants run
+//! interleaved (the order rotates every round, so drift cancels), each timed
+//! by the samples it reports itself or else by its wall time, until the
+//! stopping rule holds; then a seeded bootstrap interval of the median ratio
+//! against the first variant, and keep / marginal / revert.
+
+use std::process::Command;
+use std::time::Instant;
+
+use kopt_bench::{
+    bootstrap_median_ratio, decide, median, outliers, relative_noise, StopRule, VerdictKind,
+};
+
+use crate::cli::BenchArgs;
+use crate::exit::Failure;
+
+struct Variant {
+    name: String,
+    command: String,
+    samples: Vec<f64>,
+    /// Seconds spent running it (the stopping rule's clock).
+    spent: f64,
+    self_reported: bool,
+}
+
+/// Samples a run printed itself: `{"kopt_sample_ns": N}` or `{"kopt_sample_s": x}` lines, in seconds.
+fn reported_samples(stdout: &str) -> Vec<f64> {
+    stdout
+        .lines()
+        .filter(|l| l.contains("kopt_sample"))
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+        .filter_map(|v| {
+            v.get("kopt_sample_ns")
+                .and_then(|x| x.as_f64())
+                .map(|ns| ns * 1e-9)
+                .or_else(|| v.get("kopt_sample_s").and_then(|x| x.as_f64()))
+        })
+        .collect()
+}
+
+/// Run once; returns (samples, wall seconds).
+fn run_once(command: &str) -> anyhow::Result<(Vec<f64>, f64)> {
+    let t = Instant::now();
+    let out = Command::new("/bin/sh").args(["-c", command]).output()?;
+    let wall = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(3).collect();
+        anyhow::bail!(
+            "`{command}` failed ({}): {}",
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+        );
+    }
+    Ok((
+        reported_samples(&String::from_utf8_lossy(&out.stdout)),
+        wall,
+    ))
+}
+
+fn variants(a: &BenchArgs) -> Result<Vec<Variant>, Failure> {
+    let v = |name: &str, command: &str| Variant {
+        name: name.to_string(),
+        command: command.to_string(),
+        samples: Vec::new(),
+        spent: 0.0,
+        self_reported: false,
+    };
+    if let (Some(b), Some(c)) = (&a.baseline, &a.candidate) {
+        return Ok(vec![v("baseline", b), v("candidate", c)]);
+    }
+    let list: Vec<Variant> = a
+        .variants
+        .iter()
+        .map(|s| {
+            s.split_once('=')
+                .filter(|(n, c)| !n.trim().is_empty() && !c.trim().is_empty())
+                .map(|(n, c)| v(n.trim(), c))
+                .ok_or_else(|| Failure::Usage(format!("-n {s}: expected NAME=CMD")))
+        })
+        .collect::<Result<_, _>>()?;
+    if list.len() < 2 {
+        return Err(Failure::Usage(
+            "give --baseline and --candidate, or at least two -n NAME=CMD variants".into(),
+        ));
+    }
+    Ok(list)
+}
+
+pub fn run(a: &BenchArgs) -> Result<(), Failure> {
+    if !matches!(a.format.as_str(), "term" | "md" | "json") {
+        return Err(Failure::Usage(format!(
+            "--format {} is not one of term, md, json",
+            a.format
+        )));
+    }
+    if !(a.threshold > 0.0 && a.threshold < 1.0)
+        || a.noise < 0.0
+        || a.min_time < 0.0
+        || a.max_time <= 0.0
+    {
+        return Err(Failure::Usage(
+            "--threshold must be in (0, 1); --noise, --min-time >= 0; --max-time > 0".into(),
+        ));
+    }
+    let mut vs = variants(a)?;
+    let rule = StopRule {
+        min_samples: a.min_samples.max(2),
+        min_time_s: a.min_time,
+        noise_target: a.noise_target,
+        max_time_s: a.max_time,
+    };
+    for v in &vs {
+        for _ in 0..a.warmup {
+            run_once(&v.command).map_err(Failure::Error)?;
+        }
+    }
+    let mut round = 0usize;
+    while vs.iter().any(|v| !rule.should_stop(&v.samples, v.spent)) {
+        let n = vs.len();
+        for k in 0..n {
+            let i = (k + round) % n;
+            if rule.should_stop(&vs[i].samples, vs[i].spent) {
+                continue;
+            }
+            let (reported, wall) = run_once(&vs[i].command).map_err(Failure::Error)?;
+            let v = &mut vs[i];
+            v.spent += wall;
+            if reported.is_empty() {
+                v.samples.push(wall);
+            } else {
+                v.self_reported = true;
+                v.samples.extend(reported);
+            }
+        }
+        round += 1;
+    }
+    report(a, &vs)
+}
+
+fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
+    let base = &vs[0];
+    let base_median = median(&base.samples).unwrap_or(f64::NAN);
+    let mut rows = Vec::new();
+    let mut worst = VerdictKind::Keep;
+    for (i, v) in vs.iter().enumerate() {
+        let m = median(&v.samples).unwrap_or(f64::NAN);
+        let (interval, verdict) = if i == 0 {
+            (None, None)
+        } else {
+            let iv = bootstrap_median_ratio(&base.samples, &v.samples, 2000, 0.95, a.seed)
+                .expect("samples exist");
+            let vd = decide(&iv, a.threshold, a.noise, None);
+            if vd.kind == VerdictKind::Revert
+                || (vd.kind == VerdictKind::Marginal && worst == VerdictKind::Keep)
+            {
+                worst = vd.kind;
+            }
+            (Some(iv), Some(vd))
+        };
+        rows.push(serde_json::json!({
+            "name": v.name,
+            "command": v.command,
+            "source": if v.self_reported { "self-reported samples" } else { "wall time of the whole process" },
+            "samples": v.samples.len(),
+            "outliers": outliers(&v.samples).len(),
+            "median_s": m,
+            "relative_noise": relative_noise(&v.samples),
+            "speedup_vs_first": base_median / m,
+            "ratio_interval": interval,
+            "verdict": verdict,
+        }));
+    }
+    match a.format.as_str() {
+        "json" => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"schema": "kopt/1", "threshold": a.threshold, "seed": a.seed, "variants": rows}))
+                .expect("serialisable")
+        ),
+        fmt => {
+            let md = fmt == "md";
+            if md {
+                println!("| Version | Median | Speedup vs first | Samples | Noise | Verdict vs first |");
+                println!("|---|--:|--:|--:|--:|---|");
+            }
+            for r in &rows {
+                let verdict = r["verdict"]["kind"].as_str().unwrap_or("baseline");
+                let line = (
+                    r["name"].as_str().unwrap_or(""),
+                    kopt_model::format_duration_ns(r["median_s"].as_f64().unwrap_or(0.0) * 1e9),
+                    format!("{:.3}x", r["speedup_vs_first"].as_f64().unwrap_or(0.0)),
+                    r["samples"].as_u64().unwrap_or(0),
+                    r["relative_noise"].as_f64().map_or("-".into(), |n| format!("{:.2}%", 100.0 * n)),
+                    verdict,
+                );
+                if md {
+                    println!("| {} | {} | {} | {} | {} | {} |", line.0, line.1, line.2, line.3, line.4, line.5);
+                } else {
+                    println!("{:<14} {:>12} {:>9} {:>5} samples  noise {:>7}  {}", line.0, line.1, line.2, line.3, line.4, line.5);
+                    if let Some(reason) = r["verdict"]["reason"].as_str() {
+                        println!("  {reason}; {}", r["verdict"]["next"].as_str().unwrap_or(""));
+                    }
+                    println!("  timed by: {}", r["source"].as_str().unwrap_or(""));
+                }
+            }
+        }
+    }
+    let summary = rows
+        .iter()
+        .skip(1)
+        .map(|r| {
+            format!(
+                "{}: {}",
+                r["name"].as_str().unwrap_or(""),
+                r["verdict"]["kind"].as_str().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    crate::history_cmd::record(
+        &a.db,
+        kopt_store::RunRow {
+            id: 0,
+            kind: "bench".into(),
+            started_utc: crate::run_record::utc_timestamp(std::time::SystemTime::now()),
+            command: vs
+                .iter()
+                .map(|v| format!("{}={}", v.name, v.command))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            device: None,
+            git_rev: kopt_store::git_revision(std::path::Path::new(".")),
+            summary,
+            verdict: Some(format!("{worst:?}").to_ascii_uppercase()),
+            run_dir: None,
+            report_json: serde_json::to_string(&rows).ok(),
+        },
+    );
+    if rows
+        .iter()
+        .skip(1)
+        .any(|r| r["verdict"]["kind"] == "REVERT")
+    {
+        Err(Failure::Regression)
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,110 @@
+//! `kopt bench` in wall-time and self-reported modes, on commands whose
+//! durations are known.
+
+use std::process::{Command, Output};
+
+fn bench(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .arg("bench")
+        .args([
+            "--min-samples",
+            "5",
+            "--min-time",
+            "0.2",
+            "--max-time",
+            "1.5",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn wall_time_keep_and_revert() {
+    let d = tempfile::tempdir().unwrap();
+    let o = bench(
+        d.path(),
+        &[
+            "--baseline",
+            "sleep 0.06",
+            "--candidate",
+            "sleep 0.03",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["variants"][1]["verdict"]["kind"], "KEEP");
+    assert_eq!(v["variants"][1]["source"], "wall time of the whole process");
+    let speedup = v["variants"][1]["speedup_vs_first"].as_f64().unwrap();
+    assert!(speedup > 1.3 && speedup < 2.2, "{speedup}");
+
+    let o = bench(
+        d.path(),
+        &["-n", "fast=sleep 0.03", "-n", "slow=sleep 0.05"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "REVERT exits 3: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // Both verdicts are in the history.
+    let h = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .arg("history")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&h.stdout);
+    assert!(
+        list.contains("candidate: KEEP") && list.contains("slow: REVERT"),
+        "{list}"
+    );
+}
+
+#[test]
+fn self_reported_samples_win_over_wall_time() {
+    let d = tempfile::tempdir().unwrap();
+    let emit = |ns: u32| {
+        format!("for i in 0 1 2 3 4 5 6 7 8 9; do echo '{{\"kopt_sample_ns\": {ns}'$i'}}'; done")
+    };
+    let o = bench(
+        d.path(),
+        &[
+            "--baseline",
+            &emit(1000),
+            "--candidate",
+            &emit(1000),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["variants"][0]["source"], "self-reported samples");
+    assert_eq!(v["variants"][1]["verdict"]["kind"], "MARGINAL");
+    let median = v["variants"][0]["median_s"].as_f64().unwrap();
+    assert!((median - 10_004.5e-9).abs() < 1e-9, "{median}");
+}
+
+#[test]
+fn failures_and_usage() {
+    let d = tempfile::tempdir().unwrap();
+    let o = bench(d.path(), &["--baseline", "true", "--candidate", "exit 7"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`exit 7` failed"));
+    assert_eq!(bench(d.path(), &["-n", "only=true"]).status.code(), Some(2));
+    assert_eq!(bench(d.path(), &["-n", "noequals"]).status.code(), Some(2));
+}
