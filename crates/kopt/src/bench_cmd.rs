@@ -21,6 +21,10 @@ struct Variant {
     /// Seconds spent running it (the stopping rule's clock).
     spent: f64,
     self_reported: bool,
+    /// The output it wrote (with --check), and the gate's result against the first variant's.
+    output: Option<Vec<kopt_ingest::tensor::Tensor>>,
+    correct: Option<bool>,
+    check_problems: Vec<String>,
 }
 
 /// Samples a run printed itself: `{"kopt_sample_ns": N}` or `{"kopt_sample_s": x}` lines, in seconds.
@@ -65,6 +69,9 @@ fn variants(a: &BenchArgs) -> Result<Vec<Variant>, Failure> {
         samples: Vec::new(),
         spent: 0.0,
         self_reported: false,
+        output: None,
+        correct: None,
+        check_problems: Vec::new(),
     };
     if let (Some(b), Some(c)) = (&a.baseline, &a.candidate) {
         return Ok(vec![v("baseline", b), v("candidate", c)]);
@@ -110,9 +117,44 @@ pub fn run(a: &BenchArgs) -> Result<(), Failure> {
         noise_target: a.noise_target,
         max_time_s: a.max_time,
     };
-    for v in &vs {
-        for _ in 0..a.warmup {
+    for v in vs.iter_mut() {
+        for _ in 0..a.warmup.max(u32::from(a.check.is_some())) {
             run_once(&v.command).map_err(Failure::Error)?;
+        }
+        if let Some(path) = &a.check {
+            // Fresh output per variant: a stale file must not pass for a new one.
+            let tensors =
+                kopt_ingest::tensor::read_tensors(path).map_err(|e| Failure::Error(e.into()))?;
+            std::fs::remove_file(path).ok();
+            v.output = Some(tensors);
+        }
+    }
+    if a.check.is_some() {
+        let reference = vs[0].output.clone().unwrap_or_default();
+        for v in vs.iter_mut().skip(1) {
+            let out = v.output.as_deref().unwrap_or_default();
+            let mut ok = reference.len() == out.len();
+            for (r, c) in reference.iter().zip(out) {
+                let cmp = kopt_bench::compare(
+                    &r.name,
+                    kopt_bench::Side {
+                        dtype: r.dtype.name(),
+                        shape: &r.shape,
+                        values: &r.values,
+                    },
+                    kopt_bench::Side {
+                        dtype: c.dtype.name(),
+                        shape: &c.shape,
+                        values: &c.values,
+                    },
+                    a.tol,
+                    false,
+                );
+                ok &= cmp.passed;
+                v.check_problems
+                    .extend(cmp.problems.iter().map(|p| format!("{}: {p}", cmp.name)));
+            }
+            v.correct = Some(ok);
         }
     }
     let mut round = 0usize;
@@ -150,7 +192,7 @@ fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
         } else {
             let iv = bootstrap_median_ratio(&base.samples, &v.samples, 2000, 0.95, a.seed)
                 .expect("samples exist");
-            let vd = decide(&iv, a.threshold, a.noise, None);
+            let vd = decide(&iv, a.threshold, a.noise, v.correct);
             if vd.kind == VerdictKind::Revert
                 || (vd.kind == VerdictKind::Marginal && worst == VerdictKind::Keep)
             {
@@ -169,6 +211,8 @@ fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
             "speedup_vs_first": base_median / m,
             "ratio_interval": interval,
             "verdict": verdict,
+            "correct": v.correct,
+            "check_problems": v.check_problems,
         }));
     }
     match a.format.as_str() {
@@ -201,6 +245,9 @@ fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
                         println!("  {reason}; {}", r["verdict"]["next"].as_str().unwrap_or(""));
                     }
                     println!("  timed by: {}", r["source"].as_str().unwrap_or(""));
+                    for p in r["check_problems"].as_array().into_iter().flatten() {
+                        println!("  correctness: {}", p.as_str().unwrap_or(""));
+                    }
                 }
             }
         }
@@ -236,6 +283,34 @@ fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
             report_json: serde_json::to_string(&rows).ok(),
         },
     );
+    if let Some(h) = &a.journal {
+        let cwd = std::env::current_dir().map_err(|e| Failure::Error(e.into()))?;
+        let stamp = crate::run_record::utc_timestamp(std::time::SystemTime::now());
+        let outcome = rows
+            .iter()
+            .skip(1)
+            .map(|r| {
+                format!(
+                    "{}: {:.3}x vs {} ({})",
+                    r["name"].as_str().unwrap_or(""),
+                    r["speedup_vs_first"].as_f64().unwrap_or(0.0),
+                    base.name,
+                    r["verdict"]["reason"].as_str().unwrap_or("")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let entry = kopt_store::Entry {
+            when: format!("{} {} UTC", &stamp[..10], &stamp[11..16]),
+            hypothesis: h.clone(),
+            prediction: None,
+            outcome: Some(outcome),
+            verdict: Some(format!("{worst:?}").to_ascii_uppercase()),
+            run: Some("kopt bench (see kopt history)".into()),
+        };
+        kopt_store::append_entry(&kopt_store::find_journal(&cwd), &entry)
+            .map_err(|e| Failure::Error(e.into()))?;
+    }
     if rows
         .iter()
         .skip(1)

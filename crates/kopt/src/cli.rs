@@ -340,6 +340,19 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 
+    /// Correctness gate: the .npy / .safetensors file every variant writes; after each
+    /// variant's warm-up run it is compared with the first variant's (a failure is REVERT)
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
+
+    /// Relative L2 tolerance for --check (default by dtype)
+    #[arg(long, value_name = "REL_L2")]
+    pub tol: Option<f64>,
+
+    /// Record the verdict in OPTIMIZATIONS.md with this hypothesis
+    #[arg(long, value_name = "HYPOTHESIS")]
+    pub journal: Option<String>,
+
     /// Output format: term, md, json
     #[arg(long, short = 'f', default_value = "term")]
     pub format: String,

@@ -108,3 +108,55 @@ fn failures_and_usage() {
     assert_eq!(bench(d.path(), &["-n", "only=true"]).status.code(), Some(2));
     assert_eq!(bench(d.path(), &["-n", "noequals"]).status.code(), Some(2));
 }
+
+#[test]
+fn check_gate_turns_a_fast_wrong_candidate_into_revert_and_the_journal_records_it() {
+    let d = tempfile::tempdir().unwrap();
+    let vals: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let bad: Vec<u8> = [1.0f32, f32::NAN, 3.0, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    std::fs::write(
+        d.path().join("good.npy"),
+        kopt_ingest::tensor::npy_bytes("<f4", &[4], &vals),
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("bad.npy"),
+        kopt_ingest::tensor::npy_bytes("<f4", &[4], &bad),
+    )
+    .unwrap();
+    let o = bench(
+        d.path(),
+        &[
+            "--baseline",
+            "sleep 0.05; cp good.npy out.npy",
+            "--candidate",
+            "cp bad.npy out.npy",
+            "--check",
+            "out.npy",
+            "--journal",
+            "skip the slow path",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["variants"][1]["correct"], false);
+    assert_eq!(v["variants"][1]["verdict"]["kind"], "REVERT");
+    let journal = std::fs::read_to_string(d.path().join("OPTIMIZATIONS.md")).unwrap();
+    assert!(
+        journal.contains(": skip the slow path") && journal.contains("- **Verdict:** REVERT"),
+        "{journal}"
+    );
+}
