@@ -1,6 +1,7 @@
 //! Exporters for a [`Diagnosis`]: one module per format behind one trait.
 //! They decide nothing: every figure and word comes from kopt-analyze.
 
+pub mod bench_html;
 pub mod chrome_trace;
 mod format;
 pub mod html;

@@ -95,9 +95,9 @@ fn variants(a: &BenchArgs) -> Result<Vec<Variant>, Failure> {
 }
 
 pub fn run(a: &BenchArgs) -> Result<(), Failure> {
-    if !matches!(a.format.as_str(), "term" | "md" | "json") {
+    if !matches!(a.format.as_str(), "term" | "md" | "json" | "html") {
         return Err(Failure::Usage(format!(
-            "--format {} is not one of term, md, json",
+            "--format {} is not one of term, md, json, html",
             a.format
         )));
     }
@@ -215,43 +215,9 @@ fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
             "check_problems": v.check_problems,
         }));
     }
-    match a.format.as_str() {
-        "json" => println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"schema": "kopt/1", "threshold": a.threshold, "seed": a.seed, "variants": rows}))
-                .expect("serialisable")
-        ),
-        fmt => {
-            let md = fmt == "md";
-            if md {
-                println!("| Version | Median | Speedup vs first | Samples | Noise | Verdict vs first |");
-                println!("|---|--:|--:|--:|--:|---|");
-            }
-            for r in &rows {
-                let verdict = r["verdict"]["kind"].as_str().unwrap_or("baseline");
-                let line = (
-                    r["name"].as_str().unwrap_or(""),
-                    kopt_model::format_duration_ns(r["median_s"].as_f64().unwrap_or(0.0) * 1e9),
-                    format!("{:.3}x", r["speedup_vs_first"].as_f64().unwrap_or(0.0)),
-                    r["samples"].as_u64().unwrap_or(0),
-                    r["relative_noise"].as_f64().map_or("-".into(), |n| format!("{:.2}%", 100.0 * n)),
-                    verdict,
-                );
-                if md {
-                    println!("| {} | {} | {} | {} | {} | {} |", line.0, line.1, line.2, line.3, line.4, line.5);
-                } else {
-                    println!("{:<14} {:>12} {:>9} {:>5} samples  noise {:>7}  {}", line.0, line.1, line.2, line.3, line.4, line.5);
-                    if let Some(reason) = r["verdict"]["reason"].as_str() {
-                        println!("  {reason}; {}", r["verdict"]["next"].as_str().unwrap_or(""));
-                    }
-                    println!("  timed by: {}", r["source"].as_str().unwrap_or(""));
-                    for p in r["check_problems"].as_array().into_iter().flatten() {
-                        println!("  correctness: {}", p.as_str().unwrap_or(""));
-                    }
-                }
-            }
-        }
-    }
+    let text = render(a, vs, &rows);
+    crate::output::write_report(a.output.as_deref(), |out| out.write_all(text.as_bytes()))
+        .map_err(Failure::Error)?;
     let summary = rows
         .iter()
         .skip(1)
@@ -320,4 +286,97 @@ fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
     } else {
         Ok(())
     }
+}
+
+/// The report in the chosen format, as text.
+fn render(a: &BenchArgs, vs: &[Variant], rows: &[serde_json::Value]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    match a.format.as_str() {
+        "json" => {
+            let doc = serde_json::json!({"schema": "kopt/1", "threshold": a.threshold, "seed": a.seed, "variants": rows});
+            let _ = writeln!(
+                o,
+                "{}",
+                serde_json::to_string_pretty(&doc).expect("serialisable")
+            );
+        }
+        "html" => {
+            let views: Vec<kopt_report::bench_html::VariantView> = vs
+                .iter()
+                .zip(rows)
+                .map(|(v, r)| kopt_report::bench_html::VariantView {
+                    name: v.name.clone(),
+                    command: v.command.clone(),
+                    source: r["source"].as_str().unwrap_or("").into(),
+                    samples: v.samples.clone(),
+                    median: kopt_model::format_duration_ns(
+                        r["median_s"].as_f64().unwrap_or(0.0) * 1e9,
+                    ),
+                    speedup: format!("{:.3}x", r["speedup_vs_first"].as_f64().unwrap_or(0.0)),
+                    noise: r["relative_noise"]
+                        .as_f64()
+                        .map_or("-".into(), |n| format!("{:.2}%", 100.0 * n)),
+                    interval: r["ratio_interval"].as_object().map_or("-".into(), |i| {
+                        format!(
+                            "[{:.3}, {:.3}]",
+                            i["low"].as_f64().unwrap_or(0.0),
+                            i["high"].as_f64().unwrap_or(0.0)
+                        )
+                    }),
+                    verdict: r["verdict"]["kind"].as_str().unwrap_or("baseline").into(),
+                    reason: r["verdict"]["reason"].as_str().unwrap_or("").into(),
+                })
+                .collect();
+            o.push_str(&kopt_report::bench_html::page(&views, a.threshold));
+        }
+        fmt => {
+            let md = fmt == "md";
+            if md {
+                let _ = writeln!(
+                    o,
+                    "| Version | Median | Speedup vs first | Samples | Noise | Verdict vs first |"
+                );
+                let _ = writeln!(o, "|---|--:|--:|--:|--:|---|");
+            }
+            for r in rows {
+                let verdict = r["verdict"]["kind"].as_str().unwrap_or("baseline");
+                let line = (
+                    r["name"].as_str().unwrap_or(""),
+                    kopt_model::format_duration_ns(r["median_s"].as_f64().unwrap_or(0.0) * 1e9),
+                    format!("{:.3}x", r["speedup_vs_first"].as_f64().unwrap_or(0.0)),
+                    r["samples"].as_u64().unwrap_or(0),
+                    r["relative_noise"]
+                        .as_f64()
+                        .map_or("-".into(), |n| format!("{:.2}%", 100.0 * n)),
+                    verdict,
+                );
+                if md {
+                    let _ = writeln!(
+                        o,
+                        "| {} | {} | {} | {} | {} | {} |",
+                        line.0, line.1, line.2, line.3, line.4, line.5
+                    );
+                } else {
+                    let _ = writeln!(
+                        o,
+                        "{:<14} {:>12} {:>9} {:>5} samples  noise {:>7}  {}",
+                        line.0, line.1, line.2, line.3, line.4, line.5
+                    );
+                    if let Some(reason) = r["verdict"]["reason"].as_str() {
+                        let _ = writeln!(
+                            o,
+                            "  {reason}; {}",
+                            r["verdict"]["next"].as_str().unwrap_or("")
+                        );
+                    }
+                    let _ = writeln!(o, "  timed by: {}", r["source"].as_str().unwrap_or(""));
+                    for p in r["check_problems"].as_array().into_iter().flatten() {
+                        let _ = writeln!(o, "  correctness: {}", p.as_str().unwrap_or(""));
+                    }
+                }
+            }
+        }
+    }
+    o
 }

@@ -353,9 +353,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "HYPOTHESIS")]
     pub journal: Option<String>,
 
-    /// Output format: term, md, json
+    /// Output format: term, md, json, html
     #[arg(long, short = 'f', default_value = "term")]
     pub format: String,
+
+    /// Write the report to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// History database the verdict is recorded in
     #[arg(long, default_value = ".kopt/history.db", value_name = "FILE")]

@@ -160,3 +160,27 @@ fn check_gate_turns_a_fast_wrong_candidate_into_revert_and_the_journal_records_i
         "{journal}"
     );
 }
+
+#[test]
+fn html_page_with_distributions() {
+    let d = tempfile::tempdir().unwrap();
+    let o = bench(
+        d.path(),
+        &[
+            "-n",
+            "base=sleep 0.04",
+            "-n",
+            "faster=sleep 0.02",
+            "--format",
+            "html",
+            "-o",
+            "ab.html",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = std::fs::read_to_string(d.path().join("ab.html")).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert_eq!(page.matches("<g class=\"box\">").count(), 2);
+    assert!(page.contains("class=\"v-KEEP\""));
+    assert!(!page.to_ascii_lowercase().contains("<script"));
+}
