@@ -18,7 +18,9 @@ pub use diagnosis::{
     TimelineSummary,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
-pub use names::{format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name};
+pub use names::{
+    clip_chars, format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name,
+};
 pub use peaks::datasheet_peaks;
 pub use timeline::{ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Timeline};
 

@@ -6,12 +6,16 @@ const MAX_SHORT: usize = 48;
 /// `void at::<unnamed>::vectorized_elementwise_kernel<4, ...>(int, ...)` ->
 /// `vectorized_elementwise_kernel`, cut to a table-friendly length.
 pub fn kernel_short_name(full: &str) -> String {
-    let name = kernel_function_name(full);
-    if name.chars().count() > MAX_SHORT {
-        let cut: String = name.chars().take(MAX_SHORT - 1).collect();
-        format!("{cut}…")
+    clip_chars(&kernel_function_name(full), MAX_SHORT)
+}
+
+/// At most `max` characters: a longer text keeps `max - 1` and ends in "…".
+pub fn clip_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
     } else {
-        name
+        let head: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{head}…")
     }
 }
 

@@ -97,17 +97,8 @@ const RECS_SHOWN: usize = 50;
 /// 2-core machine); the tail is summed in one row and stays whole in JSON.
 pub const TABLE_ROWS_SHOWN: usize = 400;
 
-/// Full kernel names can run to thousands of characters; the tooltip keeps this much.
+/// Full kernel names can run to thousands of characters; the tooltip keeps this many characters, then an ellipsis.
 const TOOLTIP_MAX: usize = 600;
-
-fn clip(s: &str) -> String {
-    if s.chars().count() > TOOLTIP_MAX {
-        let head: String = s.chars().take(TOOLTIP_MAX).collect();
-        format!("{head}…")
-    } else {
-        s.to_string()
-    }
-}
 
 fn hidden_kernels(d: &Diagnosis) -> String {
     let rest = d.kernels.get(TABLE_ROWS_SHOWN..).unwrap_or_default();
@@ -175,7 +166,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
                 chunk
                     .iter()
                     .map(|k| KernelRow {
-                        name: clip(&k.name),
+                        name: kopt_model::clip_chars(&k.name, TOOLTIP_MAX + 1),
                         short: k.short_name.clone(),
                         launches: k.launches,
                         total: format::duration(k.total_ns),

@@ -34,15 +34,6 @@ const HEADERS: [&str; 13] = [
 /// Kernel names longer than this are cut in the table (JSON keeps them whole).
 const KERNEL_COLUMN: usize = 32;
 
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(max - 1).collect();
-        format!("{head}…")
-    }
-}
-
 impl Exporter for TerminalExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "kopt  {}", format::device_line(&d.device))?;
@@ -65,7 +56,7 @@ impl Exporter for TerminalExporter {
         table.set_header(HEADERS);
         for k in &d.kernels {
             table.add_row(vec![
-                Cell::new(clip(&k.short_name, KERNEL_COLUMN)),
+                Cell::new(kopt_model::clip_chars(&k.short_name, KERNEL_COLUMN)),
                 Cell::new(k.launches).set_alignment(CellAlignment::Right),
                 Cell::new(format::duration(k.total_ns)).set_alignment(CellAlignment::Right),
                 Cell::new(format::duration(k.mean_ns)).set_alignment(CellAlignment::Right),
