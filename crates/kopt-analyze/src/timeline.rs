@@ -159,7 +159,7 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
         repeated_period(&names).map(|p| (names.len() / p).max(1) as u64)
     } else {
-        Some(t.ranges.len() as u64)
+        Some(t.iteration_ranges(None).len() as u64)
     };
     let launch_bound = busy_pct < LAUNCH_BOUND_BUSY_PCT
         && match (median_kernel, median_launch) {
@@ -213,6 +213,50 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         launch_bound,
         verdict,
     })
+}
+
+/// GPU time per iteration: for each range of the iteration family (the most
+/// repeated NVTX / ProfilerStep name, or `family`), the time from the first
+/// kernel launched inside it starting to the last one ending, so launch gaps
+/// count as well as kernel time. A kernel belongs to the range its launch call
+/// started in (matched by correlation id); without launch records, to the
+/// range it started in. Returns the family's name and one value per range
+/// that launched kernels.
+pub fn gpu_time_per_range(t: &Timeline, family: Option<&str>) -> Option<(String, Vec<i64>)> {
+    let ranges = t.iteration_ranges(family);
+    let name = kopt_model::range_family(&ranges.first()?.name).to_string();
+    let launch_start: HashMap<u64, i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)
+        .map(|c| (c.correlation, c.start_ns))
+        .collect();
+    // Ranges of one family do not nest: sort by start and binary-search each kernel.
+    let mut spans: Vec<(i64, i64)> = ranges.iter().map(|r| (r.start_ns, r.end_ns)).collect();
+    spans.sort_unstable();
+    let mut per: Vec<Option<(i64, i64)>> = vec![None; spans.len()];
+    for k in t
+        .activities
+        .iter()
+        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+    {
+        let at = launch_start
+            .get(&k.correlation)
+            .copied()
+            .unwrap_or(k.start_ns);
+        let idx = spans.partition_point(|s| s.0 <= at);
+        if idx > 0 && at <= spans[idx - 1].1 {
+            let slot = &mut per[idx - 1];
+            *slot = Some(match *slot {
+                Some((s, e)) => (s.min(k.start_ns), e.max(k.end_ns)),
+                None => (k.start_ns, k.end_ns),
+            });
+        }
+    }
+    Some((
+        name,
+        per.into_iter().flatten().map(|(s, e)| e - s).collect(),
+    ))
 }
 
 /// Horizontal resolution the strip is merged to (spans closer than this share of the window join).
@@ -357,6 +401,35 @@ mod tests {
         assert!(!s.launch_bound);
         assert!(s.busy_pct > 95.0);
         assert!(s.verdict.contains("would not help"));
+    }
+
+    #[test]
+    fn gpu_time_per_range_follows_the_launch() {
+        // Two steps; the second step's kernel starts after the range closed
+        // (asynchronous), but its launch was inside: it still counts there.
+        // The first step: 120..150 and 160..170, a 50 ns span with its gap.
+        let t = Timeline {
+            activities: vec![kernel(120, 30, 1), kernel(160, 10, 2), kernel(320, 50, 3)],
+            api_calls: vec![launch(110, 5, 1), launch(130, 5, 2), launch(250, 5, 3)],
+            ranges: vec![
+                kopt_model::Range {
+                    name: "step".into(),
+                    start_ns: 100,
+                    end_ns: 200,
+                },
+                kopt_model::Range {
+                    name: "step".into(),
+                    start_ns: 200,
+                    end_ns: 300,
+                },
+            ],
+            ..Timeline::default()
+        };
+        assert_eq!(
+            gpu_time_per_range(&t, None),
+            Some(("step".to_string(), vec![50, 50]))
+        );
+        assert_eq!(gpu_time_per_range(&t, Some("other")), None);
     }
 
     #[test]

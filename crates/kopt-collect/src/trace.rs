@@ -56,6 +56,31 @@ pub fn locate_tracer(explicit: Option<&Path>) -> Result<PathBuf, TraceError> {
     }
 }
 
+/// The first libcupti in the library path (`libcupti.so`, else a versioned one).
+fn find_libcupti(lib_path: &[String]) -> Option<PathBuf> {
+    lib_path
+        .iter()
+        .flat_map(|entry| entry.split(':'))
+        .filter(|d| !d.is_empty())
+        .find_map(|d| {
+            let plain = Path::new(d).join("libcupti.so");
+            if plain.is_file() {
+                return Some(plain);
+            }
+            let mut versioned: Vec<PathBuf> = std::fs::read_dir(d)
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("libcupti.so."))
+                })
+                .collect();
+            versioned.sort();
+            versioned.into_iter().next()
+        })
+}
+
 /// What a traced run left behind.
 #[derive(Debug)]
 pub struct TracedRun {
@@ -88,6 +113,12 @@ pub fn run_traced(
         ("KOPT_TRACE_OUT".to_string(), trace.display().to_string()),
         ("LD_LIBRARY_PATH".to_string(), lib_path.join(":")),
     ];
+    // NVTX ranges reach CUPTI only when NVTX loads libcupti as its injection.
+    if std::env::var_os("NVTX_INJECTION64_PATH").is_none() {
+        if let Some(cupti) = find_libcupti(&lib_path) {
+            env.push(("NVTX_INJECTION64_PATH".into(), cupti.display().to_string()));
+        }
+    }
     if let Some(g) = &workload.gpu {
         env.push(("CUDA_VISIBLE_DEVICES".into(), g.clone()));
     }
@@ -136,4 +167,28 @@ pub fn run_traced(
         log,
         outcome,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libcupti_is_found_in_the_library_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("libcupti.so.13"), b"").unwrap();
+        let path = vec![format!(
+            "{}:{}",
+            empty.path().display(),
+            dir.path().display()
+        )];
+        assert_eq!(
+            find_libcupti(&path),
+            Some(dir.path().join("libcupti.so.13"))
+        );
+        std::fs::write(dir.path().join("libcupti.so"), b"").unwrap();
+        assert_eq!(find_libcupti(&path), Some(dir.path().join("libcupti.so")));
+        assert_eq!(find_libcupti(&[empty.path().display().to_string()]), None);
+    }
 }

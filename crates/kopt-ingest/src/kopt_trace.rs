@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Timeline};
+use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Range, Timeline};
 use serde::Deserialize;
 
 use crate::IngestError;
@@ -34,6 +34,9 @@ struct Line {
     bytes: Option<u64>,
     #[serde(default)]
     dropped: Option<u64>,
+    /// NVTX range id (range_start / range_end).
+    #[serde(default)]
+    id: Option<u64>,
 }
 
 /// A parsed kopt trace and what it says about its own completeness.
@@ -70,6 +73,8 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     };
     let mut ended = false;
     let mut dropped = 0;
+    // NVTX ranges open by id until their end record arrives.
+    let mut open: std::collections::HashMap<u64, (String, i64)> = std::collections::HashMap::new();
     let lines: Vec<&str> = text.lines().collect();
     for (i, raw) in lines.iter().enumerate() {
         if raw.trim().is_empty() {
@@ -87,6 +92,23 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 })
             }
         };
+        match (line.t.as_str(), line.id, line.s) {
+            ("range_start", Some(id), Some(s)) => {
+                open.insert(id, (line.name.unwrap_or_default(), s));
+                continue;
+            }
+            ("range_end", Some(id), Some(e)) => {
+                if let Some((name, start_ns)) = open.remove(&id) {
+                    t.ranges.push(Range {
+                        name,
+                        start_ns,
+                        end_ns: e,
+                    });
+                }
+                continue;
+            }
+            _ => {}
+        }
         let (Some(s), Some(e)) = (line.s, line.e) else {
             if line.t == "end" {
                 ended = true;
@@ -129,6 +151,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             });
         }
     }
+    t.ranges.sort_by_key(|r| r.start_ns);
     Ok(KoptTrace {
         timeline: t,
         ended,
@@ -154,6 +177,24 @@ mod tests {
 {"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
 {"t":"end","records":3,"dropped":0}
 "#;
+
+    #[test]
+    fn nvtx_ranges_pair_by_id() {
+        let text = r#"{"t":"range_start","id":2,"s":100,"tid":1,"name":"step","dom":""}
+{"t":"range_start","id":3,"s":150,"tid":1,"name":"inner","dom":""}
+{"t":"range_end","id":3,"s":180}
+{"t":"range_end","id":2,"s":200}
+{"t":"range_start","id":4,"s":300,"tid":1,"name":"never closed","dom":""}
+{"t":"end","records":5,"dropped":0}
+"#;
+        let t = parse_kopt_trace(text, "trace.jsonl").unwrap().timeline;
+        let got: Vec<(&str, i64, i64)> = t
+            .ranges
+            .iter()
+            .map(|r| (r.name.as_str(), r.start_ns, r.end_ns))
+            .collect();
+        assert_eq!(got, vec![("step", 100, 200), ("inner", 150, 180)]);
+    }
 
     #[test]
     fn parses_and_demangles() {

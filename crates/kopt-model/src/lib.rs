@@ -22,7 +22,7 @@ pub use names::{
     clip_chars, format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name,
 };
 pub use peaks::datasheet_peaks;
-pub use timeline::{ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Timeline};
+pub use timeline::{range_family, ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Timeline};
 
 /// Version tag of every JSON document kopt writes for machines.
 pub const SCHEMA: &str = "kopt/1";

@@ -103,3 +103,81 @@ pub struct Timeline {
     /// and first step included; a torch.profiler trace covers what the user chose.
     pub whole_program: bool,
 }
+
+/// A range's name with a trailing step number cut: `ProfilerStep#12` -> `ProfilerStep`.
+pub fn range_family(name: &str) -> &str {
+    match name.rsplit_once('#') {
+        Some((head, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => name,
+    }
+}
+
+impl Timeline {
+    /// The ranges that mark iterations: those of the most repeated range
+    /// family (`ProfilerStep#N`, or an NVTX name pushed once per step), or of
+    /// `family` when given. Ties go to the family covering more time (the outer one).
+    pub fn iteration_ranges(&self, family: Option<&str>) -> Vec<&Range> {
+        let chosen = match family {
+            Some(f) => f.to_string(),
+            None => {
+                let mut by: std::collections::HashMap<&str, (usize, i64)> =
+                    std::collections::HashMap::new();
+                for r in &self.ranges {
+                    let e = by.entry(range_family(&r.name)).or_default();
+                    e.0 += 1;
+                    e.1 += r.end_ns - r.start_ns;
+                }
+                match by.into_iter().max_by_key(|(name, (n, t))| (*n, *t, *name)) {
+                    Some((name, _)) => name.to_string(),
+                    None => return Vec::new(),
+                }
+            }
+        };
+        self.ranges
+            .iter()
+            .filter(|r| range_family(&r.name) == chosen)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(name: &str, start_ns: i64, end_ns: i64) -> Range {
+        Range {
+            name: name.into(),
+            start_ns,
+            end_ns,
+        }
+    }
+
+    #[test]
+    fn iterations_come_from_the_most_repeated_family() {
+        let t = Timeline {
+            ranges: vec![
+                range("setup", 0, 50),
+                range("step", 100, 200),
+                range("attn", 110, 150),
+                range("step", 200, 300),
+                range("attn", 210, 250),
+            ],
+            ..Timeline::default()
+        };
+        let names: Vec<&str> = t
+            .iteration_ranges(None)
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(names, vec!["step", "step"], "ties go to the outer range");
+        assert_eq!(t.iteration_ranges(Some("attn")).len(), 2);
+        assert!(t.iteration_ranges(Some("nope")).is_empty());
+    }
+
+    #[test]
+    fn profiler_steps_form_one_family() {
+        assert_eq!(range_family("ProfilerStep#12"), "ProfilerStep");
+        assert_eq!(range_family("a#b"), "a#b");
+        assert_eq!(range_family("plain"), "plain");
+    }
+}

@@ -1,7 +1,7 @@
 //! kopt's CUPTI injection library. Loaded into any CUDA program through
 //! `CUDA_INJECTION64_PATH` (PyTorch, Triton, CuPy, CUDA C++ alike), it records
 //! kernels, memcpy/memset and the CUDA API calls that launch, copy or
-//! synchronise, with CUPTI's activity API, and writes one JSON object per
+//! synchronise and NVTX ranges, with CUPTI's activity API, and writes one JSON object per
 //! record to `$KOPT_TRACE_OUT`.
 //!
 //! It must never take the host process down: every entry point runs inside
@@ -88,19 +88,41 @@ fn init() {
             warn(&format!("cuptiActivityRegisterCallbacks failed ({r:?}); is another profiler (torch.profiler, nsys) attached? tracing is off"));
             return;
         }
-        // API records: all runtime and driver calls (filtered when written), or
-        // with KOPT_TRACER_SELECT_APIS=1 only the calls kopt reads.
+        if std::env::var_os("KOPT_TRACER_PER_THREAD_BUFFERS").is_some_and(|v| v == "1") {
+            // One activity buffer per host thread: launches from different
+            // threads stop contending for CUPTI's shared buffer.
+            let mut on: u8 = 1;
+            let mut size = std::mem::size_of::<u8>();
+            let r = sys::cuptiActivitySetAttribute(
+                sys::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                &mut size,
+                (&mut on as *mut u8).cast(),
+            );
+            if r != sys::CUptiResult::CUPTI_SUCCESS {
+                warn(&format!("per-thread activity buffers unavailable ({r:?})"));
+            }
+        }
         let mut kinds = vec![
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
+            // NVTX ranges; CUPTI sees them when NVTX_INJECTION64_PATH names
+            // libcupti (kopt trace sets it).
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MARKER,
         ];
-        // Selecting single APIs (cuptiActivityEnable{Runtime,Driver}Api) is
-        // opt-in until it has been measured on a GPU; whole kinds are the default.
-        let select = std::env::var_os("KOPT_TRACER_SELECT_APIS").is_some_and(|v| v == "1");
-        if !(select && enable_selected_apis()) {
-            kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME);
-            kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER);
+        match ApiMode::from_env() {
+            ApiMode::All => {
+                kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME);
+                kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER);
+            }
+            ApiMode::Select => {
+                if !enable_selected_apis() {
+                    warn("this CUPTI cannot select single API calls; recording all of them");
+                    kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME);
+                    kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER);
+                }
+            }
+            ApiMode::Off => {}
         }
         for kind in kinds {
             let r = sys::cuptiActivityEnable(kind);
@@ -109,6 +131,31 @@ fn init() {
             }
         }
         libc::atexit(at_exit);
+    }
+}
+
+/// Which host API calls are recorded (`KOPT_TRACER_APIS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ApiMode {
+    /// Only the calls kopt reads: launches, graph launches, syncs, copies (default).
+    Select,
+    /// Every runtime and driver call (filtered when written).
+    All,
+    /// None: kernels and copies only, the lowest overhead.
+    Off,
+}
+
+impl ApiMode {
+    fn parse(v: Option<&str>) -> ApiMode {
+        match v {
+            Some("all") => ApiMode::All,
+            Some("off") | Some("none") => ApiMode::Off,
+            _ => ApiMode::Select,
+        }
+    }
+
+    fn from_env() -> ApiMode {
+        ApiMode::parse(std::env::var("KOPT_TRACER_APIS").ok().as_deref())
     }
 }
 
@@ -294,6 +341,24 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
                     ));
                 }
             }
+            K::CUPTI_ACTIVITY_KIND_MARKER => {
+                let m = unsafe { &*(record as *const sys::CUpti_ActivityMarker2) };
+                // Flags are a bit set: read them as an integer, not as the enum.
+                let flags = unsafe { *(record as *const u32).add(1) };
+                let tid = unsafe { m.objectId.pt.threadId };
+                let text = |p: *const std::ffi::c_char| {
+                    if p.is_null() {
+                        None
+                    } else {
+                        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+                    }
+                };
+                if let Some(line) =
+                    marker_line(flags, m.id, m.timestamp, tid, text(m.name), text(m.domain))
+                {
+                    lines.push_str(&line);
+                }
+            }
             K::CUPTI_ACTIVITY_KIND_MEMCPY => {
                 let m = unsafe { &*(record as *const sys::CUpti_ActivityMemcpy6) };
                 lines.push_str(&format!(
@@ -319,6 +384,33 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
     }
 }
 
+/// One NVTX marker record as a trace line: a range's start (with its name)
+/// or end (same id); instantaneous marks are skipped.
+fn marker_line(
+    flags: u32,
+    id: u32,
+    timestamp: u64,
+    tid: u32,
+    name: Option<String>,
+    domain: Option<String>,
+) -> Option<String> {
+    const START: u32 = 2;
+    const END: u32 = 4;
+    if flags & START != 0 {
+        Some(format!(
+            "{{\"t\":\"range_start\",\"id\":{id},\"s\":{timestamp},\"tid\":{tid},\"name\":{},\"dom\":{}}}\n",
+            json_str(name.as_deref().unwrap_or("")),
+            json_str(domain.as_deref().unwrap_or(""))
+        ))
+    } else if flags & END != 0 {
+        Some(format!(
+            "{{\"t\":\"range_end\",\"id\":{id},\"s\":{timestamp}}}\n"
+        ))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,6 +428,25 @@ mod tests {
         assert!(keep_api("cudaDeviceSynchronize_v3020"));
         assert!(keep_api("cudaMemcpyAsync_v3020"));
         assert!(!keep_api("cudaGetDevice_v3020"));
+    }
+
+    #[test]
+    fn nvtx_markers_become_range_lines() {
+        let start = marker_line(2, 7, 1000, 42, Some("step".into()), None).unwrap();
+        assert_eq!(
+            start,
+            "{\"t\":\"range_start\",\"id\":7,\"s\":1000,\"tid\":42,\"name\":\"step\",\"dom\":\"\"}\n"
+        );
+        let end = marker_line(4, 7, 2000, 42, None, None).unwrap();
+        assert_eq!(end, "{\"t\":\"range_end\",\"id\":7,\"s\":2000}\n");
+        assert!(marker_line(1, 8, 3000, 42, Some("mark".into()), None).is_none());
+    }
+
+    #[test]
+    fn api_mode_defaults_to_selected_calls() {
+        assert_eq!(ApiMode::parse(None), ApiMode::Select);
+        assert_eq!(ApiMode::parse(Some("all")), ApiMode::All);
+        assert_eq!(ApiMode::parse(Some("off")), ApiMode::Off);
     }
 
     #[test]

@@ -11,6 +11,10 @@ use kopt_bench::{
     bootstrap_median_ratio, decide, median, outliers, relative_noise, StopRule, VerdictKind,
 };
 
+use std::path::Path;
+
+use kopt_model::Timeline;
+
 use crate::cli::BenchArgs;
 use crate::exit::Failure;
 
@@ -20,7 +24,6 @@ struct Variant {
     samples: Vec<f64>,
     /// Seconds spent running it (the stopping rule's clock).
     spent: f64,
-    self_reported: bool,
     /// The output it wrote (with --check), and the gate's result against the first variant's.
     output: Option<Vec<kopt_ingest::tensor::Tensor>>,
     correct: Option<bool>,
@@ -42,8 +45,42 @@ fn reported_samples(stdout: &str) -> Vec<f64> {
         .collect()
 }
 
-/// Run once; returns (samples, wall seconds).
-fn run_once(command: &str) -> anyhow::Result<(Vec<f64>, f64)> {
+/// Where samples come from, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// GPU time per iteration (NVTX / ProfilerStep range) from kopt's tracer.
+    GpuRanges,
+    /// GPU time of all the run's kernels from kopt's tracer (asked for, never chosen).
+    GpuKernels,
+    /// `{"kopt_sample_ns": N}` lines the command prints.
+    Reported,
+    /// The whole process's wall time.
+    Wall,
+}
+
+impl Source {
+    fn describe(self, range: Option<&str>) -> String {
+        match self {
+            Source::GpuRanges => format!(
+                "GPU time per iteration (kopt's tracer: first kernel start to last kernel end of the kernels launched in each `{}` range; the first range of each run is warm-up)",
+                range.unwrap_or("?")
+            ),
+            Source::GpuKernels => "GPU kernel time of the whole run (kopt's tracer: sum of kernel durations)".into(),
+            Source::Reported => "self-reported samples".into(),
+            Source::Wall => "wall time of the whole process".into(),
+        }
+    }
+}
+
+/// How runs are timed: the source and, for the tracer, its library and range family.
+struct Timing {
+    source: Source,
+    tracer: Option<std::path::PathBuf>,
+    range: Option<String>,
+}
+
+/// Run once plainly; returns (self-reported samples, wall seconds).
+fn run_plain(command: &str) -> anyhow::Result<(Vec<f64>, f64)> {
     let t = Instant::now();
     let out = Command::new("/bin/sh").args(["-c", command]).output()?;
     let wall = t.elapsed().as_secs_f64();
@@ -62,13 +99,152 @@ fn run_once(command: &str) -> anyhow::Result<(Vec<f64>, f64)> {
     ))
 }
 
+/// Run once under kopt's tracer; returns the timeline (None when the program
+/// wrote no trace: it never used CUDA) and the wall seconds.
+fn run_traced(command: &str, tracer: &Path) -> anyhow::Result<(Option<Timeline>, f64)> {
+    let dir = tempfile::tempdir()?;
+    let workload = kopt_collect::Workload {
+        argv: vec!["/bin/sh".into(), "-c".into(), command.into()],
+        gpu: None,
+        timeout: None,
+    };
+    let t = Instant::now();
+    let traced = kopt_collect::trace::run_traced(&workload, tracer, dir.path(), &|_, _| {});
+    let wall = t.elapsed().as_secs_f64();
+    match traced {
+        Ok(run) => Ok((
+            Some(kopt_ingest::read_kopt_trace(&run.trace)?.timeline),
+            wall,
+        )),
+        Err(kopt_collect::trace::TraceError::NoTrace(..)) => Ok((None, wall)),
+        Err(e) => Err(anyhow::anyhow!("`{command}`: {e}")),
+    }
+}
+
+/// Samples (seconds) of one traced run for a GPU source.
+fn gpu_samples(t: &Timeline, timing: &Timing) -> Vec<f64> {
+    match timing.source {
+        Source::GpuRanges => {
+            let per = kopt_analyze::timeline::gpu_time_per_range(t, timing.range.as_deref())
+                .map(|(_, v)| v)
+                .unwrap_or_default();
+            let skip = usize::from(per.len() >= 3);
+            per[skip..].iter().map(|ns| *ns as f64 * 1e-9).collect()
+        }
+        _ => {
+            let ns: i64 = t
+                .activities
+                .iter()
+                .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+                .map(|a| a.duration_ns())
+                .sum();
+            if ns > 0 {
+                vec![ns as f64 * 1e-9]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// Run once with the chosen source; returns (samples, wall seconds).
+fn run_once(command: &str, timing: &Timing) -> anyhow::Result<(Vec<f64>, f64)> {
+    match (timing.source, &timing.tracer) {
+        (Source::GpuRanges | Source::GpuKernels, Some(tracer)) => {
+            let (t, wall) = run_traced(command, tracer)?;
+            let samples = t.map(|t| gpu_samples(&t, timing)).unwrap_or_default();
+            if samples.is_empty() {
+                anyhow::bail!(
+                    "`{command}` gave no GPU samples under kopt's tracer ({}): time it with --timing reported or wall",
+                    timing.source.describe(timing.range.as_deref())
+                );
+            }
+            Ok((samples, wall))
+        }
+        (Source::Reported, _) => {
+            let (samples, wall) = run_plain(command)?;
+            if samples.is_empty() {
+                anyhow::bail!(
+                    "`{command}` printed no {{\"kopt_sample_ns\": N}} lines (--timing reported)"
+                );
+            }
+            Ok((samples, wall))
+        }
+        _ => {
+            let (_, wall) = run_plain(command)?;
+            Ok((vec![wall], wall))
+        }
+    }
+}
+
+/// Pick the timing source. `auto` traces the first variant's first warm-up
+/// run: repeated NVTX / ProfilerStep ranges mean GPU time per iteration;
+/// else the samples it prints; else wall time.
+fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
+    let tracer = || {
+        kopt_collect::trace::locate_tracer(a.tracer.as_deref())
+            .map_err(|e| Failure::Error(e.into()))
+    };
+    let timing = |source, tracer| Timing {
+        source,
+        tracer,
+        range: a.range.clone(),
+    };
+    // The iteration family a trace shows (at least two ranges of it).
+    let family = |t: &Option<Timeline>| {
+        let t = t.as_ref()?;
+        let ranges = t.iteration_ranges(a.range.as_deref());
+        (ranges.len() >= 2).then(|| kopt_model::range_family(&ranges[0].name).to_string())
+    };
+    Ok(match a.timing.as_str() {
+        "gpu" => {
+            let tr = tracer()?;
+            let (t, _) = run_traced(first, &tr).map_err(Failure::Error)?;
+            match family(&t) {
+                Some(f) => Timing {
+                    range: Some(f),
+                    ..timing(Source::GpuRanges, Some(tr))
+                },
+                None if a.range.is_some() => {
+                    return Err(Failure::Error(anyhow::anyhow!(
+                        "`{first}` opened fewer than two `{}` ranges under kopt's tracer",
+                        a.range.as_deref().unwrap_or("")
+                    )))
+                }
+                None => timing(Source::GpuKernels, Some(tr)),
+            }
+        }
+        "reported" => timing(Source::Reported, None),
+        "wall" => timing(Source::Wall, None),
+        _ => {
+            if let Ok(tr) = tracer() {
+                let (t, _) = run_traced(first, &tr).map_err(Failure::Error)?;
+                if let Some(f) = family(&t) {
+                    return Ok(Timing {
+                        range: Some(f),
+                        ..timing(Source::GpuRanges, Some(tr))
+                    });
+                }
+            }
+            let (reported, _) = run_plain(first).map_err(Failure::Error)?;
+            timing(
+                if reported.is_empty() {
+                    Source::Wall
+                } else {
+                    Source::Reported
+                },
+                None,
+            )
+        }
+    })
+}
+
 fn variants(a: &BenchArgs) -> Result<Vec<Variant>, Failure> {
     let v = |name: &str, command: &str| Variant {
         name: name.to_string(),
         command: command.to_string(),
         samples: Vec::new(),
         spent: 0.0,
-        self_reported: false,
         output: None,
         correct: None,
         check_problems: Vec::new(),
@@ -110,7 +286,14 @@ pub fn run(a: &BenchArgs) -> Result<(), Failure> {
             "--threshold must be in (0, 1); --noise, --min-time >= 0; --max-time > 0".into(),
         ));
     }
+    if !matches!(a.timing.as_str(), "auto" | "gpu" | "reported" | "wall") {
+        return Err(Failure::Usage(format!(
+            "--timing {} is not one of auto, gpu, reported, wall",
+            a.timing
+        )));
+    }
     let mut vs = variants(a)?;
+    let timing = choose_timing(a, &vs[0].command)?;
     let rule = StopRule {
         min_samples: a.min_samples.max(2),
         min_time_s: a.min_time,
@@ -119,7 +302,7 @@ pub fn run(a: &BenchArgs) -> Result<(), Failure> {
     };
     for v in vs.iter_mut() {
         for _ in 0..a.warmup.max(u32::from(a.check.is_some())) {
-            run_once(&v.command).map_err(Failure::Error)?;
+            run_once(&v.command, &timing).map_err(Failure::Error)?;
         }
         if let Some(path) = &a.check {
             // Fresh output per variant: a stale file must not pass for a new one.
@@ -165,22 +348,18 @@ pub fn run(a: &BenchArgs) -> Result<(), Failure> {
             if rule.should_stop(&vs[i].samples, vs[i].spent) {
                 continue;
             }
-            let (reported, wall) = run_once(&vs[i].command).map_err(Failure::Error)?;
+            let (samples, wall) = run_once(&vs[i].command, &timing).map_err(Failure::Error)?;
             let v = &mut vs[i];
             v.spent += wall;
-            if reported.is_empty() {
-                v.samples.push(wall);
-            } else {
-                v.self_reported = true;
-                v.samples.extend(reported);
-            }
+            v.samples.extend(samples);
         }
         round += 1;
     }
-    report(a, &vs)
+    let source = timing.source.describe(timing.range.as_deref());
+    report(a, &vs, &source)
 }
 
-fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
+fn report(a: &BenchArgs, vs: &[Variant], source: &str) -> Result<(), Failure> {
     let base = &vs[0];
     let base_median = median(&base.samples).unwrap_or(f64::NAN);
     let mut rows = Vec::new();
@@ -203,7 +382,7 @@ fn report(a: &BenchArgs, vs: &[Variant]) -> Result<(), Failure> {
         rows.push(serde_json::json!({
             "name": v.name,
             "command": v.command,
-            "source": if v.self_reported { "self-reported samples" } else { "wall time of the whole process" },
+            "source": source,
             "samples": v.samples.len(),
             "outliers": outliers(&v.samples).len(),
             "median_s": m,

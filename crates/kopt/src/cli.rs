@@ -293,7 +293,7 @@ pub enum HistoryCommand {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  kopt bench --baseline 'python3 k.py --impl ref' --candidate 'python3 k.py --impl new'\n  kopt bench -n base='./app --v1' -n tiled='./app --v2' -n swizzled='./app --v3'\n\nA command that prints lines {\"kopt_sample_ns\": N} (or {\"kopt_sample_s\": x}) is timed by those samples; otherwise by its wall time. Exit code 3 when a candidate's verdict is REVERT."
+    after_help = "Examples:\n  kopt bench --baseline 'python3 k.py --impl ref' --candidate 'python3 k.py --impl new'\n  kopt bench -n base='./app --v1' -n tiled='./app --v2' -n swizzled='./app --v3'\n\nTiming, best first (--timing auto): GPU time per iteration from kopt's tracer when the command opens repeated NVTX ranges (one per iteration); else the lines {\"kopt_sample_ns\": N} (or {\"kopt_sample_s\": x}) it prints; else its wall time. The report names the source. Exit code 3 when a candidate's verdict is REVERT."
 )]
 pub struct BenchArgs {
     /// Baseline command (run through /bin/sh -c, like hyperfine)
@@ -339,6 +339,20 @@ pub struct BenchArgs {
     /// Seed of the bootstrap (results reproduce)
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+
+    /// Timing source: auto (GPU time per NVTX / ProfilerStep range from kopt's tracer when the
+    /// first variant opens repeated ranges, else the samples it prints, else wall time), gpu,
+    /// reported, wall
+    #[arg(long, default_value = "auto", value_name = "SOURCE")]
+    pub timing: String,
+
+    /// NVTX range name that marks one iteration for GPU timing (default: the most repeated)
+    #[arg(long, value_name = "NAME")]
+    pub range: Option<String>,
+
+    /// kopt's tracer library for GPU timing (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
+    #[arg(long, value_name = "PATH")]
+    pub tracer: Option<PathBuf>,
 
     /// Correctness gate: the .npy / .safetensors file every variant writes; after each
     /// variant's warm-up run it is compared with the first variant's (a failure is REVERT)

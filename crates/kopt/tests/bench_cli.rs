@@ -184,3 +184,123 @@ fn html_page_with_distributions() {
     assert!(page.contains("class=\"v-KEEP\""));
     assert!(!page.to_ascii_lowercase().contains("<script"));
 }
+
+/// A kopt trace of `steps` NVTX `step` ranges whose kernels span `span_ns` each
+/// (two kernels with a launch gap between them).
+fn ranged_trace(steps: u64, span_ns: u64) -> String {
+    let mut s = String::new();
+    for i in 0..steps {
+        let t0 = 1_000_000 + i * 1_000_000;
+        let (c1, c2) = (10 * i + 1, 10 * i + 2);
+        s += &format!("{{\"t\":\"range_start\",\"id\":{i},\"s\":{t0},\"tid\":1,\"name\":\"step\",\"dom\":\"\"}}\n");
+        s += &format!("{{\"t\":\"api\",\"name\":\"cuLaunchKernel\",\"s\":{},\"e\":{},\"tid\":1,\"c\":{c1}}}\n", t0 + 10, t0 + 15);
+        s += &format!("{{\"t\":\"api\",\"name\":\"cuLaunchKernel\",\"s\":{},\"e\":{},\"tid\":1,\"c\":{c2}}}\n", t0 + 20, t0 + 25);
+        s += &format!("{{\"t\":\"range_end\",\"id\":{i},\"s\":{}}}\n", t0 + 30);
+        // Kernels run after the range closed (asynchronous launches).
+        let k = t0 + 100 + i % 3;
+        s += &format!("{{\"t\":\"kernel\",\"name\":\"k1\",\"s\":{k},\"e\":{},\"dev\":0,\"str\":7,\"c\":{c1}}}\n", k + span_ns / 4);
+        s += &format!("{{\"t\":\"kernel\",\"name\":\"k2\",\"s\":{},\"e\":{},\"dev\":0,\"str\":7,\"c\":{c2}}}\n", k + span_ns / 2, k + span_ns);
+    }
+    s + "{\"t\":\"end\",\"records\":0,\"dropped\":0}\n"
+}
+
+#[test]
+fn gpu_time_per_nvtx_range_from_the_tracer() {
+    // No GPU here: the "workload" writes a recorded-style trace where the
+    // tracer would ($KOPT_TRACE_OUT), so the whole tracer path runs.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("base.jsonl"), ranged_trace(6, 100_000)).unwrap();
+    std::fs::write(d.path().join("new.jsonl"), ranged_trace(6, 80_000)).unwrap();
+    let fake_tracer = d.path().join("libkopt_tracer.so");
+    std::fs::write(&fake_tracer, b"").unwrap();
+    let tracer = fake_tracer.to_str().unwrap();
+    let o = bench(
+        d.path(),
+        &[
+            "--tracer",
+            tracer,
+            "--baseline",
+            "cat base.jsonl > \"$KOPT_TRACE_OUT\"",
+            "--candidate",
+            "cat new.jsonl > \"$KOPT_TRACE_OUT\"",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let source = v["variants"][0]["source"].as_str().unwrap();
+    assert!(
+        source.starts_with("GPU time per iteration") && source.contains("`step`"),
+        "{source}"
+    );
+    // The first of each run's 6 ranges is warm-up: 5 samples per run.
+    assert_eq!(v["variants"][0]["samples"].as_u64().unwrap() % 5, 0);
+    let base = v["variants"][0]["median_s"].as_f64().unwrap();
+    assert!(
+        (base - 100_000e-9).abs() < 1e-12,
+        "span, gap included: {base}"
+    );
+    assert_eq!(v["variants"][1]["verdict"]["kind"], "KEEP");
+    let speedup = v["variants"][1]["speedup_vs_first"].as_f64().unwrap();
+    assert!((speedup - 1.25).abs() < 1e-9, "{speedup}");
+
+    // Asked for a range the program never opens: a clear error.
+    let o = bench(
+        d.path(),
+        &[
+            "--tracer",
+            tracer,
+            "--timing",
+            "gpu",
+            "--range",
+            "decode",
+            "--baseline",
+            "cat base.jsonl > \"$KOPT_TRACE_OUT\"",
+            "--candidate",
+            "cat new.jsonl > \"$KOPT_TRACE_OUT\"",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("fewer than two `decode` ranges"));
+
+    // A program that never uses CUDA under --timing gpu.
+    let o = bench(
+        d.path(),
+        &[
+            "--tracer",
+            tracer,
+            "--timing",
+            "gpu",
+            "--baseline",
+            "true",
+            "--candidate",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("gave no GPU samples"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // --timing reported on a command that prints no samples.
+    let o = bench(
+        d.path(),
+        &[
+            "--timing",
+            "reported",
+            "--baseline",
+            "true",
+            "--candidate",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("printed no"));
+}
