@@ -21,11 +21,13 @@ for round in 1 2 3 4 5; do
   traced kopt_off KOPT_TRACER_APIS=off
   traced kopt_all KOPT_TRACER_APIS=all
   traced kopt_select_perthread KOPT_TRACER_APIS=select KOPT_TRACER_PER_THREAD_BUFFERS=1
+  traced kopt_hw KOPT_TRACER_APIS=select KOPT_TRACER_HW_TRACE=1
   echo "{\"mode\":\"torch_profiler\",\"r\":$(python3 "$L" --torch-profiler 2>/dev/null | tail -1)}" >> "$OUT/overhead.jsonl"
 done
-for m in kopt_select kopt_off kopt_all kopt_select_perthread; do
+for m in kopt_select kopt_off kopt_all kopt_select_perthread kopt_hw; do
   python3 -c "import json,sys; r=json.load(open('$T/report_$m.json')); t=r.get('timeline') or {}; k=[x for x in r['kernels'] if x['name'].startswith('kopt_noop')]; print(json.dumps({'mode':'$m','noop_kernels':k[0]['launches'] if k else 0,'launch_calls':t.get('kernel_launch_calls'),'sync_calls':t.get('sync_calls')}))" >> "$OUT/recorded.jsonl" 2>/dev/null
   grep -h "kopt-tracer" "$T/$m.log" | sort | uniq -c | head -3
+  echo "$m end record: $(grep -h '"t":"end"' "$T"/runs_$m/*/trace.jsonl | tail -1)"
 done
 R=$(ls -d "$T"/runs_kopt_select/*/ | head -1); head -c 1000000 "$R/trace.jsonl" > "$OUT/loop_trace_head.jsonl"
 # NVTX ranges: 20 repetitions of a CUDA C++ kernel, each inside nvtxRangePush("step").
@@ -37,6 +39,8 @@ grep -c range_start "$OUT/nvtx_trace.jsonl" 2>/dev/null | sed 's/^/nvtx range_st
 # kopt trace around a program that starts torch.profiler itself (one CUPTI client at a time).
 "$KOPT" trace --runs-dir "$T/conflict" --format json -o "$T/conflict.json" -- python3 "$L" --n 2000 --loops 1 --torch-profiler > "$OUT/conflict.log" 2>&1; echo "conflict run rc=$?"
 grep -iE "kopt|cupti|warn|error" "$OUT/conflict.log" | sort | uniq -c | head -8
+echo "conflict end record: $(grep -h '"t":"end"' "$T"/conflict/*/trace.jsonl | tail -1)"
+python3 -c "import json; r=json.load(open('$T/conflict.json')); print('conflict notes:', [n[:90] for n in r['notes']])" 2>&1
 python3 -c "import json; r=json.load(open('$T/conflict.json')); k=[x for x in r['kernels'] if x['name'].startswith('kopt_noop')]; print('conflict: kopt recorded noop kernels', k[0]['launches'] if k else 0, '(expected 2100)')" 2>&1
 python3 - "$OUT" <<'PY'
 import json, os, sys
@@ -56,7 +60,7 @@ except OSError:
 b = med(by["bare"]) if "bare" in by else None
 print("| mode | host us per launch (median of 5 rounds) | vs bare | rounds | noop kernels / launch calls recorded (expected 50100) |")
 print("|---|--:|--:|---|---|")
-for m in ("bare", "kopt_select", "kopt_off", "kopt_all", "kopt_select_perthread", "torch_profiler"):
+for m in ("bare", "kopt_select", "kopt_off", "kopt_all", "kopt_select_perthread", "kopt_hw", "torch_profiler"):
     if m not in by: continue
     rel = f"{100*(med(by[m])/b-1):+.1f}%" if b else "-"
     r = rec.get(m, {})

@@ -34,6 +34,8 @@ struct Line {
     bytes: Option<u64>,
     #[serde(default)]
     dropped: Option<u64>,
+    #[serde(default)]
+    lost_buffers: Option<u64>,
     /// NVTX range id (range_start / range_end).
     #[serde(default)]
     id: Option<u64>,
@@ -46,6 +48,9 @@ pub struct KoptTrace {
     /// False when the `end` record is missing (the process died before exit).
     pub ended: bool,
     pub dropped_records: u64,
+    /// Activity buffers CUPTI never handed back: another CUPTI client (the
+    /// program's own torch.profiler, nsys) took tracing over during the run.
+    pub lost_buffers: u64,
 }
 
 /// `_ZN2at6native...` -> `void at::native::...`; other names unchanged.
@@ -73,6 +78,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     };
     let mut ended = false;
     let mut dropped = 0;
+    let mut lost_buffers = 0;
     // NVTX ranges open by id until their end record arrives.
     let mut open: std::collections::HashMap<u64, (String, i64)> = std::collections::HashMap::new();
     let lines: Vec<&str> = text.lines().collect();
@@ -113,6 +119,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             if line.t == "end" {
                 ended = true;
                 dropped = line.dropped.unwrap_or(0);
+                lost_buffers = line.lost_buffers.unwrap_or(0);
             }
             continue;
         };
@@ -156,6 +163,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         timeline: t,
         ended,
         dropped_records: dropped,
+        lost_buffers,
     })
 }
 

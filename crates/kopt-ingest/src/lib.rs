@@ -19,7 +19,7 @@ pub use error::IngestError;
 pub use kineto::{parse_kineto, KinetoTrace};
 pub use kopt_trace::{parse_kopt_trace, read_kopt_trace, KoptTrace};
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
-pub use tiered::{merge_tiered, read_run_folder};
+pub use tiered::{merge_tiered, read_run_folder, TimingPass};
 
 /// Read and parse a Kineto / torch.profiler trace from disk.
 pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {

@@ -1,5 +1,5 @@
-//! Merging the passes of `kopt profile`: the timing pass has every launch's
-//! time, the targeted pass has counters for a sample of launches of the top
+//! Merging the passes of `kopt profile`: the timing pass (kopt's tracer, or
+//! ncu when the tracer cannot run) has every launch's time, the targeted pass has counters for a sample of launches of the top
 //! kernels, the deep pass has ncu's rules for the very top. Counters are
 //! extended from the sampled launch to the launches of the same kernel and
 //! launch configuration (else the same kernel), keeping each launch's own time.
@@ -8,22 +8,55 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use kopt_model::{
-    kernel_function_name, kernel_match_key, Device, Dim3, KernelLaunch, Profile, Source,
+    kernel_function_name, kernel_match_key, Device, Dim3, KernelLaunch, Profile, Source, Timeline,
 };
 
-use crate::{read_ncu_csv, IngestError, NcuFile};
+use crate::{read_kopt_trace, read_ncu_csv, IngestError, NcuFile};
 
 /// File names of a run folder's passes (written by kopt-collect).
+pub const TIMING_TRACE: &str = "trace.jsonl";
 pub const TIMING_CSV: &str = "pass1-timing.csv";
 pub const TARGETED_CSV: &str = "pass2-targeted.csv";
 pub const DEEP_CSV: &str = "pass3-deep.csv";
 
+/// Pass 1 of a run: every launch with its own time, from ncu or kopt's tracer
+/// (then with the timeline, so the trace and the counters feed one diagnosis).
+#[derive(Debug, Clone, Default)]
+pub struct TimingPass {
+    pub launches: Vec<KernelLaunch>,
+    pub device: Option<Device>,
+    pub timeline: Option<Timeline>,
+}
+
+impl From<NcuFile> for TimingPass {
+    fn from(f: NcuFile) -> Self {
+        TimingPass {
+            launches: f.launches,
+            device: f.device,
+            timeline: None,
+        }
+    }
+}
+
+impl TimingPass {
+    /// Pass 1 from kopt's tracer: one launch per kernel record.
+    pub fn from_timeline(t: Timeline, path: &str) -> Self {
+        let profile = crate::profile_from_timeline(t, path, "kopt trace (CUPTI)");
+        TimingPass {
+            launches: profile.launches,
+            device: None,
+            timeline: profile.timeline,
+        }
+    }
+}
+
 pub fn merge_tiered(
-    timing: NcuFile,
+    timing: impl Into<TimingPass>,
     targeted: Option<NcuFile>,
     deep: Option<NcuFile>,
     sources: Vec<Source>,
 ) -> Profile {
+    let timing: TimingPass = timing.into();
     let device: Device = targeted
         .as_ref()
         .and_then(|t| t.device.clone())
@@ -31,7 +64,10 @@ pub fn merge_tiered(
         .unwrap_or_else(Device::unknown);
     let mut launches = timing.launches;
     if let Some(t) = &targeted {
-        // Names are matched without namespaces: ncu spells them differently from run to run.
+        // Names are matched without namespaces: ncu spells them differently
+        // from run to run, and its demangler differs from the tracer's in
+        // small ways (spaces, literals); the function name and launch
+        // configuration are the last resort.
         let by_config: HashMap<(String, Dim3, Dim3), &KernelLaunch> = t
             .launches
             .iter()
@@ -42,15 +78,23 @@ pub fn merge_tiered(
             .iter()
             .map(|l| (kernel_match_key(&l.name), l))
             .collect();
+        let by_function: HashMap<(String, Dim3, Dim3), &KernelLaunch> = t
+            .launches
+            .iter()
+            .map(|l| ((kernel_function_name(&l.name), l.grid, l.block), l))
+            .collect();
         for l in &mut launches {
             let key = kernel_match_key(&l.name);
             let sample = by_config
                 .get(&(key.clone(), l.grid, l.block))
-                .or_else(|| by_name.get(&key));
+                .or_else(|| by_name.get(&key))
+                .or_else(|| by_function.get(&(kernel_function_name(&l.name), l.grid, l.block)));
             if let Some(s) = sample {
                 let own_time = l.metrics.duration_ns;
+                let own_stream = l.stream;
                 l.metrics = s.metrics.clone();
                 l.metrics.duration_ns = own_time.or(s.metrics.duration_ns);
+                l.stream = own_stream.or(s.stream);
             }
         }
     }
@@ -74,22 +118,41 @@ pub fn merge_tiered(
         device,
         launches,
         sources,
-        timeline: None,
+        timeline: timing.timeline,
     }
 }
 
 /// Read a `kopt profile` run folder (`.kopt/runs/<id>/`) back into a profile.
 pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
     let timing_path = dir.join(TIMING_CSV);
-    if !timing_path.exists() {
+    let trace_path = dir.join(TIMING_TRACE);
+    if !timing_path.exists() && !trace_path.exists() {
         return Err(IngestError::Format {
             path: dir.display().to_string(),
             message: format!(
-                "not a kopt run folder: no {TIMING_CSV} (the timing pass did not finish?)"
+                "not a kopt run folder: no {TIMING_TRACE} or {TIMING_CSV} (the timing pass did not finish?)"
             ),
         });
     }
     let mut sources = Vec::new();
+    let timing = if timing_path.exists() {
+        None
+    } else {
+        let trace = read_kopt_trace(&trace_path)?;
+        let label = trace_path.display().to_string();
+        let launches = trace
+            .timeline
+            .activities
+            .iter()
+            .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+            .count();
+        sources.push(Source {
+            path: label.clone(),
+            format: "kopt-profile timing pass (kopt trace, CUPTI)".into(),
+            launches,
+        });
+        Some(TimingPass::from_timeline(trace.timeline, &label))
+    };
     let mut read = |name: &str, format: &str| -> Result<Option<NcuFile>, IngestError> {
         let p = dir.join(name);
         if !p.exists() {
@@ -103,7 +166,12 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
         });
         Ok(Some(f))
     };
-    let timing = read(TIMING_CSV, "kopt-profile timing pass (ncu-raw)")?.expect("checked above");
+    let timing = match timing {
+        Some(t) => t,
+        None => read(TIMING_CSV, "kopt-profile timing pass (ncu-raw)")?
+            .expect("checked above")
+            .into(),
+    };
     let targeted = read(TARGETED_CSV, "kopt-profile targeted pass (ncu-raw)")?;
     let deep = read(DEEP_CSV, "kopt-profile deep pass (ncu-details)")?;
     Ok(merge_tiered(timing, targeted, deep, sources))

@@ -26,6 +26,11 @@ static OUT: Mutex<Option<BufWriter<std::fs::File>>> = Mutex::new(None);
 static NAMES: Mutex<Option<HashMap<(u32, u32), String>>> = Mutex::new(None);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static RECORDS: AtomicU64 = AtomicU64::new(0);
+/// Buffers handed to CUPTI and handed back: after the final flush a
+/// difference means another CUPTI client (torch.profiler, nsys) took the
+/// activity callbacks over and received kopt's records.
+static BUFFERS_OUT: AtomicU64 = AtomicU64::new(0);
+static BUFFERS_BACK: AtomicU64 = AtomicU64::new(0);
 
 fn warn(msg: &str) {
     eprintln!("kopt-tracer: {msg}");
@@ -100,6 +105,13 @@ fn init() {
             );
             if r != sys::CUptiResult::CUPTI_SUCCESS {
                 warn(&format!("per-thread activity buffers unavailable ({r:?})"));
+            }
+        }
+        if std::env::var_os("KOPT_TRACER_HW_TRACE").is_some_and(|v| v == "1") {
+            // Hardware-event-based timestamps (lower launch overhead where the GPU supports it).
+            let r = sys::cuptiActivityEnableHWTrace(1);
+            if r != sys::CUptiResult::CUPTI_SUCCESS {
+                warn(&format!("hardware tracing unavailable on this GPU or driver ({r:?}); using CUPTI's default"));
             }
         }
         let mut kinds = vec![
@@ -207,9 +219,12 @@ extern "C" fn at_exit() {
         }
         if let Ok(mut guard) = OUT.lock() {
             if let Some(w) = guard.as_mut() {
+                let lost = BUFFERS_OUT
+                    .load(Ordering::SeqCst)
+                    .saturating_sub(BUFFERS_BACK.load(Ordering::SeqCst));
                 let _ = writeln!(
                     w,
-                    "{{\"t\":\"end\",\"records\":{},\"dropped\":{dropped}}}",
+                    "{{\"t\":\"end\",\"records\":{},\"dropped\":{dropped},\"lost_buffers\":{lost}}}",
                     RECORDS.load(Ordering::Relaxed)
                 );
                 let _ = w.flush();
@@ -227,6 +242,9 @@ unsafe extern "C" fn buffer_requested(
         let layout =
             std::alloc::Layout::from_size_align(BUFFER_BYTES, ALIGN).expect("valid layout");
         let p = unsafe { std::alloc::alloc(layout) };
+        if !p.is_null() {
+            BUFFERS_OUT.fetch_add(1, Ordering::SeqCst);
+        }
         unsafe {
             *buffer = p;
             *size = if p.is_null() { 0 } else { BUFFER_BYTES };
@@ -250,6 +268,7 @@ unsafe extern "C" fn buffer_completed(
 ) {
     let _ = catch_unwind(|| unsafe { drain(buffer, valid) });
     if !buffer.is_null() {
+        BUFFERS_BACK.fetch_add(1, Ordering::SeqCst);
         let layout =
             std::alloc::Layout::from_size_align(BUFFER_BYTES, ALIGN).expect("valid layout");
         unsafe { std::alloc::dealloc(buffer, layout) };

@@ -42,6 +42,10 @@ pub fn run(req: &AnalyzeRequest) -> anyhow::Result<()> {
         }
         profile.launches.extend(p.launches);
         profile.sources.extend(p.sources);
+        // A run folder whose pass 1 was kopt's tracer brings its timeline.
+        if p.timeline.is_some() {
+            profile.timeline = p.timeline;
+        }
     }
     for t in traces {
         // With counters present, the trace feeds the timeline view only:

@@ -158,6 +158,16 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "PATH")]
     pub ncu: Option<PathBuf>,
 
+    /// Pass 1 (every launch's time): tracer (kopt's CUPTI tracer: the real
+    /// timeline, falls back to ncu when the tracer library is missing or records
+    /// nothing) or ncu (serialised replay, no timeline)
+    #[arg(long, default_value = "tracer", value_name = "SOURCE")]
+    pub timing_pass: String,
+
+    /// kopt's tracer library (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
+    #[arg(long, value_name = "PATH")]
+    pub tracer: Option<PathBuf>,
+
     #[command(flatten)]
     pub run: RunArgs,
 

@@ -42,6 +42,9 @@ pub struct ProfileRequest {
     pub deep_top: Option<usize>,
     pub quiet: bool,
     pub ncu: Option<PathBuf>,
+    /// Pass 1 from kopt's tracer (else ncu).
+    pub trace_timing: bool,
+    pub tracer: Option<PathBuf>,
     pub runs_dir: PathBuf,
     pub db: PathBuf,
     pub report: ReportOptions,
@@ -200,6 +203,11 @@ impl TryFrom<ProfileArgs> for ProfileRequest {
         if a.kernel.as_deref().is_some_and(|k| k.is_empty()) {
             return Err("--kernel needs a regex".into());
         }
+        let trace_timing = match a.timing_pass.as_str() {
+            "tracer" => true,
+            "ncu" => false,
+            other => return Err(format!("--timing-pass {other} is not one of tracer, ncu")),
+        };
         let report = ReportOptions::validate(a.report, &[])?;
         Ok(ProfileRequest {
             argv,
@@ -212,6 +220,8 @@ impl TryFrom<ProfileArgs> for ProfileRequest {
             deep_top: a.deep.then_some(a.deep_top),
             quiet: a.run.quiet,
             ncu: a.ncu,
+            trace_timing,
+            tracer: a.tracer,
             runs_dir: a.run.runs_dir,
             db: a.run.db,
             report,
@@ -258,6 +268,8 @@ mod tests {
             deep: false,
             deep_top: 3,
             ncu: None,
+            timing_pass: "tracer".into(),
+            tracer: None,
             run: RunArgs {
                 gpu: None,
                 timeout: None,
@@ -357,6 +369,10 @@ mod tests {
             (Box::new(|a| a.launches = 0), "--launches"),
             (Box::new(|a| a.run.timeout = Some(-2.0)), "--timeout"),
             (Box::new(|a| a.kernel = Some(String::new())), "--kernel"),
+            (
+                Box::new(|a| a.timing_pass = "nsys".into()),
+                "--timing-pass nsys",
+            ),
             (
                 Box::new(|a| {
                     a.deep = true;

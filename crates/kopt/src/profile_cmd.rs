@@ -79,6 +79,21 @@ fn passes(
         gpu: req.gpu.clone(),
         timeout: req.timeout,
     };
+    // Pass 1: where the time goes, from kopt's tracer (the real timeline:
+    // gaps and launch cost too) or else ncu. The workload's own output is shown here only.
+    let traced = if req.trace_timing && req.kernel_regex.is_none() {
+        match kopt_collect::trace::locate_tracer(req.tracer.as_deref()) {
+            Ok(tracer) => tracer_pass(
+                &tracer, &workload, dir, record, progress, !req.quiet, req.top,
+            )?,
+            Err(e) => {
+                progress.note(&format!("{e}; timing every launch with ncu instead"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let mut step = |n: usize, pass: Pass, passthrough: bool| -> anyhow::Result<CapturedPass> {
         progress.start(n, &pass.describe());
         let t = Instant::now();
@@ -97,26 +112,31 @@ fn passes(
         Ok(captured)
     };
 
-    // Pass 1: where the time goes. The workload's own output is shown here only.
-    let timing = step(
-        1,
-        Pass::Timing {
-            kernel_regex: req.kernel_regex.clone(),
-        },
-        !req.quiet,
-    )?;
-    let timing_file = read_ncu_csv(&timing.csv)?;
-    let functions = top_kernel_functions(
-        &merge_profile(vec![(String::new(), timing_file)]),
-        req.top,
-        TARGET_COVERAGE,
-    );
-    if functions.is_empty() {
-        anyhow::bail!(
-            "{}: the timing pass recorded no kernel time",
-            timing.csv.display()
-        );
-    }
+    let functions = match traced {
+        Some(functions) => functions,
+        None => {
+            let timing = step(
+                1,
+                Pass::Timing {
+                    kernel_regex: req.kernel_regex.clone(),
+                },
+                !req.quiet,
+            )?;
+            let timing_file = read_ncu_csv(&timing.csv)?;
+            let functions = top_kernel_functions(
+                &merge_profile(vec![(String::new(), timing_file)]),
+                req.top,
+                TARGET_COVERAGE,
+            );
+            if functions.is_empty() {
+                anyhow::bail!(
+                    "{}: the timing pass recorded no kernel time",
+                    timing.csv.display()
+                );
+            }
+            functions
+        }
+    };
 
     // Pass 2: kopt's metrics on the kernels that carry the time.
     step(
@@ -142,6 +162,52 @@ fn passes(
     }
     let profile = read_run_folder(dir)?;
     Ok(diagnose(profile, &req.report, None))
+}
+
+/// Pass 1 under kopt's tracer: the kernels covering the time, or None when
+/// the tracer recorded no kernel (no CUPTI, another CUPTI client), so ncu times them instead.
+fn tracer_pass(
+    tracer: &Path,
+    workload: &Workload,
+    dir: &Path,
+    record: &mut RunRecord,
+    progress: &Progress,
+    passthrough: bool,
+    top: usize,
+) -> anyhow::Result<Option<Vec<String>>> {
+    let what = "timeline of every launch (kopt's CUPTI tracer)";
+    progress.start(1, what);
+    let t = Instant::now();
+    let on_line = |s: Stream, l: &str| progress.output(s, l, passthrough);
+    let run = match kopt_collect::trace::run_traced(workload, tracer, dir, &on_line) {
+        Ok(run) => run,
+        Err(kopt_collect::trace::TraceError::NoTrace(..)) => {
+            progress.note("the tracer wrote no trace; timing every launch with ncu instead");
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    record.passes.push(PassRecord {
+        name: "pass1-trace".into(),
+        description: what.into(),
+        command: workload.argv.clone(),
+        elapsed_s: t.elapsed().as_secs_f64(),
+        exit_code: run.outcome.code,
+        csv: run.trace.display().to_string(),
+    });
+    record.save(dir)?;
+    let trace = kopt_ingest::read_kopt_trace(&run.trace)?;
+    let label = run.trace.display().to_string();
+    let timing = kopt_ingest::TimingPass::from_timeline(trace.timeline, &label);
+    let profile = kopt_ingest::merge_tiered(timing, None, None, Vec::new());
+    let functions = top_kernel_functions(&profile, top, TARGET_COVERAGE);
+    if functions.is_empty() {
+        progress.note("the tracer recorded no kernels; timing every launch with ncu instead");
+        // The ncu pass's CSV takes precedence when the folder is read back.
+        return Ok(None);
+    }
+    progress.done(1, t.elapsed());
+    Ok(Some(functions))
 }
 
 /// A spinner per pass on a terminal, plain lines otherwise; the workload's
@@ -185,6 +251,14 @@ impl Progress {
         match &self.bar {
             Some(b) => b.println(msg),
             None => eprintln!("{msg}"),
+        }
+    }
+
+    /// A line between passes (a fallback taken, say).
+    fn note(&self, msg: &str) {
+        match &self.bar {
+            Some(b) => b.println(format!("kopt: {msg}")),
+            None => eprintln!("kopt: {msg}"),
         }
     }
 

@@ -41,6 +41,15 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
     if !trace.ended {
         diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
     }
+    if trace.lost_buffers > 0 {
+        diagnosis.notes.insert(
+            0,
+            format!(
+                "Another CUPTI client took tracing over during the run ({} activity buffer(s) never came back to kopt): the program probably starts torch.profiler (or runs under nsys) itself, and only one CUPTI client traces at a time. Kernels from that point on are missing here; remove the profiler from the program for kopt trace, or give its own trace to kopt analyze.",
+                trace.lost_buffers
+            ),
+        );
+    }
     if trace.dropped_records > 0 {
         diagnosis.notes.insert(
             0,

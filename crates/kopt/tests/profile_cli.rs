@@ -41,10 +41,16 @@ impl Env {
         self.dir.path().join("ncu-args.log")
     }
 
+    /// kopt profile with no tracer library: pass 1 falls back to ncu.
     fn kopt(&self, args: &[&str], mode: &str) -> Output {
+        self.kopt_with_tracer(args, mode, Path::new("/nonexistent/libkopt_tracer.so"))
+    }
+
+    fn kopt_with_tracer(&self, args: &[&str], mode: &str, tracer: &Path) -> Output {
         let path = format!("{}:/usr/bin:/bin", self.dir.path().join("bin").display());
         Command::new(env!("CARGO_BIN_EXE_kopt"))
             .args(args)
+            .env("KOPT_TRACER", tracer)
             .env("PATH", path)
             .env("FAKE_NCU_MODE", mode)
             .env(
@@ -271,4 +277,81 @@ fn missing_ncu_and_usage_errors() {
     let o = env.kopt(&["profile"], "");
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nothing to profile"));
+}
+
+#[test]
+fn tracer_timeline_as_pass_one_and_counters_feed_one_diagnosis() {
+    // Real data from one module on the H200: kopt's trace of moe_route (pass
+    // 1, written by the stand-in tracer) and ncu's targeted pass of the same
+    // module (from the fake ncu). Kernel names come from two demanglers.
+    let env = Env::new();
+    let tracer = env.dir.path().join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let trace = fixture("kopt-trace-h200/moe_trace.jsonl");
+    let workload = format!(
+        "if [ -n \"$KOPT_TRACE_OUT\" ]; then cp '{}' \"$KOPT_TRACE_OUT\"; fi",
+        trace.display()
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "profile",
+            "--runs-dir",
+            "runs",
+            "--format",
+            "json",
+            "--",
+            "/bin/sh",
+            "-c",
+        ])
+        .arg(&workload)
+        .env("KOPT_TRACER", &tracer)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", env.dir.path().join("bin").display()),
+        )
+        .env(
+            "FAKE_PASS2",
+            fixture("moe-route-h200-profile/pass2-targeted.csv"),
+        )
+        .env("FAKE_NCU_ARGS_LOG", env.args_log())
+        .current_dir(env.dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = std::fs::read_to_string(env.args_log()).unwrap();
+    assert!(
+        log.lines().all(|l| l.starts_with("targeted")),
+        "ncu ran the targeted pass only: {log}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The timeline: launch bound, as `kopt trace` found on the GPU.
+    assert_eq!(report["timeline"]["launch_bound"], true);
+    assert_eq!(report["primary"]["type"], "launch_overhead");
+    // The counters: every hot kernel got ncu's metrics despite the two demanglers.
+    let kernels = report["kernels"].as_array().unwrap();
+    let hot: Vec<&serde_json::Value> = kernels
+        .iter()
+        .filter(|k| k["pct_of_total"].as_f64().unwrap_or(0.0) > 5.0)
+        .collect();
+    assert!(hot.len() >= 4, "{kernels:?}");
+    for k in &hot {
+        assert!(
+            !k["occupancy_achieved_pct"].is_null() && !k["compute_sol_pct"].is_null(),
+            "no counters on {}",
+            k["name"]
+        );
+    }
+    let dir = env.only_run_dir();
+    assert!(dir.join("trace.jsonl").exists() && dir.join("pass2-targeted.csv").exists());
+    assert!(!dir.join("pass1-timing.csv").exists());
+    assert_eq!(run_json(&dir)["passes"][0]["name"], "pass1-trace");
+    // The folder reads back the same way.
+    let again = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", "--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    let back: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(back["primary"]["type"], "launch_overhead");
 }

@@ -109,3 +109,53 @@ fn missing_tracer_and_missing_trace_are_explained() {
         "{err}"
     );
 }
+
+#[test]
+fn a_profiler_taking_cupti_over_is_reported() {
+    // The tracer's end record counts buffers CUPTI never handed back (seen on
+    // the H200 when the program started torch.profiler itself).
+    let dir = tempfile::tempdir().unwrap();
+    let tracer = dir.path().join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let text = std::fs::read_to_string(fixture("kopt-trace-h200/moe_trace.jsonl")).unwrap();
+    let body: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.contains("\"t\":\"end\""))
+        .collect();
+    let taken = dir.path().join("taken.jsonl");
+    std::fs::write(
+        &taken,
+        format!(
+            "{}\n{{\"t\":\"end\",\"records\":10,\"dropped\":0,\"lost_buffers\":2}}\n",
+            body.join("\n")
+        ),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "trace",
+            "--runs-dir",
+            "runs",
+            "--format",
+            "json",
+            "--tracer",
+        ])
+        .arg(&tracer)
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!("cp '{}' \"$KOPT_TRACE_OUT\"", taken.display()),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("Another CUPTI client took tracing over")
+            && notes.contains("2 activity buffer"),
+        "{notes}"
+    );
+}
