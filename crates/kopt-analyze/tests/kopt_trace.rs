@@ -44,3 +44,23 @@ fn moe_step_from_kopts_tracer_is_launch_bound_after_warm_up() {
     let per_step = t.busy_per_iteration_ns.unwrap();
     assert!(per_step > 15_000.0 && per_step < 22_300.0, "{per_step}");
 }
+
+#[test]
+fn nvtx_ranges_from_the_tracer_mark_iterations_and_time_them() {
+    // vk.cu (scripts/bench/verdict_trials) under `kopt trace` on an H200:
+    // 3 warm-up launches, then 20 repetitions each inside nvtxRangePush("step").
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/kopt-trace-h200/nvtx_vk_trace.jsonl");
+    let trace = read_kopt_trace(&path).unwrap();
+    assert_eq!(trace.lost_buffers, 0);
+    let t = &trace.timeline;
+    assert_eq!(t.ranges.len(), 20);
+    assert!(t.ranges.iter().all(|r| r.name == "step" && r.end_ns > r.start_ns));
+    let (family, per) = kopt_analyze::timeline::gpu_time_per_range(t, None).unwrap();
+    assert_eq!(family, "step");
+    assert_eq!(per.len(), 20, "one kernel per step, launched inside the range");
+    // The kernel takes ~382 us on the H200 (vk's own CUDA events said ~388 us).
+    assert!(per.iter().all(|ns| (370_000..400_000).contains(ns)), "{per:?}");
+    let summary = kopt_analyze::timeline::summarize(t).unwrap();
+    assert_eq!(summary.iterations, Some(20));
+}
