@@ -66,13 +66,51 @@ pub fn group(launches: &[KernelLaunch], total_ns: f64) -> Vec<KernelGroup<'_>> {
     groups
 }
 
+/// Every launch's verdict. Launches without counters (a trace: thousands of
+/// launches of one kernel) differ only by class, so each class is worded once
+/// and shared; the wording's duration is that of the class's longest launch,
+/// which is the one the report shows.
+fn verdicts(launches: &[&KernelLaunch]) -> (Vec<LaunchVerdict>, Vec<usize>) {
+    if !launches
+        .iter()
+        .all(|l| crate::rules::has_no_counters(&l.metrics))
+    {
+        let all: Vec<LaunchVerdict> = launches.iter().map(|l| classify(&l.metrics)).collect();
+        let which = (0..all.len()).collect();
+        return (all, which);
+    }
+    let classes: Vec<BottleneckClass> = launches
+        .iter()
+        .map(|l| crate::rules::class_without_counters(&l.metrics))
+        .collect();
+    let mut worded: Vec<LaunchVerdict> = Vec::new();
+    let mut slot: HashMap<BottleneckClass, usize> = HashMap::new();
+    for (i, class) in classes.iter().enumerate() {
+        if slot.contains_key(class) {
+            continue;
+        }
+        let longest = (i..launches.len())
+            .filter(|&j| classes[j] == *class)
+            .max_by(|&a, &b| {
+                let d = |k: usize| launches[k].metrics.duration_ns.unwrap_or(0.0);
+                d(a).total_cmp(&d(b))
+            })
+            .unwrap_or(i);
+        slot.insert(*class, worded.len());
+        worded.push(classify(&launches[longest].metrics));
+    }
+    let which = classes.iter().map(|c| slot[c]).collect();
+    (worded, which)
+}
+
 fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> KernelGroup<'a> {
     let timed: Vec<(&KernelLaunch, f64)> = launches
         .iter()
         .map(|l| (*l, l.metrics.duration_ns.unwrap_or(0.0)))
         .collect();
     let kernel_ns: f64 = timed.iter().map(|(_, d)| d).sum();
-    let verdicts: Vec<LaunchVerdict> = launches.iter().map(|l| classify(&l.metrics)).collect();
+    let (worded, which) = verdicts(&launches);
+    let verdicts: Vec<&LaunchVerdict> = which.iter().map(|&k| &worded[k]).collect();
 
     // The class carrying the most time wins; its longest launch represents it.
     let mut time_by_class: HashMap<BottleneckClass, f64> = HashMap::new();

@@ -202,13 +202,24 @@ pub fn has_no_counters(m: &Metrics) -> bool {
     .all(Option::is_none)
 }
 
+/// The class of a launch known only by its time and grid (a trace): a tiny
+/// launch on a small grid is still recognisable, anything else is unknown.
+/// `classify` gives the same class, with the text; this is the cheap part for
+/// traces with millions of launches.
+pub fn class_without_counters(m: &Metrics) -> BottleneckClass {
+    let duration = m.duration_ns.unwrap_or(0.0);
+    let waves = Signals::of(m).waves;
+    if duration > 0.0 && duration < TINY_KERNEL_NS && waves.is_some_and(|w| w < 1.0) {
+        BottleneckClass::SmallGrid
+    } else {
+        BottleneckClass::Unknown
+    }
+}
+
 pub fn classify(m: &Metrics) -> LaunchVerdict {
     if has_no_counters(m) {
-        // A trace gives time and grid but no counters: a tiny launch on a
-        // small grid is still recognisable.
         let duration = m.duration_ns.unwrap_or(0.0);
-        let waves = Signals::of(m).waves;
-        if duration > 0.0 && duration < TINY_KERNEL_NS && waves.is_some_and(|w| w < 1.0) {
+        if class_without_counters(m) == BottleneckClass::SmallGrid {
             return LaunchVerdict {
                 bottleneck: Bottleneck {
                     class: BottleneckClass::SmallGrid,

@@ -55,12 +55,22 @@ fn nvtx_ranges_from_the_tracer_mark_iterations_and_time_them() {
     assert_eq!(trace.lost_buffers, 0);
     let t = &trace.timeline;
     assert_eq!(t.ranges.len(), 20);
-    assert!(t.ranges.iter().all(|r| r.name == "step" && r.end_ns > r.start_ns));
+    assert!(t
+        .ranges
+        .iter()
+        .all(|r| r.name == "step" && r.end_ns > r.start_ns));
     let (family, per) = kopt_analyze::timeline::gpu_time_per_range(t, None).unwrap();
     assert_eq!(family, "step");
-    assert_eq!(per.len(), 20, "one kernel per step, launched inside the range");
+    assert_eq!(
+        per.len(),
+        20,
+        "one kernel per step, launched inside the range"
+    );
     // The kernel takes ~382 us on the H200 (vk's own CUDA events said ~388 us).
-    assert!(per.iter().all(|ns| (370_000..400_000).contains(ns)), "{per:?}");
+    assert!(
+        per.iter().all(|ns| (370_000..400_000).contains(ns)),
+        "{per:?}"
+    );
     let summary = kopt_analyze::timeline::summarize(t).unwrap();
     assert_eq!(summary.iterations, Some(20));
 }

@@ -103,8 +103,8 @@ pub fn us_text_to_ns(text: &str) -> Option<i64> {
 /// Collects the events kopt uses while the events are walked (by serde or the fast scanner).
 #[derive(Default)]
 pub(crate) struct Collector {
-    timeline: Timeline,
-    events: u64,
+    pub(crate) timeline: Timeline,
+    pub(crate) events: u64,
 }
 
 fn text_u64(v: Option<&str>) -> Option<u64> {
@@ -131,6 +131,20 @@ fn text_dim3(v: Option<&str>) -> Option<Dim3> {
 }
 
 impl Collector {
+    /// The events of the next stretch of the file, in file order.
+    pub(crate) fn append(&mut self, next: Collector) {
+        let mut t = next.timeline;
+        // The first stretch moves in whole: no copy of the largest vectors.
+        if self.timeline.activities.is_empty() && self.timeline.api_calls.is_empty() {
+            std::mem::swap(&mut self.timeline.activities, &mut t.activities);
+            std::mem::swap(&mut self.timeline.api_calls, &mut t.api_calls);
+        }
+        self.timeline.activities.extend(t.activities);
+        self.timeline.api_calls.extend(t.api_calls);
+        self.timeline.ranges.extend(t.ranges);
+        self.events += next.events;
+    }
+
     fn take(&mut self, e: RawEvent) {
         let args = e.args.unwrap_or_default();
         self.take_fields(crate::kineto_fast::Fields {
@@ -158,24 +172,66 @@ impl Collector {
         }
     }
 
+    /// True once the fields read so far show the event will not be kept
+    /// (what `take_fields` drops), so the rest need not be read.
+    pub(crate) fn dropped(e: &crate::kineto_fast::Fields) -> bool {
+        if e.ph.is_some_and(|p| p != "X") {
+            return true;
+        }
+        match (e.cat, e.name.as_deref()) {
+            (Some(cat), Some(name)) => {
+                Self::category(cat).is_none() && !name.starts_with("ProfilerStep#")
+            }
+            _ => false,
+        }
+    }
+
+    /// What a category keeps: a GPU activity, an API call, or nothing.
+    fn category(cat: &str) -> Option<Option<ActivityKind>> {
+        let is = |c: &str| cat.eq_ignore_ascii_case(c);
+        if is("kernel") {
+            Some(Some(ActivityKind::Kernel))
+        } else if is("gpu_memcpy") || is("memcpy") {
+            Some(Some(ActivityKind::Memcpy))
+        } else if is("gpu_memset") || is("memset") {
+            Some(Some(ActivityKind::Memset))
+        } else if is("cuda_runtime") || is("cuda_driver") || is("runtime") || is("driver") {
+            Some(None)
+        } else {
+            None
+        }
+    }
+
     pub(crate) fn take_fields(&mut self, e: crate::kineto_fast::Fields) {
         self.events += 1;
         if e.ph != Some("X") {
             return;
         }
+        // What the event is decides first: most events (CPU ops, Python
+        // frames) are dropped before any number is parsed or string copied.
+        enum Keep {
+            Activity(ActivityKind),
+            Api,
+            Step,
+        }
+        let keep = match Self::category(e.cat.unwrap_or("")) {
+            Some(Some(kind)) => Keep::Activity(kind),
+            Some(None) => Keep::Api,
+            None if e
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("ProfilerStep#")) =>
+            {
+                Keep::Step
+            }
+            None => return,
+        };
         let (Some(ts), Some(name)) = (e.ts.and_then(us_text_to_ns), e.name) else {
             return;
         };
         let dur = e.dur.and_then(us_text_to_ns).unwrap_or(0);
-        let cat = e.cat.unwrap_or("").to_ascii_lowercase();
-        let activity = match cat.as_str() {
-            "kernel" => Some(ActivityKind::Kernel),
-            "gpu_memcpy" | "memcpy" => Some(ActivityKind::Memcpy),
-            "gpu_memset" | "memset" => Some(ActivityKind::Memset),
-            _ => None,
-        };
-        if let Some(kind) = activity {
-            self.timeline.activities.push(GpuActivity {
+        match keep {
+            Keep::Activity(kind) => self.timeline.activities.push(GpuActivity {
                 kind,
                 name: name.into_owned(),
                 start_ns: ts,
@@ -186,26 +242,20 @@ impl Collector {
                 grid: text_dim3(e.grid),
                 block: text_dim3(e.block),
                 bytes: text_u64(e.bytes),
-            });
-            return;
-        }
-        match cat.as_str() {
-            "cuda_runtime" | "cuda_driver" | "runtime" | "driver" => {
-                self.timeline.api_calls.push(ApiCall {
-                    kind: ApiKind::of(&name),
-                    name: name.into_owned(),
-                    start_ns: ts,
-                    end_ns: ts + dur,
-                    thread: text_u64(e.tid).unwrap_or(0),
-                    correlation: text_u64(e.correlation).unwrap_or(0),
-                });
-            }
-            _ if name.starts_with("ProfilerStep#") => self.timeline.ranges.push(Range {
+            }),
+            Keep::Api => self.timeline.api_calls.push(ApiCall {
+                kind: ApiKind::of(&name),
+                name: name.into_owned(),
+                start_ns: ts,
+                end_ns: ts + dur,
+                thread: text_u64(e.tid).unwrap_or(0),
+                correlation: text_u64(e.correlation).unwrap_or(0),
+            }),
+            Keep::Step => self.timeline.ranges.push(Range {
                 name: name.into_owned(),
                 start_ns: ts,
                 end_ns: ts + dur,
             }),
-            _ => {}
         }
     }
 }

@@ -24,11 +24,25 @@ pub use tiered::{merge_tiered, read_run_folder, TimingPass};
 /// Read and parse a Kineto / torch.profiler trace from disk.
 pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
     let label = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| IngestError::Io {
+    let io = |source| IngestError::Io {
         path: label.clone(),
         source,
-    })?;
-    parse_kineto(&bytes, &label)
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // Mapped, not read: a trace can be gigabytes, and copying it into the
+    // heap costs about a sixth of the whole analysis. SAFETY: the mapping is
+    // only read; a file truncated underneath would fault, as it would for any
+    // mmap-based reader (ripgrep's trade-off too); an empty or unmappable
+    // file (a pipe) is read normally.
+    let len = file.metadata().map_err(io)?.len();
+    // Populated up front: one call maps every page instead of a fault per page.
+    match (len > 0).then(|| unsafe { memmap2::MmapOptions::new().populate().map(&file) }) {
+        Some(Ok(map)) => parse_kineto(&map, &label),
+        _ => {
+            let bytes = std::fs::read(path).map_err(io)?;
+            parse_kineto(&bytes, &label)
+        }
+    }
 }
 
 /// Read and parse one ncu CSV file from disk.

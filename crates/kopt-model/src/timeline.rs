@@ -53,17 +53,38 @@ pub enum ApiKind {
 
 impl ApiKind {
     pub fn of(name: &str) -> ApiKind {
-        let n = name.to_ascii_lowercase();
-        if n.contains("graphlaunch") {
+        // Called for every API event of a trace (millions): lower-cased on
+        // the stack and searched with prebuilt finders, no allocation.
+        use memchr::memmem::Finder;
+        use std::sync::LazyLock;
+        static FINDERS: LazyLock<[Finder<'static>; 6]> = LazyLock::new(|| {
+            [
+                "graphlaunch",
+                "launchkernel",
+                "launchcooperativekernel",
+                "synchronize",
+                "memcpy",
+                "memset",
+            ]
+            .map(Finder::new)
+        });
+        let mut buf = [0u8; 128];
+        let lower: std::borrow::Cow<[u8]> = if name.len() <= buf.len() {
+            let b = &mut buf[..name.len()];
+            b.copy_from_slice(name.as_bytes());
+            b.make_ascii_lowercase();
+            std::borrow::Cow::Borrowed(b)
+        } else {
+            std::borrow::Cow::Owned(name.to_ascii_lowercase().into_bytes())
+        };
+        let has = |i: usize| FINDERS[i].find(&lower).is_some();
+        if has(0) {
             ApiKind::GraphLaunch
-        } else if n.contains("launchkernel")
-            || n.contains("launchcooperativekernel")
-            || n == "culaunchgrid"
-        {
+        } else if has(1) || has(2) || &*lower == b"culaunchgrid" {
             ApiKind::KernelLaunch
-        } else if n.contains("synchronize") {
+        } else if has(3) {
             ApiKind::Synchronize
-        } else if n.contains("memcpy") || n.contains("memset") {
+        } else if has(4) || has(5) {
             ApiKind::Memory
         } else {
             ApiKind::Other
@@ -172,6 +193,18 @@ mod tests {
         assert_eq!(names, vec!["step", "step"], "ties go to the outer range");
         assert_eq!(t.iteration_ranges(Some("attn")).len(), 2);
         assert!(t.iteration_ranges(Some("nope")).is_empty());
+    }
+
+    #[test]
+    fn api_kinds_ignore_case() {
+        assert_eq!(ApiKind::of("cudaLaunchKernel"), ApiKind::KernelLaunch);
+        assert_eq!(ApiKind::of("cuLaunchKernelEx"), ApiKind::KernelLaunch);
+        assert_eq!(ApiKind::of("CULAUNCHGRID"), ApiKind::KernelLaunch);
+        assert_eq!(ApiKind::of("cudaGraphLaunch_v10000"), ApiKind::GraphLaunch);
+        assert_eq!(ApiKind::of("cudaStreamSynchronize"), ApiKind::Synchronize);
+        assert_eq!(ApiKind::of("cudaMemcpyAsync"), ApiKind::Memory);
+        assert_eq!(ApiKind::of("cudaGetDevice"), ApiKind::Other);
+        assert_eq!(ApiKind::of(""), ApiKind::Other);
     }
 
     #[test]

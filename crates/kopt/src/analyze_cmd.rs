@@ -68,7 +68,11 @@ pub fn diagnose(mut profile: Profile, report: &ReportOptions, top: Option<usize>
         profile.device.resolve_peaks();
     }
     profile.device.apply_measured_peaks(&report.measured_peaks);
-    analyze(&profile, &AnalyzeOptions { top })
+    let diagnosis = analyze(&profile, &AnalyzeOptions { top });
+    // The profile of a large trace is millions of small allocations and kopt
+    // exits after the report: freeing them one by one only delays the exit.
+    std::mem::forget(profile);
+    diagnosis
 }
 
 /// A run's last step (`kopt profile`, `kopt trace`): name the run in the
