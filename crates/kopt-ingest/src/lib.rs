@@ -35,8 +35,7 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
     // mmap-based reader (ripgrep's trade-off too); an empty or unmappable
     // file (a pipe) is read normally.
     let len = file.metadata().map_err(io)?.len();
-    // Populated up front: one call maps every page instead of a fault per page.
-    match (len > 0).then(|| unsafe { memmap2::MmapOptions::new().populate().map(&file) }) {
+    match (len > 0).then(|| unsafe { memmap2::Mmap::map(&file) }) {
         Some(Ok(map)) => parse_kineto(&map, &label),
         _ => {
             let bytes = std::fs::read(path).map_err(io)?;
