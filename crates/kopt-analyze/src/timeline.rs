@@ -57,7 +57,10 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
         .map(|a| a.name.as_str())
         .collect();
+    // With iteration ranges (NVTX, ProfilerStep) the first one is the warm-up.
+    let steps = t.iteration_ranges(None);
     let warmup_end = match repeated_period(&kernel_names) {
+        _ if t.whole_program && steps.len() >= 3 => steps.iter().map(|r| r.start_ns).nth(1),
         Some(p) if t.whole_program && t.ranges.is_empty() && kernel_names.len() / p >= 3 => {
             let lead = kernel_names.len() % p;
             all.iter()
@@ -159,7 +162,12 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
         repeated_period(&names).map(|p| (names.len() / p).max(1) as u64)
     } else {
-        Some(t.iteration_ranges(None).len() as u64)
+        Some(
+            steps
+                .iter()
+                .filter(|r| warmup_end.is_none_or(|w| r.start_ns >= w))
+                .count() as u64,
+        )
     };
     let launch_bound = busy_pct < LAUNCH_BOUND_BUSY_PCT
         && match (median_kernel, median_launch) {

@@ -72,5 +72,12 @@ fn nvtx_ranges_from_the_tracer_mark_iterations_and_time_them() {
         "{per:?}"
     );
     let summary = kopt_analyze::timeline::summarize(t).unwrap();
-    assert_eq!(summary.iterations, Some(20));
+    // The first step is the warm-up: the window starts at the second.
+    assert_eq!(summary.iterations, Some(19));
+    assert!(!summary.launch_bound, "{}", summary.verdict);
+    assert!(
+        summary.verdict.contains("from the second step on"),
+        "{}",
+        summary.verdict
+    );
 }

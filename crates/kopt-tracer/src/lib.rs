@@ -88,6 +88,14 @@ fn init() {
         }
     }
     unsafe {
+        if std::env::var_os("KOPT_TRACER_HW_TRACE").is_some_and(|v| v == "1") {
+            // Hardware-event-based timestamps (lower launch overhead where the GPU
+            // supports it); asked for before anything else is set up.
+            let r = sys::cuptiActivityEnableHWTrace(1);
+            if r != sys::CUptiResult::CUPTI_SUCCESS {
+                warn(&format!("hardware tracing unavailable on this GPU or driver ({r:?}); using CUPTI's default"));
+            }
+        }
         let r = sys::cuptiActivityRegisterCallbacks(Some(buffer_requested), Some(buffer_completed));
         if r != sys::CUptiResult::CUPTI_SUCCESS {
             warn(&format!("cuptiActivityRegisterCallbacks failed ({r:?}); is another profiler (torch.profiler, nsys) attached? tracing is off"));
@@ -105,13 +113,6 @@ fn init() {
             );
             if r != sys::CUptiResult::CUPTI_SUCCESS {
                 warn(&format!("per-thread activity buffers unavailable ({r:?})"));
-            }
-        }
-        if std::env::var_os("KOPT_TRACER_HW_TRACE").is_some_and(|v| v == "1") {
-            // Hardware-event-based timestamps (lower launch overhead where the GPU supports it).
-            let r = sys::cuptiActivityEnableHWTrace(1);
-            if r != sys::CUptiResult::CUPTI_SUCCESS {
-                warn(&format!("hardware tracing unavailable on this GPU or driver ({r:?}); using CUPTI's default"));
             }
         }
         let mut kinds = vec![
