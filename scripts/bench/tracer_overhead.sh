@@ -5,31 +5,39 @@
 # medians; whether kopt's trace holds every kernel and launch call. Then NVTX
 # ranges through the tracer, and kopt trace around a torch.profiler session.
 #   scripts/bench/tracer_overhead.sh OUT_DIR  (needs target/release/{kopt,libkopt_tracer.so})
+#   ROUNDS=11 MODES="kopt_select kopt_off" PIN=2-5 SKIP_EXTRAS=1 ...  (rounds, tracer modes,
+#   CPUs every run is pinned to, overhead table only)
 set -uo pipefail
 OUT=${1:?usage}; ROOT=$(cd "$(dirname "$0")/../.." && pwd); KOPT=$ROOT/target/release/kopt
 T=$(mktemp -d); mkdir -p "$OUT"; export PYTHONUNBUFFERED=1
 L=$ROOT/scripts/bench/launch_loop.py
 : > "$OUT/overhead.jsonl"
+ROUNDS=${ROUNDS:-5}; MODES=${MODES:-kopt_select kopt_off kopt_all kopt_select_perthread kopt_hw}
+PINNED=""; [ -n "${PIN:-}" ] && PINNED="taskset -c $PIN"
+want() { case " $MODES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 traced() { # mode, env...
   local mode=$1; shift
-  env "$@" "$KOPT" trace --runs-dir "$T/runs_$mode" --format json -o "$T/report_$mode.json" -- python3 "$L" > "$T/$mode.log" 2>&1 || tail -5 "$T/$mode.log"
+  want "$mode" || return 0
+  env "$@" $PINNED "$KOPT" trace --runs-dir "$T/runs_$mode" --format json -o "$T/report_$mode.json" -- python3 "$L" > "$T/$mode.log" 2>&1 || tail -5 "$T/$mode.log"
   echo "{\"mode\":\"$mode\",\"r\":$(grep per_launch_us "$T/$mode.log" | tail -1)}" >> "$OUT/overhead.jsonl"
 }
-for round in 1 2 3 4 5; do
-  echo "{\"mode\":\"bare\",\"r\":$(python3 "$L")}" >> "$OUT/overhead.jsonl"
+for round in $(seq "$ROUNDS"); do
+  echo "{\"mode\":\"bare\",\"r\":$($PINNED python3 "$L")}" >> "$OUT/overhead.jsonl"
   traced kopt_select KOPT_TRACER_APIS=select
   traced kopt_off KOPT_TRACER_APIS=off
   traced kopt_all KOPT_TRACER_APIS=all
   traced kopt_select_perthread KOPT_TRACER_APIS=select KOPT_TRACER_PER_THREAD_BUFFERS=1
   traced kopt_hw KOPT_TRACER_APIS=select KOPT_TRACER_HW_TRACE=1
-  echo "{\"mode\":\"torch_profiler\",\"r\":$(python3 "$L" --torch-profiler 2>/dev/null | tail -1)}" >> "$OUT/overhead.jsonl"
+  echo "{\"mode\":\"torch_profiler\",\"r\":$($PINNED python3 "$L" --torch-profiler 2>/dev/null | tail -1)}" >> "$OUT/overhead.jsonl"
 done
-for m in kopt_select kopt_off kopt_all kopt_select_perthread kopt_hw; do
+for m in $MODES; do
   python3 -c "import json,sys; r=json.load(open('$T/report_$m.json')); t=r.get('timeline') or {}; k=[x for x in r['kernels'] if x['name'].startswith('kopt_noop')]; print(json.dumps({'mode':'$m','noop_kernels':k[0]['launches'] if k else 0,'launch_calls':t.get('kernel_launch_calls'),'sync_calls':t.get('sync_calls')}))" >> "$OUT/recorded.jsonl" 2>/dev/null
   grep -h "kopt-tracer" "$T/$m.log" | sort | uniq -c | head -3
   echo "$m end record: $(grep -h '"t":"end"' "$T"/runs_$m/*/trace.jsonl | tail -1)"
 done
-R=$(ls -d "$T"/runs_kopt_select/*/ | head -1); head -c 1000000 "$R/trace.jsonl" > "$OUT/loop_trace_head.jsonl"
+R=$(ls -d "$T"/runs_*/*/ | head -1); head -c 1000000 "$R/trace.jsonl" > "$OUT/loop_trace_head.jsonl"
+SKIP=${SKIP_EXTRAS:-}  # set: only the overhead table
+if [ -z "$SKIP" ]; then
 # NVTX ranges: 20 repetitions of a CUDA C++ kernel, each inside nvtxRangePush("step").
 nvcc -O3 -arch=sm_90 -o "$T/vk" "$ROOT/scripts/bench/verdict_trials/vk.cu" && \
   "$KOPT" trace --runs-dir "$T/nvtx" --format json -o "$OUT/nvtx_report.json" -- "$T/vk" --reps 20 --nvtx > "$T/nvtx.log" 2>&1; echo "nvtx trace rc=$?"
@@ -42,6 +50,7 @@ grep -iE "kopt|cupti|warn|error" "$OUT/conflict.log" | sort | uniq -c | head -8
 echo "conflict end record: $(grep -h '"t":"end"' "$T"/conflict/*/trace.jsonl | tail -1)"
 python3 -c "import json; r=json.load(open('$T/conflict.json')); print('conflict notes:', [n[:90] for n in r['notes']])" 2>&1
 python3 -c "import json; r=json.load(open('$T/conflict.json')); k=[x for x in r['kernels'] if x['name'].startswith('kopt_noop')]; print('conflict: kopt recorded noop kernels', k[0]['launches'] if k else 0, '(expected 2100)')" 2>&1
+fi
 python3 - "$OUT" <<'PY'
 import json, os, sys
 out = sys.argv[1]
@@ -58,7 +67,7 @@ try:
 except OSError:
     pass
 b = med(by["bare"]) if "bare" in by else None
-print("| mode | host us per launch (median of 5 rounds) | vs bare | rounds | noop kernels / launch calls recorded (expected 50100) |")
+print("| mode | host us per launch (median of the rounds) | vs bare | rounds | noop kernels / launch calls recorded (expected 50100) |")
 print("|---|--:|--:|---|---|")
 for m in ("bare", "kopt_select", "kopt_off", "kopt_all", "kopt_select_perthread", "kopt_hw", "torch_profiler"):
     if m not in by: continue
