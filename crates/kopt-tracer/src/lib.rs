@@ -101,6 +101,29 @@ fn init() {
             warn(&format!("cuptiActivityRegisterCallbacks failed ({r:?}); is another profiler (torch.profiler, nsys) attached? tracing is off"));
             return;
         }
+        if let Some(n) = std::env::var("KOPT_TRACER_PREALLOC")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            // Device buffers and timestamp-semaphore pools allocated up front,
+            // so none is allocated between two launches.
+            use sys::CUpti_ActivityAttribute as A;
+            for attr in [
+                A::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
+                A::CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE,
+            ] {
+                let mut value = n;
+                let mut size = std::mem::size_of::<usize>();
+                let r = sys::cuptiActivitySetAttribute(
+                    attr,
+                    &mut size,
+                    (&mut value as *mut usize).cast(),
+                );
+                if r != sys::CUptiResult::CUPTI_SUCCESS {
+                    warn(&format!("{attr:?} not set ({r:?})"));
+                }
+            }
+        }
         if std::env::var_os("KOPT_TRACER_PER_THREAD_BUFFERS").is_some_and(|v| v == "1") {
             // One activity buffer per host thread: launches from different
             // threads stop contending for CUPTI's shared buffer.
