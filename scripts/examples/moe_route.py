@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--nvtx", action="store_true", help="one NVTX range 'step' per iteration")
     ap.add_argument("--matmul", action="store_true", help="a large bf16 matmul step instead (GPU bound)")
     ap.add_argument("--time-graph", metavar="OUT", help="write eager vs graph-replay timings as JSON")
+    ap.add_argument("--graph", action="store_true", help="each iteration replays a captured CUDA graph")
     args = ap.parse_args()
     torch.manual_seed(0)
     if args.matmul:
@@ -81,6 +82,18 @@ def main():
         json.dump(res, open(args.time_graph, "w"), indent=1)
         print(json.dumps({k: res[k] for k in ("device", "eager_us", "graph_us")}))
         return
+    if args.graph:
+        for _ in range(3):
+            step()
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            step()
+        torch.cuda.current_stream().wait_stream(s)
+        with torch.cuda.graph(g):
+            captured = step()
+        step = lambda: (g.replay(), captured)[1]
     for _ in range(args.iters):
         if args.nvtx:
             torch.cuda.nvtx.range_push("step")

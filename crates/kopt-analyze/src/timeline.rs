@@ -236,7 +236,9 @@ pub fn gpu_time_per_range(t: &Timeline, family: Option<&str>) -> Option<(String,
     let launch_start: HashMap<u64, i64> = t
         .api_calls
         .iter()
-        .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)
+        .filter(|c| {
+            matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch) && c.correlation != 0
+        })
         .map(|c| (c.correlation, c.start_ns))
         .collect();
     // Ranges of one family do not nest: sort by start and binary-search each kernel.
@@ -438,6 +440,24 @@ mod tests {
             Some(("step".to_string(), vec![50, 50]))
         );
         assert_eq!(gpu_time_per_range(&t, Some("other")), None);
+
+        // A graph replay: its kernels carry the cudaGraphLaunch call's correlation id.
+        let mut graph_launch = launch(1_010, 5, 9);
+        graph_launch.kind = ApiKind::GraphLaunch;
+        let g = Timeline {
+            activities: vec![kernel(1_100, 10, 9), kernel(1_112, 10, 9)],
+            api_calls: vec![graph_launch],
+            ranges: vec![kopt_model::Range {
+                name: "step".into(),
+                start_ns: 1_000,
+                end_ns: 1_020,
+            }],
+            ..Timeline::default()
+        };
+        assert_eq!(
+            gpu_time_per_range(&g, None),
+            Some(("step".to_string(), vec![22]))
+        );
     }
 
     #[test]
