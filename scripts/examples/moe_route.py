@@ -36,10 +36,9 @@ def per_call_us(fn, n=200):
     return (time.perf_counter() - t0) / n * 1e6
 
 
-def time_graph(step):
-    """Eager vs CUDA-graph replay of one step: 7 interleaved rounds, medians."""
-    for _ in range(5):
-        step()
+def capture_graph(step):
+    """The step captured in a CUDA graph (after warm-up on a side stream);
+    returns the graph and the step's outputs, which each replay rewrites."""
     g = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -48,7 +47,15 @@ def time_graph(step):
             step()
     torch.cuda.current_stream().wait_stream(s)
     with torch.cuda.graph(g):
+        outputs = step()
+    return g, outputs
+
+
+def time_graph(step):
+    """Eager vs CUDA-graph replay of one step: 7 interleaved rounds, medians."""
+    for _ in range(5):
         step()
+    g, _ = capture_graph(step)
     eager, graph = [], []
     for _ in range(7):
         eager.append(per_call_us(step))
@@ -83,16 +90,7 @@ def main():
         print(json.dumps({k: res[k] for k in ("device", "eager_us", "graph_us")}))
         return
     if args.graph:
-        for _ in range(3):
-            step()
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            step()
-        torch.cuda.current_stream().wait_stream(s)
-        with torch.cuda.graph(g):
-            captured = step()
+        g, captured = capture_graph(step)
         step = lambda: (g.replay(), captured)[1]
     for _ in range(args.iters):
         if args.nvtx:

@@ -11,14 +11,16 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-#[test]
-fn traced_run_reports_and_exports() {
-    let dir = tempfile::tempdir().unwrap();
-    let tracer = dir.path().join("libkopt_tracer.so");
+/// `kopt trace --format json` in `dir` with a stand-in tracer library and a
+/// workload that copies `trace` to where the tracer would write ($KOPT_TRACE_OUT).
+fn trace_replaying(
+    dir: &std::path::Path,
+    trace: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let tracer = dir.join("libkopt_tracer.so");
     std::fs::write(&tracer, b"stand-in").unwrap();
-    let export = dir.path().join("out.json");
-    let src = fixture("kopt-trace-h200/moe_trace.jsonl");
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
         .args([
             "trace",
             "--runs-dir",
@@ -28,21 +30,28 @@ fn traced_run_reports_and_exports() {
             "--tracer",
         ])
         .arg(&tracer)
-        .arg("--export")
-        .arg("perfetto")
-        .arg(&export)
+        .args(extra)
         .args([
             "--",
             "/bin/sh",
             "-c",
             &format!(
                 "test -n \"$CUDA_INJECTION64_PATH\" && cp '{}' \"$KOPT_TRACE_OUT\"",
-                src.display()
+                trace.display()
             ),
         ])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn traced_run_reports_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("out.json");
+    let src = fixture("kopt-trace-h200/moe_trace.jsonl");
+    let export_arg = export.display().to_string();
+    let o = trace_replaying(dir.path(), &src, &["--export", "perfetto", &export_arg]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report["primary"]["type"], "launch_overhead");
@@ -115,8 +124,6 @@ fn a_profiler_taking_cupti_over_is_reported() {
     // The tracer's end record counts buffers CUPTI never handed back (seen on
     // the H200 when the program started torch.profiler itself).
     let dir = tempfile::tempdir().unwrap();
-    let tracer = dir.path().join("libkopt_tracer.so");
-    std::fs::write(&tracer, b"stand-in").unwrap();
     let text = std::fs::read_to_string(fixture("kopt-trace-h200/moe_trace.jsonl")).unwrap();
     let body: Vec<&str> = text
         .lines()
@@ -131,25 +138,7 @@ fn a_profiler_taking_cupti_over_is_reported() {
         ),
     )
     .unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args([
-            "trace",
-            "--runs-dir",
-            "runs",
-            "--format",
-            "json",
-            "--tracer",
-        ])
-        .arg(&tracer)
-        .args([
-            "--",
-            "/bin/sh",
-            "-c",
-            &format!("cp '{}' \"$KOPT_TRACE_OUT\"", taken.display()),
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let o = trace_replaying(dir.path(), &taken, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let notes = report["notes"].to_string();
