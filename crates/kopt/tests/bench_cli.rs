@@ -20,6 +20,17 @@ fn bench(dir: &std::path::Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The JSON report of a run that must have succeeded.
+fn json_report(o: &Output) -> serde_json::Value {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 #[test]
 fn wall_time_keep_and_revert() {
     let d = tempfile::tempdir().unwrap();
@@ -34,13 +45,7 @@ fn wall_time_keep_and_revert() {
             "json",
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = json_report(&o);
     assert_eq!(v["variants"][1]["verdict"]["kind"], "KEEP");
     assert_eq!(v["variants"][1]["source"], "wall time of the whole process");
     let speedup = v["variants"][1]["speedup_vs_first"].as_f64().unwrap();
@@ -86,13 +91,7 @@ fn self_reported_samples_win_over_wall_time() {
             "json",
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = json_report(&o);
     assert_eq!(v["variants"][0]["source"], "self-reported samples");
     assert_eq!(v["variants"][1]["verdict"]["kind"], "MARGINAL");
     let median = v["variants"][0]["median_s"].as_f64().unwrap();
@@ -227,13 +226,7 @@ fn gpu_time_per_nvtx_range_from_the_tracer() {
             "json",
         ],
     );
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = json_report(&o);
     let source = v["variants"][0]["source"].as_str().unwrap();
     assert!(
         source.starts_with("GPU time per iteration") && source.contains("`step`"),
