@@ -159,8 +159,9 @@ pub struct ProfileArgs {
     pub ncu: Option<PathBuf>,
 
     /// Pass 1 (every launch's time): tracer (kopt's CUPTI tracer: the real
-    /// timeline, falls back to ncu when the tracer library is missing or records
-    /// nothing) or ncu (serialised replay, no timeline)
+    /// timeline; falls back to ncu when the tracer library is missing, records
+    /// nothing, or --kernel is not a regex kopt can read) or ncu (serialised
+    /// replay, no timeline)
     #[arg(long, default_value = "tracer", value_name = "SOURCE")]
     pub timing_pass: String,
 

@@ -81,10 +81,23 @@ fn passes(
     };
     // Pass 1: where the time goes, from kopt's tracer (the real timeline:
     // gaps and launch cost too) or else ncu. The workload's own output is shown here only.
-    let traced = if req.trace_timing && req.kernel_regex.is_none() {
+    // --kernel filters the tracer's kernels when Rust's regex syntax takes it;
+    // otherwise ncu applies it in its own timing pass.
+    let filter = match req.kernel_regex.as_deref().map(regex::Regex::new) {
+        None => Some(None),
+        Some(Ok(re)) => Some(Some(re)),
+        Some(Err(_)) => None,
+    };
+    let traced = if let (true, Some(filter)) = (req.trace_timing, filter) {
         match kopt_collect::trace::locate_tracer(req.tracer.as_deref()) {
             Ok(tracer) => tracer_pass(
-                &tracer, &workload, dir, record, progress, !req.quiet, req.top,
+                &tracer,
+                &workload,
+                dir,
+                record,
+                progress,
+                req,
+                filter.as_ref(),
             )?,
             Err(e) => {
                 progress.note(&format!("{e}; timing every launch with ncu instead"));
@@ -172,9 +185,10 @@ fn tracer_pass(
     dir: &Path,
     record: &mut RunRecord,
     progress: &Progress,
-    passthrough: bool,
-    top: usize,
+    req: &ProfileRequest,
+    kernel_filter: Option<&regex::Regex>,
 ) -> anyhow::Result<Option<Vec<String>>> {
+    let passthrough = !req.quiet;
     let what = "timeline of every launch (kopt's CUPTI tracer)";
     progress.start(1, what);
     let t = Instant::now();
@@ -199,8 +213,27 @@ fn tracer_pass(
     let trace = kopt_ingest::read_kopt_trace(&run.trace)?;
     let label = run.trace.display().to_string();
     let timing = kopt_ingest::TimingPass::from_timeline(trace.timeline, &label);
-    let profile = kopt_ingest::merge_tiered(timing, None, None, Vec::new());
-    let functions = top_kernel_functions(&profile, top, TARGET_COVERAGE);
+    let mut profile = kopt_ingest::merge_tiered(timing, None, None, Vec::new());
+    if let Some(re) = kernel_filter {
+        let seen: Vec<String> = profile
+            .launches
+            .iter()
+            .map(|l| kopt_model::kernel_short_name(&l.name))
+            .collect();
+        profile.launches.retain(|l| re.is_match(&l.name));
+        if profile.launches.is_empty() && !seen.is_empty() {
+            let mut names = seen;
+            names.sort();
+            names.dedup();
+            names.truncate(8);
+            anyhow::bail!(
+                "--kernel {}: no traced kernel matches (kernels seen: {})",
+                re.as_str(),
+                names.join(", ")
+            );
+        }
+    }
+    let functions = top_kernel_functions(&profile, req.top, TARGET_COVERAGE);
     if functions.is_empty() {
         progress.note("the tracer recorded no kernels; timing every launch with ncu instead");
         // The ncu pass's CSV takes precedence when the folder is read back.

@@ -279,12 +279,10 @@ fn missing_ncu_and_usage_errors() {
     assert!(stderr(&o).contains("nothing to profile"));
 }
 
-#[test]
-fn tracer_timeline_as_pass_one_and_counters_feed_one_diagnosis() {
-    // Real data from one module on the H200: kopt's trace of moe_route (pass
-    // 1, written by the stand-in tracer) and ncu's targeted pass of the same
-    // module (from the fake ncu). Kernel names come from two demanglers.
-    let env = Env::new();
+/// `kopt profile` of seed 000's MoE module from recorded H200 data: the
+/// stand-in tracer replays kopt's trace of it (pass 1), the fake ncu its
+/// targeted pass. `extra` goes before the workload.
+fn moe_profile(env: &Env, extra: &[&str]) -> Output {
     let tracer = env.dir.path().join("libkopt_tracer.so");
     std::fs::write(&tracer, b"stand-in").unwrap();
     let trace = fixture("kopt-trace-h200/moe_trace.jsonl");
@@ -292,17 +290,10 @@ fn tracer_timeline_as_pass_one_and_counters_feed_one_diagnosis() {
         "if [ -n \"$KOPT_TRACE_OUT\" ]; then cp '{}' \"$KOPT_TRACE_OUT\"; fi",
         trace.display()
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args([
-            "profile",
-            "--runs-dir",
-            "runs",
-            "--format",
-            "json",
-            "--",
-            "/bin/sh",
-            "-c",
-        ])
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["profile", "--runs-dir", "runs", "--format", "json"])
+        .args(extra)
+        .args(["--", "/bin/sh", "-c"])
         .arg(&workload)
         .env("KOPT_TRACER", &tracer)
         .env(
@@ -316,7 +307,47 @@ fn tracer_timeline_as_pass_one_and_counters_feed_one_diagnosis() {
         .env("FAKE_NCU_ARGS_LOG", env.args_log())
         .current_dir(env.dir.path())
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn kernel_regex_picks_among_the_traced_kernels() {
+    let env = Env::new();
+    let o = moe_profile(&env, &["--kernel", "gatherTopK|bitonicSort"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = std::fs::read_to_string(env.args_log()).unwrap();
+    assert!(log.lines().all(|l| l.starts_with("targeted")), "{log}");
+    // The targeted pass asks ncu for the matching kernels only.
+    let passes = run_json(&env.only_run_dir())["passes"].clone();
+    assert_eq!(passes[0]["name"], "pass1-trace");
+    let ncu = passes[1]["command"].to_string();
+    assert!(
+        ncu.contains("gatherTopK") && ncu.contains("bitonicSortKVInPlace"),
+        "{ncu}"
+    );
+    assert!(!ncu.contains("softmax_warp_forward"), "{ncu}");
+    // The report still has the whole timeline.
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["timeline"]["launch_bound"], true);
+
+    let env = Env::new();
+    let o = moe_profile(&env, &["--kernel", "no_such_kernel"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("--kernel no_such_kernel: no traced kernel matches")
+            && err.contains("gatherTopK"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tracer_timeline_as_pass_one_and_counters_feed_one_diagnosis() {
+    // Real data from one module on the H200: kopt's trace of moe_route (pass
+    // 1, written by the stand-in tracer) and ncu's targeted pass of the same
+    // module (from the fake ncu). Kernel names come from two demanglers.
+    let env = Env::new();
+    let o = moe_profile(&env, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let log = std::fs::read_to_string(env.args_log()).unwrap();
     assert!(
