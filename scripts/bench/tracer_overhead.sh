@@ -29,6 +29,8 @@ for round in $(seq "$ROUNDS"); do
   traced kopt_select_perthread KOPT_TRACER_APIS=select KOPT_TRACER_PER_THREAD_BUFFERS=1
   traced kopt_hw KOPT_TRACER_APIS=select KOPT_TRACER_HW_TRACE=1
   traced kopt_prealloc KOPT_TRACER_APIS=select KOPT_TRACER_PREALLOC=16
+  traced kopt_sync KOPT_TRACER_APIS=select KOPT_TRACER_SYNC_DRAIN=1
+  traced kopt_bigbuf KOPT_TRACER_APIS=select KOPT_TRACER_BUFFER_MB=64
   echo "{\"mode\":\"torch_profiler\",\"r\":$($PINNED python3 "$L" --torch-profiler 2>/dev/null | tail -1)}" >> "$OUT/overhead.jsonl"
 done
 for m in $MODES; do
@@ -70,7 +72,7 @@ except OSError:
 b = med(by["bare"]) if "bare" in by else None
 print("| mode | host us per launch (median of the rounds) | vs bare | rounds | noop kernels / launch calls recorded (expected 50100) |")
 print("|---|--:|--:|---|---|")
-for m in ("bare", "kopt_select", "kopt_off", "kopt_all", "kopt_select_perthread", "kopt_hw", "kopt_prealloc", "torch_profiler"):
+for m in ("bare", "kopt_select", "kopt_off", "kopt_all", "kopt_select_perthread", "kopt_hw", "kopt_prealloc", "kopt_sync", "kopt_bigbuf", "torch_profiler"):
     if m not in by: continue
     rel = f"{100*(med(by[m])/b-1):+.1f}%" if b else "-"
     r = rec.get(m, {})

@@ -13,14 +13,86 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::io::{BufWriter, Write};
 use std::panic::catch_unwind;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use cudarc::cupti::sys;
 
-/// Activity buffers handed to CUPTI.
-const BUFFER_BYTES: usize = 8 * 1024 * 1024;
+/// Activity buffers handed to CUPTI: 8 MiB unless `KOPT_TRACER_BUFFER_MB` says.
+static BUFFER_BYTES: AtomicUsize = AtomicUsize::new(8 << 20);
 const ALIGN: usize = 8;
+
+fn buffer_layout() -> std::alloc::Layout {
+    std::alloc::Layout::from_size_align(BUFFER_BYTES.load(Ordering::Relaxed), ALIGN)
+        .expect("valid layout")
+}
+
+/// A buffer CUPTI handed back, waiting for the drain thread.
+struct Filled {
+    ptr: *mut u8,
+    valid: usize,
+}
+// SAFETY: CUPTI gives the buffer up when it completes it; from then on only
+// the drain thread touches it.
+unsafe impl Send for Filled {}
+
+/// Completed buffers are turned into JSON lines on kopt's own thread, so
+/// CUPTI's thread (or the application's, when CUPTI completes a buffer
+/// there) only queues them. `KOPT_TRACER_SYNC_DRAIN=1` drains in place.
+struct Drainer {
+    queue: Mutex<(Vec<Filled>, bool)>,
+    ready: std::sync::Condvar,
+}
+
+static DRAINER: Drainer = Drainer {
+    queue: Mutex::new((Vec::new(), false)),
+    ready: std::sync::Condvar::new(),
+};
+static DRAIN_THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+
+fn start_drain_thread() -> bool {
+    let spawned = std::thread::Builder::new()
+        .name("kopt-tracer-drain".into())
+        .spawn(|| loop {
+            let batch = {
+                let mut q = DRAINER.queue.lock().unwrap_or_else(|e| e.into_inner());
+                while q.0.is_empty() && !q.1 {
+                    q = DRAINER.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                }
+                if q.0.is_empty() {
+                    return;
+                }
+                std::mem::take(&mut q.0)
+            };
+            for f in batch {
+                let _ = catch_unwind(|| unsafe { drain(f.ptr, f.valid) });
+                unsafe { std::alloc::dealloc(f.ptr, buffer_layout()) };
+            }
+        });
+    match spawned {
+        Ok(h) => {
+            *DRAIN_THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// Stop the drain thread once the queue is empty, and wait for it.
+fn finish_drain_thread() {
+    {
+        let mut q = DRAINER.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.1 = true;
+    }
+    DRAINER.ready.notify_all();
+    if let Some(h) = DRAIN_THREAD
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+    {
+        let _ = h.join();
+    }
+}
 
 static OUT: Mutex<Option<BufWriter<std::fs::File>>> = Mutex::new(None);
 static NAMES: Mutex<Option<HashMap<(u32, u32), String>>> = Mutex::new(None);
@@ -86,6 +158,17 @@ fn init() {
             ));
             return;
         }
+    }
+    if let Some(mb) = std::env::var("KOPT_TRACER_BUFFER_MB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|mb| (1..=1024).contains(mb))
+    {
+        BUFFER_BYTES.store(mb << 20, Ordering::Relaxed);
+    }
+    let sync_drain = std::env::var_os("KOPT_TRACER_SYNC_DRAIN").is_some_and(|v| v == "1");
+    if !sync_drain && !start_drain_thread() {
+        warn("cannot start the drain thread; draining in CUPTI's thread");
     }
     unsafe {
         if std::env::var_os("KOPT_TRACER_HW_TRACE").is_some_and(|v| v == "1") {
@@ -237,6 +320,8 @@ extern "C" fn at_exit() {
         unsafe {
             sys::cuptiActivityFlushAll(1);
         }
+        // Every buffer is back from CUPTI: let the drain thread write them all.
+        finish_drain_thread();
         let mut dropped = 0usize;
         unsafe {
             sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
@@ -263,15 +348,17 @@ unsafe extern "C" fn buffer_requested(
     max_records: *mut usize,
 ) {
     let ok = catch_unwind(|| {
-        let layout =
-            std::alloc::Layout::from_size_align(BUFFER_BYTES, ALIGN).expect("valid layout");
-        let p = unsafe { std::alloc::alloc(layout) };
+        let p = unsafe { std::alloc::alloc(buffer_layout()) };
         if !p.is_null() {
             BUFFERS_OUT.fetch_add(1, Ordering::SeqCst);
         }
         unsafe {
             *buffer = p;
-            *size = if p.is_null() { 0 } else { BUFFER_BYTES };
+            *size = if p.is_null() {
+                0
+            } else {
+                BUFFER_BYTES.load(Ordering::Relaxed)
+            };
             *max_records = 0;
         }
     });
@@ -290,12 +377,27 @@ unsafe extern "C" fn buffer_completed(
     _size: usize,
     valid: usize,
 ) {
-    let _ = catch_unwind(|| unsafe { drain(buffer, valid) });
-    if !buffer.is_null() {
-        BUFFERS_BACK.fetch_add(1, Ordering::SeqCst);
-        let layout =
-            std::alloc::Layout::from_size_align(BUFFER_BYTES, ALIGN).expect("valid layout");
-        unsafe { std::alloc::dealloc(buffer, layout) };
+    if buffer.is_null() {
+        return;
+    }
+    BUFFERS_BACK.fetch_add(1, Ordering::SeqCst);
+    let queued = catch_unwind(|| {
+        let mut q = DRAINER.queue.lock().unwrap_or_else(|e| e.into_inner());
+        // Queue only while the drain thread runs (not stopped, or never started).
+        let running = !q.1
+            && DRAIN_THREAD
+                .try_lock()
+                .map_or(true, |h| h.as_ref().is_some_and(|h| !h.is_finished()));
+        if running {
+            q.0.push(Filled { ptr: buffer, valid });
+            DRAINER.ready.notify_one();
+        }
+        running
+    })
+    .unwrap_or(false);
+    if !queued {
+        let _ = catch_unwind(|| unsafe { drain(buffer, valid) });
+        unsafe { std::alloc::dealloc(buffer, buffer_layout()) };
     }
 }
 
