@@ -178,7 +178,7 @@ pub struct ProfileArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  kopt trace -- python3 train_step.py\n  kopt trace --export perfetto out.json -- ./app"
+    after_help = "Examples:\n  kopt trace -- python3 train_step.py\n  kopt trace --export perfetto out.json -- ./app\n\nNVTX ranges (nvtxRangePush, torch.cuda.nvtx.range_push) are recorded: the most repeated one marks iterations.\nTracer settings (environment): KOPT_TRACER_APIS=select|all|off (which API calls are recorded; default select),\nKOPT_TRACER_BUFFER_MB, KOPT_TRACER_PREALLOC, KOPT_TRACER_PER_THREAD_BUFFERS=1, KOPT_TRACER_HW_TRACE=1, KOPT_TRACER_SYNC_DRAIN=1.\nOnly one CUPTI client traces at a time: a program that starts torch.profiler itself takes tracing over (the report says so)."
 )]
 pub struct TraceArgs {
     /// The workload: a program and its arguments, passed as given (no shell)
