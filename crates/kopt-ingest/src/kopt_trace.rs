@@ -36,7 +36,10 @@ struct Line {
     dropped: Option<u64>,
     #[serde(default)]
     lost_buffers: Option<u64>,
-    /// NVTX range id (range_start / range_end).
+    /// Device records: SM count.
+    #[serde(default)]
+    sms: Option<u32>,
+    /// NVTX range id (range_start / range_end), device id (device).
     #[serde(default)]
     id: Option<u64>,
 }
@@ -79,6 +82,9 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     let mut ended = false;
     let mut dropped = 0;
     let mut lost_buffers = 0;
+    // Devices by id; the report names the one the kernels ran on.
+    let mut devices: std::collections::HashMap<u64, (String, Option<u32>)> =
+        std::collections::HashMap::new();
     // NVTX ranges open by id until their end record arrives.
     let mut open: std::collections::HashMap<u64, (String, i64)> = std::collections::HashMap::new();
     let lines: Vec<&str> = text.lines().collect();
@@ -101,6 +107,10 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         match (line.t.as_str(), line.id, line.s) {
             ("range_start", Some(id), Some(s)) => {
                 open.insert(id, (line.name.unwrap_or_default(), s));
+                continue;
+            }
+            ("device", Some(id), _) => {
+                devices.insert(id, (line.name.unwrap_or_default(), line.sms));
                 continue;
             }
             ("range_end", Some(id), Some(e)) => {
@@ -159,6 +169,26 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         }
     }
     t.ranges.sort_by_key(|r| r.start_ns);
+    let busiest = {
+        let mut per: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        for a in t
+            .activities
+            .iter()
+            .filter(|a| a.kind == ActivityKind::Kernel)
+        {
+            *per.entry(a.device).or_default() += 1;
+        }
+        per.into_iter()
+            .max_by_key(|(d, n)| (*n, std::cmp::Reverse(*d)))
+            .map(|(d, _)| d)
+    };
+    if let Some((name, sms)) = busiest
+        .and_then(|d| devices.get(&u64::from(d)))
+        .or_else(|| devices.iter().min_by_key(|(id, _)| **id).map(|(_, d)| d))
+    {
+        t.device_name = Some(name.clone());
+        t.sm_count = *sms;
+    }
     Ok(KoptTrace {
         timeline: t,
         ended,
@@ -185,6 +215,18 @@ mod tests {
 {"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
 {"t":"end","records":3,"dropped":0}
 "#;
+
+    #[test]
+    fn the_device_the_kernels_ran_on_names_the_trace() {
+        let text = r#"{"t":"device","id":0,"name":"NVIDIA H200","sms":132,"cc":[9,0],"mem_bw_kbs":4800000000,"clock_khz":1980000}
+{"t":"device","id":1,"name":"NVIDIA H100 80GB HBM3","sms":132,"cc":[9,0],"mem_bw_kbs":3350000000,"clock_khz":1980000}
+{"t":"kernel","name":"k","s":10,"e":20,"dev":1,"str":7,"c":1}
+{"t":"end","records":3,"dropped":0}
+"#;
+        let t = parse_kopt_trace(text, "trace.jsonl").unwrap().timeline;
+        assert_eq!(t.device_name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(t.sm_count, Some(132));
+    }
 
     #[test]
     fn nvtx_ranges_pair_by_id() {

@@ -228,6 +228,8 @@ fn init() {
             // NVTX ranges; CUPTI sees them when NVTX_INJECTION64_PATH names
             // libcupti (kopt trace sets it).
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MARKER,
+            // The GPU's name and SM count: the report's peaks come from them.
+            sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DEVICE,
         ];
         match ApiMode::from_env() {
             ApiMode::All => {
@@ -503,6 +505,27 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
                 {
                     lines.push_str(&line);
                 }
+            }
+            K::CUPTI_ACTIVITY_KIND_DEVICE => {
+                // The fields read here sit in the prefix Device2..5 share.
+                let d = unsafe { &*(record as *const sys::CUpti_ActivityDevice5) };
+                let name = if d.name.is_null() {
+                    String::from("?")
+                } else {
+                    unsafe { CStr::from_ptr(d.name) }
+                        .to_string_lossy()
+                        .into_owned()
+                };
+                lines.push_str(&format!(
+                    "{{\"t\":\"device\",\"id\":{},\"name\":{},\"sms\":{},\"cc\":[{},{}],\"mem_bw_kbs\":{},\"clock_khz\":{}}}\n",
+                    { d.id },
+                    json_str(&name),
+                    { d.numMultiprocessors },
+                    { d.computeCapabilityMajor },
+                    { d.computeCapabilityMinor },
+                    { d.globalMemoryBandwidth },
+                    { d.coreClockRate }
+                ));
             }
             K::CUPTI_ACTIVITY_KIND_MEMCPY => {
                 let m = unsafe { &*(record as *const sys::CUpti_ActivityMemcpy6) };

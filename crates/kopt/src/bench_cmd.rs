@@ -77,6 +77,8 @@ struct Timing {
     source: Source,
     tracer: Option<std::path::PathBuf>,
     range: Option<String>,
+    /// The GPU the tracer saw (for the history).
+    device: Option<String>,
 }
 
 /// Run once plainly; returns (self-reported samples, wall seconds).
@@ -189,7 +191,9 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
         source,
         tracer,
         range: a.range.clone(),
+        device: None,
     };
+    let device = |t: &Option<Timeline>| t.as_ref().and_then(|t| t.device_name.clone());
     // The iteration family a trace shows (at least two ranges of it).
     let family = |t: &Option<Timeline>| {
         let t = t.as_ref()?;
@@ -203,6 +207,7 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
             match family(&t) {
                 Some(f) => Timing {
                     range: Some(f),
+                    device: device(&t),
                     ..timing(Source::GpuRanges, Some(tr))
                 },
                 None if a.range.is_some() => {
@@ -211,7 +216,10 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
                         a.range.as_deref().unwrap_or("")
                     )))
                 }
-                None => timing(Source::GpuKernels, Some(tr)),
+                None => Timing {
+                    device: device(&t),
+                    ..timing(Source::GpuKernels, Some(tr))
+                },
             }
         }
         "reported" => timing(Source::Reported, None),
@@ -222,6 +230,7 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
                 if let Some(f) = family(&t) {
                     return Ok(Timing {
                         range: Some(f),
+                        device: device(&t),
                         ..timing(Source::GpuRanges, Some(tr))
                     });
                 }
@@ -356,10 +365,15 @@ pub fn run(a: &BenchArgs) -> Result<(), Failure> {
         round += 1;
     }
     let source = timing.source.describe(timing.range.as_deref());
-    report(a, &vs, &source)
+    report(a, &vs, &source, timing.device)
 }
 
-fn report(a: &BenchArgs, vs: &[Variant], source: &str) -> Result<(), Failure> {
+fn report(
+    a: &BenchArgs,
+    vs: &[Variant],
+    source: &str,
+    device: Option<String>,
+) -> Result<(), Failure> {
     let base = &vs[0];
     let base_median = median(&base.samples).unwrap_or(f64::NAN);
     let mut rows = Vec::new();
@@ -420,7 +434,7 @@ fn report(a: &BenchArgs, vs: &[Variant], source: &str) -> Result<(), Failure> {
                 .map(|v| format!("{}={}", v.name, v.command))
                 .collect::<Vec<_>>()
                 .join(" | "),
-            device: None,
+            device,
             git_rev: kopt_store::git_revision(std::path::Path::new(".")),
             summary,
             verdict: Some(format!("{worst:?}").to_ascii_uppercase()),

@@ -187,7 +187,9 @@ fn html_page_with_distributions() {
 /// A kopt trace of `steps` NVTX `step` ranges whose kernels span `span_ns` each
 /// (two kernels with a launch gap between them).
 fn ranged_trace(steps: u64, span_ns: u64) -> String {
-    let mut s = String::new();
+    let mut s = String::from(
+        "{\"t\":\"device\",\"id\":0,\"name\":\"NVIDIA H200\",\"sms\":132,\"cc\":[9,0]}\n",
+    );
     for i in 0..steps {
         let t0 = 1_000_000 + i * 1_000_000;
         let (c1, c2) = (10 * i + 1, 10 * i + 2);
@@ -242,6 +244,14 @@ fn gpu_time_per_nvtx_range_from_the_tracer() {
     assert_eq!(v["variants"][1]["verdict"]["kind"], "KEEP");
     let speedup = v["variants"][1]["speedup_vs_first"].as_f64().unwrap();
     assert!((speedup - 1.25).abs() < 1e-9, "{speedup}");
+    // The history names the GPU the tracer saw.
+    let h = std::process::Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["history", "show", "1"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&h.stdout);
+    assert!(shown.contains("device: NVIDIA H200"), "{shown}");
 
     // Asked for a range the program never opens: a clear error.
     let o = bench(
