@@ -54,6 +54,8 @@ pub struct KoptTrace {
     /// Activity buffers CUPTI never handed back: another CUPTI client (the
     /// program's own torch.profiler, nsys) took tracing over during the run.
     pub lost_buffers: u64,
+    /// How many processes' traces were merged (1 for one file).
+    pub processes: u32,
 }
 
 /// `_ZN2at6native...` -> `void at::native::...`; other names unchanged.
@@ -194,7 +196,75 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         ended,
         dropped_records: dropped,
         lost_buffers,
+        processes: 1,
     })
+}
+
+/// The trace at `path` and those other processes of the same workload wrote
+/// beside it (`path.<pid>`), merged into one timeline. Correlation ids are
+/// per process: each further process's are moved to their own range so
+/// launches still find their kernels.
+pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
+    let mut merged = read_kopt_trace(path)?;
+    let (Some(dir), Some(stem)) = (path.parent(), path.file_name()) else {
+        return Ok(merged);
+    };
+    let stem = stem.to_string_lossy().into_owned();
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut others: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|source| IngestError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(stem.as_str()))
+                .and_then(|rest| rest.strip_prefix('.'))
+                .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect();
+    others.sort();
+    for (i, other) in others.iter().enumerate() {
+        let next = read_kopt_trace(other)?;
+        let shift = (i as u64 + 1) << 48;
+        let moved = |c: u64| if c == 0 { 0 } else { c + shift };
+        let t = next.timeline;
+        merged
+            .timeline
+            .activities
+            .extend(t.activities.into_iter().map(|mut a| {
+                a.correlation = moved(a.correlation);
+                a
+            }));
+        merged
+            .timeline
+            .api_calls
+            .extend(t.api_calls.into_iter().map(|mut c| {
+                c.correlation = moved(c.correlation);
+                c
+            }));
+        merged.timeline.ranges.extend(t.ranges);
+        if merged.timeline.device_name.is_none() {
+            merged.timeline.device_name = t.device_name;
+            merged.timeline.sm_count = t.sm_count;
+        }
+        merged.ended &= next.ended;
+        merged.dropped_records += next.dropped_records;
+        merged.lost_buffers += next.lost_buffers;
+        merged.processes += 1;
+    }
+    if !others.is_empty() {
+        merged.timeline.activities.sort_by_key(|a| a.start_ns);
+        merged.timeline.api_calls.sort_by_key(|c| c.start_ns);
+        merged.timeline.ranges.sort_by_key(|r| r.start_ns);
+    }
+    Ok(merged)
 }
 
 pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
@@ -215,6 +285,47 @@ mod tests {
 {"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
 {"t":"end","records":3,"dropped":0}
 "#;
+
+    #[test]
+    fn traces_of_several_processes_merge_with_their_own_correlations() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = r#"{"t":"process","pid":10}
+{"t":"api","name":"cudaLaunchKernel","s":100,"e":105,"tid":1,"c":1}
+{"t":"kernel","name":"first","s":110,"e":120,"dev":0,"str":7,"c":1}
+{"t":"end","records":2,"dropped":0}
+"#;
+        let two = r#"{"t":"process","pid":11}
+{"t":"api","name":"cudaLaunchKernel","s":50,"e":55,"tid":2,"c":1}
+{"t":"kernel","name":"second","s":60,"e":90,"dev":0,"str":7,"c":1}
+"#;
+        std::fs::write(dir.path().join("trace.jsonl"), one).unwrap();
+        std::fs::write(dir.path().join("trace.jsonl.11"), two).unwrap();
+        std::fs::write(dir.path().join("trace.log"), "not a trace").unwrap();
+        let t = read_kopt_trace_set(&dir.path().join("trace.jsonl")).unwrap();
+        assert_eq!(t.processes, 2);
+        assert!(!t.ended, "the second process never wrote its end record");
+        let names: Vec<&str> = t
+            .timeline
+            .activities
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            vec!["second", "first"],
+            "one timeline, in time order"
+        );
+        let (k2, k1) = (&t.timeline.activities[0], &t.timeline.activities[1]);
+        assert_ne!(k1.correlation, k2.correlation);
+        for k in [k1, k2] {
+            let launch = t
+                .timeline
+                .api_calls
+                .iter()
+                .find(|c| c.correlation == k.correlation);
+            assert!(launch.is_some_and(|c| c.start_ns < k.start_ns));
+        }
+    }
 
     #[test]
     fn the_device_the_kernels_ran_on_names_the_trace() {

@@ -17,7 +17,7 @@ use kopt_model::{Device, Profile, Source};
 
 pub use error::IngestError;
 pub use kineto::{parse_kineto, KinetoTrace};
-pub use kopt_trace::{parse_kopt_trace, read_kopt_trace, KoptTrace};
+pub use kopt_trace::{parse_kopt_trace, read_kopt_trace, read_kopt_trace_set, KoptTrace};
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
 pub use tiered::{merge_tiered, read_run_folder, TimingPass};
 

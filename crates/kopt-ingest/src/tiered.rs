@@ -11,7 +11,7 @@ use kopt_model::{
     kernel_function_name, kernel_match_key, Device, Dim3, KernelLaunch, Profile, Source, Timeline,
 };
 
-use crate::{read_kopt_trace, read_ncu_csv, IngestError, NcuFile};
+use crate::{read_kopt_trace_set, read_ncu_csv, IngestError, NcuFile};
 
 /// File names of a run folder's passes (written by kopt-collect).
 pub const TIMING_TRACE: &str = "trace.jsonl";
@@ -138,7 +138,7 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
     let timing = if timing_path.exists() {
         None
     } else {
-        let trace = read_kopt_trace(&trace_path)?;
+        let trace = read_kopt_trace_set(&trace_path)?;
         let label = trace_path.display().to_string();
         let launches = trace
             .timeline

@@ -124,6 +124,26 @@ fn json_str(s: &str) -> String {
     out
 }
 
+/// The trace file of this process: `path` for the first CUDA process of the
+/// workload, `path.<pid>` for every other one (child processes, torchrun
+/// ranks, compile workers): none truncates another's trace.
+fn open_trace_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let create = |p: &std::path::Path| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(p)
+    };
+    match create(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let mut own = path.as_os_str().to_owned();
+            own.push(format!(".{}", std::process::id()));
+            create(std::path::Path::new(&own))
+        }
+        other => other,
+    }
+}
+
 /// Entry point CUDA calls when it loads the library.
 #[no_mangle]
 pub extern "C" fn InitializeInjection() -> i32 {
@@ -146,10 +166,11 @@ fn init() {
         warn("libcupti not found: add CUDA's lib64 (or extras/CUPTI/lib64) to LD_LIBRARY_PATH; tracing is off");
         return;
     }
-    match std::fs::File::create(&path) {
+    match open_trace_file(std::path::Path::new(&path)) {
         Ok(f) => {
-            *OUT.lock().unwrap_or_else(|e| e.into_inner()) =
-                Some(BufWriter::with_capacity(1 << 20, f))
+            let mut w = BufWriter::with_capacity(1 << 20, f);
+            let _ = writeln!(w, "{{\"t\":\"process\",\"pid\":{}}}", std::process::id());
+            *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(w)
         }
         Err(e) => {
             warn(&format!(
@@ -615,6 +636,19 @@ mod tests {
         assert_eq!(ApiMode::parse(None), ApiMode::Select);
         assert_eq!(ApiMode::parse(Some("all")), ApiMode::All);
         assert_eq!(ApiMode::parse(Some("off")), ApiMode::Off);
+    }
+
+    #[test]
+    fn a_second_process_writes_beside_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trace.jsonl");
+        open_trace_file(&path).unwrap();
+        assert!(path.exists());
+        open_trace_file(&path).unwrap();
+        let own = dir
+            .path()
+            .join(format!("trace.jsonl.{}", std::process::id()));
+        assert!(own.exists(), "the second open goes to trace.jsonl.<pid>");
     }
 
     #[test]

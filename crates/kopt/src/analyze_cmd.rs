@@ -6,7 +6,7 @@ use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_collect::{CsvPage, Ncu};
 use kopt_ingest::{
     merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
-    read_kopt_trace, read_ncu_csv, read_run_folder, NcuFile,
+    read_kopt_trace_set, read_ncu_csv, read_run_folder, NcuFile,
 };
 use kopt_model::{Diagnosis, Profile};
 
@@ -22,7 +22,7 @@ pub fn run(req: &AnalyzeRequest) -> anyhow::Result<()> {
             profiles.push(read_run_folder(path)?);
         } else if is_kopt_trace(path) {
             let label = path.display().to_string();
-            let t = read_kopt_trace(path)?;
+            let t = read_kopt_trace_set(path)?;
             traces.push(profile_from_timeline(
                 t.timeline,
                 &label,

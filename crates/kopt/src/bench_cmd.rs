@@ -115,7 +115,7 @@ fn run_traced(command: &str, tracer: &Path) -> anyhow::Result<(Option<Timeline>,
     let wall = t.elapsed().as_secs_f64();
     match traced {
         Ok(run) => Ok((
-            Some(kopt_ingest::read_kopt_trace(&run.trace)?.timeline),
+            Some(kopt_ingest::read_kopt_trace_set(&run.trace)?.timeline),
             wall,
         )),
         Err(kopt_collect::trace::TraceError::NoTrace(..)) => Ok((None, wall)),

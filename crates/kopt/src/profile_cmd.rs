@@ -210,7 +210,7 @@ fn tracer_pass(
         csv: run.trace.display().to_string(),
     });
     record.save(dir)?;
-    let trace = kopt_ingest::read_kopt_trace(&run.trace)?;
+    let trace = kopt_ingest::read_kopt_trace_set(&run.trace)?;
     let label = run.trace.display().to_string();
     let timing = kopt_ingest::TimingPass::from_timeline(trace.timeline, &label);
     let mut profile = kopt_ingest::merge_tiered(timing, None, None, Vec::new());

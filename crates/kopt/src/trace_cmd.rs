@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use kopt_collect::trace::{locate_tracer, run_traced};
 use kopt_collect::{Stream, Workload};
-use kopt_ingest::{profile_from_timeline, read_kopt_trace};
+use kopt_ingest::{profile_from_timeline, read_kopt_trace_set};
 use kopt_model::RunInfo;
 
 use crate::analyze_cmd::{diagnose, finish_run};
@@ -29,7 +29,7 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
         }
     };
     let traced = run_traced(&workload, &tracer, &dir, &on_line)?;
-    let trace = read_kopt_trace(&traced.trace)?;
+    let trace = read_kopt_trace_set(&traced.trace)?;
     let label = traced.trace.display().to_string();
     if let Some(path) = &req.export {
         write_report(Some(path), |out| {
@@ -40,6 +40,15 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
     let mut diagnosis = diagnose(profile, &req.report, None);
     if !trace.ended {
         diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
+    }
+    if trace.processes > 1 {
+        diagnosis.notes.insert(
+            0,
+            format!(
+                "{} processes of the workload used CUDA; their traces are merged into one timeline (trace.jsonl and trace.jsonl.<pid> in the run folder).",
+                trace.processes
+            ),
+        );
     }
     if trace.lost_buffers > 0 {
         diagnosis.notes.insert(

@@ -148,3 +148,47 @@ fn a_profiler_taking_cupti_over_is_reported() {
         "{notes}"
     );
 }
+
+#[test]
+fn child_processes_write_their_own_traces_and_are_merged() {
+    // Two processes under one `kopt trace`: the first wrote trace.jsonl, the
+    // other trace.jsonl.<pid> (as the tracer does); one report covers both.
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("kopt-trace-h200/moe_trace.jsonl");
+    let nvtx = fixture("kopt-trace-h200/nvtx_vk_trace.jsonl");
+    let tracer = dir.path().join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "trace",
+            "--runs-dir",
+            "runs",
+            "--format",
+            "json",
+            "--tracer",
+        ])
+        .arg(&tracer)
+        .args([
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!(
+                "cp '{}' \"$KOPT_TRACE_OUT\" && cp '{}' \"$KOPT_TRACE_OUT.4242\"",
+                src.display(),
+                nvtx.display()
+            ),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let launches: u64 = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["launches"].as_u64().unwrap())
+        .sum();
+    assert_eq!(launches, 121 + 23, "both processes' kernels");
+    assert!(report["notes"].to_string().contains("2 processes"));
+}
