@@ -119,7 +119,11 @@ fn run_traced(command: &str, tracer: &Path) -> anyhow::Result<(Option<Timeline>,
             wall,
         )),
         Err(kopt_collect::trace::TraceError::NoTrace(..)) => Ok((None, wall)),
-        Err(e) => Err(anyhow::anyhow!("`{command}`: {e}")),
+        Err(e) => {
+            // The error names the run's log: keep it.
+            let _ = dir.keep();
+            Err(anyhow::anyhow!("`{command}`: {e}"))
+        }
     }
 }
 

@@ -292,6 +292,34 @@ fn gpu_time_per_nvtx_range_from_the_tracer() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // A workload that fails under the tracer: its exit code, its last line,
+    // and a log that is still there to read.
+    let o = bench(
+        d.path(),
+        &[
+            "--tracer",
+            tracer,
+            "--timing",
+            "gpu",
+            "--baseline",
+            "echo boom >&2; exit 4",
+            "--candidate",
+            "true",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        err.contains("exited with code 4") && err.contains("boom"),
+        "{err}"
+    );
+    let log = err
+        .split("full log: ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the error names the log");
+    assert!(std::path::Path::new(log).is_file(), "{log}");
+    std::fs::remove_dir_all(std::path::Path::new(log).parent().unwrap()).ok();
     // --timing reported on a command that prints no samples.
     let o = bench(
         d.path(),
