@@ -11,13 +11,9 @@ fn fixture(rel: &str) -> PathBuf {
         .join(rel)
 }
 
-/// `kopt trace --format json` in `dir` with a stand-in tracer library and a
-/// workload that copies `trace` to where the tracer would write ($KOPT_TRACE_OUT).
-fn trace_replaying(
-    dir: &std::path::Path,
-    trace: &std::path::Path,
-    extra: &[&str],
-) -> std::process::Output {
+/// `kopt trace --format json` in `dir` with a stand-in tracer library and
+/// `script` (a shell command) as the workload.
+fn trace_running(dir: &std::path::Path, script: &str, extra: &[&str]) -> std::process::Output {
     let tracer = dir.join("libkopt_tracer.so");
     std::fs::write(&tracer, b"stand-in").unwrap();
     Command::new(env!("CARGO_BIN_EXE_kopt"))
@@ -31,18 +27,23 @@ fn trace_replaying(
         ])
         .arg(&tracer)
         .args(extra)
-        .args([
-            "--",
-            "/bin/sh",
-            "-c",
-            &format!(
-                "test -n \"$CUDA_INJECTION64_PATH\" && cp '{}' \"$KOPT_TRACE_OUT\"",
-                trace.display()
-            ),
-        ])
+        .args(["--", "/bin/sh", "-c", script])
         .current_dir(dir)
         .output()
         .unwrap()
+}
+
+/// The workload copies `trace` to where the tracer would write ($KOPT_TRACE_OUT).
+fn trace_replaying(
+    dir: &std::path::Path,
+    trace: &std::path::Path,
+    extra: &[&str],
+) -> std::process::Output {
+    let script = format!(
+        "test -n \"$CUDA_INJECTION64_PATH\" && cp '{}' \"$KOPT_TRACE_OUT\"",
+        trace.display()
+    );
+    trace_running(dir, &script, extra)
 }
 
 #[test]
@@ -156,31 +157,12 @@ fn child_processes_write_their_own_traces_and_are_merged() {
     let dir = tempfile::tempdir().unwrap();
     let src = fixture("kopt-trace-h200/moe_trace.jsonl");
     let nvtx = fixture("kopt-trace-h200/nvtx_vk_trace.jsonl");
-    let tracer = dir.path().join("libkopt_tracer.so");
-    std::fs::write(&tracer, b"stand-in").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args([
-            "trace",
-            "--runs-dir",
-            "runs",
-            "--format",
-            "json",
-            "--tracer",
-        ])
-        .arg(&tracer)
-        .args([
-            "--",
-            "/bin/sh",
-            "-c",
-            &format!(
-                "cp '{}' \"$KOPT_TRACE_OUT\" && cp '{}' \"$KOPT_TRACE_OUT.4242\"",
-                src.display(),
-                nvtx.display()
-            ),
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let script = format!(
+        "cp '{}' \"$KOPT_TRACE_OUT\" && cp '{}' \"$KOPT_TRACE_OUT.4242\"",
+        src.display(),
+        nvtx.display()
+    );
+    let o = trace_running(dir.path(), &script, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let launches: u64 = report["kernels"]
