@@ -103,6 +103,10 @@ static RECORDS: AtomicU64 = AtomicU64::new(0);
 /// activity callbacks over and received kopt's records.
 static BUFFERS_OUT: AtomicU64 = AtomicU64::new(0);
 static BUFFERS_BACK: AtomicU64 = AtomicU64::new(0);
+/// The process that set tracing up. A child forked from it (a DataLoader
+/// worker, say) inherits the exit handler but not CUPTI or the drain thread:
+/// there the handler does nothing, and the parent's trace stays whole.
+static TRACED_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 fn warn(msg: &str) {
     eprintln!("kopt-tracer: {msg}");
@@ -272,6 +276,7 @@ fn init() {
                 warn(&format!("cuptiActivityEnable({kind:?}) failed ({r:?}); another CUPTI client is probably active (only one works at a time)"));
             }
         }
+        TRACED_PID.store(std::process::id(), Ordering::SeqCst);
         libc::atexit(at_exit);
     }
 }
@@ -339,6 +344,9 @@ unsafe fn enable_selected_apis() -> bool {
 }
 
 extern "C" fn at_exit() {
+    if TRACED_PID.load(Ordering::SeqCst) != std::process::id() {
+        return;
+    }
     let _ = catch_unwind(|| {
         unsafe {
             sys::cuptiActivityFlushAll(1);
