@@ -225,31 +225,25 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
 
 /// GPU time per iteration: for each range of the iteration family (the most
 /// repeated NVTX / ProfilerStep name, or `family`), the time from the first
-/// kernel launched inside it starting to the last one ending, so launch gaps
-/// count as well as kernel time. A kernel belongs to the range its launch call
-/// started in (matched by correlation id); without launch records, to the
-/// range it started in. Returns the family's name and one value per range
-/// that launched kernels.
+/// GPU activity issued inside it (kernel, copy, set) starting to the last one
+/// ending, so launch gaps count as well as GPU work. An activity belongs to
+/// the range its API call (kernel or graph launch, copy, set) started in,
+/// matched by correlation id; without API records, to the range it started
+/// in. Returns the family's name and one value per range that issued work.
 pub fn gpu_time_per_range(t: &Timeline, family: Option<&str>) -> Option<(String, Vec<i64>)> {
     let ranges = t.iteration_ranges(family);
     let name = kopt_model::range_family(&ranges.first()?.name).to_string();
     let launch_start: HashMap<u64, i64> = t
         .api_calls
         .iter()
-        .filter(|c| {
-            matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch) && c.correlation != 0
-        })
+        .filter(|c| c.kind != ApiKind::Other && c.correlation != 0)
         .map(|c| (c.correlation, c.start_ns))
         .collect();
-    // Ranges of one family do not nest: sort by start and binary-search each kernel.
+    // Ranges of one family do not nest: sort by start and binary-search each activity.
     let mut spans: Vec<(i64, i64)> = ranges.iter().map(|r| (r.start_ns, r.end_ns)).collect();
     spans.sort_unstable();
     let mut per: Vec<Option<(i64, i64)>> = vec![None; spans.len()];
-    for k in t
-        .activities
-        .iter()
-        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
-    {
+    for k in &t.activities {
         let at = launch_start
             .get(&k.correlation)
             .copied()
@@ -440,6 +434,33 @@ mod tests {
             Some(("step".to_string(), vec![50, 50]))
         );
         assert_eq!(gpu_time_per_range(&t, Some("other")), None);
+
+        // A copy issued in the step before its kernels starts the step's GPU time.
+        let mut with_copy = t.clone();
+        with_copy.api_calls.push(ApiCall {
+            kind: ApiKind::Memory,
+            name: "cudaMemcpyAsync".into(),
+            start_ns: 102,
+            end_ns: 104,
+            thread: 1,
+            correlation: 5,
+        });
+        with_copy.activities.push(GpuActivity {
+            kind: kopt_model::ActivityKind::Memcpy,
+            name: "Memcpy HtoD".into(),
+            start_ns: 105,
+            end_ns: 115,
+            device: 0,
+            stream: 7,
+            correlation: 5,
+            grid: None,
+            block: None,
+            bytes: Some(4096),
+        });
+        assert_eq!(
+            gpu_time_per_range(&with_copy, None),
+            Some(("step".to_string(), vec![65, 50]))
+        );
 
         // A graph replay: its kernels carry the cudaGraphLaunch call's correlation id.
         let mut graph_launch = launch(1_010, 5, 9);

@@ -62,7 +62,7 @@ impl Source {
     fn describe(self, range: Option<&str>) -> String {
         match self {
             Source::GpuRanges => format!(
-                "GPU time per iteration (kopt's tracer: first kernel start to last kernel end of the kernels launched in each `{}` range; the first range of each run is warm-up)",
+                "GPU time per iteration (kopt's tracer: from the start of the first GPU activity to the end of the last, of the kernels and copies issued in each `{}` range; the first range of each run is warm-up)",
                 range.unwrap_or("?")
             ),
             Source::GpuKernels => "GPU kernel time of the whole run (kopt's tracer: sum of kernel durations)".into(),
