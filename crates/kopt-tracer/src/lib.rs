@@ -40,29 +40,44 @@ unsafe impl Send for Filled {}
 /// CUPTI's thread (or the application's, when CUPTI completes a buffer
 /// there) only queues them. `KOPT_TRACER_SYNC_DRAIN=1` drains in place.
 struct Drainer {
-    queue: Mutex<(Vec<Filled>, bool)>,
+    queue: Mutex<DrainQueue>,
     ready: std::sync::Condvar,
 }
 
+struct DrainQueue {
+    filled: Vec<Filled>,
+    /// True while the drain thread runs and takes buffers; otherwise they
+    /// are drained where CUPTI hands them back.
+    accepting: bool,
+}
+
 static DRAINER: Drainer = Drainer {
-    queue: Mutex::new((Vec::new(), false)),
+    queue: Mutex::new(DrainQueue {
+        filled: Vec::new(),
+        accepting: false,
+    }),
     ready: std::sync::Condvar::new(),
 };
 static DRAIN_THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
+fn drain_queue() -> std::sync::MutexGuard<'static, DrainQueue> {
+    DRAINER.queue.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn start_drain_thread() -> bool {
+    drain_queue().accepting = true;
     let spawned = std::thread::Builder::new()
         .name("kopt-tracer-drain".into())
         .spawn(|| loop {
             let batch = {
-                let mut q = DRAINER.queue.lock().unwrap_or_else(|e| e.into_inner());
-                while q.0.is_empty() && !q.1 {
+                let mut q = drain_queue();
+                while q.filled.is_empty() && q.accepting {
                     q = DRAINER.ready.wait(q).unwrap_or_else(|e| e.into_inner());
                 }
-                if q.0.is_empty() {
+                if q.filled.is_empty() {
                     return;
                 }
-                std::mem::take(&mut q.0)
+                std::mem::take(&mut q.filled)
             };
             for f in batch {
                 let _ = catch_unwind(|| unsafe { drain(f.ptr, f.valid) });
@@ -74,16 +89,16 @@ fn start_drain_thread() -> bool {
             *DRAIN_THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
             true
         }
-        Err(_) => false,
+        Err(_) => {
+            drain_queue().accepting = false;
+            false
+        }
     }
 }
 
 /// Stop the drain thread once the queue is empty, and wait for it.
 fn finish_drain_thread() {
-    {
-        let mut q = DRAINER.queue.lock().unwrap_or_else(|e| e.into_inner());
-        q.1 = true;
-    }
+    drain_queue().accepting = false;
     DRAINER.ready.notify_all();
     if let Some(h) = DRAIN_THREAD
         .lock()
@@ -107,6 +122,25 @@ static BUFFERS_BACK: AtomicU64 = AtomicU64::new(0);
 /// worker, say) inherits the exit handler but not CUPTI or the drain thread:
 /// there the handler does nothing, and the parent's trace stays whole.
 static TRACED_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// An opt-in switch: the variable is set to 1.
+fn env_flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| v == "1")
+}
+
+/// A C string from CUPTI as text, None for a null pointer.
+///
+/// # Safety
+/// `p` is null or points to a NUL-terminated string.
+unsafe fn c_text(p: *const std::ffi::c_char) -> Option<String> {
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// Set one CUPTI activity attribute; the value's size is its type's.
+unsafe fn set_attribute<T>(attr: sys::CUpti_ActivityAttribute, mut value: T) -> sys::CUptiResult {
+    let mut size = std::mem::size_of::<T>();
+    unsafe { sys::cuptiActivitySetAttribute(attr, &mut size, (&mut value as *mut T).cast()) }
+}
 
 fn warn(msg: &str) {
     eprintln!("kopt-tracer: {msg}");
@@ -191,12 +225,11 @@ fn init() {
     {
         BUFFER_BYTES.store(mb << 20, Ordering::Relaxed);
     }
-    let sync_drain = std::env::var_os("KOPT_TRACER_SYNC_DRAIN").is_some_and(|v| v == "1");
-    if !sync_drain && !start_drain_thread() {
+    if !env_flag("KOPT_TRACER_SYNC_DRAIN") && !start_drain_thread() {
         warn("cannot start the drain thread; draining in CUPTI's thread");
     }
     unsafe {
-        if std::env::var_os("KOPT_TRACER_HW_TRACE").is_some_and(|v| v == "1") {
+        if env_flag("KOPT_TRACER_HW_TRACE") {
             // Hardware-event-based timestamps (lower launch overhead where the GPU
             // supports it); asked for before anything else is set up.
             let r = sys::cuptiActivityEnableHWTrace(1);
@@ -220,27 +253,18 @@ fn init() {
                 A::CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
                 A::CUPTI_ACTIVITY_ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE,
             ] {
-                let mut value = n;
-                let mut size = std::mem::size_of::<usize>();
-                let r = sys::cuptiActivitySetAttribute(
-                    attr,
-                    &mut size,
-                    (&mut value as *mut usize).cast(),
-                );
+                let r = set_attribute(attr, n);
                 if r != sys::CUptiResult::CUPTI_SUCCESS {
                     warn(&format!("{attr:?} not set ({r:?})"));
                 }
             }
         }
-        if std::env::var_os("KOPT_TRACER_PER_THREAD_BUFFERS").is_some_and(|v| v == "1") {
+        if env_flag("KOPT_TRACER_PER_THREAD_BUFFERS") {
             // One activity buffer per host thread: launches from different
             // threads stop contending for CUPTI's shared buffer.
-            let mut on: u8 = 1;
-            let mut size = std::mem::size_of::<u8>();
-            let r = sys::cuptiActivitySetAttribute(
+            let r = set_attribute(
                 sys::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
-                &mut size,
-                (&mut on as *mut u8).cast(),
+                1u8,
             );
             if r != sys::CUptiResult::CUPTI_SUCCESS {
                 warn(&format!("per-thread activity buffers unavailable ({r:?})"));
@@ -324,14 +348,9 @@ unsafe fn enable_selected_apis() -> bool {
     for (domain, enable) in domains {
         // Callback ids are small dense integers; names that do not resolve are skipped.
         for cbid in 1..1500u32 {
-            let mut p: *const std::ffi::c_char = std::ptr::null();
-            if unsafe { sys::cuptiGetCallbackName(domain, cbid, &mut p) }
-                != sys::CUptiResult::CUPTI_SUCCESS
-                || p.is_null()
-            {
+            let Some(name) = callback_name(domain, cbid) else {
                 continue;
-            }
-            let name = unsafe { CStr::from_ptr(p) }.to_string_lossy();
+            };
             if keep_api(&name) {
                 if unsafe { enable(cbid, 1) } != sys::CUptiResult::CUPTI_SUCCESS {
                     return false;
@@ -413,17 +432,12 @@ unsafe extern "C" fn buffer_completed(
     }
     BUFFERS_BACK.fetch_add(1, Ordering::SeqCst);
     let queued = catch_unwind(|| {
-        let mut q = DRAINER.queue.lock().unwrap_or_else(|e| e.into_inner());
-        // Queue only while the drain thread runs (not stopped, or never started).
-        let running = !q.1
-            && DRAIN_THREAD
-                .try_lock()
-                .map_or(true, |h| h.as_ref().is_some_and(|h| !h.is_finished()));
-        if running {
-            q.0.push(Filled { ptr: buffer, valid });
+        let mut q = drain_queue();
+        if q.accepting {
+            q.filled.push(Filled { ptr: buffer, valid });
             DRAINER.ready.notify_one();
         }
-        running
+        q.accepting
     })
     .unwrap_or(false);
     if !queued {
@@ -445,16 +459,18 @@ fn api_name(domain: sys::CUpti_CallbackDomain, cbid: u32) -> String {
     let names = guard.get_or_insert_with(HashMap::new);
     names
         .entry(key)
-        .or_insert_with(|| {
-            let mut p: *const std::ffi::c_char = std::ptr::null();
-            let r = unsafe { sys::cuptiGetCallbackName(domain, cbid, &mut p) };
-            if r == sys::CUptiResult::CUPTI_SUCCESS && !p.is_null() {
-                unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-            } else {
-                format!("cbid{cbid}")
-            }
-        })
+        .or_insert_with(|| callback_name(domain, cbid).unwrap_or_else(|| format!("cbid{cbid}")))
         .clone()
+}
+
+/// CUPTI's name for a runtime or driver API call, None for an unused id.
+fn callback_name(domain: sys::CUpti_CallbackDomain, cbid: u32) -> Option<String> {
+    let mut p: *const std::ffi::c_char = std::ptr::null();
+    if unsafe { sys::cuptiGetCallbackName(domain, cbid, &mut p) } != sys::CUptiResult::CUPTI_SUCCESS
+    {
+        return None;
+    }
+    unsafe { c_text(p) }
 }
 
 unsafe fn drain(buffer: *mut u8, valid: usize) {
@@ -472,13 +488,7 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
             K::CUPTI_ACTIVITY_KIND_KERNEL | K::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => {
                 // The fields kopt reads sit in the prefix every Kernel record version shares.
                 let k = unsafe { &*(record as *const sys::CUpti_ActivityKernel10) };
-                let name = if k.name.is_null() {
-                    String::from("?")
-                } else {
-                    unsafe { CStr::from_ptr(k.name) }
-                        .to_string_lossy()
-                        .into_owned()
-                };
+                let name = unsafe { c_text(k.name) }.unwrap_or_else(|| "?".into());
                 lines.push_str(&format!(
                     "{{\"t\":\"kernel\",\"name\":{},\"s\":{},\"e\":{},\"dev\":{},\"str\":{},\"c\":{},\"g\":[{},{},{}],\"b\":[{},{},{}],\"reg\":{},\"smem\":{},\"graph\":{}}}\n",
                     json_str(&name),
@@ -522,29 +532,15 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
                 // Flags are a bit set: read them as an integer, not as the enum.
                 let flags = unsafe { *(record as *const u32).add(1) };
                 let tid = unsafe { m.objectId.pt.threadId };
-                let text = |p: *const std::ffi::c_char| {
-                    if p.is_null() {
-                        None
-                    } else {
-                        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-                    }
-                };
-                if let Some(line) =
-                    marker_line(flags, m.id, m.timestamp, tid, text(m.name), text(m.domain))
-                {
+                let (name, domain) = unsafe { (c_text(m.name), c_text(m.domain)) };
+                if let Some(line) = marker_line(flags, m.id, m.timestamp, tid, name, domain) {
                     lines.push_str(&line);
                 }
             }
             K::CUPTI_ACTIVITY_KIND_DEVICE => {
                 // The fields read here sit in the prefix Device2..5 share.
                 let d = unsafe { &*(record as *const sys::CUpti_ActivityDevice5) };
-                let name = if d.name.is_null() {
-                    String::from("?")
-                } else {
-                    unsafe { CStr::from_ptr(d.name) }
-                        .to_string_lossy()
-                        .into_owned()
-                };
+                let name = unsafe { c_text(d.name) }.unwrap_or_else(|| "?".into());
                 lines.push_str(&format!(
                     "{{\"t\":\"device\",\"id\":{},\"name\":{},\"sms\":{},\"cc\":[{},{}],\"mem_bw_kbs\":{},\"clock_khz\":{}}}\n",
                     { d.id },
