@@ -152,6 +152,15 @@ impl<'a> Scan<'a> {
 
     /// `{"k": v, ...}` calling `f` with each key and the scanner positioned at its value.
     fn object(&mut self, mut f: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.object_while(|s, key| f(s, key).map(|()| true))
+    }
+
+    /// `object`, where `f` may answer `false`: the rest of the object is then
+    /// skipped by its braces, its keys unread.
+    fn object_while(
+        &mut self,
+        mut f: impl FnMut(&mut Self, &'a str) -> Option<bool>,
+    ) -> Option<()> {
         self.eat(b'{')?;
         self.ws();
         if self.eat(b'}').is_some() {
@@ -163,10 +172,14 @@ impl<'a> Scan<'a> {
                 return None;
             }
             self.eat(b':')?;
-            f(self, key)?;
+            let more = f(self, key)?;
             self.ws();
             match *self.b.get(self.i)? {
-                b',' => self.i += 1,
+                b',' if more => self.i += 1,
+                b',' => {
+                    self.i += 1;
+                    return self.skip_object_rest();
+                }
                 b'}' => {
                     self.i += 1;
                     return Some(());
@@ -212,7 +225,7 @@ pub(crate) fn scan_with(bytes: &[u8], c: &mut Collector, threads: usize) -> Opti
             } else {
                 1
             };
-            s.i = events(text, s.i, c, threads)?;
+            s.i = events(text, s.i, c, threads)?.0;
             Some(())
         }
         "deviceProperties" => {
@@ -317,12 +330,8 @@ fn event_run(
 /// Large arrays are cut at guessed event boundaries and scanned by several
 /// threads; each boundary is confirmed by the run before it landing exactly
 /// on it, else the whole array is scanned again by one thread.
-fn events(t: &str, start: usize, c: &mut Collector, threads: usize) -> Option<usize> {
-    events_split(t, start, c, threads).map(|(end, _)| end)
-}
-
-/// `events`, also saying whether the threads' split held (for tests).
-fn events_split(t: &str, start: usize, c: &mut Collector, threads: usize) -> Option<(usize, bool)> {
+/// Returns the position after `]` and whether the threads' split held.
+fn events(t: &str, start: usize, c: &mut Collector, threads: usize) -> Option<(usize, bool)> {
     let b = t.as_bytes();
     let span = b.len() - start;
     let cuts: Vec<usize> = if threads > 1 {
@@ -409,21 +418,12 @@ fn event_start_after(b: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-/// One event object into the collector.
+/// One event object into the collector. Most events (CPU ops, Python
+/// frames, flow arrows) are dropped: once the fields read so far show it,
+/// the rest of the object is skipped.
 fn event(s: &mut Scan<'_>, c: &mut Collector) -> Option<()> {
     let mut f = Fields::default();
-    s.eat(b'{')?;
-    s.ws();
-    if s.eat(b'}').is_some() {
-        c.take_fields(f);
-        return Some(());
-    }
-    loop {
-        let (k, escaped) = s.string()?;
-        if escaped {
-            return None;
-        }
-        s.eat(b':')?;
+    s.object_while(|s, k| {
         match k {
             "ph" => f.ph = Some(plain(s.value()?)),
             "cat" => f.cat = Some(plain(s.value()?)),
@@ -465,22 +465,8 @@ fn event(s: &mut Scan<'_>, c: &mut Collector) -> Option<()> {
                 s.value()?;
             }
         }
-        s.ws();
-        match *s.b.get(s.i)? {
-            b',' => s.i += 1,
-            b'}' => {
-                s.i += 1;
-                break;
-            }
-            _ => return None,
-        }
-        // Most events (CPU ops, Python frames, flow arrows) are dropped: once
-        // that is known, the rest of the object is skipped by its braces.
-        if Collector::dropped(&f) {
-            s.skip_object_rest()?;
-            break;
-        }
-    }
+        Some(!Collector::dropped(&f))
+    })?;
     c.take_fields(f);
     Some(())
 }
@@ -519,11 +505,11 @@ mod tests {
         text.push_str("]}");
         let start = text.find('[').unwrap() + 2;
         let mut one = Collector::default();
-        let (end1, split1) = events_split(&text, start, &mut one, 1).unwrap();
+        let (end1, split1) = events(&text, start, &mut one, 1).unwrap();
         assert!(!split1);
         for threads in [2, 4, 7] {
             let mut many = Collector::default();
-            let (end, split) = events_split(&text, start, &mut many, threads).unwrap();
+            let (end, split) = events(&text, start, &mut many, threads).unwrap();
             assert!(split, "{threads} threads: every cut confirmed");
             assert_eq!(end, end1);
             assert_eq!(many.timeline.activities, one.timeline.activities);
@@ -559,7 +545,7 @@ mod tests {
             let b = text.as_bytes();
             let start = text.find('[').unwrap() + 2;
             // Force the parallel path on a small input.
-            let end = events(&text, start, &mut many, threads).unwrap();
+            let (end, _) = events(&text, start, &mut many, threads).unwrap();
             assert_eq!(&b[end - 1..end], b"]");
             assert_eq!(
                 many.timeline.activities, one.timeline.activities,
