@@ -191,63 +191,59 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
         kopt_collect::trace::locate_tracer(a.tracer.as_deref())
             .map_err(|e| Failure::Error(e.into()))
     };
-    let timing = |source, tracer| Timing {
-        source,
-        tracer,
-        range: a.range.clone(),
-        device: None,
+    // One traced run: GPU time per range when it opens at least two ranges
+    // of one family, else the run's kernel time.
+    let probe = |tracer: std::path::PathBuf| -> Result<Timing, Failure> {
+        let (t, _) = run_traced(first, &tracer).map_err(Failure::Error)?;
+        let t = t.as_ref();
+        let ranges = t
+            .map(|t| t.iteration_ranges(a.range.as_deref()))
+            .unwrap_or_default();
+        let family =
+            (ranges.len() >= 2).then(|| kopt_model::range_family(&ranges[0].name).to_string());
+        Ok(Timing {
+            source: if family.is_some() {
+                Source::GpuRanges
+            } else {
+                Source::GpuKernels
+            },
+            range: family.or_else(|| a.range.clone()),
+            device: t.and_then(|t| t.device_name.clone()),
+            tracer: Some(tracer),
+        })
     };
-    let device = |t: &Option<Timeline>| t.as_ref().and_then(|t| t.device_name.clone());
-    // The iteration family a trace shows (at least two ranges of it).
-    let family = |t: &Option<Timeline>| {
-        let t = t.as_ref()?;
-        let ranges = t.iteration_ranges(a.range.as_deref());
-        (ranges.len() >= 2).then(|| kopt_model::range_family(&ranges[0].name).to_string())
+    let untraced = |source| Timing {
+        source,
+        tracer: None,
+        range: None,
+        device: None,
     };
     Ok(match a.timing.as_str() {
         "gpu" => {
-            let tr = tracer()?;
-            let (t, _) = run_traced(first, &tr).map_err(Failure::Error)?;
-            match family(&t) {
-                Some(f) => Timing {
-                    range: Some(f),
-                    device: device(&t),
-                    ..timing(Source::GpuRanges, Some(tr))
-                },
-                None if a.range.is_some() => {
-                    return Err(Failure::Error(anyhow::anyhow!(
-                        "`{first}` opened fewer than two `{}` ranges under kopt's tracer",
-                        a.range.as_deref().unwrap_or("")
-                    )))
-                }
-                None => Timing {
-                    device: device(&t),
-                    ..timing(Source::GpuKernels, Some(tr))
-                },
+            let timing = probe(tracer()?)?;
+            if timing.source == Source::GpuKernels && a.range.is_some() {
+                return Err(Failure::Error(anyhow::anyhow!(
+                    "`{first}` opened fewer than two `{}` ranges under kopt's tracer",
+                    a.range.as_deref().unwrap_or("")
+                )));
             }
+            timing
         }
-        "reported" => timing(Source::Reported, None),
-        "wall" => timing(Source::Wall, None),
+        "reported" => untraced(Source::Reported),
+        "wall" => untraced(Source::Wall),
         _ => {
             if let Ok(tr) = tracer() {
-                let (t, _) = run_traced(first, &tr).map_err(Failure::Error)?;
-                if let Some(f) = family(&t) {
-                    return Ok(Timing {
-                        range: Some(f),
-                        device: device(&t),
-                        ..timing(Source::GpuRanges, Some(tr))
-                    });
+                let timing = probe(tr)?;
+                if timing.source == Source::GpuRanges {
+                    return Ok(timing);
                 }
             }
             let (reported, _) = run_plain(first).map_err(Failure::Error)?;
-            timing(
-                if reported.is_empty() {
-                    Source::Wall
-                } else {
-                    Source::Reported
-                },
-                None,
-            )
+            untraced(if reported.is_empty() {
+                Source::Wall
+            } else {
+                Source::Reported
+            })
         }
     })
 }
@@ -329,28 +325,13 @@ pub fn run(a: &BenchArgs) -> Result<(), Failure> {
         let reference = vs[0].output.clone().unwrap_or_default();
         for v in vs.iter_mut().skip(1) {
             let out = v.output.as_deref().unwrap_or_default();
-            let mut ok = reference.len() == out.len();
-            for (r, c) in reference.iter().zip(out) {
-                let cmp = kopt_bench::compare(
-                    &r.name,
-                    kopt_bench::Side {
-                        dtype: r.dtype.name(),
-                        shape: &r.shape,
-                        values: &r.values,
-                    },
-                    kopt_bench::Side {
-                        dtype: c.dtype.name(),
-                        shape: &c.shape,
-                        values: &c.values,
-                    },
-                    a.tol,
-                    false,
-                );
-                ok &= cmp.passed;
+            // Paired and compared as `kopt compare` does.
+            let results = crate::compare_cmd::compare_tensors(&reference, out, a.tol, false);
+            for cmp in &results {
                 v.check_problems
                     .extend(cmp.problems.iter().map(|p| format!("{}: {p}", cmp.name)));
             }
-            v.correct = Some(ok);
+            v.correct = Some(results.iter().all(|c| c.passed));
         }
     }
     let mut round = 0usize;

@@ -22,27 +22,7 @@ pub fn run(a: &CompareArgs) -> Result<(), Failure> {
     }
     let reference = read_tensors(&a.reference).map_err(|e| Failure::Error(e.into()))?;
     let candidate = read_tensors(&a.candidate).map_err(|e| Failure::Error(e.into()))?;
-    let results = pair_up(&reference, &candidate)
-        .into_iter()
-        .map(|(name, r, c)| match (r, c) {
-            (Some(r), Some(c)) => compare(
-                &name,
-                Side {
-                    dtype: r.dtype.name(),
-                    shape: &r.shape,
-                    values: &r.values,
-                },
-                Side {
-                    dtype: c.dtype.name(),
-                    shape: &c.shape,
-                    values: &c.values,
-                },
-                a.tol,
-                a.tf32,
-            ),
-            (r, c) => missing(&name, r.is_some(), c.is_some()),
-        })
-        .collect::<Vec<_>>();
+    let results = compare_tensors(&reference, &candidate, a.tol, a.tf32);
     let passed = results.iter().all(|c| c.passed);
     if a.format == "json" {
         let doc = serde_json::json!({ "schema": "kopt/1", "passed": passed, "tensors": results });
@@ -117,6 +97,30 @@ pub fn run(a: &CompareArgs) -> Result<(), Failure> {
     } else {
         Err(Failure::Regression)
     }
+}
+
+/// Every tensor of `reference` against its pair in `candidate` (a tensor
+/// without a pair fails); `kopt bench --check` gates variants with it too.
+pub fn compare_tensors(
+    reference: &[Tensor],
+    candidate: &[Tensor],
+    tol: Option<f64>,
+    tf32: bool,
+) -> Vec<Comparison> {
+    fn side(t: &Tensor) -> Side<'_> {
+        Side {
+            dtype: t.dtype.name(),
+            shape: &t.shape,
+            values: &t.values,
+        }
+    }
+    pair_up(reference, candidate)
+        .into_iter()
+        .map(|(name, r, c)| match (r, c) {
+            (Some(r), Some(c)) => compare(&name, side(r), side(c), tol, tf32),
+            (r, c) => missing(&name, r.is_some(), c.is_some()),
+        })
+        .collect()
 }
 
 /// Single `.npy` files pair up whatever their names; `.safetensors` pair by tensor name.
