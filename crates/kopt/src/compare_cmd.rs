@@ -166,3 +166,32 @@ fn missing(name: &str, in_reference: bool, in_candidate: bool) -> Comparison {
         warnings: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kopt_ingest::tensor::DType;
+
+    fn tensor(name: &str, values: &[f64]) -> Tensor {
+        Tensor {
+            name: name.into(),
+            dtype: DType::F32,
+            shape: vec![values.len()],
+            values: values.to_vec(),
+        }
+    }
+
+    #[test]
+    fn tensors_pair_by_name_and_a_missing_one_fails() {
+        let reference = [tensor("a", &[1.0, 2.0]), tensor("b", &[3.0, 4.0])];
+        // Written in another order, and without `a`.
+        let candidate = [tensor("b", &[3.0, 4.0])];
+        let results = compare_tensors(&reference, &candidate, None, false);
+        let by_name: Vec<(&str, bool)> = results
+            .iter()
+            .map(|c| (c.name.as_str(), c.passed))
+            .collect();
+        assert_eq!(by_name, vec![("a", false), ("b", true)]);
+        assert_eq!(results[0].problems, vec!["missing from the candidate"]);
+    }
+}
