@@ -39,14 +39,21 @@ impl From<NcuFile> for TimingPass {
 }
 
 impl TimingPass {
-    /// Pass 1 from kopt's tracer: one launch per kernel record.
-    pub fn from_timeline(t: Timeline, path: &str) -> Self {
-        let profile = crate::profile_from_timeline(t, path, "kopt trace (CUPTI)");
-        TimingPass {
+    /// Pass 1 from kopt's tracer: one launch per kernel record, and the
+    /// trace as an input of the report.
+    pub fn from_timeline(t: Timeline, path: &str) -> (Self, Source) {
+        let mut profile =
+            crate::profile_from_timeline(t, path, "kopt-profile timing pass (kopt trace, CUPTI)");
+        let source = profile
+            .sources
+            .pop()
+            .expect("a profile from one trace has its source");
+        let pass = TimingPass {
             launches: profile.launches,
             device: None,
             timeline: profile.timeline,
-        }
+        };
+        (pass, source)
     }
 }
 
@@ -139,19 +146,10 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
         None
     } else {
         let trace = read_kopt_trace_set(&trace_path)?;
-        let label = trace_path.display().to_string();
-        let launches = trace
-            .timeline
-            .activities
-            .iter()
-            .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
-            .count();
-        sources.push(Source {
-            path: label.clone(),
-            format: "kopt-profile timing pass (kopt trace, CUPTI)".into(),
-            launches,
-        });
-        Some(TimingPass::from_timeline(trace.timeline, &label))
+        let (pass, source) =
+            TimingPass::from_timeline(trace.timeline, &trace_path.display().to_string());
+        sources.push(source);
+        Some(pass)
     };
     let mut read = |name: &str, format: &str| -> Result<Option<NcuFile>, IngestError> {
         let p = dir.join(name);

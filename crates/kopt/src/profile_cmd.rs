@@ -83,12 +83,12 @@ fn passes(
     // gaps and launch cost too) or else ncu. The workload's own output is shown here only.
     // --kernel filters the tracer's kernels when Rust's regex syntax takes it;
     // otherwise ncu applies it in its own timing pass.
-    let filter = match req.kernel_regex.as_deref().map(regex::Regex::new) {
-        None => Some(None),
-        Some(Ok(re)) => Some(Some(re)),
-        Some(Err(_)) => None,
-    };
-    let traced = if let (true, Some(filter)) = (req.trace_timing, filter) {
+    let filter = req
+        .kernel_regex
+        .as_deref()
+        .map(regex::Regex::new)
+        .transpose();
+    let traced = if let (true, Ok(filter)) = (req.trace_timing, filter) {
         match kopt_collect::trace::locate_tracer(req.tracer.as_deref()) {
             Ok(tracer) => tracer_pass(
                 &tracer,
@@ -212,17 +212,15 @@ fn tracer_pass(
     record.save(dir)?;
     let trace = kopt_ingest::read_kopt_trace_set(&run.trace)?;
     let label = run.trace.display().to_string();
-    let timing = kopt_ingest::TimingPass::from_timeline(trace.timeline, &label);
+    let (timing, _) = kopt_ingest::TimingPass::from_timeline(trace.timeline, &label);
     let mut profile = kopt_ingest::merge_tiered(timing, None, None, Vec::new());
     if let Some(re) = kernel_filter {
-        let seen: Vec<String> = profile
-            .launches
-            .iter()
-            .map(|l| kopt_model::kernel_short_name(&l.name))
-            .collect();
-        profile.launches.retain(|l| re.is_match(&l.name));
-        if profile.launches.is_empty() && !seen.is_empty() {
-            let mut names = seen;
+        if !profile.launches.is_empty() && !profile.launches.iter().any(|l| re.is_match(&l.name)) {
+            let mut names: Vec<String> = profile
+                .launches
+                .iter()
+                .map(|l| kopt_model::kernel_short_name(&l.name))
+                .collect();
             names.sort();
             names.dedup();
             names.truncate(8);
@@ -232,6 +230,7 @@ fn tracer_pass(
                 names.join(", ")
             );
         }
+        profile.launches.retain(|l| re.is_match(&l.name));
     }
     let functions = top_kernel_functions(&profile, req.top, TARGET_COVERAGE);
     if functions.is_empty() {
