@@ -42,30 +42,17 @@ fn synthesize(dir: &Path) -> PathBuf {
     path
 }
 
-fn chromium() -> Option<PathBuf> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
+#[path = "../tests/support/chromium.rs"]
+mod chromium;
+
+use chromium::{chromium, headless};
 
 fn render_time(chrome: &Path, page: &Path, profile: &Path) -> Duration {
     let mut samples: Vec<Duration> = (0..RUNS)
         .map(|i| {
             let t = Instant::now();
-            let out = Command::new(chrome)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--dump-dom",
-                ])
-                .arg(format!("--user-data-dir={}-{i}", profile.display()))
+            let out = headless(chrome, Path::new(&format!("{}-{i}", profile.display())))
+                .arg("--dump-dom")
                 .arg(format!("file://{}", page.display()))
                 .output()
                 .unwrap();

@@ -28,36 +28,24 @@ fn compare_and_trace_runs_are_recorded() {
         .join("../../fixtures/kopt-trace-h200/moe_trace.jsonl");
     std::fs::write(d.path().join("libkopt_tracer.so"), b"stand-in").unwrap();
     let cp = format!("cp '{}' \"$KOPT_TRACE_OUT\"", trace.display());
-    let o = kopt(
-        d.path(),
-        &[
-            "trace",
-            "--tracer",
-            "libkopt_tracer.so",
-            "--format",
-            "json",
-            "--",
-            "/bin/sh",
-            "-c",
-            &cp,
-        ],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = kopt(
-        d.path(),
-        &[
-            "trace",
-            "--tracer",
-            "libkopt_tracer.so",
-            "--format",
-            "json",
-            "--",
-            "/bin/sh",
-            "-c",
-            &cp,
-        ],
-    );
-    assert!(o.status.success());
+    // Two traced runs.
+    for _ in 0..2 {
+        let o = kopt(
+            d.path(),
+            &[
+                "trace",
+                "--tracer",
+                "libkopt_tracer.so",
+                "--format",
+                "json",
+                "--",
+                "/bin/sh",
+                "-c",
+                &cp,
+            ],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
 
     let list = String::from_utf8_lossy(&kopt(d.path(), &["history"]).stdout).into_owned();
     let lines: Vec<&str> = list.lines().collect();

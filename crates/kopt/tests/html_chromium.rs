@@ -6,29 +6,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn chromium() -> Option<PathBuf> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
+#[path = "support/chromium.rs"]
+mod chromium;
 
-/// Flags for a sandboxed CI machine with no network (the env skill's list).
+use chromium::chromium;
+
+/// The browser with its console sent to stderr, where the test reads it.
 fn headless(chrome: &Path, profile: &Path) -> Command {
-    let mut c = Command::new(chrome);
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--enable-logging=stderr",
-        "--v=0",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
+    let mut c = chromium::headless(chrome, profile);
+    c.args(["--enable-logging=stderr", "--v=0"]);
     c
 }
 
