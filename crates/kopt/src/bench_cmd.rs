@@ -101,24 +101,46 @@ fn run_plain(command: &str) -> anyhow::Result<(Vec<f64>, f64)> {
     ))
 }
 
-/// Run once under kopt's tracer; returns the timeline (None when the program
-/// wrote no trace: it never used CUDA) and the wall seconds.
-fn run_traced(command: &str, tracer: &Path) -> anyhow::Result<(Option<Timeline>, f64)> {
+/// What one run under kopt's tracer gave.
+struct TracedRun {
+    /// None when the program wrote no trace (it never used CUDA).
+    timeline: Option<Timeline>,
+    /// The samples it printed itself.
+    reported: Vec<f64>,
+    wall: f64,
+}
+
+/// Run once under kopt's tracer.
+fn run_traced(command: &str, tracer: &Path) -> anyhow::Result<TracedRun> {
     let dir = tempfile::tempdir()?;
     let workload = kopt_collect::Workload {
         argv: vec!["/bin/sh".into(), "-c".into(), command.into()],
         gpu: None,
         timeout: None,
     };
+    let stdout = std::sync::Mutex::new(String::new());
+    let keep = |stream: kopt_collect::Stream, line: &str| {
+        if stream == kopt_collect::Stream::Stdout && line.contains("kopt_sample") {
+            let mut out = stdout.lock().unwrap_or_else(|e| e.into_inner());
+            out.push_str(line);
+            out.push('\n');
+        }
+    };
     let t = Instant::now();
-    let traced = kopt_collect::trace::run_traced(&workload, tracer, dir.path(), &|_, _| {});
+    let traced = kopt_collect::trace::run_traced(&workload, tracer, dir.path(), &keep);
     let wall = t.elapsed().as_secs_f64();
+    let reported = reported_samples(&stdout.lock().unwrap_or_else(|e| e.into_inner()));
     match traced {
-        Ok(run) => Ok((
-            Some(kopt_ingest::read_kopt_trace_set(&run.trace)?.timeline),
+        Ok(run) => Ok(TracedRun {
+            timeline: Some(kopt_ingest::read_kopt_trace_set(&run.trace)?.timeline),
+            reported,
             wall,
-        )),
-        Err(kopt_collect::trace::TraceError::NoTrace(..)) => Ok((None, wall)),
+        }),
+        Err(kopt_collect::trace::TraceError::NoTrace(..)) => Ok(TracedRun {
+            timeline: None,
+            reported,
+            wall,
+        }),
         Err(e) => {
             // The error names the run's log: keep it.
             let _ = dir.keep();
@@ -157,8 +179,12 @@ fn gpu_samples(t: &Timeline, timing: &Timing) -> Vec<f64> {
 fn run_once(command: &str, timing: &Timing) -> anyhow::Result<(Vec<f64>, f64)> {
     match (timing.source, &timing.tracer) {
         (Source::GpuRanges | Source::GpuKernels, Some(tracer)) => {
-            let (t, wall) = run_traced(command, tracer)?;
-            let samples = t.map(|t| gpu_samples(&t, timing)).unwrap_or_default();
+            let run = run_traced(command, tracer)?;
+            let wall = run.wall;
+            let samples = run
+                .timeline
+                .map(|t| gpu_samples(&t, timing))
+                .unwrap_or_default();
             if samples.is_empty() {
                 anyhow::bail!(
                     "`{command}` gave no GPU samples under kopt's tracer ({}): time it with --timing reported or wall",
@@ -192,16 +218,16 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
             .map_err(|e| Failure::Error(e.into()))
     };
     // One traced run: GPU time per range when it opens at least two ranges
-    // of one family, else the run's kernel time.
-    let probe = |tracer: std::path::PathBuf| -> Result<Timing, Failure> {
-        let (t, _) = run_traced(first, &tracer).map_err(Failure::Error)?;
-        let t = t.as_ref();
+    // of one family, else the run's kernel time; and whether it printed samples.
+    let probe = |tracer: std::path::PathBuf| -> Result<(Timing, bool), Failure> {
+        let run = run_traced(first, &tracer).map_err(Failure::Error)?;
+        let t = run.timeline.as_ref();
         let ranges = t
             .map(|t| t.iteration_ranges(a.range.as_deref()))
             .unwrap_or_default();
         let family =
             (ranges.len() >= 2).then(|| kopt_model::range_family(&ranges[0].name).to_string());
-        Ok(Timing {
+        let timing = Timing {
             source: if family.is_some() {
                 Source::GpuRanges
             } else {
@@ -210,7 +236,8 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
             range: family.or_else(|| a.range.clone()),
             device: t.and_then(|t| t.device_name.clone()),
             tracer: Some(tracer),
-        })
+        };
+        Ok((timing, !run.reported.is_empty()))
     };
     let untraced = |source| Timing {
         source,
@@ -218,9 +245,16 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
         range: None,
         device: None,
     };
+    let reported_or_wall = |reported: bool| {
+        untraced(if reported {
+            Source::Reported
+        } else {
+            Source::Wall
+        })
+    };
     Ok(match a.timing.as_str() {
         "gpu" => {
-            let timing = probe(tracer()?)?;
+            let (timing, _) = probe(tracer()?)?;
             if timing.source == Source::GpuKernels && a.range.is_some() {
                 return Err(Failure::Error(anyhow::anyhow!(
                     "`{first}` opened fewer than two `{}` ranges under kopt's tracer",
@@ -231,20 +265,17 @@ fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
         }
         "reported" => untraced(Source::Reported),
         "wall" => untraced(Source::Wall),
-        _ => {
-            if let Ok(tr) = tracer() {
-                let timing = probe(tr)?;
-                if timing.source == Source::GpuRanges {
-                    return Ok(timing);
-                }
+        // The traced run also shows whether the program prints samples: no second run.
+        _ => match tracer() {
+            Ok(tr) => match probe(tr)? {
+                (timing, _) if timing.source == Source::GpuRanges => timing,
+                (_, reported) => reported_or_wall(reported),
+            },
+            Err(_) => {
+                let (reported, _) = run_plain(first).map_err(Failure::Error)?;
+                reported_or_wall(!reported.is_empty())
             }
-            let (reported, _) = run_plain(first).map_err(Failure::Error)?;
-            untraced(if reported.is_empty() {
-                Source::Wall
-            } else {
-                Source::Reported
-            })
-        }
+        },
     })
 }
 

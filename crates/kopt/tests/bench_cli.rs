@@ -96,6 +96,34 @@ fn self_reported_samples_win_over_wall_time() {
     assert_eq!(v["variants"][1]["verdict"]["kind"], "MARGINAL");
     let median = v["variants"][0]["median_s"].as_f64().unwrap();
     assert!((median - 10_004.5e-9).abs() < 1e-9, "{median}");
+
+    // The samples are found the same way with and without a tracer library
+    // (with one, here a stand-in, in the traced probe run; without, in a plain run).
+    let stand_in = d.path().join("libkopt_tracer.so");
+    std::fs::write(&stand_in, b"stand-in").unwrap();
+    for tracer in [
+        stand_in,
+        std::path::PathBuf::from("/nonexistent/libkopt_tracer.so"),
+    ] {
+        let o = bench(
+            d.path(),
+            &[
+                "--tracer",
+                tracer.to_str().unwrap(),
+                "--baseline",
+                &emit(1000),
+                "--candidate",
+                &emit(1000),
+                "--format",
+                "json",
+            ],
+        );
+        let v = json_report(&o);
+        assert_eq!(
+            v["variants"][0]["source"], "self-reported samples",
+            "{tracer:?}"
+        );
+    }
 }
 
 #[test]
