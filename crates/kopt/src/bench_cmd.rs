@@ -209,9 +209,9 @@ fn run_once(command: &str, timing: &Timing) -> anyhow::Result<(Vec<f64>, f64)> {
     }
 }
 
-/// Pick the timing source. `auto` traces the first variant's first warm-up
-/// run: repeated NVTX / ProfilerStep ranges mean GPU time per iteration;
-/// else the samples it prints; else wall time.
+/// Pick the timing source. `auto` runs the first variant once under kopt's
+/// tracer, before the warm-up: repeated NVTX / ProfilerStep ranges mean GPU
+/// time per iteration; else the samples it prints; else wall time.
 fn choose_timing(a: &BenchArgs, first: &str) -> Result<Timing, Failure> {
     let tracer = || {
         kopt_collect::trace::locate_tracer(a.tracer.as_deref())
