@@ -29,13 +29,14 @@ fn npy(dir: &Path, name: &str, shape: &[usize], v: &[f32]) -> PathBuf {
     p
 }
 
+/// `kopt compare`, run in the first input's folder (a temporary one), so the
+/// history it records lands there and not in the source tree.
 fn kopt(args: &[&Path], extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .arg("compare")
-        .args(args)
-        .args(extra)
-        .output()
-        .unwrap()
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kopt"));
+    if let Some(dir) = args.first().and_then(|p| p.parent()) {
+        cmd.current_dir(dir);
+    }
+    cmd.arg("compare").args(args).args(extra).output().unwrap()
 }
 
 fn text(o: &Output) -> String {
