@@ -15,12 +15,17 @@ for _ in range(100):
     k((1,), (32,), (c,))
 cp.cuda.Device().synchronize()
 
+spans = []  # each loop's wall-clock start and end (ns, CLOCK_REALTIME like CUPTI's)
+
 def loop():
+    w0 = time.time_ns()
     t0 = time.perf_counter()
     for _ in range(args.n):
         k((1,), (32,), (c,))
     cp.cuda.Device().synchronize()
-    return (time.perf_counter() - t0) / args.n * 1e6
+    us = (time.perf_counter() - t0) / args.n * 1e6
+    spans.append([w0, time.time_ns()])
+    return us
 
 def loops():
     return [loop() for _ in range(args.loops)]
@@ -34,4 +39,4 @@ if args.torch_profiler:
 else:
     us = loops()
 assert int(c.get()[0]) == 100 + args.n * args.loops
-print(json.dumps({"per_launch_us": statistics.median(us), "loops_us": us, "n": args.n * args.loops}))
+print(json.dumps({"per_launch_us": statistics.median(us), "loops_us": us, "loops_ns": spans, "n": args.n * args.loops}))

@@ -47,6 +47,10 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
     if t.activities.is_empty() {
         return None;
     }
+    let sampling = sampled_coverage(t);
+    // Time between sampled windows was never traced: it is cut, not idle.
+    let spliced = t.spliced();
+    let t: &Timeline = &spliced;
     let mut all: Vec<&kopt_model::GpuActivity> = t.activities.iter().collect();
     all.sort_by_key(|a| a.start_ns);
     // A whole-program trace starts with set-up (imports, lazy module loads,
@@ -220,6 +224,17 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         busy_per_iteration_ns: iterations.map(|n| busy as f64 / n as f64),
         launch_bound,
         verdict,
+        sampling,
+    })
+}
+
+fn sampled_coverage(t: &Timeline) -> Option<kopt_model::SampledCoverage> {
+    let w = &t.sampled_windows;
+    let (first, last) = (w.first()?, w.last()?);
+    Some(kopt_model::SampledCoverage {
+        windows: w.len() as u64,
+        traced_ns: w.iter().map(|(s, e)| e - s).sum(),
+        span_ns: last.1 - first.0,
     })
 }
 
@@ -269,6 +284,8 @@ const STRIP_COLUMNS: i64 = 1500;
 /// The drawable strip: GPU lanes per device and stream, a host lane of
 /// launch/sync calls, and the idle stretches of the GPU.
 pub fn strip(t: &Timeline, summary: &TimelineSummary) -> Option<kopt_model::TimelineStrip> {
+    let spliced = t.spliced();
+    let t: &Timeline = &spliced;
     let start = t
         .activities
         .iter()
@@ -391,6 +408,40 @@ mod tests {
         assert_eq!(s.wall_ns, 9 * 10_000 + 11_000);
         assert_eq!(s.largest_gaps[0].duration_ns, 8_000);
         assert_eq!(s.median_launch_ns, Some(8_000.0));
+    }
+
+    #[test]
+    fn time_between_sampled_windows_is_not_idle() {
+        // Two 4 ms windows of back-to-back 1 ms kernels, 100 ms apart: busy
+        // throughout what was traced, not 8% of a 104 ms span.
+        let mut t = Timeline::default();
+        for (w, base) in [0i64, 100_000_000].into_iter().enumerate() {
+            for i in 0..4 {
+                let c = (w * 4 + i) as u64 + 1;
+                t.api_calls.push(launch(base + i as i64 * 1_000, 500, c));
+                t.activities
+                    .push(kernel(base + 10_000 + i as i64 * 1_000_000, 1_000_000, c));
+            }
+            t.sampled_windows.push((base, base + 4_000_000));
+        }
+        let s = summarize(&t).unwrap();
+        assert!(s.busy_pct > 95.0, "{}", s.verdict);
+        assert!(!s.launch_bound);
+        assert!(
+            s.wall_ns < 9_000_000,
+            "wall {} counts traced time only",
+            s.wall_ns
+        );
+        let c = s.sampling.clone().expect("coverage of a sampled trace");
+        assert_eq!(
+            (c.windows, c.traced_ns, c.span_ns),
+            (2, 8_000_000, 104_000_000)
+        );
+        let lines = strip(&t, &s).unwrap();
+        assert!(
+            lines.window_ns < 9_000_000,
+            "the strip is drawn spliced too"
+        );
     }
 
     #[test]

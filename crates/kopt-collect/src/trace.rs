@@ -81,6 +81,56 @@ fn find_libcupti(lib_path: &[String]) -> Option<PathBuf> {
         })
 }
 
+/// Sampled tracing: kopt's tracer records `on` of every `period` and
+/// detaches from CUDA in between, where CUPTI's per-launch cost goes too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    pub on: std::time::Duration,
+    pub period: std::time::Duration,
+}
+
+impl Sampling {
+    /// `ON/PERIOD`: `10ms/100ms`, `0.5s/5s`; a bare number is milliseconds.
+    pub fn parse(text: &str) -> Result<Sampling, String> {
+        let bad = |why: &str| format!("--sample {text}: {why} (e.g. --sample 10ms/100ms)");
+        let (on, period) = text
+            .split_once('/')
+            .ok_or_else(|| bad("expected ON/PERIOD"))?;
+        let ms = |part: &str| -> Result<u64, String> {
+            let part = part.trim();
+            let (number, scale) = if let Some(n) = part.strip_suffix("ms") {
+                (n, 1.0)
+            } else if let Some(n) = part.strip_suffix('s') {
+                (n, 1000.0)
+            } else {
+                (part, 1.0)
+            };
+            let v: f64 = number
+                .trim()
+                .parse()
+                .map_err(|_| bad(&format!("'{part}' is not a duration")))?;
+            let v = v * scale;
+            if !(v.is_finite() && v >= 1.0) {
+                return Err(bad(&format!("'{part}' is under 1 ms")));
+            }
+            Ok(v.round() as u64)
+        };
+        let (on, period) = (ms(on)?, ms(period)?);
+        if on >= period {
+            return Err(bad("the window must be shorter than the period"));
+        }
+        Ok(Sampling {
+            on: std::time::Duration::from_millis(on),
+            period: std::time::Duration::from_millis(period),
+        })
+    }
+
+    /// `KOPT_TRACER_SAMPLE`'s value: milliseconds, `ON/PERIOD`.
+    pub fn env_value(&self) -> String {
+        format!("{}/{}", self.on.as_millis(), self.period.as_millis())
+    }
+}
+
 /// What a traced run left behind.
 #[derive(Debug)]
 pub struct TracedRun {
@@ -92,6 +142,7 @@ pub struct TracedRun {
 pub fn run_traced(
     workload: &Workload,
     tracer: &Path,
+    sampling: Option<Sampling>,
     dir: &Path,
     on_line: &(dyn Fn(Stream, &str) + Sync),
 ) -> Result<TracedRun, TraceError> {
@@ -121,6 +172,9 @@ pub fn run_traced(
     }
     if let Some(g) = &workload.gpu {
         env.push(("CUDA_VISIBLE_DEVICES".into(), g.clone()));
+    }
+    if let Some(s) = sampling {
+        env.push(("KOPT_TRACER_SAMPLE".into(), s.env_value()));
     }
     let (program, args) = workload
         .argv
@@ -172,6 +226,25 @@ pub fn run_traced(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sampling_reads_on_and_period() {
+        let s = Sampling::parse("10ms/100ms").unwrap();
+        assert_eq!(s.env_value(), "10/100");
+        assert_eq!(Sampling::parse("0.5s/5s").unwrap().env_value(), "500/5000");
+        assert_eq!(Sampling::parse("20/200").unwrap().env_value(), "20/200");
+        for bad in [
+            "10ms",
+            "100ms/10ms",
+            "10ms/10ms",
+            "0.2ms/10ms",
+            "x/100ms",
+            "10ms/-1s",
+        ] {
+            let e = Sampling::parse(bad).unwrap_err();
+            assert!(e.starts_with(&format!("--sample {bad}:")), "{e}");
+        }
+    }
 
     #[test]
     fn libcupti_is_found_in_the_library_path() {

@@ -1,6 +1,9 @@
 //! kopt's own trace: JSON lines written by the `kopt-tracer` injection library
 //! (one record per line: kernel, api, memcpy, memset, and a closing `end`).
-//! Kernel names arrive mangled and are demangled here.
+//! Kernel names arrive mangled and are demangled here. A sampled trace closes
+//! each window with a `window` record after the window's records: CUPTI
+//! starts afresh in every window, so correlation and NVTX ids are matched
+//! within their window only.
 
 use std::path::Path;
 
@@ -84,11 +87,28 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     let mut ended = false;
     let mut dropped = 0;
     let mut lost_buffers = 0;
+    let mut incomplete = 0;
     // Devices by id; the report names the one the kernels ran on.
     let mut devices: std::collections::HashMap<u64, (String, Option<u32>)> =
         std::collections::HashMap::new();
     // NVTX ranges open by id until their end record arrives.
     let mut open: std::collections::HashMap<u64, (String, i64)> = std::collections::HashMap::new();
+    // Sampled windows closed so far: correlation ids (CUPTI's are 32-bit)
+    // carry the window in bits 32..48 (processes use the bits above).
+    let mut window: u64 = 0;
+    // What the records since the last window line span. A window starts at
+    // its first API call (else its first record): attaching CUPTI again
+    // stalls the program for milliseconds (about 5 ms seen on an H200), time
+    // that is kopt's, not the program's; a kernel launched while CUPTI was
+    // attaching, its launch call unrecorded, is dropped as incomplete. And a
+    // window covers a record CUPTI stamped a little before it opened.
+    let mut span: Option<(i64, i64)> = None;
+    let mut first_call: Option<i64> = None;
+    let (mut window_activities, mut window_ranges) = (0usize, 0usize);
+    let scoped = |c: Option<u64>, window: u64| match c.unwrap_or(0) {
+        0 => 0,
+        c => (c & 0xFFFF_FFFF) | (window.min(0xFFFF) << 32),
+    };
     let lines: Vec<&str> = text.lines().collect();
     for (i, raw) in lines.iter().enumerate() {
         if raw.trim().is_empty() {
@@ -108,11 +128,38 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         };
         match (line.t.as_str(), line.id, line.s) {
             ("range_start", Some(id), Some(s)) => {
+                span = Some(span.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))));
                 open.insert(id, (line.name.unwrap_or_default(), s));
                 continue;
             }
             ("device", Some(id), _) => {
                 devices.insert(id, (line.name.unwrap_or_default(), line.sms));
+                continue;
+            }
+            ("window", _, Some(s)) => {
+                let (mut s, mut e) = (s, line.e.unwrap_or(s));
+                if let Some((lo, hi)) = span.take() {
+                    let previous_end = t.sampled_windows.last().map_or(i64::MIN, |w| w.1);
+                    s = first_call.take().unwrap_or(lo).max(previous_end);
+                    e = e.max(hi);
+                    let before = t.activities.len();
+                    let mut kept = 0;
+                    t.activities.retain(|a| {
+                        kept += 1;
+                        kept <= window_activities || a.start_ns >= s
+                    });
+                    incomplete += (before - t.activities.len()) as u64;
+                    let mut kept = 0;
+                    t.ranges.retain(|r| {
+                        kept += 1;
+                        kept <= window_ranges || r.start_ns >= s
+                    });
+                }
+                (window_activities, window_ranges) = (t.activities.len(), t.ranges.len());
+                t.sampled_windows.push((s, e));
+                window += 1;
+                // A range still open when its window closed never gets its end here.
+                open.clear();
                 continue;
             }
             ("range_end", Some(id), Some(e)) => {
@@ -142,6 +189,18 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             "memset" => Some(ActivityKind::Memset),
             _ => None,
         };
+        if kind.is_some() && (s <= 0 || e < s) {
+            // CUPTI flushed the record before the GPU wrote its timestamps
+            // (a sampled window closing under running kernels).
+            incomplete += 1;
+            continue;
+        }
+        if kind.is_some() || line.t == "api" {
+            span = Some(span.map_or((s, e), |(lo, hi)| (lo.min(s), hi.max(e))));
+        }
+        if line.t == "api" {
+            first_call = Some(first_call.map_or(s, |f| f.min(s)));
+        }
         if let Some(kind) = kind {
             t.activities.push(GpuActivity {
                 kind,
@@ -154,7 +213,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 end_ns: e,
                 device: line.dev.unwrap_or(0),
                 stream: line.stream.unwrap_or(0),
-                correlation: line.c.unwrap_or(0),
+                correlation: scoped(line.c, window),
                 grid: dim(line.g),
                 block: dim(line.b),
                 bytes: line.bytes,
@@ -166,11 +225,30 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 start_ns: s,
                 end_ns: e,
                 thread: line.tid.unwrap_or(0),
-                correlation: line.c.unwrap_or(0),
+                correlation: scoped(line.c, window),
             });
         }
     }
     t.ranges.sort_by_key(|r| r.start_ns);
+    // Records of a window the run ended in without closing it (no exit handler).
+    if let Some(&(_, last_end)) = t.sampled_windows.last().filter(|_| !ended) {
+        let tail_end = t
+            .activities
+            .iter()
+            .map(|a| a.end_ns)
+            .max()
+            .unwrap_or(last_end);
+        if tail_end > last_end && t.activities.iter().any(|a| a.start_ns > last_end) {
+            let tail_start = t
+                .activities
+                .iter()
+                .map(|a| a.start_ns)
+                .filter(|&s| s > last_end)
+                .min()
+                .unwrap_or(last_end);
+            t.sampled_windows.push((tail_start, tail_end));
+        }
+    }
     let busiest = {
         let mut per: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
         for a in t
@@ -194,7 +272,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     Ok(KoptTrace {
         timeline: t,
         ended,
-        dropped_records: dropped,
+        dropped_records: dropped + incomplete,
         lost_buffers,
         processes: 1,
     })
@@ -250,6 +328,10 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
                 c
             }));
         merged.timeline.ranges.extend(t.ranges);
+        merged.timeline.sampled_windows = union_of_windows(
+            std::mem::take(&mut merged.timeline.sampled_windows),
+            t.sampled_windows,
+        );
         if merged.timeline.device_name.is_none() {
             merged.timeline.device_name = t.device_name;
             merged.timeline.sm_count = t.sm_count;
@@ -265,6 +347,24 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         merged.timeline.ranges.sort_by_key(|r| r.start_ns);
     }
     Ok(merged)
+}
+
+/// The windows two processes' traces cover together. A continuous trace
+/// (no windows) covers everything, and so does the union.
+fn union_of_windows(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    if a.is_empty() || b.is_empty() {
+        return Vec::new();
+    }
+    let mut all: Vec<(i64, i64)> = a.into_iter().chain(b).collect();
+    all.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(all.len());
+    for (s, e) in all {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
 }
 
 pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
@@ -285,6 +385,71 @@ mod tests {
 {"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
 {"t":"end","records":3,"dropped":0}
 "#;
+
+    #[test]
+    fn sampled_windows_scope_correlations_and_ranges() {
+        // Two windows; CUPTI numbered both from 1 again after detaching. The
+        // range opened in the first window closes (same id) in the second:
+        // not one range. A kernel flushed before its timestamps is skipped.
+        let text = r#"{"t":"process","pid":10}
+{"t":"range_start","id":3,"s":90,"tid":1,"name":"step","dom":""}
+{"t":"api","name":"cuLaunchKernel","s":100,"e":105,"tid":1,"c":1}
+{"t":"kernel","name":"first","s":110,"e":120,"dev":0,"str":7,"c":1}
+{"t":"kernel","name":"cut","s":0,"e":0,"dev":0,"str":7,"c":2}
+{"t":"window","s":50,"e":200}
+{"t":"api","name":"cuLaunchKernel","s":5000,"e":5005,"tid":1,"c":1}
+{"t":"kernel","name":"second","s":5010,"e":5030,"dev":0,"str":7,"c":1}
+{"t":"kernel","name":"early","s":4899,"e":4950,"dev":0,"str":7,"c":2}
+{"t":"range_end","id":3,"s":5040}
+{"t":"window","s":4900,"e":5100}
+{"t":"end","records":6,"dropped":0}
+"#;
+        let t = parse_kopt_trace(text, "trace.jsonl").unwrap();
+        let tl = &t.timeline;
+        assert_eq!(
+            tl.sampled_windows,
+            vec![(100, 200), (5000, 5100)],
+            "a window starts at its first launch call"
+        );
+        let names: Vec<&str> = tl.activities.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, vec!["first", "second"]);
+        assert_eq!(
+            t.dropped_records, 2,
+            "the kernel without timestamps and the one launched before the window's first call"
+        );
+        assert_ne!(tl.activities[0].correlation, tl.activities[1].correlation);
+        for (k, call) in tl.activities.iter().zip(&tl.api_calls) {
+            assert_eq!(
+                k.correlation, call.correlation,
+                "{} finds its own launch",
+                k.name
+            );
+        }
+        assert!(tl.ranges.is_empty(), "no range across windows");
+    }
+
+    #[test]
+    fn a_sampled_run_that_died_keeps_its_last_open_window() {
+        let text = r#"{"t":"kernel","name":"a","s":110,"e":120,"dev":0,"str":7,"c":1}
+{"t":"window","s":100,"e":200}
+{"t":"kernel","name":"b","s":5010,"e":5030,"dev":0,"str":7,"c":1}
+"#;
+        let t = parse_kopt_trace(text, "trace.jsonl").unwrap();
+        assert!(!t.ended);
+        assert_eq!(t.timeline.sampled_windows, vec![(110, 200), (5010, 5030)]);
+    }
+
+    #[test]
+    fn windows_of_two_processes_join() {
+        assert_eq!(
+            union_of_windows(vec![(0, 10), (100, 110)], vec![(5, 20), (200, 210)]),
+            vec![(0, 20), (100, 110), (200, 210)]
+        );
+        assert!(
+            union_of_windows(vec![(0, 10)], Vec::new()).is_empty(),
+            "a continuous trace covers all"
+        );
+    }
 
     #[test]
     fn traces_of_several_processes_merge_with_their_own_correlations() {

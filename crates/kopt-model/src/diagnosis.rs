@@ -271,6 +271,19 @@ pub struct TimelineSummary {
     /// True when launch overhead, not GPU work, sets the pace.
     pub launch_bound: bool,
     pub verdict: String,
+    /// A sampled trace: the figures above cover its windows only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<SampledCoverage>,
+}
+
+/// What a sampled trace (`kopt trace --sample`) covered of the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SampledCoverage {
+    pub windows: u64,
+    /// Time inside the windows.
+    pub traced_ns: i64,
+    /// From the first window's start to the last one's end.
+    pub span_ns: i64,
 }
 
 /// A drawable summary of the timeline for the HTML strip (not part of the JSON).

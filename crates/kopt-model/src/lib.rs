@@ -14,8 +14,8 @@ mod timeline;
 pub use device::{Device, PeakSource, Peaks};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, IdleGap, KernelVerdict,
-    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo, StripLane, TimelineStrip,
-    TimelineSummary,
+    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, StripLane,
+    TimelineStrip, TimelineSummary,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

@@ -123,6 +123,10 @@ pub struct Timeline {
     /// True when the trace covers the whole program (kopt's tracer), set-up
     /// and first step included; a torch.profiler trace covers what the user chose.
     pub whole_program: bool,
+    /// A sampled trace's windows `(start_ns, end_ns)`, in order: the tracer
+    /// recorded only inside them. Empty for a continuous trace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sampled_windows: Vec<(i64, i64)>,
 }
 
 /// A range's name with a trailing step number cut: `ProfilerStep#12` -> `ProfilerStep`.
@@ -134,6 +138,58 @@ pub fn range_family(name: &str) -> &str {
 }
 
 impl Timeline {
+    /// The trace with the time between sampled windows cut out, so what the
+    /// tracer never saw does not read as idle GPU time. Each record moves
+    /// with the window its start falls in; a window lasts until its end or
+    /// until the last of its records ends (kernels launched in it may run
+    /// later). A continuous trace is returned as it is.
+    pub fn spliced(&self) -> std::borrow::Cow<'_, Timeline> {
+        let w = &self.sampled_windows;
+        if w.len() < 2 {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let window_of = |t: i64| w.partition_point(|&(s, _)| s <= t).saturating_sub(1);
+        let mut ends: Vec<i64> = w.iter().map(|&(_, e)| e).collect();
+        let spans = self
+            .activities
+            .iter()
+            .map(|a| (a.start_ns, a.end_ns))
+            .chain(self.api_calls.iter().map(|c| (c.start_ns, c.end_ns)))
+            .chain(self.ranges.iter().map(|r| (r.start_ns, r.end_ns)));
+        for (s, e) in spans {
+            let k = window_of(s);
+            ends[k] = ends[k].max(e);
+        }
+        let mut shift = vec![0i64; w.len()];
+        for k in 1..w.len() {
+            shift[k] = shift[k - 1] + (w[k].0 - ends[k - 1]).max(0);
+        }
+        let moved = |s: i64| shift[window_of(s)];
+        let mut t = self.clone();
+        for a in &mut t.activities {
+            let d = moved(a.start_ns);
+            a.start_ns -= d;
+            a.end_ns -= d;
+        }
+        for c in &mut t.api_calls {
+            let d = moved(c.start_ns);
+            c.start_ns -= d;
+            c.end_ns -= d;
+        }
+        for r in &mut t.ranges {
+            let d = moved(r.start_ns);
+            r.start_ns -= d;
+            r.end_ns -= d;
+        }
+        t.sampled_windows = w
+            .iter()
+            .zip(&ends)
+            .zip(&shift)
+            .map(|((&(s, _), &e), &d)| (s - d, e - d))
+            .collect();
+        std::borrow::Cow::Owned(t)
+    }
+
     /// The ranges that mark iterations: those of the most repeated range
     /// family (`ProfilerStep#N`, or an NVTX name pushed once per step), or of
     /// `family` when given. Ties go to the family covering more time (the outer one).
@@ -193,6 +249,53 @@ mod tests {
         assert_eq!(names, vec!["step", "step"], "ties go to the outer range");
         assert_eq!(t.iteration_ranges(Some("attn")).len(), 2);
         assert!(t.iteration_ranges(Some("nope")).is_empty());
+    }
+
+    fn kernel(start_ns: i64, end_ns: i64) -> GpuActivity {
+        GpuActivity {
+            kind: ActivityKind::Kernel,
+            name: "k".into(),
+            start_ns,
+            end_ns,
+            device: 0,
+            stream: 7,
+            correlation: 1,
+            grid: None,
+            block: None,
+            bytes: None,
+        }
+    }
+
+    #[test]
+    fn splicing_cuts_the_time_between_sampled_windows() {
+        let t = Timeline {
+            // Windows 0-100 and 1000-1100; the first's last kernel ends at 120.
+            sampled_windows: vec![(0, 100), (1000, 1100)],
+            activities: vec![kernel(10, 50), kernel(90, 120), kernel(1010, 1050)],
+            ranges: vec![range("step", 1005, 1090)],
+            ..Timeline::default()
+        };
+        let s = t.spliced();
+        let starts: Vec<(i64, i64)> = s
+            .activities
+            .iter()
+            .map(|a| (a.start_ns, a.end_ns))
+            .collect();
+        assert_eq!(
+            starts,
+            vec![(10, 50), (90, 120), (130, 170)],
+            "880 ns of untraced time cut"
+        );
+        assert_eq!((s.ranges[0].start_ns, s.ranges[0].end_ns), (125, 210));
+        assert_eq!(s.sampled_windows, vec![(0, 120), (120, 220)]);
+        let continuous = Timeline {
+            activities: vec![kernel(10, 50)],
+            ..Timeline::default()
+        };
+        assert!(matches!(
+            continuous.spliced(),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -211,6 +211,21 @@ pub fn timeline_lines(t: &kopt_model::TimelineSummary) -> Vec<(String, String)> 
             t.median_launch_to_start_ns.map_or("-".into(), duration),
         ),
     ];
+    if let Some(c) = &t.sampling {
+        v.insert(
+            1,
+            (
+                "Sampled trace".into(),
+                format!(
+                    "{} windows, {} traced of {} ({:.1}%): figures cover the windows, with the time between them cut",
+                    c.windows,
+                    duration(c.traced_ns as f64),
+                    duration(c.span_ns as f64),
+                    100.0 * c.traced_ns as f64 / c.span_ns.max(1) as f64
+                ),
+            ),
+        );
+    }
     if let (Some(n), Some(k)) = (t.iterations, t.kernels_per_iteration) {
         v.push((
             "Iterations (steps or repeated kernel pattern)".into(),

@@ -6,6 +6,8 @@
 //!
 //! It must never take the host process down: every entry point runs inside
 //! `catch_unwind`, failures are reported once on stderr and tracing stops.
+//! `KOPT_TRACER_SAMPLE=ON_MS/PERIOD_MS` traces windows of a run instead of
+//! all of it (see `Sampler`).
 //! Bindings: cudarc's `cupti` module with dynamic loading (libcupti is opened
 //! at run time, so kopt builds without CUDA).
 
@@ -27,14 +29,16 @@ fn buffer_layout() -> std::alloc::Layout {
         .expect("valid layout")
 }
 
-/// A buffer CUPTI handed back, waiting for the drain thread.
-struct Filled {
-    ptr: *mut u8,
-    valid: usize,
+/// What waits for the drain thread, in trace order: a buffer CUPTI handed
+/// back, or a line of kopt's own (a sampled window's bounds, written after
+/// the window's last buffer).
+enum Queued {
+    Buffer { ptr: *mut u8, valid: usize },
+    Line(String),
 }
-// SAFETY: CUPTI gives the buffer up when it completes it; from then on only
+// SAFETY: CUPTI gives a buffer up when it completes it; from then on only
 // the drain thread touches it.
-unsafe impl Send for Filled {}
+unsafe impl Send for Queued {}
 
 /// Completed buffers are turned into JSON lines on kopt's own thread, so
 /// CUPTI's thread (or the application's, when CUPTI completes a buffer
@@ -45,7 +49,7 @@ struct Drainer {
 }
 
 struct DrainQueue {
-    filled: Vec<Filled>,
+    filled: Vec<Queued>,
     /// True while the drain thread runs and takes buffers; otherwise they
     /// are drained where CUPTI hands them back.
     accepting: bool,
@@ -79,9 +83,14 @@ fn start_drain_thread() -> bool {
                 }
                 std::mem::take(&mut q.filled)
             };
-            for f in batch {
-                let _ = catch_unwind(|| unsafe { drain(f.ptr, f.valid) });
-                unsafe { std::alloc::dealloc(f.ptr, buffer_layout()) };
+            for item in batch {
+                match item {
+                    Queued::Buffer { ptr, valid } => {
+                        let _ = catch_unwind(|| unsafe { drain(ptr, valid) });
+                        unsafe { std::alloc::dealloc(ptr, buffer_layout()) };
+                    }
+                    Queued::Line(line) => write_out(&line),
+                }
             }
         });
     match spawned {
@@ -228,6 +237,37 @@ fn init() {
     if !env_flag("KOPT_TRACER_SYNC_DRAIN") && !start_drain_thread() {
         warn("cannot start the drain thread; draining in CUPTI's thread");
     }
+    let sample = std::env::var("KOPT_TRACER_SAMPLE").ok().and_then(|v| {
+        let parsed = parse_sample(&v);
+        if parsed.is_none() {
+            warn(&format!("KOPT_TRACER_SAMPLE={v} is not ON_MS/PERIOD_MS with 0 < ON < PERIOD; tracing the whole run"));
+        }
+        parsed
+    });
+    SAMPLING.store(sample.is_some(), Ordering::SeqCst);
+    let Some(start) = (unsafe { attach(true) }) else {
+        return;
+    };
+    TRACED_PID.store(std::process::id(), Ordering::SeqCst);
+    unsafe { libc::atexit(at_exit) };
+    if let Some((on_ms, period_ms)) = sample {
+        start_sampler(start, on_ms, period_ms);
+    }
+}
+
+/// The activity kinds `attach` enabled: `detach` disables the same.
+static ENABLED: Mutex<Vec<sys::CUpti_ActivityKind>> = Mutex::new(Vec::new());
+
+/// Set CUPTI up to record (again, after a sampled detach, when `first` is
+/// false: CUPTI forgets everything when it detaches). Returns when recording
+/// began (CUPTI's clock), None when CUPTI refuses the callbacks; warnings
+/// only the first time.
+unsafe fn attach(first: bool) -> Option<u64> {
+    let warn = |msg: &str| {
+        if first {
+            warn(msg)
+        }
+    };
     unsafe {
         if env_flag("KOPT_TRACER_HW_TRACE") {
             // Hardware-event-based timestamps (lower launch overhead where the GPU
@@ -240,7 +280,7 @@ fn init() {
         let r = sys::cuptiActivityRegisterCallbacks(Some(buffer_requested), Some(buffer_completed));
         if r != sys::CUptiResult::CUPTI_SUCCESS {
             warn(&format!("cuptiActivityRegisterCallbacks failed ({r:?}); is another profiler (torch.profiler, nsys) attached? tracing is off"));
-            return;
+            return None;
         }
         if let Some(n) = std::env::var("KOPT_TRACER_PREALLOC")
             .ok()
@@ -281,6 +321,15 @@ fn init() {
             sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DEVICE,
         ];
         match ApiMode::from_env() {
+            // Selected API activity records do not come back after CUPTI
+            // detached and attached again (seen on an H200, CUDA 13.0), and
+            // recording every call slows a PyTorch step by half: a sampled
+            // trace takes the selected calls from CUPTI's callbacks instead.
+            ApiMode::Select if SAMPLING.load(Ordering::SeqCst) => {
+                if !subscribe_api_callbacks() {
+                    warn("CUPTI callbacks unavailable: the sampled windows have no launch calls");
+                }
+            }
             ApiMode::All => {
                 kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME);
                 kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER);
@@ -294,15 +343,19 @@ fn init() {
             }
             ApiMode::Off => {}
         }
-        for kind in kinds {
-            let r = sys::cuptiActivityEnable(kind);
+        for kind in &kinds {
+            let r = sys::cuptiActivityEnable(*kind);
             if r != sys::CUptiResult::CUPTI_SUCCESS {
                 warn(&format!("cuptiActivityEnable({kind:?}) failed ({r:?}); another CUPTI client is probably active (only one works at a time)"));
             }
         }
-        TRACED_PID.store(std::process::id(), Ordering::SeqCst);
-        libc::atexit(at_exit);
+
+        *ENABLED.lock().unwrap_or_else(|e| e.into_inner()) = kinds;
     }
+    // The window opens once recording is on: setting CUPTI up takes
+    // milliseconds that are kopt's, not the program's. (A record stamped
+    // while the last kind was being enabled widens the window when read.)
+    Some(cupti_now())
 }
 
 /// Which host API calls are recorded (`KOPT_TRACER_APIS`).
@@ -333,33 +386,376 @@ impl ApiMode {
 /// Enable activity records for the selected runtime and driver APIs only.
 /// False when this CUPTI cannot select APIs (then whole kinds are enabled).
 unsafe fn enable_selected_apis() -> bool {
-    type Enable = unsafe fn(sys::CUpti_CallbackId, u8) -> sys::CUptiResult;
-    let domains: [(sys::CUpti_CallbackDomain, Enable); 2] = [
-        (
-            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
-            sys::cuptiActivityEnableRuntimeApi,
-        ),
-        (
-            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
-            sys::cuptiActivityEnableDriverApi,
-        ),
-    ];
-    let mut enabled = 0;
-    for (domain, enable) in domains {
-        // Callback ids are small dense integers; names that do not resolve are skipped.
-        for cbid in 1..1500u32 {
-            let Some(name) = callback_name(domain, cbid) else {
-                continue;
-            };
-            if keep_api(&name) {
-                if unsafe { enable(cbid, 1) } != sys::CUptiResult::CUPTI_SUCCESS {
-                    return false;
-                }
-                enabled += 1;
-            }
+    use sys::CUpti_CallbackDomain as D;
+    for &(domain, cbid) in selected_apis() {
+        let enable = if domain == D::CUPTI_CB_DOMAIN_RUNTIME_API {
+            sys::cuptiActivityEnableRuntimeApi
+        } else {
+            sys::cuptiActivityEnableDriverApi
+        };
+        if unsafe { enable(cbid, 1) } != sys::CUptiResult::CUPTI_SUCCESS {
+            return false;
         }
     }
-    enabled > 0
+    !selected_apis().is_empty()
+}
+
+/// The runtime and driver calls kopt keeps, looked up once (3,000 name
+/// queries): a sampled trace subscribes to them again at every window.
+fn selected_apis() -> &'static [(sys::CUpti_CallbackDomain, u32)] {
+    static SELECTED: std::sync::OnceLock<Vec<(sys::CUpti_CallbackDomain, u32)>> =
+        std::sync::OnceLock::new();
+    SELECTED.get_or_init(|| {
+        let mut ids = Vec::new();
+        for domain in [
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+        ] {
+            // Callback ids are small dense integers; names that do not resolve are skipped.
+            for cbid in 1..1500u32 {
+                if callback_name(domain, cbid).is_some_and(|name| keep_api(&name)) {
+                    ids.push((domain, cbid));
+                }
+            }
+        }
+        ids
+    })
+}
+
+/// `KOPT_TRACER_SAMPLE=ON_MS/PERIOD_MS`: trace ON_MS of every PERIOD_MS.
+fn parse_sample(v: &str) -> Option<(u64, u64)> {
+    let (on, period) = v.split_once('/')?;
+    let (on, period) = (
+        on.trim().parse::<u64>().ok()?,
+        period.trim().parse::<u64>().ok()?,
+    );
+    (on > 0 && on < period).then_some((on, period))
+}
+
+/// Sampled tracing. CUPTI's kernel records cost the application's launch
+/// path about as much as a launch itself on Hopper, and the cost stays
+/// after the activity kinds are disabled; it goes only when CUPTI detaches
+/// (`cuptiFinalize`). So a sampled trace attaches for ON ms of every PERIOD,
+/// then detaches, and writes each window's bounds after its records:
+/// `{"t":"window","s":START,"e":END}` (CUPTI's clock).
+struct Sampler {
+    state: Mutex<SamplerState>,
+    wake: std::sync::Condvar,
+}
+
+struct SamplerState {
+    /// The exit handler runs: stop at once.
+    exiting: bool,
+    /// CUPTI records now (a window is open since `window_start`).
+    recording: bool,
+    window_start: u64,
+    /// A detach is asked for and not yet done by an API-exit callback.
+    detach_pending: bool,
+}
+
+static SAMPLER: Sampler = Sampler {
+    state: Mutex::new(SamplerState {
+        exiting: false,
+        recording: false,
+        window_start: 0,
+        detach_pending: false,
+    }),
+    wake: std::sync::Condvar::new(),
+};
+static SAMPLING: AtomicBool = AtomicBool::new(false);
+static SAMPLER_THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+/// Records CUPTI dropped in windows already closed (it forgets on detach).
+static DROPPED_BEFORE: AtomicU64 = AtomicU64::new(0);
+/// Buffers CUPTI still held, empty, when it detached: not lost to another client.
+static BUFFERS_LEFT_AT_DETACH: AtomicU64 = AtomicU64::new(0);
+
+fn sampler_state() -> std::sync::MutexGuard<'static, SamplerState> {
+    SAMPLER.state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn cupti_now() -> u64 {
+    let mut t = 0u64;
+    unsafe { sys::cuptiGetTimestamp(&mut t) };
+    t
+}
+
+fn window_line(start: u64, end: u64) -> String {
+    format!("{{\"t\":\"window\",\"s\":{start},\"e\":{end}}}\n")
+}
+
+fn start_sampler(window_start: u64, on_ms: u64, period_ms: u64) {
+    {
+        let mut st = sampler_state();
+        st.recording = true;
+        st.window_start = window_start;
+    }
+    let on = std::time::Duration::from_millis(on_ms);
+    let off = std::time::Duration::from_millis(period_ms - on_ms);
+    let spawned = std::thread::Builder::new()
+        .name("kopt-tracer-sampler".into())
+        .spawn(move || {
+            let _ = catch_unwind(|| sampler_loop(on, off));
+        });
+    match spawned {
+        Ok(h) => *SAMPLER_THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(h),
+        Err(_) => warn("cannot start the sampling thread; tracing the whole run"),
+    }
+}
+
+/// Sleep, unless the exit handler wakes us first (then true).
+fn exiting_after(d: std::time::Duration) -> bool {
+    let st = sampler_state();
+    let (st, _) = SAMPLER
+        .wake
+        .wait_timeout_while(st, d, |st| !st.exiting)
+        .unwrap_or_else(|e| e.into_inner());
+    st.exiting
+}
+
+fn sampler_loop(on: std::time::Duration, off: std::time::Duration) {
+    loop {
+        if exiting_after(on) || !close_window() || exiting_after(off) {
+            return;
+        }
+        let mut st = sampler_state();
+        if st.exiting {
+            return;
+        }
+        let Some(start) = (unsafe { attach(false) }) else {
+            warn("CUPTI refused to attach again; the trace ends at the last window");
+            return;
+        };
+        st.recording = true;
+        st.window_start = start;
+    }
+}
+
+/// End the open window: stop recording, hand every record to the drain
+/// thread, write the window's bounds, and have CUPTI detach at the exit of
+/// the application's next CUDA call (where NVIDIA's sample calls
+/// `cuptiFinalize`). False when the run ends first or CUPTI cannot detach.
+fn close_window() -> bool {
+    let mut st = sampler_state();
+    if st.exiting {
+        return false;
+    }
+    let end = cupti_now();
+    RECORD_API_CALLS.store(false, Ordering::SeqCst);
+    unsafe {
+        for kind in ENABLED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            sys::cuptiActivityDisable(*kind);
+        }
+
+        sys::cuptiActivityFlushAll(1);
+        let mut dropped = 0usize;
+        sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
+        DROPPED_BEFORE.fetch_add(dropped as u64, Ordering::SeqCst);
+    }
+    queue_line(take_api_lines());
+    queue_line(window_line(st.window_start, end));
+    st.recording = false;
+    st.detach_pending = true;
+    DETACH_PENDING.store(true, Ordering::SeqCst);
+    // Our lock is released before CUPTI is called: the callback takes it
+    // from inside CUPTI's dispatch.
+    drop(st);
+    let mut subscriber = subscriber();
+    if subscriber.is_null() {
+        // No API calls recorded (KOPT_TRACER_APIS=off|all): subscribe now, for the detach.
+        let r = unsafe {
+            sys::cuptiSubscribe(&mut subscriber, Some(on_api_call), std::ptr::null_mut())
+        };
+        if r == sys::CUptiResult::CUPTI_SUCCESS {
+            SUBSCRIBER.store(subscriber.cast(), Ordering::SeqCst);
+        } else {
+            subscriber = std::ptr::null_mut();
+        }
+    }
+    let subscribed = !subscriber.is_null();
+    if subscribed {
+        for domain in [
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
+        ] {
+            unsafe { sys::cuptiEnableDomain(1, subscriber, domain) };
+        }
+    }
+    let mut st = sampler_state();
+    if !subscribed {
+        warn("cannot subscribe to CUDA API callbacks to detach CUPTI; tracing the rest of the run");
+        st.detach_pending = false;
+        DETACH_PENDING.store(false, Ordering::SeqCst);
+        if let Some(start) = unsafe { attach(false) } {
+            st.recording = true;
+            st.window_start = start;
+        }
+        return false;
+    }
+    // Wait for the application's next CUDA call (or the exit).
+    while st.detach_pending && !st.exiting {
+        st = SAMPLER
+            .wake
+            .wait_timeout(st, std::time::Duration::from_millis(50))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    !st.exiting
+}
+
+/// The callback subscriber of the current attachment (null when none):
+/// selected API calls in a sampled window, every call while a detach waits.
+static SUBSCRIBER: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+/// A sampled window is open: the callback records the selected calls.
+static RECORD_API_CALLS: AtomicBool = AtomicBool::new(false);
+/// Counts the windows: an entry left by a call that a window's close cut
+/// short is not matched with a later call's exit.
+static WINDOW_GEN: AtomicU64 = AtomicU64::new(0);
+
+/// An API call a thread is inside.
+struct Entered {
+    domain: u32,
+    cbid: u32,
+    start: u64,
+    window: u64,
+    /// A driver call made by a runtime call: the runtime call is the record
+    /// (as in CUPTI's activity records).
+    nested: bool,
+}
+/// The window closed: the next API exit detaches CUPTI.
+static DETACH_PENDING: AtomicBool = AtomicBool::new(false);
+/// API lines the callbacks wrote in the open window.
+static API_LINES: Mutex<String> = Mutex::new(String::new());
+
+thread_local! {
+    /// Entry times of the API calls this thread is inside (a runtime call
+    /// makes driver calls).
+    static ENTERED: std::cell::RefCell<Vec<Entered>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn subscriber() -> sys::CUpti_SubscriberHandle {
+    SUBSCRIBER.load(Ordering::SeqCst).cast()
+}
+
+fn take_api_lines() -> String {
+    std::mem::take(&mut *API_LINES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Subscribe to CUPTI's callbacks for the selected API calls. The
+/// subscription is CUPTI's again after it detaches, so every attachment
+/// makes its own.
+unsafe fn subscribe_api_callbacks() -> bool {
+    let mut handle: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+    if unsafe { sys::cuptiSubscribe(&mut handle, Some(on_api_call), std::ptr::null_mut()) }
+        != sys::CUptiResult::CUPTI_SUCCESS
+    {
+        return false;
+    }
+    SUBSCRIBER.store(handle.cast(), Ordering::SeqCst);
+    WINDOW_GEN.fetch_add(1, Ordering::SeqCst);
+    for &(domain, cbid) in selected_apis() {
+        unsafe { sys::cuptiEnableCallback(1, handle, domain, cbid) };
+    }
+    RECORD_API_CALLS.store(true, Ordering::SeqCst);
+    true
+}
+
+/// CUPTI's callback for runtime and driver API calls: in a sampled window,
+/// a selected call becomes an `api` line; once the window closed, the first
+/// call's exit detaches CUPTI from the process (where NVIDIA's sample does).
+unsafe extern "C" fn on_api_call(
+    _userdata: *mut std::ffi::c_void,
+    domain: sys::CUpti_CallbackDomain,
+    cbid: sys::CUpti_CallbackId,
+    data: *const std::ffi::c_void,
+) {
+    let _ = catch_unwind(|| {
+        use sys::CUpti_CallbackDomain as D;
+        if !(domain == D::CUPTI_CB_DOMAIN_RUNTIME_API || domain == D::CUPTI_CB_DOMAIN_DRIVER_API)
+            || data.is_null()
+        {
+            return;
+        }
+        // callbackSite is the first field of CUpti_CallbackData; 1 = exit.
+        let exit = unsafe { *(data as *const u32) } == 1;
+        if DETACH_PENDING.load(Ordering::SeqCst) {
+            if exit {
+                detach_now();
+            }
+            return;
+        }
+        if !RECORD_API_CALLS.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = cupti_now();
+        let window = WINDOW_GEN.load(Ordering::Relaxed);
+        if !exit {
+            ENTERED.with(|e| {
+                let mut e = e.borrow_mut();
+                let nested = domain == D::CUPTI_CB_DOMAIN_DRIVER_API
+                    && e.iter().any(|x| {
+                        x.window == window && x.domain == D::CUPTI_CB_DOMAIN_RUNTIME_API as u32
+                    });
+                e.push(Entered {
+                    domain: domain as u32,
+                    cbid,
+                    start: now,
+                    window,
+                    nested,
+                });
+            });
+            return;
+        }
+        // The matching entry; entries left by calls a window's close cut go.
+        let entry = ENTERED.with(|e| {
+            let mut e = e.borrow_mut();
+            while let Some(x) = e.pop() {
+                if (x.domain, x.cbid) == (domain as u32, cbid) {
+                    return Some(x);
+                }
+            }
+            None
+        });
+        let Some(Entered {
+            start,
+            window: entered_in,
+            nested: false,
+            ..
+        }) = entry
+        else {
+            return;
+        };
+        if entered_in != window {
+            return;
+        }
+        let correlation = unsafe { (*(data as *const sys::CUpti_CallbackData)).correlationId };
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+        let line = format!(
+            "{{\"t\":\"api\",\"name\":{},\"s\":{start},\"e\":{now},\"tid\":{tid},\"c\":{correlation}}}\n",
+            json_str(&api_name(domain, cbid))
+        );
+        API_LINES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_str(&line);
+    });
+}
+
+/// Detach CUPTI (first API exit after a window closed).
+fn detach_now() {
+    let mut st = sampler_state();
+    if !st.detach_pending {
+        return;
+    }
+    let held = BUFFERS_OUT
+        .load(Ordering::SeqCst)
+        .saturating_sub(BUFFERS_BACK.load(Ordering::SeqCst));
+    BUFFERS_LEFT_AT_DETACH.store(held, Ordering::SeqCst);
+    unsafe { sys::cuptiFinalize() };
+    SUBSCRIBER.store(std::ptr::null_mut(), Ordering::SeqCst);
+    DETACH_PENDING.store(false, Ordering::SeqCst);
+    st.detach_pending = false;
+    SAMPLER.wake.notify_all();
 }
 
 extern "C" fn at_exit() {
@@ -367,20 +763,44 @@ extern "C" fn at_exit() {
         return;
     }
     let _ = catch_unwind(|| {
-        unsafe {
-            sys::cuptiActivityFlushAll(1);
+        let sampling = SAMPLING.load(Ordering::SeqCst);
+        if sampling {
+            sampler_state().exiting = true;
+            SAMPLER.wake.notify_all();
+            if let Some(h) = SAMPLER_THREAD
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+            {
+                let _ = h.join();
+            }
         }
+        // A detached CUPTI is left alone: any CUPTI call would attach it again.
+        let st = sampler_state();
+        let mut dropped = DROPPED_BEFORE.load(Ordering::SeqCst);
+        if !sampling || st.recording {
+            let end = cupti_now();
+            unsafe {
+                sys::cuptiActivityFlushAll(1);
+                let mut now_dropped = 0usize;
+                sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut now_dropped);
+                dropped += now_dropped as u64;
+            }
+            if sampling {
+                RECORD_API_CALLS.store(false, Ordering::SeqCst);
+                queue_line(take_api_lines());
+                queue_line(window_line(st.window_start, end));
+            }
+        }
+        drop(st);
         // Every buffer is back from CUPTI: let the drain thread write them all.
         finish_drain_thread();
-        let mut dropped = 0usize;
-        unsafe {
-            sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
-        }
         if let Ok(mut guard) = OUT.lock() {
             if let Some(w) = guard.as_mut() {
                 let lost = BUFFERS_OUT
                     .load(Ordering::SeqCst)
-                    .saturating_sub(BUFFERS_BACK.load(Ordering::SeqCst));
+                    .saturating_sub(BUFFERS_BACK.load(Ordering::SeqCst))
+                    .saturating_sub(BUFFERS_LEFT_AT_DETACH.load(Ordering::SeqCst));
                 let _ = writeln!(
                     w,
                     "{{\"t\":\"end\",\"records\":{},\"dropped\":{dropped},\"lost_buffers\":{lost}}}",
@@ -434,7 +854,7 @@ unsafe extern "C" fn buffer_completed(
     let queued = catch_unwind(|| {
         let mut q = drain_queue();
         if q.accepting {
-            q.filled.push(Filled { ptr: buffer, valid });
+            q.filled.push(Queued::Buffer { ptr: buffer, valid });
             DRAINER.ready.notify_one();
         }
         q.accepting
@@ -570,10 +990,28 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
         }
         RECORDS.fetch_add(1, Ordering::Relaxed);
     }
+    write_out(&lines);
+}
+
+/// Append to the trace file.
+fn write_out(text: &str) {
     if let Ok(mut guard) = OUT.lock() {
         if let Some(w) = guard.as_mut() {
-            let _ = w.write_all(lines.as_bytes());
+            let _ = w.write_all(text.as_bytes());
         }
+    }
+}
+
+/// Write a line after every buffer queued so far: through the drain thread
+/// when it runs, else at once (buffers were drained in place).
+fn queue_line(line: String) {
+    let mut q = drain_queue();
+    if q.accepting {
+        q.filled.push(Queued::Line(line));
+        DRAINER.ready.notify_one();
+    } else {
+        drop(q);
+        write_out(&line);
     }
 }
 
@@ -633,6 +1071,21 @@ mod tests {
         let end = marker_line(4, 7, 2000, 42, None, None).unwrap();
         assert_eq!(end, "{\"t\":\"range_end\",\"id\":7,\"s\":2000}\n");
         assert!(marker_line(1, 8, 3000, 42, Some("mark".into()), None).is_none());
+    }
+
+    #[test]
+    fn sampling_takes_on_and_period_in_ms() {
+        assert_eq!(parse_sample("10/100"), Some((10, 100)));
+        assert_eq!(parse_sample(" 5 / 50 "), Some((5, 50)));
+        assert_eq!(
+            parse_sample("100/100"),
+            None,
+            "a window as long as the period is no sampling"
+        );
+        assert_eq!(parse_sample("0/100"), None);
+        assert_eq!(parse_sample("10"), None);
+        assert_eq!(parse_sample("a/b"), None);
+        assert_eq!(window_line(5, 9), "{\"t\":\"window\",\"s\":5,\"e\":9}\n");
     }
 
     #[test]

@@ -127,7 +127,7 @@ fn run_traced(command: &str, tracer: &Path) -> anyhow::Result<TracedRun> {
         }
     };
     let t = Instant::now();
-    let traced = kopt_collect::trace::run_traced(&workload, tracer, dir.path(), &keep);
+    let traced = kopt_collect::trace::run_traced(&workload, tracer, None, dir.path(), &keep);
     let wall = t.elapsed().as_secs_f64();
     let reported = reported_samples(&stdout.lock().unwrap_or_else(|e| e.into_inner()));
     match traced {

@@ -193,6 +193,10 @@ pub struct TraceArgs {
     #[arg(long, value_name = "PATH")]
     pub tracer: Option<PathBuf>,
 
+    /// Trace ON of every PERIOD (e.g. 10ms/100ms) and detach from CUDA in between: CUPTI's per-launch cost applies inside the windows only; figures cover the windows
+    #[arg(long, value_name = "ON/PERIOD")]
+    pub sample: Option<String>,
+
     #[command(flatten)]
     pub run: RunArgs,
 

@@ -59,6 +59,7 @@ pub struct TraceRequest {
     pub timeout: Option<Duration>,
     pub quiet: bool,
     pub tracer: Option<PathBuf>,
+    pub sample: Option<kopt_collect::trace::Sampling>,
     pub runs_dir: PathBuf,
     pub db: PathBuf,
     pub report: ReportOptions,
@@ -100,6 +101,11 @@ impl TryFrom<TraceArgs> for TraceRequest {
             timeout: timeout(a.run.timeout)?,
             quiet: a.run.quiet,
             tracer: a.tracer,
+            sample: a
+                .sample
+                .as_deref()
+                .map(kopt_collect::trace::Sampling::parse)
+                .transpose()?,
             runs_dir: a.run.runs_dir,
             db: a.run.db,
         })

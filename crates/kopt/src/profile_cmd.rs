@@ -193,7 +193,7 @@ fn tracer_pass(
     progress.start(1, what);
     let t = Instant::now();
     let on_line = |s: Stream, l: &str| progress.output(s, l, passthrough);
-    let run = match kopt_collect::trace::run_traced(workload, tracer, dir, &on_line) {
+    let run = match kopt_collect::trace::run_traced(workload, tracer, None, dir, &on_line) {
         Ok(run) => run,
         Err(kopt_collect::trace::TraceError::NoTrace(..)) => {
             progress.note("the tracer wrote no trace; timing every launch with ncu instead");

@@ -28,7 +28,7 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
             eprintln!("{line}");
         }
     };
-    let traced = run_traced(&workload, &tracer, &dir, &on_line)?;
+    let traced = run_traced(&workload, &tracer, req.sample, &dir, &on_line)?;
     let trace = read_kopt_trace_set(&traced.trace)?;
     let label = traced.trace.display().to_string();
     if let Some(path) = &req.export {

@@ -174,3 +174,40 @@ fn child_processes_write_their_own_traces_and_are_merged() {
     assert_eq!(launches, 121 + 23, "both processes' kernels");
     assert!(report["notes"].to_string().contains("2 processes"));
 }
+
+#[test]
+fn a_sampled_trace_is_diagnosed_over_its_windows() {
+    // Recorded on the H200: `kopt trace --sample 10ms/100ms` of seed 000's MoE
+    // step, 7 windows over 0.88 s. The time between windows is cut, not idle.
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("kopt-trace-h200/moe_sampled_trace.jsonl");
+    let script = format!(
+        "test \"$KOPT_TRACER_SAMPLE\" = 10/100 && cp '{}' \"$KOPT_TRACE_OUT\"",
+        src.display()
+    );
+    let o = trace_running(dir.path(), &script, &["--sample", "10ms/100ms"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["primary"]["type"], "launch_overhead");
+    let t = &report["timeline"];
+    assert_eq!(t["sampling"]["windows"], 7);
+    let busy = t["busy_pct"].as_f64().unwrap();
+    assert!(
+        (5.0..40.0).contains(&busy),
+        "busy {busy}%: the time between windows must not count as idle"
+    );
+    assert_eq!(t["kernels"], 1455);
+    let per_step = t["busy_per_iteration_ns"].as_f64().unwrap();
+    assert!((15_000.0..25_000.0).contains(&per_step), "{per_step}");
+
+    // A window as long as its period, or no period: refused before anything runs.
+    for bad in ["100ms/100ms", "10ms", "0.1ms/1s"] {
+        let o = trace_running(dir.path(), "exit 9", &["--sample", bad]);
+        assert_eq!(o.status.code(), Some(2), "--sample {bad}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--sample"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
