@@ -7,7 +7,7 @@
 #   scripts/bench/tracer_overhead.sh OUT_DIR  (needs target/release/{kopt,libkopt_tracer.so})
 #   ROUNDS=11 MODES="kopt_select kopt_off" PIN=2-5 SKIP_EXTRAS=1 LOOPS=25 ...  (rounds,
 #   tracer modes, CPUs every run is pinned to, overhead table only, loops per process)
-# kopt_sample10 / kopt_sample1s: `kopt trace --sample 10ms/100ms` / `50ms/1s`.
+# kopt_sample10 / kopt_sample1s / kopt_sample20: `kopt trace --sample 10ms/100ms` / `50ms/1s` / `20ms/1s`.
 # The table's headline is the mean over every loop (a sampled trace slows the
 # loops its windows fall in, so the median of loops would hide its cost).
 set -uo pipefail
@@ -41,6 +41,7 @@ for round in $(seq "$ROUNDS"); do
   traced kopt_bigbuf KOPT_TRACER_APIS=select KOPT_TRACER_BUFFER_MB=64
   traced kopt_sample10 KOPT_TRACER_APIS=select -- --sample 10ms/100ms
   traced kopt_sample1s KOPT_TRACER_APIS=select -- --sample 50ms/1s
+  traced kopt_sample20 KOPT_TRACER_APIS=select -- --sample 20ms/1s
   echo "{\"mode\":\"torch_profiler\",\"r\":$($PINNED python3 "$L" --loops "$LOOPS" --torch-profiler 2>/dev/null | tail -1)}" >> "$OUT/overhead.jsonl"
 done
 for m in $MODES; do
@@ -85,7 +86,7 @@ except OSError:
 b = med(mean_by["bare"]) if "bare" in mean_by else None
 print("| mode | host us per launch: mean of every loop, median of the rounds | vs bare | each round | median-of-loops figure | noop kernels / launch calls recorded |")
 print("|---|--:|--:|---|--:|---|")
-for m in ("bare", "kopt_select", "kopt_off", "kopt_all", "kopt_select_perthread", "kopt_hw", "kopt_prealloc", "kopt_sync", "kopt_bigbuf", "kopt_sample10", "kopt_sample1s", "torch_profiler"):
+for m in ("bare", "kopt_select", "kopt_off", "kopt_all", "kopt_select_perthread", "kopt_hw", "kopt_prealloc", "kopt_sync", "kopt_bigbuf", "kopt_sample10", "kopt_sample1s", "kopt_sample20", "torch_profiler"):
     if m not in mean_by: continue
     x = med(mean_by[m])
     rel = f"{100*(x/b-1):+.1f}%" if b else "-"

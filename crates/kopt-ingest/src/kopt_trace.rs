@@ -54,6 +54,9 @@ pub struct KoptTrace {
     /// False when the `end` record is missing (the process died before exit).
     pub ended: bool,
     pub dropped_records: u64,
+    /// Records left out at the edges of sampled windows: flushed before the
+    /// GPU wrote their timestamps, or launched while CUPTI was attaching.
+    pub incomplete_records: u64,
     /// Activity buffers CUPTI never handed back: another CUPTI client (the
     /// program's own torch.profiler, nsys) took tracing over during the run.
     pub lost_buffers: u64,
@@ -272,7 +275,8 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     Ok(KoptTrace {
         timeline: t,
         ended,
-        dropped_records: dropped + incomplete,
+        dropped_records: dropped,
+        incomplete_records: incomplete,
         lost_buffers,
         processes: 1,
     })
@@ -338,6 +342,7 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         }
         merged.ended &= next.ended;
         merged.dropped_records += next.dropped_records;
+        merged.incomplete_records += next.incomplete_records;
         merged.lost_buffers += next.lost_buffers;
         merged.processes += 1;
     }
@@ -414,7 +419,8 @@ mod tests {
         let names: Vec<&str> = tl.activities.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, vec!["first", "second"]);
         assert_eq!(
-            t.dropped_records, 2,
+            (t.dropped_records, t.incomplete_records),
+            (0, 2),
             "the kernel without timestamps and the one launched before the window's first call"
         );
         assert_ne!(tl.activities[0].correlation, tl.activities[1].correlation);

@@ -36,6 +36,8 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
             kopt_report::chrome_trace::write_chrome_trace(&trace.timeline, out)
         })?;
     }
+    let windows = trace.timeline.sampled_windows.len();
+    let caught_nothing = trace.timeline.activities.is_empty();
     let profile = profile_from_timeline(trace.timeline, &label, "kopt trace (CUPTI)");
     let mut diagnosis = diagnose(profile, &req.report, None);
     if !trace.ended {
@@ -58,6 +60,17 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
                 trace.lost_buffers
             ),
         );
+    }
+    if windows > 0 && caught_nothing {
+        diagnosis.notes.insert(
+            0,
+            format!("The {windows} sampled window(s) caught no GPU activity: the program's GPU work fell between them. Use longer windows or a shorter period (--sample 50ms/200ms), or trace the whole run."),
+        );
+    } else if trace.incomplete_records > 0 {
+        diagnosis.notes.push(format!(
+            "{} activity records at the edges of the sampled windows were left out (launched while CUPTI attached, or flushed before the GPU stamped them).",
+            trace.incomplete_records
+        ));
     }
     if trace.dropped_records > 0 {
         diagnosis.notes.insert(

@@ -200,6 +200,25 @@ fn a_sampled_trace_is_diagnosed_over_its_windows() {
     let per_step = t["busy_per_iteration_ns"].as_f64().unwrap();
     assert!((15_000.0..25_000.0).contains(&per_step), "{per_step}");
 
+    // A short program whose GPU work fell between the windows: said plainly.
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(
+        &empty,
+        "{\"t\":\"process\",\"pid\":7}\n{\"t\":\"window\",\"s\":100,\"e\":200}\n{\"t\":\"end\",\"records\":0,\"dropped\":0,\"lost_buffers\":0}\n",
+    )
+    .unwrap();
+    let o = trace_replaying(dir.path(), &empty, &["--sample", "10ms/100ms"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("caught no GPU activity"),
+        "{}",
+        report["notes"]
+    );
+
     // A window as long as its period, or no period: refused before anything runs.
     for bad in ["100ms/100ms", "10ms", "0.1ms/1s"] {
         let o = trace_running(dir.path(), "exit 9", &["--sample", bad]);
