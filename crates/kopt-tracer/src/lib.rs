@@ -109,11 +109,13 @@ fn start_drain_thread() -> bool {
 fn finish_drain_thread() {
     drain_queue().accepting = false;
     DRAINER.ready.notify_all();
-    if let Some(h) = DRAIN_THREAD
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take()
-    {
+    join(&DRAIN_THREAD);
+}
+
+/// Wait for one of kopt's threads, if it was started.
+fn join(slot: &Mutex<Option<std::thread::JoinHandle<()>>>) {
+    let handle = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(h) = handle {
         let _ = h.join();
     }
 }
@@ -433,9 +435,9 @@ fn parse_sample(v: &str) -> Option<(u64, u64)> {
 }
 
 /// Sampled tracing. CUPTI's kernel records cost the application's launch
-/// path about as much as a launch itself on Hopper, and the cost stays
-/// after the activity kinds are disabled; it goes only when CUPTI detaches
-/// (`cuptiFinalize`). So a sampled trace attaches for ON ms of every PERIOD,
+/// path about 0.8 us per launch on an H200 (a quarter of a bare launch), and
+/// the cost stays after the activity kinds are disabled; it goes only when
+/// CUPTI detaches (`cuptiFinalize`; `scripts/bench/cupti_floor`). So a sampled trace attaches for ON ms of every PERIOD,
 /// then detaches, and writes each window's bounds after its records:
 /// `{"t":"window","s":START,"e":END}` (CUPTI's clock).
 struct Sampler {
@@ -622,7 +624,9 @@ struct Entered {
     /// (as in CUPTI's activity records).
     nested: bool,
 }
-/// The window closed: the next API exit detaches CUPTI.
+/// The window closed: the next API exit detaches CUPTI. Mirrors
+/// `SamplerState::detach_pending` so the callback on every API call checks
+/// it without the lock.
 static DETACH_PENDING: AtomicBool = AtomicBool::new(false);
 /// API lines the callbacks wrote in the open window.
 static API_LINES: Mutex<String> = Mutex::new(String::new());
@@ -767,13 +771,7 @@ extern "C" fn at_exit() {
         if sampling {
             sampler_state().exiting = true;
             SAMPLER.wake.notify_all();
-            if let Some(h) = SAMPLER_THREAD
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-            {
-                let _ = h.join();
-            }
+            join(&SAMPLER_THREAD);
         }
         // A detached CUPTI is left alone: any CUPTI call would attach it again.
         let st = sampler_state();
