@@ -13,7 +13,7 @@ python3 -c "import json; r=json.load(open('/tmp/a.json')); print('device', r['de
 timeout 60 $K trace --quiet --runs-dir /tmp/f --format json -o /tmp/f.json -- python3 scripts/checks/fork_child.py > /tmp/f.log 2>&1; echo "fork rc=$?"; tail -1 /tmp/f/*/trace.jsonl
 # Sampled: a CUDA C++ (runtime API) program, and the forked child.
 $K trace --quiet --sample 5ms/50ms --runs-dir /tmp/s --format json -o /tmp/s.json -- /tmp/vk --reps 400 --nvtx; echo "sampled rc=$?"
-python3 -c "import json; t=json.load(open('/tmp/s.json'))['timeline']; print('sampled C++:', t.get('sampling'), 'kernels', t['kernels'], 'launch calls', t['kernel_launch_calls'], 'iterations', t['iterations'])"
+python3 -c "import json; r=json.load(open('/tmp/s.json')); t=r.get('timeline') or {}; print('sampled C++:', t.get('sampling'), 'kernels', t.get('kernels'), 'launch calls', t.get('kernel_launch_calls'), 'iterations', t.get('iterations'), r['notes'][:1])"
 timeout 60 $K trace --quiet --sample 10ms/100ms --runs-dir /tmp/fs --format json -o /tmp/fs.json -- python3 scripts/checks/fork_child.py > /tmp/fs.log 2>&1; echo "sampled fork rc=$?"; tail -1 /tmp/fs/*/trace.jsonl
 for nv in "--nvtx" ""; do
   $K bench --db /tmp/h.db --max-time 2 --format json -o /tmp/bench.json --baseline "/tmp/vk --reps 30 $nv" --candidate "/tmp/vk --reps 30 --scale 0.9 $nv"; echo "bench rc=$?"
