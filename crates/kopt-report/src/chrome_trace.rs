@@ -1,6 +1,7 @@
 //! A timeline as chrome-trace JSON (opens in ui.perfetto.dev and chrome://tracing):
-//! GPU activities per device and stream, API calls per host thread, and a flow
-//! arrow from each launch call to the work it launched.
+//! GPU activities per device and stream, API calls per host thread, a flow
+//! arrow from each launch call to the work it launched, and a sampled trace's
+//! windows on a track of their own.
 
 use std::io::{self, Write};
 
@@ -23,6 +24,7 @@ pub fn write_chrome_trace(t: &Timeline, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .map(|a| a.start_ns)
         .chain(t.api_calls.iter().map(|c| c.start_ns))
+        .chain(t.sampled_windows.iter().map(|w| w.0))
         .min()
         .unwrap_or(0);
     writeln!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
@@ -36,6 +38,20 @@ pub fn write_chrome_trace(t: &Timeline, out: &mut dyn Write) -> io::Result<()> {
     };
     sep(out)?;
     write!(out, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{{\"name\":\"CPU (CUDA API)\"}}}}")?;
+    if !t.sampled_windows.is_empty() {
+        // Thread 0 of the CPU process: no host thread has that id.
+        sep(out)?;
+        write!(out, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":0,\"tid\":0,\"args\":{{\"name\":\"kopt: sampled windows (nothing recorded between them)\"}}}}")?;
+    }
+    for &(s, e) in &t.sampled_windows {
+        sep(out)?;
+        write!(
+            out,
+            "{{\"ph\":\"X\",\"cat\":\"kopt\",\"name\":\"traced window\",\"pid\":0,\"tid\":0,\"ts\":{},\"dur\":{}}}",
+            us(s - origin),
+            us(e - s)
+        )?;
+    }
     for a in &t.activities {
         sep(out)?;
         let cat = match a.kind {
@@ -98,7 +114,27 @@ pub fn write_chrome_trace(t: &Timeline, out: &mut dyn Write) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::us;
+    use super::*;
+
+    #[test]
+    fn sampled_windows_get_their_own_track() {
+        let t = Timeline {
+            sampled_windows: vec![(1_000, 6_000), (50_000, 55_000)],
+            ..Timeline::default()
+        };
+        let mut out = Vec::new();
+        write_chrome_trace(&t, &mut out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let windows: Vec<&serde_json::Value> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "kopt")
+            .collect();
+        assert_eq!(windows.len(), 2);
+        assert_eq!(windows[1]["ts"].as_f64(), Some(49.0));
+        assert_eq!(windows[1]["dur"].as_f64(), Some(5.0));
+    }
 
     #[test]
     fn microseconds_keep_nanosecond_digits() {
