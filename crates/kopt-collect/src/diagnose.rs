@@ -92,6 +92,7 @@ mod tests {
     fn outcome(code: Option<i32>, timed_out: bool, lines: &[&str]) -> RunOutcome {
         RunOutcome {
             code,
+            signal: None,
             timed_out,
             elapsed: Duration::from_secs(1),
             tail: lines.iter().map(|s| s.to_string()).collect(),

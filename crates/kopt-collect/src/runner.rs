@@ -36,6 +36,8 @@ pub enum Stream {
 pub struct RunOutcome {
     /// Exit code; None when killed by a signal.
     pub code: Option<i32>,
+    /// The signal that killed it (Unix), if one did.
+    pub signal: Option<i32>,
     pub timed_out: bool,
     pub elapsed: Duration,
     /// The last lines of output (both streams, in arrival order).
@@ -74,44 +76,46 @@ pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
 
-    let (code, timed_out) = std::thread::scope(|scope| -> std::io::Result<(Option<i32>, bool)> {
-        for (stream, reader) in [
-            (Stream::Stdout, Box::new(stdout) as Box<dyn Read + Send>),
-            (Stream::Stderr, Box::new(stderr) as Box<dyn Read + Send>),
-        ] {
-            let (log, tail) = (Arc::clone(&log), Arc::clone(&tail));
-            scope.spawn(move || {
-                for line in BufReader::new(reader).split(b'\n') {
-                    let Ok(bytes) = line else { break };
-                    let text = String::from_utf8_lossy(&bytes)
-                        .trim_end_matches('\r')
-                        .to_string();
-                    if let Ok(mut f) = log.lock() {
-                        let _ = writeln!(f, "{text}");
-                    }
-                    if let Ok(mut t) = tail.lock() {
-                        if t.len() == TAIL_LINES {
-                            t.pop_front();
+    let (status, timed_out) = std::thread::scope(
+        |scope| -> std::io::Result<(std::process::ExitStatus, bool)> {
+            for (stream, reader) in [
+                (Stream::Stdout, Box::new(stdout) as Box<dyn Read + Send>),
+                (Stream::Stderr, Box::new(stderr) as Box<dyn Read + Send>),
+            ] {
+                let (log, tail) = (Arc::clone(&log), Arc::clone(&tail));
+                scope.spawn(move || {
+                    for line in BufReader::new(reader).split(b'\n') {
+                        let Ok(bytes) = line else { break };
+                        let text = String::from_utf8_lossy(&bytes)
+                            .trim_end_matches('\r')
+                            .to_string();
+                        if let Ok(mut f) = log.lock() {
+                            let _ = writeln!(f, "{text}");
                         }
-                        t.push_back(text.clone());
+                        if let Ok(mut t) = tail.lock() {
+                            if t.len() == TAIL_LINES {
+                                t.pop_front();
+                            }
+                            t.push_back(text.clone());
+                        }
+                        on_line(stream, &text);
                     }
-                    on_line(stream, &text);
+                });
+            }
+            let deadline = spec.timeout.map(|t| start + t);
+            loop {
+                if let Some(status) = child.try_wait()? {
+                    return Ok((status, false));
                 }
-            });
-        }
-        let deadline = spec.timeout.map(|t| start + t);
-        loop {
-            if let Some(status) = child.try_wait()? {
-                return Ok((status.code(), false));
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    kill_group(pid);
+                    let status = child.wait()?;
+                    return Ok((status, true));
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                kill_group(pid);
-                let status = child.wait()?;
-                return Ok((status.code(), true));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    })?;
+        },
+    )?;
     if let Ok(mut f) = log.lock() {
         f.flush()?;
     }
@@ -119,8 +123,13 @@ pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::
         .lock()
         .map(|t| t.iter().cloned().collect())
         .unwrap_or_default();
+    #[cfg(unix)]
+    let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+    #[cfg(not(unix))]
+    let signal = None;
     Ok(RunOutcome {
-        code,
+        code: status.code(),
+        signal,
         timed_out,
         elapsed: start.elapsed(),
         tail,

@@ -31,6 +31,13 @@ pub enum TraceError {
         tail: String,
         log: String,
     },
+    #[error("the workload was killed by signal {signal} ({name}); last lines of its output: {tail} (full log: {log}; the trace so far is kept beside it)")]
+    Killed {
+        signal: i32,
+        name: &'static str,
+        tail: String,
+        log: String,
+    },
     #[error(
         "the tracer wrote no trace ({0} is missing): did the program use CUDA? (full log: {1})"
     )]
@@ -196,17 +203,30 @@ pub fn run_traced(
             workload.timeout.map_or(0, |t| t.as_secs()),
         ));
     }
-    if let Some(code) = outcome.code.filter(|c| *c != 0) {
+    let tail = || {
         let tail: Vec<&str> = outcome
             .tail
             .iter()
             .map(|l| l.trim())
             .filter(|l| !l.is_empty())
             .collect();
-        let tail = tail[tail.len().saturating_sub(5)..].join(" | ");
+        match tail[tail.len().saturating_sub(5)..].join(" | ") {
+            t if t.is_empty() => "(no output)".to_string(),
+            t => t,
+        }
+    };
+    if let Some(code) = outcome.code.filter(|c| *c != 0) {
         return Err(TraceError::WorkloadFailed {
             code,
-            tail,
+            tail: tail(),
+            log: log.display().to_string(),
+        });
+    }
+    if let Some(signal) = outcome.signal {
+        return Err(TraceError::Killed {
+            signal,
+            name: signal_name(signal),
+            tail: tail(),
             log: log.display().to_string(),
         });
     }
@@ -221,6 +241,20 @@ pub fn run_traced(
         log,
         outcome,
     })
+}
+
+/// The usual name of a fatal signal.
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        4 => "SIGILL",
+        6 => "SIGABRT: an abort, e.g. heap corruption detected by malloc",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL: out of memory, or killed from outside",
+        11 => "SIGSEGV: a crash",
+        15 => "SIGTERM",
+        _ => "a signal",
+    }
 }
 
 #[cfg(test)]

@@ -230,3 +230,26 @@ fn a_sampled_trace_is_diagnosed_over_its_windows() {
         );
     }
 }
+
+#[test]
+fn a_workload_killed_by_a_signal_is_an_error_not_a_report() {
+    // Before, a crash (no exit code) passed as success with a cut trace.
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("kopt-trace-h200/moe_trace.jsonl");
+    let script = format!(
+        "head -50 '{}' > \"$KOPT_TRACE_OUT\"; echo about to crash; kill -SEGV $$",
+        src.display()
+    );
+    let o = trace_running(dir.path(), &script, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("killed by signal 11") && err.contains("about to crash"),
+        "{err}"
+    );
+    let kept = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("trace.jsonl"))
+        .any(|p| p.is_file());
+    assert!(kept, "the trace so far stays in the run folder");
+}
