@@ -79,6 +79,70 @@ fn dim(v: Option<[u32; 3]>) -> Option<Dim3> {
     v.map(|[x, y, z]| Dim3 { x, y, z })
 }
 
+/// The records read since the last `window` line of a sampled trace.
+///
+/// A window starts at its first API call (else its first record): attaching
+/// CUPTI again stalls the program for milliseconds (about 5 ms seen on an
+/// H200), time that is kopt's, not the program's; a kernel launched while
+/// CUPTI was attaching, its launch call unrecorded, is dropped as incomplete.
+/// And a window covers a record CUPTI stamped a little before it opened.
+#[derive(Default)]
+struct OpenWindow {
+    /// Earliest start and latest end of its records.
+    span: Option<(i64, i64)>,
+    first_call: Option<i64>,
+    /// Where its activities and ranges begin in the timeline's lists.
+    activities_from: usize,
+    ranges_from: usize,
+}
+
+impl OpenWindow {
+    fn saw(&mut self, start: i64, end: i64, api_call: bool) {
+        self.span = Some(
+            self.span
+                .map_or((start, end), |(lo, hi)| (lo.min(start), hi.max(end))),
+        );
+        if api_call {
+            self.first_call = Some(self.first_call.map_or(start, |f| f.min(start)));
+        }
+    }
+
+    /// Close the window at its recorded bounds, or (None: the run died
+    /// before writing them) at its records' own. Returns the records left out.
+    fn close(&mut self, t: &mut Timeline, bounds: Option<(i64, i64)>) -> u64 {
+        let mut left_out = 0;
+        let window = match (self.span.take(), bounds) {
+            (Some((lo, hi)), bounds) => {
+                let previous_end = t.sampled_windows.last().map_or(i64::MIN, |w| w.1);
+                let start = self.first_call.take().unwrap_or(lo).max(previous_end);
+                let end = bounds.map_or(hi, |(_, e)| e.max(hi));
+                left_out = keep_from(&mut t.activities, self.activities_from, |a| {
+                    a.start_ns >= start
+                });
+                keep_from(&mut t.ranges, self.ranges_from, |r| r.start_ns >= start);
+                Some((start, end))
+            }
+            (None, bounds) => bounds,
+        };
+        if let Some(w) = window {
+            t.sampled_windows.push(w);
+        }
+        (self.activities_from, self.ranges_from) = (t.activities.len(), t.ranges.len());
+        left_out
+    }
+}
+
+/// Keep the items from `from` on that pass `keep` (those before stay);
+/// returns how many went.
+fn keep_from<T>(v: &mut Vec<T>, from: usize, keep: impl Fn(&T) -> bool) -> u64 {
+    let mut tail = v.split_off(from);
+    let before = tail.len();
+    tail.retain(keep);
+    let gone = (before - tail.len()) as u64;
+    v.append(&mut tail);
+    gone
+}
+
 pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError> {
     if text.trim().is_empty() {
         return Err(IngestError::Empty { path: path.into() });
@@ -99,15 +163,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     // Sampled windows closed so far: correlation ids (CUPTI's are 32-bit)
     // carry the window in bits 32..48 (processes use the bits above).
     let mut window: u64 = 0;
-    // What the records since the last window line span. A window starts at
-    // its first API call (else its first record): attaching CUPTI again
-    // stalls the program for milliseconds (about 5 ms seen on an H200), time
-    // that is kopt's, not the program's; a kernel launched while CUPTI was
-    // attaching, its launch call unrecorded, is dropped as incomplete. And a
-    // window covers a record CUPTI stamped a little before it opened.
-    let mut span: Option<(i64, i64)> = None;
-    let mut first_call: Option<i64> = None;
-    let (mut window_activities, mut window_ranges) = (0usize, 0usize);
+    let mut open_window = OpenWindow::default();
     let scoped = |c: Option<u64>, window: u64| match c.unwrap_or(0) {
         0 => 0,
         c => (c & 0xFFFF_FFFF) | (window.min(0xFFFF) << 32),
@@ -131,7 +187,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         };
         match (line.t.as_str(), line.id, line.s) {
             ("range_start", Some(id), Some(s)) => {
-                span = Some(span.map_or((s, s), |(lo, hi)| (lo.min(s), hi.max(s))));
+                open_window.saw(s, s, false);
                 open.insert(id, (line.name.unwrap_or_default(), s));
                 continue;
             }
@@ -140,26 +196,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 continue;
             }
             ("window", _, Some(s)) => {
-                let (mut s, mut e) = (s, line.e.unwrap_or(s));
-                if let Some((lo, hi)) = span.take() {
-                    let previous_end = t.sampled_windows.last().map_or(i64::MIN, |w| w.1);
-                    s = first_call.take().unwrap_or(lo).max(previous_end);
-                    e = e.max(hi);
-                    let before = t.activities.len();
-                    let mut kept = 0;
-                    t.activities.retain(|a| {
-                        kept += 1;
-                        kept <= window_activities || a.start_ns >= s
-                    });
-                    incomplete += (before - t.activities.len()) as u64;
-                    let mut kept = 0;
-                    t.ranges.retain(|r| {
-                        kept += 1;
-                        kept <= window_ranges || r.start_ns >= s
-                    });
-                }
-                (window_activities, window_ranges) = (t.activities.len(), t.ranges.len());
-                t.sampled_windows.push((s, e));
+                incomplete += open_window.close(&mut t, Some((s, line.e.unwrap_or(s))));
                 window += 1;
                 // A range still open when its window closed never gets its end here.
                 open.clear();
@@ -199,10 +236,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             continue;
         }
         if kind.is_some() || line.t == "api" {
-            span = Some(span.map_or((s, e), |(lo, hi)| (lo.min(s), hi.max(e))));
-        }
-        if line.t == "api" {
-            first_call = Some(first_call.map_or(s, |f| f.min(s)));
+            open_window.saw(s, e, line.t == "api");
         }
         if let Some(kind) = kind {
             t.activities.push(GpuActivity {
@@ -234,23 +268,8 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     }
     t.ranges.sort_by_key(|r| r.start_ns);
     // Records of a window the run ended in without closing it (no exit handler).
-    if let Some(&(_, last_end)) = t.sampled_windows.last().filter(|_| !ended) {
-        let tail_end = t
-            .activities
-            .iter()
-            .map(|a| a.end_ns)
-            .max()
-            .unwrap_or(last_end);
-        if tail_end > last_end && t.activities.iter().any(|a| a.start_ns > last_end) {
-            let tail_start = t
-                .activities
-                .iter()
-                .map(|a| a.start_ns)
-                .filter(|&s| s > last_end)
-                .min()
-                .unwrap_or(last_end);
-            t.sampled_windows.push((tail_start, tail_end));
-        }
+    if !t.sampled_windows.is_empty() {
+        incomplete += open_window.close(&mut t, None);
     }
     let busiest = {
         let mut per: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();

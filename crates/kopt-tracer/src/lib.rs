@@ -257,7 +257,7 @@ fn init() {
     }
 }
 
-/// The activity kinds `attach` enabled: `detach` disables the same.
+/// The activity kinds `attach` enabled: `close_window` disables the same.
 static ENABLED: Mutex<Vec<sys::CUpti_ActivityKind>> = Mutex::new(Vec::new());
 
 /// Set CUPTI up to record (again, after a sampled detach, when `first` is
@@ -451,8 +451,6 @@ struct SamplerState {
     /// CUPTI records now (a window is open since `window_start`).
     recording: bool,
     window_start: u64,
-    /// A detach is asked for and not yet done by an API-exit callback.
-    detach_pending: bool,
 }
 
 static SAMPLER: Sampler = Sampler {
@@ -460,14 +458,13 @@ static SAMPLER: Sampler = Sampler {
         exiting: false,
         recording: false,
         window_start: 0,
-        detach_pending: false,
     }),
     wake: std::sync::Condvar::new(),
 };
 static SAMPLING: AtomicBool = AtomicBool::new(false);
 static SAMPLER_THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
-/// Records CUPTI dropped in windows already closed (it forgets on detach).
-static DROPPED_BEFORE: AtomicU64 = AtomicU64::new(0);
+/// Records CUPTI dropped, summed over the windows (it forgets on detach).
+static DROPPED: AtomicU64 = AtomicU64::new(0);
 /// Buffers CUPTI still held, empty, when it detached: not lost to another client.
 static BUFFERS_LEFT_AT_DETACH: AtomicU64 = AtomicU64::new(0);
 
@@ -532,6 +529,29 @@ fn sampler_loop(on: std::time::Duration, off: std::time::Duration) {
     }
 }
 
+/// Stop recording and hand every record to the drain thread, counting what
+/// CUPTI dropped. For a sampled window (its start given), the kinds are
+/// disabled first and the window's API lines and bounds follow its records.
+fn end_recording(window_start: Option<u64>) {
+    let end = cupti_now();
+    RECORD_API_CALLS.store(false, Ordering::SeqCst);
+    unsafe {
+        if window_start.is_some() {
+            for kind in ENABLED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                sys::cuptiActivityDisable(*kind);
+            }
+        }
+        sys::cuptiActivityFlushAll(1);
+        let mut dropped = 0usize;
+        sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
+        DROPPED.fetch_add(dropped as u64, Ordering::SeqCst);
+    }
+    if let Some(start) = window_start {
+        queue_line(take_api_lines());
+        queue_line(window_line(start, end));
+    }
+}
+
 /// End the open window: stop recording, hand every record to the drain
 /// thread, write the window's bounds, and have CUPTI detach at the exit of
 /// the application's next CUDA call (where NVIDIA's sample calls
@@ -541,22 +561,8 @@ fn close_window() -> bool {
     if st.exiting {
         return false;
     }
-    let end = cupti_now();
-    RECORD_API_CALLS.store(false, Ordering::SeqCst);
-    unsafe {
-        for kind in ENABLED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            sys::cuptiActivityDisable(*kind);
-        }
-
-        sys::cuptiActivityFlushAll(1);
-        let mut dropped = 0usize;
-        sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped);
-        DROPPED_BEFORE.fetch_add(dropped as u64, Ordering::SeqCst);
-    }
-    queue_line(take_api_lines());
-    queue_line(window_line(st.window_start, end));
+    end_recording(Some(st.window_start));
     st.recording = false;
-    st.detach_pending = true;
     DETACH_PENDING.store(true, Ordering::SeqCst);
     // Our lock is released before CUPTI is called: the callback takes it
     // from inside CUPTI's dispatch.
@@ -585,7 +591,6 @@ fn close_window() -> bool {
     let mut st = sampler_state();
     if !subscribed {
         warn("cannot subscribe to CUDA API callbacks to detach CUPTI; tracing the rest of the run");
-        st.detach_pending = false;
         DETACH_PENDING.store(false, Ordering::SeqCst);
         if let Some(start) = unsafe { attach(false) } {
             st.recording = true;
@@ -594,7 +599,7 @@ fn close_window() -> bool {
         return false;
     }
     // Wait for the application's next CUDA call (or the exit).
-    while st.detach_pending && !st.exiting {
+    while DETACH_PENDING.load(Ordering::SeqCst) && !st.exiting {
         st = SAMPLER
             .wake
             .wait_timeout(st, std::time::Duration::from_millis(50))
@@ -624,9 +629,9 @@ struct Entered {
     /// (as in CUPTI's activity records).
     nested: bool,
 }
-/// The window closed: the next API exit detaches CUPTI. Mirrors
-/// `SamplerState::detach_pending` so the callback on every API call checks
-/// it without the lock.
+/// The window closed: the next API exit detaches CUPTI. An atomic, so the
+/// callback on every API call checks it without the lock; it is cleared
+/// under the lock, before the sampler is woken.
 static DETACH_PENDING: AtomicBool = AtomicBool::new(false);
 /// API lines the callbacks wrote in the open window.
 static API_LINES: Mutex<String> = Mutex::new(String::new());
@@ -747,8 +752,9 @@ unsafe extern "C" fn on_api_call(
 
 /// Detach CUPTI (first API exit after a window closed).
 fn detach_now() {
-    let mut st = sampler_state();
-    if !st.detach_pending {
+    // Held throughout: the sampler waits on the flag under this lock.
+    let _st = sampler_state();
+    if !DETACH_PENDING.load(Ordering::SeqCst) {
         return;
     }
     let held = BUFFERS_OUT
@@ -758,7 +764,6 @@ fn detach_now() {
     unsafe { sys::cuptiFinalize() };
     SUBSCRIBER.store(std::ptr::null_mut(), Ordering::SeqCst);
     DETACH_PENDING.store(false, Ordering::SeqCst);
-    st.detach_pending = false;
     SAMPLER.wake.notify_all();
 }
 
@@ -775,22 +780,13 @@ extern "C" fn at_exit() {
         }
         // A detached CUPTI is left alone: any CUPTI call would attach it again.
         let st = sampler_state();
-        let mut dropped = DROPPED_BEFORE.load(Ordering::SeqCst);
-        if !sampling || st.recording {
-            let end = cupti_now();
-            unsafe {
-                sys::cuptiActivityFlushAll(1);
-                let mut now_dropped = 0usize;
-                sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut now_dropped);
-                dropped += now_dropped as u64;
-            }
-            if sampling {
-                RECORD_API_CALLS.store(false, Ordering::SeqCst);
-                queue_line(take_api_lines());
-                queue_line(window_line(st.window_start, end));
-            }
+        if !sampling {
+            end_recording(None);
+        } else if st.recording {
+            end_recording(Some(st.window_start));
         }
         drop(st);
+        let dropped = DROPPED.load(Ordering::SeqCst);
         // Every buffer is back from CUPTI: let the drain thread write them all.
         finish_drain_thread();
         if let Ok(mut guard) = OUT.lock() {
