@@ -119,7 +119,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         kernels.truncate(n);
     }
     Diagnosis {
-        schema: SCHEMA,
+        schema: SCHEMA.into(),
         run: None,
         device: profile.device.clone(),
         sources: profile.sources.clone(),

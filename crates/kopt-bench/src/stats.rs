@@ -83,14 +83,7 @@ impl StopRule {
     }
 }
 
-/// A two-sided confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Interval {
-    pub estimate: f64,
-    pub low: f64,
-    pub high: f64,
-    pub confidence: f64,
-}
+pub use kopt_model::Interval;
 
 /// Bootstrap interval of median(candidate) / median(baseline), resampling
 /// each side independently, with a seeded generator so results reproduce.

@@ -2,26 +2,7 @@
 //! interval -> KEEP; correctness failed, or the whole interval slower beyond
 //! noise -> REVERT; anything else -> MARGINAL (collect more, or profile).
 
-use serde::Serialize;
-
-use crate::stats::Interval;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum VerdictKind {
-    Keep,
-    Marginal,
-    Revert,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    pub kind: VerdictKind,
-    /// Why, in one sentence with the figures.
-    pub reason: String,
-    /// What to do next.
-    pub next: String,
-}
+pub use kopt_model::{Interval, Verdict, VerdictKind};
 
 /// `ratio`: candidate / baseline time (below 1 = faster). `threshold`: the
 /// speed-up that counts (0.05 = 5%). `noise`: the slowdown still treated as

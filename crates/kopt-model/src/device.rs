@@ -1,7 +1,7 @@
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Where a device's peak figures came from, best first.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 pub enum PeakSource {
     /// Passed by the user (`--peak-dram-gbs` ...), typically measured on the card.
@@ -15,7 +15,7 @@ pub enum PeakSource {
 }
 
 /// Peak rates used for speed-of-light and roofline figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Peaks {
     /// DRAM bandwidth, bytes/s (read + write).
     pub dram_bytes_per_s: Option<f64>,
@@ -26,7 +26,7 @@ pub struct Peaks {
 }
 
 /// The GPU a profile came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Device {
     pub name: String,
     pub compute_capability: Option<String>,

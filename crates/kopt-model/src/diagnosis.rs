@@ -1,9 +1,9 @@
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Device, Source};
 
 /// The bottleneck vocabulary of kopt's JSON (DESIGN.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BottleneckClass {
     LaunchOverhead,
@@ -46,7 +46,7 @@ impl std::fmt::Display for BottleneckClass {
 }
 
 /// The hardware unit that limits a memory- or compute-class kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HotUnit {
     Dram,
@@ -76,7 +76,7 @@ impl HotUnit {
 }
 
 /// The class of one kernel, with the unit and whether it sits at its roofline.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Bottleneck {
     pub class: BottleneckClass,
     pub unit: Option<HotUnit>,
@@ -87,14 +87,14 @@ pub struct Bottleneck {
 }
 
 /// A secondary observation about a kernel, with the evidence behind it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub class: BottleneckClass,
     pub evidence: String,
 }
 
 /// An expected gain: what share of the kernel and of the workload a change may save.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GainEstimate {
     /// Share of the kernel's own time that may be saved, 0..=100.
     pub kernel_pct: f64,
@@ -108,7 +108,7 @@ pub struct GainEstimate {
 }
 
 /// Where Nsight Compute's own top-ranked rule points elsewhere than kopt.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcuDisagreement {
     pub ncu_rule: String,
     pub ncu_speedup_pct: Option<f64>,
@@ -118,7 +118,7 @@ pub struct NcuDisagreement {
 }
 
 /// kopt's verdict on one distinct kernel (its launches grouped).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelVerdict {
     /// The full kernel name (JSON keeps it whole; tables shorten it).
     pub name: String,
@@ -155,7 +155,7 @@ pub struct KernelVerdict {
 }
 
 /// A ranked change to make, tied to the evidence that triggers it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recommendation {
     pub rank: usize,
     /// Catalogue id, e.g. `coalesce_global_access`.
@@ -173,7 +173,7 @@ pub struct Recommendation {
 }
 
 /// The workload a `kopt profile` run measured.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// `--module` label, if given.
     pub module: Option<String>,
@@ -185,9 +185,9 @@ pub struct RunInfo {
 }
 
 /// Everything `kopt analyze` concludes about a workload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
-    pub schema: &'static str,
+    pub schema: String,
     /// Set by `kopt profile`; absent when existing files were analysed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run: Option<RunInfo>,
@@ -210,7 +210,7 @@ pub struct Diagnosis {
 }
 
 /// Seed 000's "key insight": component and type of the workload's main bottleneck.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrimaryBottleneck {
     pub component: String,
     pub component_short: String,
@@ -231,7 +231,7 @@ impl Diagnosis {
 }
 
 /// An idle stretch of the GPU between two activities.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdleGap {
     /// Offset from the start of the trace window.
     pub at_ns: i64,
@@ -242,7 +242,7 @@ pub struct IdleGap {
 }
 
 /// What the timeline says about the workload as a whole (what counters cannot see).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimelineSummary {
     /// From the first traced CUDA call or activity to the last activity's end.
     pub wall_ns: i64,
@@ -277,7 +277,7 @@ pub struct TimelineSummary {
 }
 
 /// What a sampled trace (`kopt trace --sample`) covered of the run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampledCoverage {
     pub windows: u64,
     /// Time inside the windows.

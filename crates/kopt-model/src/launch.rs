@@ -1,9 +1,9 @@
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Device;
 
 /// A CUDA launch dimension.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Dim3 {
     pub x: u32,
     pub y: u32,
@@ -23,7 +23,7 @@ impl std::fmt::Display for Dim3 {
 }
 
 /// Warp stall reasons kopt reads (`smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StallReason {
     LongScoreboard,
@@ -87,7 +87,7 @@ impl StallReason {
 
 /// The counters kopt reads for one launch, normalised to base units.
 /// Every field is optional: what a capture did not collect stays `None`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
     pub duration_ns: Option<f64>,
     /// SM clock during the launch, Hz.
@@ -143,7 +143,7 @@ pub struct Metrics {
 
 /// One result of Nsight Compute's own rules (details page), kept so the
 /// report can show where kopt and ncu disagree.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcuRule {
     pub section: String,
     pub name: String,
@@ -156,7 +156,7 @@ pub struct NcuRule {
 }
 
 /// One profiled kernel launch.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KernelLaunch {
     /// ncu's launch ID within its file.
     pub id: u64,
@@ -170,7 +170,7 @@ pub struct KernelLaunch {
 }
 
 /// Which input a profile came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Source {
     pub path: String,
     /// "ncu-raw" or "ncu-details".
@@ -179,7 +179,7 @@ pub struct Source {
 }
 
 /// Everything kopt knows about one workload, merged from one or more inputs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     pub device: Device,
     pub launches: Vec<KernelLaunch>,

@@ -4,6 +4,7 @@
 //! Conventions (DESIGN.md): times in nanoseconds, bytes as `u64`/`f64` bytes,
 //! rates in bytes/s or FLOP/s, percentages in 0..=100.
 
+pub mod bench;
 mod device;
 mod diagnosis;
 mod launch;
@@ -11,6 +12,7 @@ mod names;
 mod peaks;
 mod timeline;
 
+pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
 pub use device::{Device, PeakSource, Peaks};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, IdleGap, KernelVerdict,

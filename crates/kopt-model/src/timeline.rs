@@ -1,12 +1,12 @@
 //! A timeline: what ran on the GPU and what the CPU called to make it run,
 //! in integer nanoseconds (from a Kineto / torch.profiler trace or kopt's tracer).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Dim3;
 
 /// What kind of GPU activity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityKind {
     Kernel,
@@ -15,7 +15,7 @@ pub enum ActivityKind {
 }
 
 /// One interval of GPU work.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuActivity {
     pub kind: ActivityKind,
     pub name: String,
@@ -37,7 +37,7 @@ impl GpuActivity {
 }
 
 /// What a host API call did, as far as the timeline analysis cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApiKind {
     /// cudaLaunchKernel, cuLaunchKernel(Ex), cudaLaunchCooperativeKernel, ...
@@ -93,7 +93,7 @@ impl ApiKind {
 }
 
 /// One host-side CUDA API call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApiCall {
     pub kind: ApiKind,
     pub name: String,
@@ -104,7 +104,7 @@ pub struct ApiCall {
 }
 
 /// A user annotation (torch `ProfilerStep#N`, NVTX range).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Range {
     pub name: String,
     pub start_ns: i64,
@@ -112,7 +112,7 @@ pub struct Range {
 }
 
 /// Everything a trace holds that kopt uses.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
     pub activities: Vec<GpuActivity>,
     pub api_calls: Vec<ApiCall>,

@@ -11,12 +11,8 @@ pub enum JournalError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: cannot write: {source}")]
-    Write {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: {message}")]
+    Write { path: String, message: String },
 }
 
 /// One journal entry (seed 003's fix template, seed 002's decision).
@@ -83,17 +79,10 @@ pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
         text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
     }
     text.push_str(&entry.to_markdown());
-    let tmp = path.with_extension("md.kopt-tmp");
-    let write = |p: &Path| std::fs::write(p, &text);
-    write(&tmp)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|source| {
-            let _ = std::fs::remove_file(&tmp);
-            JournalError::Write {
-                path: label,
-                source,
-            }
-        })
+    crate::files::write_file(path, text.as_bytes()).map_err(|e| JournalError::Write {
+        path: label,
+        message: e.message,
+    })
 }
 
 #[cfg(test)]
@@ -139,14 +128,31 @@ mod tests {
 
     #[test]
     fn an_unwritable_journal_is_an_error_and_the_old_text_stays() {
+        use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("OPTIMIZATIONS.md");
         append_entry(&p, &entry("first")).unwrap();
         let before = std::fs::read_to_string(&p).unwrap();
-        // A directory where the temporary file would go makes the write fail.
-        std::fs::create_dir(p.with_extension("md.kopt-tmp")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
         let err = append_entry(&p, &entry("second")).unwrap_err().to_string();
-        assert!(err.contains("cannot write"), "{err}");
+        assert!(err.contains("read-only"), "{err}");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), before);
+    }
+
+    #[test]
+    fn a_symlinked_journal_gets_the_entry_in_its_target() {
+        let d = tempfile::tempdir().unwrap();
+        let real = d.path().join("notes/journal.md");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        let link = d.path().join("OPTIMIZATIONS.md");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        append_entry(&real, &entry("first")).unwrap();
+        append_entry(&link, &entry("second")).unwrap();
+        let t = std::fs::read_to_string(&real).unwrap();
+        assert!(t.contains("first") && t.contains("second"), "{t}");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 }

@@ -1,8 +1,10 @@
 //! kopt's records: the run history (SQLite, `.kopt/history.db`) and the
 //! optimization journal, seed 002's OPTIMIZATIONS.md.
 
+pub mod files;
 pub mod history;
 pub mod journal;
 
+pub use files::{check_writable, write_file, OutputError};
 pub use history::{git_revision, History, HistoryError, RunRow};
 pub use journal::{append_entry, find_journal, Entry, JournalError};

@@ -1,0 +1,248 @@
+//! kopt's output policy, one place for every file it writes for the user
+//! (reports, HTML pages, exports, the journal):
+//! - a regular file is replaced atomically (a temporary file in the same
+//!   folder, then a rename), and only when the user could write it;
+//! - a symlink is followed and its target replaced (the link stays);
+//! - a FIFO or character device is written directly, never replaced;
+//! - a directory, a read-only file or a missing folder is an error that
+//!   names the user's path, never the temporary file;
+//! - several outputs are checked together first ([`check_writable`]), so
+//!   nothing is written unless every one of them can be.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct OutputError {
+    pub path: String,
+    pub message: String,
+}
+
+fn fail(path: &Path, message: impl Into<String>) -> OutputError {
+    OutputError {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+/// How a path is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// Replace (or create) this regular file, the symlink's target when the
+    /// user named a link.
+    Replace(PathBuf),
+    /// Write into it as it is (FIFO, character device).
+    Stream(PathBuf),
+}
+
+fn target(path: &Path) -> Result<Target, OutputError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if std::fs::symlink_metadata(path).is_ok() {
+                return Err(fail(path, "a symlink to nothing; not written"));
+            }
+            None
+        }
+        Err(e) => return Err(fail(path, format!("cannot write: {e}"))),
+    };
+    let real = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+            .map_err(|e| fail(path, format!("cannot follow the symlink: {e}")))?,
+        _ => path.to_path_buf(),
+    };
+    match meta {
+        None => {
+            let dir = parent(&real);
+            match std::fs::metadata(dir) {
+                Ok(d) if d.is_dir() => {
+                    if !writable(dir) {
+                        return Err(fail(
+                            path,
+                            format!("cannot write: folder {} is not writable", dir.display()),
+                        ));
+                    }
+                    Ok(Target::Replace(real))
+                }
+                Ok(_) => Err(fail(
+                    path,
+                    format!("cannot write: {} is not a folder", dir.display()),
+                )),
+                Err(_) => Err(fail(
+                    path,
+                    format!("cannot write: folder {} does not exist", dir.display()),
+                )),
+            }
+        }
+        Some(m) if m.is_dir() => Err(fail(path, "is a folder, not a file")),
+        Some(m) if m.file_type().is_fifo() || m.file_type().is_char_device() => {
+            Ok(Target::Stream(real))
+        }
+        Some(m) if m.is_file() => {
+            // Root may write anything: the mode bits say what the owner meant.
+            if m.permissions().mode() & 0o222 == 0 || !writable(&real) {
+                return Err(fail(path, "read-only file; not replaced"));
+            }
+            if !writable(parent(&real)) {
+                return Err(fail(
+                    path,
+                    format!(
+                        "cannot replace: folder {} is not writable",
+                        parent(&real).display()
+                    ),
+                ));
+            }
+            Ok(Target::Replace(real))
+        }
+        Some(_) => Err(fail(path, "not a regular file, FIFO or character device")),
+    }
+}
+
+fn parent(p: &Path) -> &Path {
+    p.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+fn writable(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// Check that every path can be written under the policy, before any is.
+pub fn check_writable<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Result<(), OutputError> {
+    for p in paths {
+        target(p)?;
+    }
+    Ok(())
+}
+
+/// Write `bytes` to `path` under the policy.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    match target(path)? {
+        Target::Stream(p) => OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| fail(path, format!("cannot write: {e}"))),
+        Target::Replace(real) => replace(path, &real, bytes),
+    }
+}
+
+fn replace(user_path: &Path, real: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = parent(real).join(format!(".{name}.kopt-tmp-{}", std::process::id()));
+    let mode = std::fs::metadata(real).ok().map(|m| m.permissions());
+    let result = (|| -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        if let Some(mode) = mode {
+            f.set_permissions(mode)?;
+        }
+        f.sync_all()?;
+        std::fs::rename(&tmp, real)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(user_path, format!("cannot write: {e}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mkfifo(p: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid path; the FIFO lives in a temporary folder.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn replaces_a_regular_file_and_keeps_its_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.txt");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_file(&p, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "no temp left");
+    }
+
+    #[test]
+    fn a_symlink_is_followed_and_stays_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("real.md");
+        std::fs::write(&target, "old").unwrap();
+        let link = d.path().join("link.md");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_file(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_fifo_is_written_directly() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("pipe");
+        mkfifo(&p);
+        let reader = {
+            let p = p.clone();
+            std::thread::spawn(move || std::fs::read(p).unwrap())
+        };
+        write_file(&p, b"through the pipe").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(std::fs::metadata(&p).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn refusals_name_the_users_path() {
+        let d = tempfile::tempdir().unwrap();
+        let ro = d.path().join("ro.txt");
+        std::fs::write(&ro, "keep").unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let dir = d.path().join("sub");
+        std::fs::create_dir(&dir).unwrap();
+        let missing = d.path().join("missing/x.json");
+        let dangling = d.path().join("dangling");
+        std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).unwrap();
+        for (p, what) in [
+            (&ro, "read-only"),
+            (&dir, "is a folder"),
+            (&missing, "does not exist"),
+            (&dangling, "symlink to nothing"),
+        ] {
+            let e = write_file(p, b"x").unwrap_err().to_string();
+            assert!(e.starts_with(&p.display().to_string()), "{e}");
+            assert!(e.contains(what), "{e}");
+            assert!(!e.contains("kopt-tmp"), "{e}");
+        }
+        assert_eq!(std::fs::read_to_string(&ro).unwrap(), "keep");
+    }
+
+    #[test]
+    fn check_writable_refuses_before_anything_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let keep = d.path().join("keep.html");
+        std::fs::write(&keep, "old page").unwrap();
+        let bad = d.path().join("missing/x.json");
+        assert!(check_writable([keep.as_path(), bad.as_path()]).is_err());
+        assert_eq!(std::fs::read_to_string(&keep).unwrap(), "old page");
+    }
+}
