@@ -28,6 +28,13 @@ pub struct KinetoTrace {
     /// Set when the file was invalid JSON and a repaired copy was read.
     pub repaired: Option<String>,
     pub events_read: u64,
+    /// GPU activities, API calls and steps left out because their `ts` or
+    /// `dur` is not a usable number (negative, NaN, infinite, out of range).
+    pub skipped_events: u64,
+    /// What was wrong with the first of them, and where (its index in `traceEvents`).
+    pub first_skipped: Option<String>,
+    /// Names longer than [`crate::MAX_NAME_BYTES`], kept cut.
+    pub names_cut: u64,
 }
 
 #[derive(Deserialize)]
@@ -76,8 +83,10 @@ struct DeviceProp<'a> {
 pub fn us_text_to_ns(text: &str) -> Option<i64> {
     let t = text.trim().trim_matches('"');
     if t.contains(['e', 'E']) {
-        // Exponent notation: no exact digits to keep; the rare case goes through f64.
-        return t.parse::<f64>().ok().map(|us| (us * 1000.0).round() as i64);
+        // Exponent notation: no exact digits to keep; the rare case goes
+        // through f64, and only a finite value that fits comes back.
+        let ns = (t.parse::<f64>().ok()? * 1000.0).round();
+        return (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64);
     }
     let (neg, t) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -89,9 +98,8 @@ pub fn us_text_to_ns(text: &str) -> Option<i64> {
     }
     let int: i64 = if int.is_empty() { 0 } else { int.parse().ok()? };
     let mut ns_frac = 0i64;
-    for (i, c) in frac.chars().take(3).enumerate() {
-        let d = c.to_digit(10)? as i64;
-        ns_frac += d * 10i64.pow(2 - i as u32);
+    for (c, scale) in frac.chars().zip([100, 10, 1]) {
+        ns_frac += i64::from(c.to_digit(10)?) * scale;
     }
     if !frac.chars().all(|c| c.is_ascii_digit()) {
         return None;
@@ -100,11 +108,20 @@ pub fn us_text_to_ns(text: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// The largest timestamp or duration kopt accepts, in nanoseconds (about
+/// 146 years: epoch times until 2116). Both are non-negative, so a start
+/// plus a duration, and the difference of any two such times, fit in an `i64`.
+pub(crate) const MAX_TIME_NS: i64 = (1 << 62) - 1;
+
 /// Collects the events kopt uses while the events are walked (by serde or the fast scanner).
 #[derive(Default)]
 pub(crate) struct Collector {
     pub(crate) timeline: Timeline,
     pub(crate) events: u64,
+    /// Events of kept kinds with an unusable `ts` / `dur`, and the first one's index and fault.
+    pub(crate) skipped: u64,
+    pub(crate) first_skipped: Option<(u64, String)>,
+    pub(crate) names_cut: u64,
 }
 
 fn text_u64(v: Option<&str>) -> Option<u64> {
@@ -142,7 +159,24 @@ impl Collector {
         self.timeline.activities.extend(t.activities);
         self.timeline.api_calls.extend(t.api_calls);
         self.timeline.ranges.extend(t.ranges);
-        self.events += next.events;
+        if self.first_skipped.is_none() {
+            // The next stretch counted its events from 0.
+            self.first_skipped = next
+                .first_skipped
+                .map(|(i, why)| (i.saturating_add(self.events), why));
+        }
+        self.events = self.events.saturating_add(next.events);
+        self.skipped = self.skipped.saturating_add(next.skipped);
+        self.names_cut = self.names_cut.saturating_add(next.names_cut);
+    }
+
+    /// Count an event left out, keeping the first one's index and fault.
+    fn skip(&mut self, why: impl FnOnce() -> String) {
+        self.skipped += 1;
+        if self.first_skipped.is_none() {
+            // `events` was already counted for this event: its index is one less.
+            self.first_skipped = Some((self.events.saturating_sub(1), why()));
+        }
     }
 
     fn take(&mut self, e: RawEvent) {
@@ -226,16 +260,55 @@ impl Collector {
             }
             None => return,
         };
-        let (Some(ts), Some(name)) = (e.ts.and_then(us_text_to_ns), e.name) else {
+        let Some(name) = e.name else {
             return;
         };
-        let dur = e.dur.and_then(us_text_to_ns).unwrap_or(0);
+        let shown = || crate::echo(&name);
+        let ts = match e.ts.map(|t| (t, us_text_to_ns(t))) {
+            None => return,
+            Some((_, Some(ts))) if (0..=MAX_TIME_NS).contains(&ts) => ts,
+            Some((raw, _)) => {
+                return self.skip(|| {
+                    format!(
+                        "\"{}\": ts {} is not a timestamp kopt can use",
+                        shown(),
+                        crate::echo(raw)
+                    )
+                })
+            }
+        };
+        // A missing `dur` is an instant; one that is there must be a
+        // non-negative, finite number (never a negative duration in the profile).
+        let dur = match e.dur.map(|d| (d, us_text_to_ns(d))) {
+            None => 0,
+            Some((_, Some(d))) if (0..=MAX_TIME_NS).contains(&d) => d,
+            Some((raw, _)) => {
+                return self.skip(|| {
+                    format!(
+                        "\"{}\": dur {} is not a non-negative number of microseconds",
+                        shown(),
+                        crate::echo(raw)
+                    )
+                })
+            }
+        };
+        // Both bounded by MAX_TIME_NS: no overflow.
+        let end = ts + dur;
+        let name = {
+            let (capped, cut) = crate::cap_name(&name);
+            if cut {
+                self.names_cut += 1;
+                capped.into_owned()
+            } else {
+                name.into_owned()
+            }
+        };
         match keep {
             Keep::Activity(kind) => self.timeline.activities.push(GpuActivity {
                 kind,
-                name: name.into_owned(),
+                name,
                 start_ns: ts,
-                end_ns: ts + dur,
+                end_ns: end,
                 device: text_u64(e.device).unwrap_or(0) as u32,
                 stream: text_u64(e.stream).unwrap_or(0),
                 correlation: text_u64(e.correlation).unwrap_or(0),
@@ -245,16 +318,16 @@ impl Collector {
             }),
             Keep::Api => self.timeline.api_calls.push(ApiCall {
                 kind: ApiKind::of(&name),
-                name: name.into_owned(),
+                name,
                 start_ns: ts,
-                end_ns: ts + dur,
+                end_ns: end,
                 thread: text_u64(e.tid).unwrap_or(0),
                 correlation: text_u64(e.correlation).unwrap_or(0),
             }),
             Keep::Step => self.timeline.ranges.push(Range {
-                name: name.into_owned(),
+                name,
                 start_ns: ts,
-                end_ns: ts + dur,
+                end_ns: end,
             }),
         }
     }
@@ -275,10 +348,31 @@ impl<'de> Visitor<'de> for EventsSeed<'_> {
         f.write_str("an array of trace events")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(e) = seq.next_element::<RawEvent<'de>>()? {
+        while let Some(e) = seq.next_element_seed(EventSeed)? {
             self.0.take(e);
         }
         Ok(())
+    }
+}
+
+/// One event, which must be a JSON object: serde would read a struct from
+/// an array as well (`[]` as an event with every field missing).
+struct EventSeed;
+
+impl<'de> DeserializeSeed<'de> for EventSeed {
+    type Value = RawEvent<'de>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<RawEvent<'de>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed {
+    type Value = RawEvent<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a trace event (a JSON object)")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawEvent<'de>, A::Error> {
+        RawEvent::deserialize(de::value::MapAccessDeserializer::new(map))
     }
 }
 
@@ -478,10 +572,21 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
             message: "no \"traceEvents\" array: not a chrome / Kineto trace".into(),
         });
     }
+    if collector.timeline.activities.is_empty() {
+        return Err(IngestError::NoGpuActivity {
+            path: path.into(),
+            events: collector.events,
+        });
+    }
     Ok(KinetoTrace {
         timeline: collector.timeline,
         repaired,
         events_read: collector.events,
+        skipped_events: collector.skipped,
+        first_skipped: collector
+            .first_skipped
+            .map(|(i, why)| format!("event {i} of traceEvents: {why}")),
+        names_cut: collector.names_cut,
     })
 }
 

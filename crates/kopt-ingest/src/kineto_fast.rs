@@ -34,7 +34,7 @@ pub(crate) struct Fields<'a> {
 
 impl<'a> Scan<'a> {
     fn ws(&mut self) {
-        while self.i < self.b.len() && matches!(self.b[self.i], b' ' | b'\n' | b'\r' | b'\t') {
+        while matches!(self.b.get(self.i), Some(b' ' | b'\n' | b'\r' | b'\t')) {
             self.i += 1;
         }
     }
@@ -57,7 +57,7 @@ impl<'a> Scan<'a> {
             }
             match c {
                 b'"' => {
-                    let s = &self.t[start..self.i];
+                    let s = self.t.get(start..self.i)?;
                     self.i += 1;
                     return Some((s, false));
                 }
@@ -66,14 +66,17 @@ impl<'a> Scan<'a> {
             }
         }
         loop {
-            let rel = memchr::memchr2(b'"', b'\\', &self.b[self.i..])?;
+            let rel = memchr::memchr2(b'"', b'\\', self.b.get(self.i..)?)?;
             self.i += rel;
-            if self.b[self.i] == b'\\' {
+            if self.b.get(self.i) == Some(&b'\\') {
                 escaped = true;
+                // The file may end right after the backslash: then there is
+                // no escaped character to step over, and no string.
+                self.b.get(self.i + 1)?;
                 self.i += 2;
                 continue;
             }
-            let s = &self.t[start..self.i];
+            let s = self.t.get(start..self.i)?;
             self.i += 1;
             return Some((s, escaped));
         }
@@ -97,7 +100,7 @@ impl<'a> Scan<'a> {
                         }
                         b'{' | b'[' => depth += 1,
                         b'}' | b']' => {
-                            depth -= 1;
+                            depth = depth.checked_sub(1)?;
                             if depth == 0 {
                                 self.i += 1;
                                 break;
@@ -109,12 +112,9 @@ impl<'a> Scan<'a> {
                 }
             }
             _ => {
-                while self.i < self.b.len()
-                    && !matches!(
-                        self.b[self.i],
-                        b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'
-                    )
-                {
+                while self.b.get(self.i).is_some_and(|c| {
+                    !matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t')
+                }) {
                     self.i += 1;
                 }
                 if self.i == start {
@@ -130,16 +130,16 @@ impl<'a> Scan<'a> {
     fn skip_object_rest(&mut self) -> Option<()> {
         let mut depth = 1usize;
         loop {
-            let rel = memchr::memchr3(b'"', b'{', b'}', &self.b[self.i..])?;
+            let rel = memchr::memchr3(b'"', b'{', b'}', self.b.get(self.i..)?)?;
             self.i += rel;
-            match self.b[self.i] {
+            match *self.b.get(self.i)? {
                 b'"' => {
                     self.string()?;
                     continue;
                 }
                 b'{' => depth += 1,
                 _ => {
-                    depth -= 1;
+                    depth = depth.checked_sub(1)?;
                     if depth == 0 {
                         self.i += 1;
                         return Some(());
@@ -220,7 +220,7 @@ pub(crate) fn scan_with(bytes: &[u8], c: &mut Collector, threads: usize) -> Opti
             if s.eat(b']').is_some() {
                 return Some(());
             }
-            let threads = if bytes.len() - s.i >= PARALLEL_MIN_BYTES {
+            let threads = if bytes.len().saturating_sub(s.i) >= PARALLEL_MIN_BYTES {
                 threads
             } else {
                 1
@@ -234,7 +234,7 @@ pub(crate) fn scan_with(bytes: &[u8], c: &mut Collector, threads: usize) -> Opti
                 s.i
             };
             s.value()?;
-            c.take_device_properties(&text[start..s.i]);
+            c.take_device_properties(text.get(start..s.i)?);
             Some(())
         }
         _ => s.value().map(|_| ()),
@@ -253,7 +253,7 @@ fn utf8(bytes: &[u8], threads: usize) -> Option<&str> {
     let mut cuts = vec![0];
     for k in 1..threads {
         let mut p = bytes.len() * k / threads;
-        while p < bytes.len() && bytes[p] & 0xC0 == 0x80 {
+        while bytes.get(p).is_some_and(|b| b & 0xC0 == 0x80) {
             p += 1;
         }
         cuts.push(p);
@@ -263,8 +263,11 @@ fn utf8(bytes: &[u8], threads: usize) -> Option<&str> {
         let checks: Vec<_> = cuts
             .windows(2)
             .map(|w| {
-                let piece = &bytes[w[0]..w[1]];
-                scope.spawn(move || std::str::from_utf8(piece).is_ok())
+                let piece = match w {
+                    [from, to] => bytes.get(*from..*to),
+                    _ => None,
+                };
+                scope.spawn(move || piece.is_some_and(|p| std::str::from_utf8(p).is_ok()))
             })
             .collect();
         checks.into_iter().all(|h| h.join().unwrap_or(false))
@@ -333,12 +336,12 @@ fn event_run(
 /// Returns the position after `]` and whether the threads' split held.
 fn events(t: &str, start: usize, c: &mut Collector, threads: usize) -> Option<(usize, bool)> {
     let b = t.as_bytes();
-    let span = b.len() - start;
+    let span = b.len().checked_sub(start)?;
     let cuts: Vec<usize> = if threads > 1 {
         let mut cuts = vec![start];
         for k in 1..threads {
             match event_start_after(b, start + span * k / threads) {
-                Some(p) if p > *cuts.last().expect("non-empty") => cuts.push(p),
+                Some(p) if cuts.last().is_some_and(|last| p > *last) => cuts.push(p),
                 _ => break,
             }
         }
@@ -350,7 +353,7 @@ fn events(t: &str, start: usize, c: &mut Collector, threads: usize) -> Option<(u
         let results: Vec<Option<(Collector, Option<RunEnd>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..cuts.len())
                 .map(|k| {
-                    let from = cuts[k];
+                    let from = cuts.get(k).copied().unwrap_or(start);
                     let stop = cuts.get(k + 1).copied();
                     scope.spawn(move || {
                         let mut part = Collector::default();
@@ -398,14 +401,15 @@ fn events(t: &str, start: usize, c: &mut Collector, threads: usize) -> Option<(u
 /// Only a guess: the byte may sit inside a string; `events` confirms it.
 fn event_start_after(b: &[u8], from: usize) -> Option<usize> {
     let mut i = from;
-    while let Some(rel) = memchr::memchr(b'{', &b[i..]) {
+    while let Some(rel) = memchr::memchr(b'{', b.get(i..)?) {
         let p = i + rel;
         let mut j = p;
         let prev = |j: &mut usize| -> Option<u8> {
             while *j > 0 {
                 *j -= 1;
-                if !matches!(b[*j], b' ' | b'\n' | b'\r' | b'\t') {
-                    return Some(b[*j]);
+                match b.get(*j) {
+                    Some(b' ' | b'\n' | b'\r' | b'\t') => {}
+                    other => return other.copied(),
                 }
             }
             None

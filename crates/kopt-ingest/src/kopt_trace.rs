@@ -5,6 +5,7 @@
 //! starts afresh in every window, so correlation and NVTX ids are matched
 //! within their window only.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Range, Timeline};
@@ -13,10 +14,12 @@ use serde::Deserialize;
 use crate::IngestError;
 
 #[derive(Deserialize)]
-struct Line {
-    t: String,
-    #[serde(default)]
-    name: Option<String>,
+struct Line<'a> {
+    #[serde(borrow)]
+    t: Cow<'a, str>,
+    /// Borrowed where it holds no escape: a huge name is not copied before it is cut.
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
     #[serde(default)]
     s: Option<i64>,
     #[serde(default)]
@@ -62,17 +65,60 @@ pub struct KoptTrace {
     pub lost_buffers: u64,
     /// How many processes' traces were merged (1 for one file).
     pub processes: u32,
+    /// Records left out because their times are unusable (negative,
+    /// ending before they start, beyond about 73 years of nanoseconds).
+    pub invalid_records: u64,
+    /// The first of them: its line and what was wrong.
+    pub first_invalid: Option<String>,
+    /// Names longer than [`crate::MAX_NAME_BYTES`], kept cut (and not demangled).
+    pub names_cut: u64,
+}
+
+impl KoptTrace {
+    /// Whether any kernel, copy or set was recorded: a trace without any
+    /// is well-formed but gives nothing to analyse.
+    pub fn has_gpu_activity(&self) -> bool {
+        !self.timeline.activities.is_empty()
+    }
 }
 
 /// `_ZN2at6native...` -> `void at::native::...`; other names unchanged.
+/// Bounded: a name longer than [`crate::MAX_NAME_BYTES`] is not parsed, the
+/// demangler's recursion is limited, and a demangled text that would grow
+/// past [`DEMANGLED_MAX_BYTES`] (back-references can double it at each
+/// step) is abandoned: the mangled name is returned as it is.
 pub fn demangle(name: &str) -> String {
-    if !name.starts_with("_Z") {
+    if !name.starts_with("_Z") || name.len() > crate::MAX_NAME_BYTES {
         return name.to_string();
     }
-    cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| name.to_string())
+    let parse = cpp_demangle::ParseOptions::default().recursion_limit(DEMANGLE_RECURSION);
+    let print = cpp_demangle::DemangleOptions::default().recursion_limit(DEMANGLE_RECURSION);
+    let Ok(symbol) = cpp_demangle::Symbol::new_with_options(name, &parse) else {
+        return name.to_string();
+    };
+    let mut out = CappedText(String::new());
+    match symbol.structured_demangle(&mut out, &print) {
+        Ok(()) => out.0,
+        Err(_) => name.to_string(),
+    }
+}
+
+/// Nesting the demangler follows before giving up.
+const DEMANGLE_RECURSION: u32 = 256;
+/// The longest demangled name kept, in bytes.
+pub const DEMANGLED_MAX_BYTES: usize = 4 * crate::MAX_NAME_BYTES;
+
+/// Text that refuses to grow past [`DEMANGLED_MAX_BYTES`].
+struct CappedText(String);
+
+impl std::fmt::Write for CappedText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        if self.0.len().saturating_add(s.len()) > DEMANGLED_MAX_BYTES {
+            return Err(std::fmt::Error);
+        }
+        self.0.push_str(s);
+        Ok(())
+    }
 }
 
 fn dim(v: Option<[u32; 3]>) -> Option<Dim3> {
@@ -143,6 +189,31 @@ fn keep_from<T>(v: &mut Vec<T>, from: usize, keep: impl Fn(&T) -> bool) -> u64 {
     gone
 }
 
+/// Parse a kopt trace held in memory as bytes: invalid UTF-8 is reported
+/// with its line and byte offset. `path` only labels errors.
+pub fn parse_kopt_trace_bytes(bytes: &[u8], path: &str) -> Result<KoptTrace, IngestError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_kopt_trace(text, path),
+        Err(e) => {
+            let offset = e.valid_up_to();
+            let line = bytes
+                .get(..offset)
+                .map_or(0, |b| memchr::memchr_iter(b'\n', b).count())
+                + 1;
+            Err(IngestError::at(
+                path,
+                line as u64,
+                format!("byte {offset}: invalid UTF-8 (a kopt trace is UTF-8 JSON lines)"),
+            ))
+        }
+    }
+}
+
+/// Whether a record's time is one kopt can compute with.
+fn usable_ns(t: i64) -> bool {
+    (0..=crate::kineto::MAX_TIME_NS).contains(&t)
+}
+
 pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError> {
     if text.trim().is_empty() {
         return Err(IngestError::Empty { path: path.into() });
@@ -154,7 +225,11 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     let mut ended = false;
     let mut dropped = 0;
     let mut lost_buffers = 0;
-    let mut incomplete = 0;
+    let mut incomplete: u64 = 0;
+    let mut invalid: u64 = 0;
+    let mut first_invalid: Option<String> = None;
+    let mut names_cut: u64 = 0;
+    let mut records: u64 = 0;
     // Devices by id; the report names the one the kernels ran on.
     let mut devices: std::collections::HashMap<u64, (String, Option<u32>)> =
         std::collections::HashMap::new();
@@ -168,35 +243,74 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         0 => 0,
         c => (c & 0xFFFF_FFFF) | (window.min(0xFFFF) << 32),
     };
-    let lines: Vec<&str> = text.lines().collect();
-    for (i, raw) in lines.iter().enumerate() {
+    let mut at = 0usize;
+    let mut line_no = 0u64;
+    for raw in text.split_inclusive('\n') {
+        let line_start = at;
+        at += raw.len();
+        line_no += 1;
+        let last_unterminated = !raw.ends_with('\n');
         if raw.trim().is_empty() {
             continue;
         }
         let line: Line = match serde_json::from_str(raw) {
             Ok(l) => l,
-            // A process killed mid-write leaves a cut last line: what came before stands.
-            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            // A process killed mid-write leaves a cut last line: what came
+            // before stands. Only a record's beginning after records read:
+            // a file of one broken line is not a trace.
+            Err(e)
+                if last_unterminated
+                    && records > 0
+                    && raw.trim_start().starts_with('{')
+                    && e.is_eof() =>
+            {
+                break
+            }
             Err(e) => {
-                return Err(IngestError::At {
-                    path: path.into(),
-                    line: i as u64 + 1,
-                    message: format!("expected one kopt trace record (a JSON object): {e}"),
-                })
+                let offset = line_start + e.column().saturating_sub(1);
+                return Err(IngestError::at(
+                    path,
+                    line_no,
+                    format!("byte {offset}: expected one kopt trace record (a JSON object): {e}"),
+                ));
             }
         };
-        match (line.t.as_str(), line.id, line.s) {
+        records += 1;
+        let mut reject = |why: String| {
+            invalid += 1;
+            if first_invalid.is_none() {
+                first_invalid = Some(format!("line {line_no}: {why}"));
+            }
+        };
+        let name = line.name.as_deref().map(|n| {
+            let (capped, cut) = crate::cap_name(n);
+            names_cut += u64::from(cut);
+            capped
+        });
+        let owned_name = || name.as_deref().unwrap_or_default().to_string();
+        match (line.t.as_ref(), line.id, line.s) {
             ("range_start", Some(id), Some(s)) => {
+                if !usable_ns(s) {
+                    reject(format!("range start {s} ns"));
+                    continue;
+                }
                 open_window.saw(s, s, false);
-                open.insert(id, (line.name.unwrap_or_default(), s));
+                open.insert(id, (owned_name(), s));
                 continue;
             }
             ("device", Some(id), _) => {
-                devices.insert(id, (line.name.unwrap_or_default(), line.sms));
+                devices.insert(id, (owned_name(), line.sms));
                 continue;
             }
             ("window", _, Some(s)) => {
-                incomplete += open_window.close(&mut t, Some((s, line.e.unwrap_or(s))));
+                let e = line.e.unwrap_or(s);
+                let bounds = if usable_ns(s) && usable_ns(e) && s <= e {
+                    Some((s, e))
+                } else {
+                    reject(format!("window {s}..{e} ns"));
+                    None
+                };
+                incomplete = incomplete.saturating_add(open_window.close(&mut t, bounds));
                 window += 1;
                 // A range still open when its window closed never gets its end here.
                 open.clear();
@@ -204,11 +318,15 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             }
             ("range_end", Some(id), Some(e)) => {
                 if let Some((name, start_ns)) = open.remove(&id) {
-                    t.ranges.push(Range {
-                        name,
-                        start_ns,
-                        end_ns: e,
-                    });
+                    if usable_ns(e) && e >= start_ns {
+                        t.ranges.push(Range {
+                            name,
+                            start_ns,
+                            end_ns: e,
+                        });
+                    } else {
+                        reject(format!("range end {e} ns (its start: {start_ns} ns)"));
+                    }
                 }
                 continue;
             }
@@ -222,8 +340,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             }
             continue;
         };
-        let name = line.name.unwrap_or_default();
-        let kind = match line.t.as_str() {
+        let kind = match line.t.as_ref() {
             "kernel" => Some(ActivityKind::Kernel),
             "memcpy" => Some(ActivityKind::Memcpy),
             "memset" => Some(ActivityKind::Memset),
@@ -235,16 +352,22 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             incomplete += 1;
             continue;
         }
+        if (kind.is_some() || line.t == "api") && !(usable_ns(s) && usable_ns(e) && s <= e) {
+            reject(format!("{} from {s} to {e} ns", crate::echo(&line.t)));
+            continue;
+        }
         if kind.is_some() || line.t == "api" {
             open_window.saw(s, e, line.t == "api");
         }
         if let Some(kind) = kind {
+            let name = name.unwrap_or_default();
             t.activities.push(GpuActivity {
                 kind,
-                name: if kind == ActivityKind::Kernel {
+                // A cut name is not demangled: it is no longer a whole symbol.
+                name: if kind == ActivityKind::Kernel && name.len() <= crate::MAX_NAME_BYTES {
                     demangle(&name)
                 } else {
-                    name
+                    name.into_owned()
                 },
                 start_ns: s,
                 end_ns: e,
@@ -256,9 +379,10 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 bytes: line.bytes,
             });
         } else if line.t == "api" {
+            let name = name.unwrap_or_default();
             t.api_calls.push(ApiCall {
                 kind: ApiKind::of(&name),
-                name,
+                name: name.into_owned(),
                 start_ns: s,
                 end_ns: e,
                 thread: line.tid.unwrap_or(0),
@@ -269,7 +393,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     t.ranges.sort_by_key(|r| r.start_ns);
     // Records of a window the run ended in without closing it (no exit handler).
     if !t.sampled_windows.is_empty() {
-        incomplete += open_window.close(&mut t, None);
+        incomplete = incomplete.saturating_add(open_window.close(&mut t, None));
     }
     let busiest = {
         let mut per: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
@@ -298,6 +422,9 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         incomplete_records: incomplete,
         lost_buffers,
         processes: 1,
+        invalid_records: invalid,
+        first_invalid,
+        names_cut,
     })
 }
 
@@ -333,8 +460,10 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
     others.sort();
     for (i, other) in others.iter().enumerate() {
         let next = read_kopt_trace(other)?;
-        let shift = (i as u64 + 1) << 48;
-        let moved = |c: u64| if c == 0 { 0 } else { c + shift };
+        // Ids below 2^48 (32 bits and the window's 16): each process its own
+        // block above them (wrapping past 65535 processes, never overflowing).
+        let shift = (i as u64).wrapping_add(1).wrapping_shl(48);
+        let moved = |c: u64| if c == 0 { 0 } else { c.wrapping_add(shift) };
         let t = next.timeline;
         merged
             .timeline
@@ -360,10 +489,15 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
             merged.timeline.sm_count = t.sm_count;
         }
         merged.ended &= next.ended;
-        merged.dropped_records += next.dropped_records;
-        merged.incomplete_records += next.incomplete_records;
-        merged.lost_buffers += next.lost_buffers;
-        merged.processes += 1;
+        merged.dropped_records = merged.dropped_records.saturating_add(next.dropped_records);
+        merged.incomplete_records = merged
+            .incomplete_records
+            .saturating_add(next.incomplete_records);
+        merged.lost_buffers = merged.lost_buffers.saturating_add(next.lost_buffers);
+        merged.invalid_records = merged.invalid_records.saturating_add(next.invalid_records);
+        merged.first_invalid = merged.first_invalid.or(next.first_invalid);
+        merged.names_cut = merged.names_cut.saturating_add(next.names_cut);
+        merged.processes = merged.processes.saturating_add(1);
     }
     if !others.is_empty() {
         merged.timeline.activities.sort_by_key(|a| a.start_ns);
@@ -393,11 +527,8 @@ fn union_of_windows(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 
 pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| IngestError::Io {
-        path: label.clone(),
-        source,
-    })?;
-    parse_kopt_trace(&text, &label)
+    let bytes = crate::read_regular(path, &label)?;
+    parse_kopt_trace_bytes(&bytes, &label)
 }
 
 #[cfg(test)]

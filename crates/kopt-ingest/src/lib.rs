@@ -15,11 +15,70 @@ use std::path::Path;
 
 use kopt_model::{Device, Profile, Source};
 
-pub use error::IngestError;
+pub use error::{echo, one_line, IngestError};
 pub use kineto::{parse_kineto, KinetoTrace};
 pub use kopt_trace::{parse_kopt_trace, read_kopt_trace, read_kopt_trace_set, KoptTrace};
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
 pub use tiered::{merge_tiered, read_run_folder, TimingPass};
+
+/// The longest kernel (or activity) name kept, in bytes. Longer names are
+/// cut at ingest (see [`cap_name`]): a fuzzed 200 MB name otherwise costs
+/// gigabytes through demangling and every copy the analysis makes.
+pub const MAX_NAME_BYTES: usize = 4096;
+
+/// `name` cut to at most [`MAX_NAME_BYTES`] bytes (at a character boundary)
+/// and marked as cut, with whether it was; a shorter name is returned as it is.
+pub fn cap_name(name: &str) -> (std::borrow::Cow<'_, str>, bool) {
+    if name.len() <= MAX_NAME_BYTES {
+        return (std::borrow::Cow::Borrowed(name), false);
+    }
+    let mut end = MAX_NAME_BYTES;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = name.get(..end).unwrap_or_default();
+    (
+        std::borrow::Cow::Owned(format!("{head}… [name cut: {} bytes in all]", name.len())),
+        true,
+    )
+}
+
+/// Open `path` for reading if it is a regular file (symbolic links
+/// followed). A FIFO would block the read forever and a device such as
+/// `/dev/zero` never ends: both, and directories, are refused by name.
+pub(crate) fn open_regular(path: &Path, label: &str) -> Result<std::fs::File, IngestError> {
+    let io = |source| IngestError::Io {
+        path: label.to_string(),
+        source,
+    };
+    let not_regular = |kind| IngestError::NotRegular {
+        path: label.to_string(),
+        kind,
+    };
+    // Checked before opening: opening a FIFO for reading blocks until a writer comes.
+    if let Some(kind) = error::non_regular_kind(std::fs::metadata(path).map_err(io)?.file_type()) {
+        return Err(not_regular(kind));
+    }
+    let file = std::fs::File::open(path).map_err(io)?;
+    // And what was opened, in case the path changed in between.
+    if let Some(kind) = error::non_regular_kind(file.metadata().map_err(io)?.file_type()) {
+        return Err(not_regular(kind));
+    }
+    Ok(file)
+}
+
+/// The whole of a regular file.
+pub(crate) fn read_regular(path: &Path, label: &str) -> Result<Vec<u8>, IngestError> {
+    use std::io::Read;
+    let mut file = open_regular(path, label)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|source| IngestError::Io {
+            path: label.to_string(),
+            source,
+        })?;
+    Ok(bytes)
+}
 
 /// Read and parse a Kineto / torch.profiler trace from disk.
 pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
@@ -28,17 +87,17 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
         path: label.clone(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
+    let file = open_regular(path, &label)?;
     // Mapped, not read: a trace can be gigabytes, and copying it into the
     // heap costs about a sixth of the whole analysis. SAFETY: the mapping is
     // only read; a file truncated underneath would fault, as it would for any
     // mmap-based reader (ripgrep's trade-off too); an empty or unmappable
-    // file (a pipe) is read normally.
+    // file is read normally.
     let len = file.metadata().map_err(io)?.len();
     match (len > 0).then(|| unsafe { memmap2::Mmap::map(&file) }) {
         Some(Ok(map)) => parse_kineto(&map, &label),
         _ => {
-            let bytes = std::fs::read(path).map_err(io)?;
+            let bytes = read_regular(path, &label)?;
             parse_kineto(&bytes, &label)
         }
     }
@@ -47,10 +106,7 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
 /// Read and parse one ncu CSV file from disk.
 pub fn read_ncu_csv(path: &Path) -> Result<NcuFile, IngestError> {
     let label = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| IngestError::Io {
-        path: label.clone(),
-        source,
-    })?;
+    let bytes = read_regular(path, &label)?;
     parse_ncu_csv(&bytes, &label)
 }
 
@@ -150,9 +206,27 @@ fn attach_rules(raw: &mut NcuFile, details: &NcuFile) {
 /// its duration and grid (no counters), and the timeline is kept for the
 /// timeline analysis.
 pub fn profile_from_trace(trace: KinetoTrace, path: &str) -> Profile {
-    let format = match &trace.repaired {
-        Some(r) => format!("kineto trace (repaired: {r})"),
-        None => "kineto trace".into(),
+    let mut notes = Vec::new();
+    if let Some(r) = &trace.repaired {
+        notes.push(format!("repaired: {r}"));
+    }
+    if trace.skipped_events > 0 {
+        notes.push(format!(
+            "{} event(s) left out for an unusable ts or dur, the first: {}",
+            trace.skipped_events,
+            trace.first_skipped.as_deref().unwrap_or("-")
+        ));
+    }
+    if trace.names_cut > 0 {
+        notes.push(format!(
+            "{} name(s) longer than {MAX_NAME_BYTES} bytes cut",
+            trace.names_cut
+        ));
+    }
+    let format = if notes.is_empty() {
+        "kineto trace".to_string()
+    } else {
+        format!("kineto trace ({})", notes.join("; "))
     };
     profile_from_timeline(trace.timeline, path, &format)
 }

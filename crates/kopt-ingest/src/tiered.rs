@@ -44,10 +44,11 @@ impl TimingPass {
     pub fn from_timeline(t: Timeline, path: &str) -> (Self, Source) {
         let mut profile =
             crate::profile_from_timeline(t, path, "kopt-profile timing pass (kopt trace, CUPTI)");
-        let source = profile
-            .sources
-            .pop()
-            .expect("a profile from one trace has its source");
+        let source = profile.sources.pop().unwrap_or_else(|| Source {
+            path: path.to_string(),
+            format: "kopt-profile timing pass (kopt trace, CUPTI)".into(),
+            launches: profile.launches.len(),
+        });
         let pass = TimingPass {
             launches: profile.launches,
             device: None,
@@ -166,8 +167,14 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
     };
     let timing = match timing {
         Some(t) => t,
+        // Checked above, but the folder may have changed since.
         None => read(TIMING_CSV, "kopt-profile timing pass (ncu-raw)")?
-            .expect("checked above")
+            .ok_or_else(|| {
+                IngestError::format(
+                    &dir.display().to_string(),
+                    format!("{TIMING_CSV} went away while the run folder was read"),
+                )
+            })?
             .into(),
     };
     let targeted = read(TARGETED_CSV, "kopt-profile targeted pass (ncu-raw)")?;

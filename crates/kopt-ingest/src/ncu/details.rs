@@ -155,13 +155,16 @@ pub(super) fn parse(
             IngestError::at(
                 ctx.path,
                 line,
-                format!("column \"ID\": expected a launch number, found \"{id_text}\""),
+                format!(
+                    "column \"ID\": expected a launch number, found \"{}\"",
+                    crate::echo(&id_text)
+                ),
             )
         })?;
         let at = *by_id.entry(id).or_insert_with(|| {
             launches.push(KernelLaunch {
                 id,
-                name: text(name_col),
+                name: crate::cap_name(&text(name_col)).0.into_owned(),
                 grid: grid_col
                     .and_then(|c| parse_dim3(&text(c)))
                     .unwrap_or_default(),
@@ -208,10 +211,19 @@ pub(super) fn parse(
         match parse_cell(&value, style.unwrap_or(NumberStyle::DotDecimal)) {
             Cell::Value(v) => {
                 let v = v * to_base_factor(&text(unit_col));
-                put(slot(&mut launch.metrics), v);
                 if metric == "Duration" {
+                    if v < 0.0 {
+                        return Err(IngestError::at(
+                            ctx.path,
+                            line,
+                            format!(
+                                "metric \"{section} / Duration\": a negative duration ({v} ns)"
+                            ),
+                        ));
+                    }
                     any_duration = true;
                 }
+                put(slot(&mut launch.metrics), v);
             }
             Cell::Missing => {}
             Cell::Invalid => {
@@ -219,7 +231,10 @@ pub(super) fn parse(
                     ctx.path,
                     line,
                     format!(
-                        "metric \"{section} / {metric}\": expected a number, found \"{value}\""
+                        "metric \"{} / {}\": expected a number, found \"{}\"",
+                        crate::echo(&section),
+                        crate::echo(&metric),
+                        crate::echo(&value)
                     ),
                 ))
             }
@@ -321,10 +336,13 @@ fn evidence_from_rule(rule: &NcuRule, m: &mut Metrics) {
 fn number_before(text: &str, marker: &str) -> Option<f64> {
     let end = text.find(marker)?;
     let head = &text[..end];
-    let start = head
-        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map_or(0, |i| i + 1);
-    head[start..].parse().ok()
+    // The digits at the end of `head` (the character before them may be
+    // several bytes long: never cut inside it).
+    let digits = head.get(
+        head.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
+            .len()..,
+    )?;
+    digits.parse().ok()
 }
 
 #[cfg(test)]
@@ -348,5 +366,15 @@ mod tests {
             Some(96.9)
         );
         assert_eq!(number_before("nothing here", "% of the total"), None);
+    }
+
+    #[test]
+    fn a_multibyte_character_before_the_number_is_not_cut() {
+        // Fuzzed: "é" (two bytes) right before the digits used to be sliced inside.
+        assert_eq!(
+            number_before("aé78% of the total", "% of the total"),
+            Some(78.0)
+        );
+        assert_eq!(number_before("é% of the total", "% of the total"), None);
     }
 }

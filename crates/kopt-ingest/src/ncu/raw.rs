@@ -239,7 +239,7 @@ pub(super) fn parse(
                     line,
                     format!(
                         "column \"ID\": expected a launch number, found \"{}\"",
-                        text(id_col)
+                        crate::echo(text(id_col))
                     ),
                 ))
             }
@@ -258,19 +258,30 @@ pub(super) fn parse(
                         line,
                         format!(
                             "column \"{}\": expected a number, found \"{}\"",
-                            columns[col.index],
-                            text(col.index)
+                            crate::echo(columns.get(col.index).map_or("", String::as_str)),
+                            crate::echo(text(col.index))
                         ),
                     ))
                 }
             }
+        }
+        if let Some(d) = metrics.duration_ns.filter(|d| *d < 0.0) {
+            return Err(IngestError::at(
+                ctx.path,
+                line,
+                format!("column \"gpu__time_duration.sum\": a negative duration ({d} ns)"),
+            ));
         }
         if col_has_value(text(duration_index)) {
             any_duration = true;
         }
         launches.push(KernelLaunch {
             id,
-            name: String::from_utf8_lossy(rec.get(name_col).unwrap_or_default()).into_owned(),
+            name: crate::cap_name(&String::from_utf8_lossy(
+                rec.get(name_col).unwrap_or_default(),
+            ))
+            .0
+            .into_owned(),
             grid: grid_col
                 .and_then(|c| parse_dim3(text(c)))
                 .unwrap_or_default(),
