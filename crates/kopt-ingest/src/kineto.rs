@@ -528,7 +528,51 @@ fn repair(bytes: &[u8]) -> (Vec<u8>, usize) {
     (out, fixes)
 }
 
+/// The first two bytes of a gzip stream.
+pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The most a gzipped trace may decompress to: a small file that inflates
+/// without end (a decompression bomb) stops here instead of taking the memory.
+pub const MAX_DECOMPRESSED_BYTES: u64 = 16 << 30;
+
+/// Decompress a gzip stream (several members, as `cat a.gz b.gz` makes,
+/// included) as it is read.
+pub(crate) fn gunzip(r: impl std::io::Read, path: &str) -> Result<Vec<u8>, IngestError> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(r)
+        .take(MAX_DECOMPRESSED_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            IngestError::format(
+                path,
+                format!(
+                    "gzip data broken after {} decompressed bytes (truncated download?): {e}",
+                    out.len()
+                ),
+            )
+        })?;
+    if out.len() as u64 > MAX_DECOMPRESSED_BYTES {
+        return Err(IngestError::format(
+            path,
+            format!(
+                "decompresses to more than {} GiB: not read",
+                MAX_DECOMPRESSED_BYTES >> 30
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// Parse a trace held in memory, gzipped or not. `path` only labels errors.
 pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError> {
+    if bytes.starts_with(&GZIP_MAGIC) {
+        let plain = gunzip(bytes, path)?;
+        if plain.starts_with(&GZIP_MAGIC) {
+            return Err(IngestError::format(path, "gzip inside gzip: not a trace"));
+        }
+        return parse_kineto(&plain, path);
+    }
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(IngestError::Empty { path: path.into() });
     }

@@ -87,7 +87,16 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
         path: label.clone(),
         source,
     };
-    let file = open_regular(path, &label)?;
+    let mut file = open_regular(path, &label)?;
+    // A gzipped trace (`.pt.trace.json.gz`) is decompressed as it is read.
+    let mut magic = [0u8; 2];
+    let head = read_up_to(&mut file, &mut magic).map_err(io)?;
+    if magic.get(..head) == Some(&kineto::GZIP_MAGIC[..]) {
+        use std::io::Seek;
+        file.rewind().map_err(io)?;
+        let bytes = kineto::gunzip(std::io::BufReader::new(file), &label)?;
+        return parse_kineto(&bytes, &label);
+    }
     // Mapped, not read: a trace can be gigabytes, and copying it into the
     // heap costs about a sixth of the whole analysis. SAFETY: the mapping is
     // only read; a file truncated underneath would fault, as it would for any
@@ -101,6 +110,20 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
             parse_kineto(&bytes, &label)
         }
     }
+}
+
+/// Fill `buf` from `r` as far as the input goes; how many bytes came.
+fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while let Some(rest) = buf.get_mut(got..).filter(|b| !b.is_empty()) {
+        match r.read(rest) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 /// Read and parse one ncu CSV file from disk.

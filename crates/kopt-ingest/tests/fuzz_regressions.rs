@@ -501,3 +501,46 @@ mod arbitrary_input {
         }
     }
 }
+
+// ---- 8. gzipped torch.profiler traces ----
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+#[test]
+fn a_gzipped_trace_is_read_like_the_plain_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("host_1.1700000000.pt.trace.json.gz");
+    std::fs::write(&gz, gzip(TRACE.as_bytes())).unwrap();
+    let plain = parse_kineto(TRACE.as_bytes(), "t.json").unwrap();
+    let read = read_kineto(&gz).unwrap();
+    assert_eq!(read.timeline, plain.timeline);
+    assert_eq!(read.timeline.activities.len(), 1);
+    assert_eq!(read.timeline.device_name.as_deref(), Some("NVIDIA H200"));
+    // In memory too.
+    let parsed = parse_kineto(&gzip(TRACE.as_bytes()), "t.json.gz").unwrap();
+    assert_eq!(parsed.timeline, plain.timeline);
+}
+
+#[test]
+fn a_broken_gzipped_trace_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("t.json.gz");
+    let whole = gzip(TRACE.as_bytes());
+    std::fs::write(&gz, &whole[..whole.len() / 2]).unwrap();
+    let s = one_line(&read_kineto(&gz).unwrap_err());
+    assert!(
+        s.starts_with(&format!("{}: gzip data broken after ", gz.display())),
+        "{s}"
+    );
+    // Only the magic.
+    let s = one_line(&parse_kineto(&[0x1f, 0x8b], "m.gz").unwrap_err());
+    assert!(s.starts_with("m.gz: gzip data broken"), "{s}");
+    // gzip in gzip.
+    let s = one_line(&parse_kineto(&gzip(&gzip(b"{}")), "g.gz").unwrap_err());
+    assert_eq!(s, "g.gz: gzip inside gzip: not a trace");
+}
