@@ -5,6 +5,7 @@
 //! rates in bytes/s or FLOP/s, percentages in 0..=100.
 
 pub mod bench;
+pub mod compare;
 mod device;
 mod diagnosis;
 mod launch;
