@@ -1,11 +1,15 @@
 //! The statistics behind `kopt bench` (seed 002's protocol): when to stop
 //! sampling, how sure a speed-up is, and the keep / marginal / revert verdict.
 //! Pure functions over samples; running workloads is kopt-collect's job.
+//! And the correctness gate ([`compare_tensors`]) on tensors kopt-ingest read.
 
 pub mod compare;
 pub mod stats;
 pub mod verdict;
 
-pub use compare::{compare, default_tolerance, Comparison, Side};
+pub use compare::{
+    compare, compare_tensor, compare_tensors, default_tolerance, CompareReport, Comparison, Side,
+    TensorComparison,
+};
 pub use stats::{bootstrap_median_ratio, median, outliers, relative_noise, Interval, StopRule};
 pub use verdict::{decide, Verdict, VerdictKind};
