@@ -1,10 +1,16 @@
 //! The run history: one SQLite database (bundled SQLite, WAL journal), one
 //! row per profile, trace or compare run, each written in its own transaction
 //! so a killed kopt never takes earlier runs with it.
+//!
+//! Writers open it with [`History::open`] (folders and database created);
+//! readers with [`History::open_existing`], which creates nothing and says
+//! "no history yet" where there is none. A row that cannot be read (a NULL
+//! or wrongly typed column, text that is not UTF-8) is skipped and counted
+//! by [`History::listing`], never allowed to hide the good ones.
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -28,6 +34,23 @@ pub enum HistoryError {
     },
     #[error("{path}: no run with id {id}")]
     NoSuchRun { path: String, id: i64 },
+    /// A read found no database (or one without runs): nothing was created.
+    #[error("{path}: no history yet")]
+    NoHistory { path: String },
+    #[error("{path}: not a history database ({kind})")]
+    NotAFile { path: String, kind: &'static str },
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: run {id} cannot be read: {message}")]
+    BadRow {
+        path: String,
+        id: i64,
+        message: String,
+    },
 }
 
 /// One recorded run.
@@ -46,6 +69,24 @@ pub struct RunRow {
     pub run_dir: Option<String>,
     /// The full machine report (kopt/1 JSON), when there is one.
     pub report_json: Option<String>,
+}
+
+/// A row [`History::listing`] could not read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkippedRow {
+    /// Its id, where even that could not be read `None`.
+    pub id: Option<i64>,
+    /// What is wrong with it (the column and the error).
+    pub reason: String,
+}
+
+/// The rows of a listing that could be read, and those that could not.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Listing {
+    /// Newest first.
+    pub rows: Vec<RunRow>,
+    /// Newest first.
+    pub skipped: Vec<SkippedRow>,
 }
 
 pub struct History {
@@ -99,6 +140,65 @@ impl History {
         })
     }
 
+    /// Open an existing history for reading only. Nothing is created: a
+    /// missing file (or folder), or a database without runs, is
+    /// [`HistoryError::NoHistory`]; writing through the handle fails.
+    pub fn open_existing(path: &Path) -> Result<History, HistoryError> {
+        let label = path.display().to_string();
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(HistoryError::NoHistory { path: label })
+            }
+            Err(source) => {
+                return Err(HistoryError::Read {
+                    path: label,
+                    source,
+                })
+            }
+        };
+        if !meta.is_file() {
+            let kind = if meta.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file"
+            };
+            return Err(HistoryError::NotAFile { path: label, kind });
+        }
+        // A database nothing ever wrote to: no runs, and nothing to open.
+        if meta.len() == 0 {
+            return Err(HistoryError::NoHistory { path: label });
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| HistoryError::Open {
+            path: label.clone(),
+            source,
+        })?;
+        let sql = |source| HistoryError::Sql {
+            path: label.clone(),
+            source,
+        };
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(sql)?;
+        let has_runs: bool = conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        if !has_runs {
+            return Err(HistoryError::NoHistory { path: label });
+        }
+        Ok(History {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
     fn err(&self, source: rusqlite::Error) -> HistoryError {
         HistoryError::Sql {
             path: self.path.display().to_string(),
@@ -144,18 +244,41 @@ impl History {
         })
     }
 
-    /// The newest runs first.
-    pub fn list(&self, limit: usize) -> Result<Vec<RunRow>, HistoryError> {
+    /// A row, or why it cannot be read (a value the column's type cannot
+    /// hold: NULL, a blob, text that is not UTF-8).
+    fn checked_row(r: &rusqlite::Row) -> Result<RunRow, SkippedRow> {
+        Self::row(r).map_err(|e| SkippedRow {
+            id: r.get(0).ok(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The newest `limit` runs, newest first: those that can be read, and
+    /// those that cannot (each counts towards `limit`). Only a failure of
+    /// the database itself is an error.
+    pub fn listing(&self, limit: usize) -> Result<Listing, HistoryError> {
         let mut stmt = self
             .conn
             .prepare("SELECT id, kind, started_utc, command, device, git_rev, summary, verdict, run_dir, report_json FROM runs ORDER BY id DESC LIMIT ?1")
             .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([limit as i64], Self::row)
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut out = Listing::default();
+        for row in stmt
+            .query_map([limit], |r| Ok(Self::checked_row(r)))
             .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        Ok(rows)
+        {
+            match row.map_err(|e| self.err(e))? {
+                Ok(r) => out.rows.push(r),
+                Err(s) => out.skipped.push(s),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The newest runs first, those that can be read (see [`History::listing`]
+    /// for the count of those skipped).
+    pub fn list(&self, limit: usize) -> Result<Vec<RunRow>, HistoryError> {
+        Ok(self.listing(limit)?.rows)
     }
 
     pub fn get(&self, id: i64) -> Result<RunRow, HistoryError> {
@@ -163,13 +286,18 @@ impl History {
             .query_row(
                 "SELECT id, kind, started_utc, command, device, git_rev, summary, verdict, run_dir, report_json FROM runs WHERE id = ?1",
                 [id],
-                Self::row,
+                |r| Ok(Self::checked_row(r)),
             )
             .optional()
             .map_err(|e| self.err(e))?
             .ok_or(HistoryError::NoSuchRun {
                 path: self.path.display().to_string(),
                 id,
+            })?
+            .map_err(|s| HistoryError::BadRow {
+                path: self.path.display().to_string(),
+                id,
+                message: s.reason,
             })
     }
 
