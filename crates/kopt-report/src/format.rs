@@ -1,8 +1,52 @@
-//! Number formatting shared by the human-readable exporters.
+//! Number formatting shared by the human-readable exporters, and the one
+//! helper that makes untrusted text safe to print.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use kopt_model::{Device, Diagnosis, KernelVerdict, PeakSource};
 
 pub use kopt_model::format_duration_ns as duration;
+
+/// Text from a profile (kernel and device names, file labels, rule names,
+/// and kopt's sentences that quote them) made safe for a terminal: control
+/// characters (C0 such as ESC, BEL, CR and line breaks, DEL, C1) and the
+/// Unicode bidirectional controls that reorder what is shown are written as
+/// visible `\u{1b}` escapes. The terminal and Markdown exporters pass every
+/// such string through here.
+pub fn safe(s: &str) -> Cow<'_, str> {
+    escape_if(s, hidden)
+}
+
+/// `safe` for a whole report: line breaks are kept, since the exporters
+/// write them; anything else that `safe` escapes is escaped here too (the
+/// last guard, should a string have missed `safe`).
+pub fn safe_report(s: &str) -> Cow<'_, str> {
+    escape_if(s, |c| c != '\n' && hidden(c))
+}
+
+fn hidden(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+        )
+}
+
+fn escape_if(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(&escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if escape(c) {
+            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
 
 pub fn pct(v: Option<f64>) -> String {
     match v {
@@ -108,7 +152,7 @@ pub fn device_line(d: &Device) -> String {
         PeakSource::Datasheet(k) => format!("datasheet: {k}"),
         PeakSource::Unknown => "unknown".to_string(),
     };
-    if peaks.is_empty() {
+    let line = if peaks.is_empty() {
         format!("{}; peaks {source}", parts.join(", "))
     } else {
         format!(
@@ -116,7 +160,8 @@ pub fn device_line(d: &Device) -> String {
             parts.join(", "),
             peaks.join(", ")
         )
-    }
+    };
+    safe(&line).into_owned()
 }
 
 /// The lines under a report's title: module, workload and run folder (from
@@ -140,7 +185,7 @@ pub fn header_lines(d: &Diagnosis) -> Vec<String> {
         ));
     }
     v.push(summary_line(d));
-    v
+    v.into_iter().map(|l| safe(&l).into_owned()).collect()
 }
 
 pub fn summary_line(d: &Diagnosis) -> String {
@@ -247,7 +292,9 @@ pub fn timeline_lines(t: &kopt_model::TimelineSummary) -> Vec<(String, String)> 
             ),
         ));
     }
-    v
+    v.into_iter()
+        .map(|(label, value)| (safe(&label).into_owned(), safe(&value).into_owned()))
+        .collect()
 }
 
 #[cfg(test)]
@@ -259,6 +306,61 @@ mod tests {
         assert_eq!(duration(850.0), "850 ns");
         assert_eq!(duration(34_520.0), "34.52 us");
         assert_eq!(duration(1_525_984.0), "1.53 ms");
+    }
+
+    #[test]
+    fn safe_escapes_controls_visibly() {
+        assert!(matches!(safe("void k<int>(float*)"), Cow::Borrowed(_)));
+        assert_eq!(safe("a\u{1b}[31mb\u{7}c"), "a\\u{1b}[31mb\\u{7}c");
+        assert_eq!(safe("x\ny\u{9b}z\u{7f}"), "x\\u{a}y\\u{9b}z\\u{7f}");
+        assert_eq!(safe("ab\u{202e}cd"), "ab\\u{202e}cd");
+        assert_eq!(safe_report("line\nnext\u{1b}"), "line\nnext\\u{1b}");
+    }
+
+    /// A profile whose kernel, device and file names carry terminal escapes
+    /// (ESC sequences that retitle the window or recolour, BEL): neither
+    /// byte may reach the terminal or Markdown report.
+    #[test]
+    fn untrusted_names_cannot_reach_the_terminal() {
+        use crate::{Exporter, MarkdownExporter, TerminalExporter};
+        let evil = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m";
+        let json_evil = "evil\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m";
+        let trace = format!(
+            r#"{{"t":"device","id":0,"name":"GPU{json_evil}","sms":132}}
+{{"t":"range_start","id":1,"s":0,"tid":1,"name":"step{json_evil}","dom":""}}
+{{"t":"api","name":"cudaLaunchKernel","s":100,"e":105,"tid":1,"c":1}}
+{{"t":"kernel","name":"{json_evil}","s":110,"e":120,"dev":0,"str":7,"c":1}}
+{{"t":"api","name":"cudaLaunchKernel","s":200,"e":205,"tid":1,"c":2}}
+{{"t":"kernel","name":"other{json_evil}","s":90000,"e":99000,"dev":0,"str":7,"c":2}}
+{{"t":"range_end","id":1,"s":100000}}
+{{"t":"end","records":4,"dropped":0}}
+"#
+        );
+        let t = kopt_ingest::parse_kopt_trace(&trace, "t.jsonl").unwrap();
+        let profile = kopt_ingest::profile_from_timeline(
+            t.timeline,
+            &format!("trace{evil}.jsonl"),
+            "kopt trace",
+        );
+        assert!(profile.launches[0].name.contains('\u{1b}'));
+        let mut d = kopt_analyze::analyze(&profile, &Default::default());
+        d.notes.push(format!("a note quoting {evil}"));
+        for (name, text) in [
+            (
+                "term",
+                TerminalExporter { width: Some(200) }.render_to_string(&d),
+            ),
+            ("md", MarkdownExporter.render_to_string(&d)),
+        ] {
+            for bad in ['\u{1b}', '\u{7}', '\u{9b}'] {
+                assert!(!text.contains(bad), "{name} output holds {bad:?}:\n{text}");
+            }
+            assert!(text.contains("\\u{1b}]0;pwned\\u{7}"), "{name}:\n{text}");
+            assert!(
+                !text.chars().any(|c| c != '\n' && c.is_control()),
+                "{name}:\n{text}"
+            );
+        }
     }
 
     #[test]

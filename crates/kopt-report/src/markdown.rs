@@ -8,10 +8,12 @@ use crate::Exporter;
 /// Markdown for a pull request: seed 000's table, the key insight, the ranked list.
 pub struct MarkdownExporter;
 
-/// Table cells: pipes would end the cell, and kernel names hold `<`/`>`
+/// Table cells and any other untrusted text: control characters escaped
+/// (`format::safe`), pipes would end the cell, and kernel names hold `<`/`>`
 /// that renderers take for HTML.
 fn cell(s: &str) -> String {
-    s.replace('&', "&amp;")
+    format::safe(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('|', "\\|")
@@ -19,7 +21,19 @@ fn cell(s: &str) -> String {
 }
 
 impl Exporter for MarkdownExporter {
+    /// Untrusted text goes through `cell` (and so `format::safe`); the whole
+    /// report then through `format::safe_report`, so no control character
+    /// but the line break reaches a terminal that shows the Markdown.
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+        let mut buf = Vec::new();
+        self.write_report(d, &mut buf)?;
+        let text = String::from_utf8_lossy(&buf);
+        out.write_all(format::safe_report(&text).as_bytes())
+    }
+}
+
+impl MarkdownExporter {
+    fn write_report(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# kopt analysis")?;
         writeln!(out)?;
         writeln!(out, "- Device: {}", cell(&format::device_line(&d.device)))?;
@@ -133,8 +147,10 @@ impl Exporter for MarkdownExporter {
                     "| {} | {} | {} | {} | {} |",
                     cell(&k.short_name),
                     cell(&n.ncu_rule),
-                    n.ncu_speedup_pct
-                        .map_or("-".into(), |s| format!("{s:.1}% {}", n.ncu_speedup_type)),
+                    n.ncu_speedup_pct.map_or("-".into(), |s| format!(
+                        "{s:.1}% {}",
+                        cell(&n.ncu_speedup_type)
+                    )),
                     cell(&format::class(k)),
                     cell(&n.why_kopt_differs)
                 )?;

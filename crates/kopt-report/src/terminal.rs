@@ -6,7 +6,7 @@ use comfy_table::{
 };
 use kopt_model::Diagnosis;
 
-use crate::format;
+use crate::format::{self, safe};
 use crate::Exporter;
 
 /// Tables for a terminal: short kernel names, seed 000's columns and kopt's verdict.
@@ -35,7 +35,19 @@ const HEADERS: [&str; 13] = [
 const KERNEL_COLUMN: usize = 32;
 
 impl Exporter for TerminalExporter {
+    /// Untrusted text goes through `format::safe` where it is written; the
+    /// whole report then through `format::safe_report`, so no control
+    /// character but the line break reaches the terminal.
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+        let mut buf = Vec::new();
+        self.write_report(d, &mut buf)?;
+        let text = String::from_utf8_lossy(&buf);
+        out.write_all(format::safe_report(&text).as_bytes())
+    }
+}
+
+impl TerminalExporter {
+    fn write_report(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "kopt  {}", format::device_line(&d.device))?;
         for line in format::header_lines(d) {
             writeln!(out, "  {line}")?;
@@ -56,7 +68,7 @@ impl Exporter for TerminalExporter {
         table.set_header(HEADERS);
         for k in &d.kernels {
             table.add_row(vec![
-                Cell::new(kopt_model::clip_chars(&k.short_name, KERNEL_COLUMN)),
+                Cell::new(kopt_model::clip_chars(&safe(&k.short_name), KERNEL_COLUMN)),
                 Cell::new(k.launches).set_alignment(CellAlignment::Right),
                 Cell::new(format::duration(k.total_ns)).set_alignment(CellAlignment::Right),
                 Cell::new(format::duration(k.mean_ns)).set_alignment(CellAlignment::Right),
@@ -67,8 +79,8 @@ impl Exporter for TerminalExporter {
                 Cell::new(format::pct(k.tensor_pct)).set_alignment(CellAlignment::Right),
                 Cell::new(format::occupancy_figures(k)),
                 Cell::new(format::intensity(k)).set_alignment(CellAlignment::Right),
-                Cell::new(format::class(k)),
-                Cell::new(&k.root_cause),
+                Cell::new(safe(&format::class(k))),
+                Cell::new(safe(&k.root_cause)),
             ]);
         }
         if let Some(col) = table.column_mut(HEADERS.len() - 1) {
@@ -89,9 +101,10 @@ impl Exporter for TerminalExporter {
             writeln!(
                 out,
                 "Key insight  [primary bottleneck: {} / {}]",
-                p.component_short, p.class
+                safe(&p.component_short),
+                p.class
             )?;
-            writeln!(out, "  {}", p.insight)?;
+            writeln!(out, "  {}", safe(&p.insight))?;
             writeln!(out)?;
         }
 
@@ -105,16 +118,16 @@ impl Exporter for TerminalExporter {
                     out,
                     "  {}. {}  [{}]  {}",
                     r.rank,
-                    r.title,
-                    r.kernel_short,
-                    format::gain(r)
+                    safe(&r.title),
+                    safe(&r.kernel_short),
+                    safe(&format::gain(r))
                 )?;
-                writeln!(out, "     evidence: {}", r.evidence)?;
-                writeln!(out, "     do: {}", r.action)?;
+                writeln!(out, "     evidence: {}", safe(&r.evidence))?;
+                writeln!(out, "     do: {}", safe(&r.action))?;
                 if let Some(g) = &r.gain {
-                    writeln!(out, "     estimate: {}", g.method)?;
+                    writeln!(out, "     estimate: {}", safe(&g.method))?;
                 }
-                writeln!(out, "     from: {}", r.source)?;
+                writeln!(out, "     from: {}", safe(&r.source))?;
             }
             writeln!(out)?;
         }
@@ -129,19 +142,19 @@ impl Exporter for TerminalExporter {
                         if n.ncu_speedup_type.is_empty() {
                             String::new()
                         } else {
-                            format!(" ({})", n.ncu_speedup_type)
+                            format!(" ({})", safe(&n.ncu_speedup_type))
                         }
                     )
                 });
                 writeln!(
                     out,
                     "  {}: ncu ranks {}{} first ({}); kopt says {}: {}",
-                    k.short_name,
-                    n.ncu_rule,
+                    safe(&k.short_name),
+                    safe(&n.ncu_rule),
                     speedup,
                     n.ncu_class,
-                    format::class(k),
-                    n.why_kopt_differs
+                    safe(&format::class(k)),
+                    safe(&n.why_kopt_differs)
                 )?;
             }
             writeln!(out)?;
@@ -152,7 +165,9 @@ impl Exporter for TerminalExporter {
                 writeln!(
                     out,
                     "  also in {}: {} ({})",
-                    k.short_name, f.evidence, f.class
+                    safe(&k.short_name),
+                    safe(&f.evidence),
+                    f.class
                 )?;
             }
         }
@@ -160,7 +175,7 @@ impl Exporter for TerminalExporter {
             writeln!(out)?;
         }
         for n in &d.notes {
-            writeln!(out, "note: {n}")?;
+            writeln!(out, "note: {}", safe(n))?;
         }
         Ok(())
     }
