@@ -2,6 +2,8 @@
 //! They decide nothing: every figure and word comes from kopt-analyze.
 
 pub mod bench_html;
+mod bench_report;
+mod compare_report;
 pub mod chrome_trace;
 mod format;
 pub mod html;
@@ -15,6 +17,8 @@ use std::io::{self, Write};
 
 use kopt_model::Diagnosis;
 
+pub use bench_report::render_bench;
+pub use compare_report::render_compare;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
@@ -35,8 +39,11 @@ pub trait Exporter {
 
 /// The formats `--format` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
+    #[cfg_attr(feature = "clap", value(name = "term", alias = "terminal", alias = "text"))]
     Terminal,
+    #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
     Json,
     Html,

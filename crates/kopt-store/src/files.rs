@@ -179,7 +179,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
-        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "no temp left");
+        assert_eq!(
+            std::fs::read_dir(d.path()).unwrap().count(),
+            1,
+            "no temp left"
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use kopt_engine::{TimingChoice, TimingPass};
+use kopt_report::Format;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -56,9 +58,9 @@ pub struct AnalyzeArgs {
 /// How the report is printed and which peaks it uses (shared by analyze and profile).
 #[derive(Debug, Args, Clone)]
 pub struct ReportArgs {
-    /// Output format: term, md, json, html
-    #[arg(long, short = 'f', default_value = "term")]
-    pub format: String,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value = "term")]
+    pub format: Format,
 
     /// Write the report to FILE instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -104,13 +106,13 @@ pub struct RunArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
 
-    /// Folder that receives one sub-folder per run
-    #[arg(long, default_value = ".kopt/runs", value_name = "DIR")]
-    pub runs_dir: PathBuf,
+    /// Folder that receives one sub-folder per run [default: .kopt/runs at the repository root, else here]
+    #[arg(long, value_name = "DIR")]
+    pub runs_dir: Option<PathBuf>,
 
-    /// History database every run is recorded in
-    #[arg(long, default_value = ".kopt/history.db", value_name = "FILE")]
-    pub db: PathBuf,
+    /// History database every run is recorded in [default: .kopt/history.db at the repository root, else here]
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -162,8 +164,8 @@ pub struct ProfileArgs {
     /// timeline; falls back to ncu when the tracer library is missing, records
     /// nothing, or --kernel is not a regex kopt can read) or ncu (serialised
     /// replay, no timeline)
-    #[arg(long, default_value = "tracer", value_name = "SOURCE")]
-    pub timing_pass: String,
+    #[arg(long, value_enum, default_value = "tracer", value_name = "SOURCE")]
+    pub timing_pass: TimingPass,
 
     /// kopt's tracer library (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
     #[arg(long, value_name = "PATH")]
@@ -225,13 +227,17 @@ pub struct CompareArgs {
     #[arg(long)]
     pub tf32: bool,
 
-    /// Output format: term, json
-    #[arg(long, short = 'f', default_value = "term")]
-    pub format: String,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value = "term")]
+    pub format: Format,
 
-    /// History database the comparison is recorded in
-    #[arg(long, default_value = ".kopt/history.db", value_name = "FILE")]
-    pub db: PathBuf,
+    /// Write the report to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// History database the comparison is recorded in [default: .kopt/history.db at the repository root, else here]
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -275,14 +281,9 @@ pub struct JournalAddArgs {
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// History database
-    #[arg(
-        long,
-        default_value = ".kopt/history.db",
-        value_name = "FILE",
-        global = true
-    )]
-    pub db: PathBuf,
+    /// History database [default: .kopt/history.db at the repository root, else here]
+    #[arg(long, value_name = "FILE", global = true)]
+    pub db: Option<PathBuf>,
 
     /// Runs listed
     #[arg(long, default_value_t = 20, value_name = "N")]
@@ -358,8 +359,8 @@ pub struct BenchArgs {
     /// Timing source: auto (GPU time per NVTX / ProfilerStep range from kopt's tracer when the
     /// first variant opens repeated ranges, else the samples it prints, else wall time), gpu,
     /// reported, wall
-    #[arg(long, default_value = "auto", value_name = "SOURCE")]
-    pub timing: String,
+    #[arg(long, value_enum, default_value = "auto", value_name = "SOURCE")]
+    pub timing: TimingChoice,
 
     /// NVTX range name that marks one iteration for GPU timing (default: the most repeated)
     #[arg(long, value_name = "NAME")]
@@ -382,15 +383,15 @@ pub struct BenchArgs {
     #[arg(long, value_name = "HYPOTHESIS")]
     pub journal: Option<String>,
 
-    /// Output format: term, md, json, html
-    #[arg(long, short = 'f', default_value = "term")]
-    pub format: String,
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value = "term")]
+    pub format: Format,
 
     /// Write the report to FILE instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
-    /// History database the verdict is recorded in
-    #[arg(long, default_value = ".kopt/history.db", value_name = "FILE")]
-    pub db: PathBuf,
+    /// History database the verdict is recorded in [default: .kopt/history.db at the repository root, else here]
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
 }

@@ -1,397 +1,353 @@
-//! Options validated apart from clap (hyperfine's way): every rule about
-//! what combinations make sense lives here and is unit-tested.
+//! Typed flags lowered into the engine's typed requests (ripgrep's way).
+//! The engine validates what a request means; what only concerns printing
+//! (format, width, where the report goes) is checked here.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
+use kopt_engine::bench::VariantSpec;
+use kopt_engine::profile::timeout_from_secs;
+use kopt_engine::{
+    AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, Error, ProfileRequest,
+    RecordPaths, TraceRequest, WorkloadOptions,
+};
 use kopt_model::Peaks;
 use kopt_report::Format;
 
-use crate::cli::{AnalyzeArgs, ProfileArgs, ReportArgs, TraceArgs};
+use crate::cli::{
+    AnalyzeArgs, BenchArgs, CompareArgs, ProfileArgs, ReportArgs, RunArgs, TraceArgs,
+};
 
-/// How and where the report goes.
-#[derive(Debug)]
+/// How and where a report goes.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportOptions {
     pub format: Format,
     pub output: Option<PathBuf>,
     /// An HTML page written besides the main report.
     pub html: Option<PathBuf>,
-    pub device: Option<String>,
-    pub measured_peaks: Peaks,
     pub width: Option<u16>,
 }
 
-#[derive(Debug)]
-pub struct AnalyzeRequest {
-    pub files: Vec<PathBuf>,
-    pub top: Option<usize>,
-    pub ncu: Option<PathBuf>,
-    pub report: ReportOptions,
-}
-
-#[derive(Debug)]
-pub struct ProfileRequest {
-    /// The workload's argv (from `-- COMMAND...` or `--python --script`).
-    pub argv: Vec<String>,
-    pub module: Option<String>,
-    pub gpu: Option<String>,
-    pub timeout: Option<Duration>,
-    pub kernel_regex: Option<String>,
-    pub top: usize,
-    pub launches: u32,
-    pub deep_top: Option<usize>,
-    pub quiet: bool,
-    pub ncu: Option<PathBuf>,
-    /// Pass 1 from kopt's tracer (else ncu).
-    pub trace_timing: bool,
-    pub tracer: Option<PathBuf>,
-    pub runs_dir: PathBuf,
-    pub db: PathBuf,
-    pub report: ReportOptions,
-}
-
-#[derive(Debug)]
-pub struct TraceRequest {
-    pub argv: Vec<String>,
-    /// Chrome-trace JSON written beside the report.
-    pub export: Option<PathBuf>,
-    pub gpu: Option<String>,
-    pub timeout: Option<Duration>,
-    pub quiet: bool,
-    pub tracer: Option<PathBuf>,
-    pub sample: Option<kopt_collect::trace::Sampling>,
-    pub runs_dir: PathBuf,
-    pub db: PathBuf,
-    pub report: ReportOptions,
-}
-
-fn timeout(t: Option<f64>) -> Result<Option<Duration>, String> {
-    match t {
-        Some(t) if !(t.is_finite() && t > 0.0) => Err(format!(
-            "--timeout must be a positive number of seconds, got {t}"
-        )),
-        Some(t) => Ok(Some(Duration::from_secs_f64(t))),
-        None => Ok(None),
-    }
-}
-
-impl TryFrom<TraceArgs> for TraceRequest {
-    type Error = String;
-
-    fn try_from(a: TraceArgs) -> Result<Self, String> {
-        let export = match a.export.as_slice() {
-            [] => None,
-            [format, file] if format == "perfetto" || format == "chrome" => {
-                Some(PathBuf::from(file))
-            }
-            [format, _] => {
-                return Err(format!(
-                    "--export {format}: the formats are perfetto, chrome (the same JSON)"
-                ))
-            }
-            _ => {
-                return Err("--export takes a format and a file: --export perfetto out.json".into())
-            }
-        };
-        Ok(TraceRequest {
-            report: ReportOptions::validate(a.report, &[])?,
-            argv: a.command,
-            export,
-            gpu: a.run.gpu,
-            timeout: timeout(a.run.timeout)?,
-            quiet: a.run.quiet,
-            tracer: a.tracer,
-            sample: a
-                .sample
-                .as_deref()
-                .map(kopt_collect::trace::Sampling::parse)
-                .transpose()?,
-            runs_dir: a.run.runs_dir,
-            db: a.run.db,
-        })
-    }
-}
-
-fn positive(name: &str, v: Option<f64>, scale: f64) -> Result<Option<f64>, String> {
-    match v {
-        Some(x) if !(x.is_finite() && x > 0.0) => {
-            Err(format!("--{name} must be a positive number, got {x}"))
-        }
-        Some(x) => Ok(Some(x * scale)),
-        None => Ok(None),
-    }
-}
-
 impl ReportOptions {
-    fn validate(a: ReportArgs, inputs: &[PathBuf]) -> Result<Self, String> {
-        let format = Format::parse(&a.format).ok_or_else(|| {
-            format!(
-                "--format {} is not one of {}",
-                a.format,
-                Format::NAMES.join(", ")
-            )
-        })?;
+    fn validate(a: &ReportArgs, inputs: &[PathBuf]) -> Result<Self, Error> {
         if a.width.is_some_and(|w| w < 40) {
-            return Err("--width must be at least 40 columns".into());
-        }
-        if a.device.as_deref().is_some_and(|d| d.trim().is_empty()) {
-            return Err("--device needs a name".into());
+            return Err(Error::Usage("--width must be at least 40 columns".into()));
         }
         for (flag, out) in [("--output", &a.output), ("--html", &a.html)] {
             if let Some(out) = out {
                 if inputs.iter().any(|f| f == out) {
-                    return Err(format!("{flag} {} would overwrite an input", out.display()));
+                    return Err(Error::Usage(format!(
+                        "{flag} {} would overwrite an input",
+                        out.display()
+                    )));
                 }
             }
         }
         if a.output.is_some() && a.output == a.html {
-            return Err("--output and --html name the same file".into());
+            return Err(Error::Usage(
+                "--output and --html name the same file".into(),
+            ));
         }
         Ok(ReportOptions {
-            measured_peaks: Peaks {
-                dram_bytes_per_s: positive("peak-dram-gbs", a.peak_dram_gbs, 1e9)?,
-                fp32_flops: positive("peak-fp32-tflops", a.peak_fp32_tflops, 1e12)?,
-                tensor_bf16_flops: positive("peak-tensor-tflops", a.peak_tensor_tflops, 1e12)?,
-            },
-            format,
-            output: a.output,
-            html: a.html,
-            device: a.device,
+            format: a.format,
+            output: a.output.clone(),
+            html: a.html.clone(),
             width: a.width,
         })
     }
 }
 
-impl TryFrom<AnalyzeArgs> for AnalyzeRequest {
-    type Error = String;
-
-    fn try_from(a: AnalyzeArgs) -> Result<Self, String> {
-        if a.top == Some(0) {
-            return Err("--top must be at least 1".into());
+fn scaled(v: Option<f64>, scale: f64) -> Option<f64> {
+    // Non-finite or negative values stay so: the engine names the flag.
+    v.map(|x| {
+        if x.is_finite() && x > 0.0 {
+            x * scale
+        } else {
+            x
         }
-        let report = ReportOptions::validate(a.report, &a.files)?;
-        Ok(AnalyzeRequest {
-            files: a.files,
-            top: a.top,
-            ncu: a.ncu,
-            report,
-        })
+    })
+}
+
+fn analysis(a: &ReportArgs, top: Option<usize>) -> AnalysisOptions {
+    AnalysisOptions {
+        device: a.device.clone(),
+        measured_peaks: Peaks {
+            dram_bytes_per_s: scaled(a.peak_dram_gbs, 1e9),
+            fp32_flops: scaled(a.peak_fp32_tflops, 1e12),
+            tensor_bf16_flops: scaled(a.peak_tensor_tflops, 1e12),
+        },
+        top,
     }
 }
 
-impl TryFrom<ProfileArgs> for ProfileRequest {
-    type Error = String;
+fn workload(
+    argv: Vec<String>,
+    run: &RunArgs,
+    tracer: Option<PathBuf>,
+) -> Result<WorkloadOptions, Error> {
+    let paths = RecordPaths::current();
+    Ok(WorkloadOptions {
+        argv,
+        gpu: run.gpu.clone(),
+        timeout: timeout_from_secs(run.timeout)?,
+        quiet: run.quiet,
+        tracer,
+        runs_dir: run.runs_dir.clone().unwrap_or(paths.runs_dir),
+        db: run.db.clone().unwrap_or(paths.db),
+        run_dir: None,
+    })
+}
 
-    fn try_from(a: ProfileArgs) -> Result<Self, String> {
-        let argv = match (&a.script, a.command.is_empty()) {
-            (Some(script), true) => vec![a.python.clone(), script.display().to_string()],
-            (None, false) => a.command.clone(),
-            (Some(_), false) => return Err("give either --script FILE or -- COMMAND, not both".into()),
-            (None, true) => {
-                return Err("nothing to profile: give a command after `--` (kopt profile -- python3 bench.py) or --script FILE".into())
-            }
-        };
-        if let Some(script) = &a.script {
+pub fn analyze(a: &AnalyzeArgs) -> Result<(AnalyzeRequest, ReportOptions), Error> {
+    let report = ReportOptions::validate(&a.report, &a.files)?;
+    let req = AnalyzeRequest {
+        files: a.files.clone(),
+        ncu: a.ncu.clone(),
+        analysis: analysis(&a.report, a.top),
+    };
+    req.validate()?;
+    Ok((req, report))
+}
+
+pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error> {
+    let argv = match (&a.script, a.command.is_empty()) {
+        (Some(script), true) => {
             if !script.is_file() {
-                return Err(format!("--script {}: no such file", script.display()));
+                return Err(Error::Usage(format!("--script {}: no such file", script.display())));
             }
+            vec![a.python.clone(), script.display().to_string()]
         }
-        if a.top == 0 {
-            return Err("--top must be at least 1".into());
+        (None, false) => a.command.clone(),
+        (Some(_), false) => {
+            return Err(Error::Usage("give either --script FILE or -- COMMAND, not both".into()))
         }
-        if a.launches == 0 {
-            return Err("--launches must be at least 1".into());
+        (None, true) => {
+            return Err(Error::Usage("nothing to profile: give a command after `--` (kopt profile -- python3 bench.py) or --script FILE".into()))
         }
-        if a.deep && a.deep_top == 0 {
-            return Err("--deep-top must be at least 1".into());
+    };
+    let report = ReportOptions::validate(&a.report, &[])?;
+    let req = ProfileRequest {
+        run: workload(argv, &a.run, a.tracer.clone())?,
+        module: a.module.clone(),
+        kernel_regex: a.kernel.clone(),
+        top: a.top,
+        launches: a.launches,
+        deep_top: a.deep.then_some(a.deep_top),
+        ncu: a.ncu.clone(),
+        timing_pass: a.timing_pass,
+        analysis: analysis(&a.report, None),
+    };
+    req.validate()?;
+    Ok((req, report))
+}
+
+/// A trace request, and the export file (`--export perfetto FILE`).
+pub fn trace(a: &TraceArgs) -> Result<(TraceRequest, ReportOptions, Option<PathBuf>), Error> {
+    let export = match a.export.as_slice() {
+        [] => None,
+        [format, file] if format == "perfetto" || format == "chrome" => Some(PathBuf::from(file)),
+        [format, _] => {
+            return Err(Error::Usage(format!(
+                "--export {format}: the formats are perfetto, chrome (the same JSON)"
+            )))
         }
-        let timeout = timeout(a.run.timeout)?;
-        if a.kernel.as_deref().is_some_and(|k| k.is_empty()) {
-            return Err("--kernel needs a regex".into());
+        _ => {
+            return Err(Error::Usage(
+                "--export takes a format and a file: --export perfetto out.json".into(),
+            ))
         }
-        let trace_timing = match a.timing_pass.as_str() {
-            "tracer" => true,
-            "ncu" => false,
-            other => return Err(format!("--timing-pass {other} is not one of tracer, ncu")),
-        };
-        let report = ReportOptions::validate(a.report, &[])?;
-        Ok(ProfileRequest {
-            argv,
-            module: a.module,
-            gpu: a.run.gpu,
-            timeout,
-            kernel_regex: a.kernel,
-            top: a.top,
-            launches: a.launches,
-            deep_top: a.deep.then_some(a.deep_top),
-            quiet: a.run.quiet,
-            ncu: a.ncu,
-            trace_timing,
-            tracer: a.tracer,
-            runs_dir: a.run.runs_dir,
-            db: a.run.db,
-            report,
-        })
+    };
+    let report = ReportOptions::validate(&a.report, &[])?;
+    let req = TraceRequest {
+        run: workload(a.command.clone(), &a.run, a.tracer.clone())?,
+        sample: a
+            .sample
+            .as_deref()
+            .map(kopt_engine::trace::parse_sampling)
+            .transpose()?,
+        keep_timeline: export.is_some(),
+        analysis: analysis(&a.report, None),
+    };
+    req.validate()?;
+    Ok((req, report, export))
+}
+
+pub fn bench(a: &BenchArgs) -> Result<BenchRequest, Error> {
+    let variants = match (&a.baseline, &a.candidate) {
+        (Some(b), Some(c)) => vec![
+            VariantSpec {
+                name: "baseline".into(),
+                command: b.clone(),
+            },
+            VariantSpec {
+                name: "candidate".into(),
+                command: c.clone(),
+            },
+        ],
+        _ => a
+            .variants
+            .iter()
+            .map(|s| VariantSpec::parse(s))
+            .collect::<Result<_, _>>()?,
+    };
+    let mut req = BenchRequest::new(variants);
+    req.threshold = a.threshold;
+    req.noise = a.noise;
+    req.warmup = a.warmup;
+    req.stop.min_samples = a.min_samples;
+    req.stop.min_time_s = a.min_time;
+    req.stop.max_time_s = a.max_time;
+    req.stop.noise_target = a.noise_target;
+    req.seed = a.seed;
+    req.timing = a.timing;
+    req.range = a.range.clone();
+    req.tracer = a.tracer.clone();
+    req.check = a.check.clone();
+    req.tol = a.tol;
+    req.journal = a.journal.clone();
+    if let Some(db) = &a.db {
+        req.db = db.clone();
     }
+    req.validate()?;
+    Ok(req)
+}
+
+pub fn compare(a: &CompareArgs) -> Result<CompareRequest, Error> {
+    let req = CompareRequest {
+        reference: a.reference.clone(),
+        candidate: a.candidate.clone(),
+        tol: a.tol,
+        tf32: a.tf32,
+        db: Some(a.db.clone().unwrap_or(RecordPaths::current().db)),
+    };
+    req.validate()?;
+    Ok(req)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::RunArgs;
+    use clap::Parser;
 
-    fn report() -> ReportArgs {
-        ReportArgs {
-            format: "term".into(),
-            output: None,
-            html: None,
-            device: None,
-            peak_dram_gbs: None,
-            peak_fp32_tflops: None,
-            peak_tensor_tflops: None,
-            width: None,
-        }
+    fn parse(args: &[&str]) -> crate::cli::Command {
+        let mut argv = vec!["kopt"];
+        argv.extend_from_slice(args);
+        crate::cli::Cli::try_parse_from(argv).unwrap().command
     }
 
-    fn analyze_args() -> AnalyzeArgs {
-        AnalyzeArgs {
-            files: vec!["a.csv".into()],
-            top: None,
-            ncu: None,
-            report: report(),
-        }
-    }
-
-    fn profile_args() -> ProfileArgs {
-        ProfileArgs {
-            command: vec!["python3".into(), "bench.py".into()],
-            script: None,
-            python: "python3".into(),
-            module: None,
-            kernel: None,
-            top: 10,
-            launches: 2,
-            deep: false,
-            deep_top: 3,
-            ncu: None,
-            timing_pass: "tracer".into(),
-            tracer: None,
-            run: RunArgs {
-                gpu: None,
-                timeout: None,
-                quiet: false,
-                runs_dir: ".kopt/runs".into(),
-                db: ".kopt/history.db".into(),
-            },
-            report: report(),
+    fn analyze_err(args: &[&str]) -> String {
+        match parse(args) {
+            crate::cli::Command::Analyze(a) => analyze(&a).unwrap_err().to_string(),
+            _ => unreachable!(),
         }
     }
 
     #[test]
-    fn accepts_defaults_and_scales_peaks() {
-        let mut a = analyze_args();
-        a.report.peak_dram_gbs = Some(3000.0);
-        let r = AnalyzeRequest::try_from(a).unwrap();
-        assert_eq!(r.report.format, Format::Terminal);
-        assert_eq!(r.report.measured_peaks.dram_bytes_per_s, Some(3.0e12));
+    fn lowers_analyze_flags_and_scales_peaks() {
+        let crate::cli::Command::Analyze(a) =
+            parse(&["analyze", "a.csv", "--peak-dram-gbs", "3000", "-f", "md"])
+        else {
+            unreachable!()
+        };
+        let (req, report) = analyze(&a).unwrap();
+        assert_eq!(report.format, Format::Markdown);
+        assert_eq!(req.analysis.measured_peaks.dram_bytes_per_s, Some(3.0e12));
     }
 
     #[test]
     fn rejects_bad_analyze_combinations() {
-        type Mutation = Box<dyn Fn(&mut AnalyzeArgs)>;
-        let cases: Vec<(Mutation, &str)> = vec![
-            (Box::new(|a| a.report.format = "xml".into()), "--format xml"),
-            (Box::new(|a| a.top = Some(0)), "--top"),
+        for (args, expected) in [
+            (&["analyze", "a.csv", "--top", "0"][..], "--top"),
             (
-                Box::new(|a| a.report.peak_dram_gbs = Some(-1.0)),
+                &["analyze", "a.csv", "--peak-dram-gbs=-1"][..],
                 "--peak-dram-gbs",
             ),
             (
-                Box::new(|a| a.report.peak_fp32_tflops = Some(f64::NAN)),
+                &["analyze", "a.csv", "--peak-fp32-tflops", "NaN"][..],
                 "--peak-fp32-tflops",
             ),
             (
-                Box::new(|a| a.report.output = Some("a.csv".into())),
+                &["analyze", "a.csv", "-o", "a.csv"][..],
                 "overwrite an input",
             ),
-            (Box::new(|a| a.report.width = Some(10)), "--width"),
-            (Box::new(|a| a.report.device = Some(" ".into())), "--device"),
+            (&["analyze", "a.csv", "--width", "10"][..], "--width"),
+            (&["analyze", "a.csv", "--device", " "][..], "--device"),
             (
-                Box::new(|a| a.report.html = Some("a.csv".into())),
+                &["analyze", "a.csv", "--html", "a.csv"][..],
                 "--html a.csv would overwrite",
             ),
             (
-                Box::new(|a| {
-                    a.report.output = Some("r.html".into());
-                    a.report.html = Some("r.html".into());
-                }),
+                &["analyze", "a.csv", "-o", "r.html", "--html", "r.html"][..],
                 "same file",
             ),
-        ];
-        for (mutate, expected) in cases {
-            let mut a = analyze_args();
-            mutate(&mut a);
-            let err = AnalyzeRequest::try_from(a).unwrap_err();
+        ] {
+            let err = analyze_err(args);
             assert!(err.contains(expected), "{err} should mention {expected}");
         }
+        assert!(
+            crate::cli::Cli::try_parse_from(["kopt", "analyze", "a.csv", "-f", "xml"]).is_err()
+        );
     }
 
     #[test]
     fn profile_workload_from_command_or_script() {
-        let r = ProfileRequest::try_from(profile_args()).unwrap();
-        assert_eq!(r.argv, ["python3", "bench.py"]);
+        let crate::cli::Command::Profile(a) = parse(&["profile", "--", "python3", "bench.py"])
+        else {
+            unreachable!()
+        };
+        let (r, _) = profile(&a).unwrap();
+        assert_eq!(r.run.argv, ["python3", "bench.py"]);
         assert_eq!(r.deep_top, None);
 
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("topk.py");
         std::fs::write(&script, "print(1)").unwrap();
-        let mut a = profile_args();
-        a.command.clear();
-        a.script = Some(script.clone());
-        a.python = "python3.12".into();
-        a.deep = true;
-        let r = ProfileRequest::try_from(a).unwrap();
-        assert_eq!(
-            r.argv,
-            ["python3.12".to_string(), script.display().to_string()]
-        );
+        let s = script.display().to_string();
+        let crate::cli::Command::Profile(a) = parse(&[
+            "profile",
+            "--script",
+            &s,
+            "--python",
+            "python3.12",
+            "--deep",
+        ]) else {
+            unreachable!()
+        };
+        let (r, _) = profile(&a).unwrap();
+        assert_eq!(r.run.argv, ["python3.12".to_string(), s]);
         assert_eq!(r.deep_top, Some(3));
     }
 
     #[test]
     fn rejects_bad_profile_combinations() {
-        type Mutation = Box<dyn Fn(&mut ProfileArgs)>;
-        let cases: Vec<(Mutation, &str)> = vec![
-            (Box::new(|a| a.command.clear()), "nothing to profile"),
-            (Box::new(|a| a.script = Some("x.py".into())), "not both"),
+        for (args, expected) in [
+            (&["profile"][..], "nothing to profile"),
             (
-                Box::new(|a| {
-                    a.command.clear();
-                    a.script = Some("/nonexistent/x.py".into());
-                }),
+                &["profile", "--script", "/nonexistent/x.py"][..],
                 "no such file",
             ),
-            (Box::new(|a| a.top = 0), "--top"),
-            (Box::new(|a| a.launches = 0), "--launches"),
-            (Box::new(|a| a.run.timeout = Some(-2.0)), "--timeout"),
-            (Box::new(|a| a.kernel = Some(String::new())), "--kernel"),
+            (&["profile", "--top", "0", "--", "x"][..], "--top"),
+            (&["profile", "--launches", "0", "--", "x"][..], "--launches"),
+            (&["profile", "--timeout=-2", "--", "x"][..], "--timeout"),
+            (&["profile", "--kernel", "", "--", "x"][..], "--kernel"),
             (
-                Box::new(|a| a.timing_pass = "nsys".into()),
-                "--timing-pass nsys",
-            ),
-            (
-                Box::new(|a| {
-                    a.deep = true;
-                    a.deep_top = 0;
-                }),
+                &["profile", "--deep", "--deep-top", "0", "--", "x"][..],
                 "--deep-top",
             ),
-        ];
-        for (mutate, expected) in cases {
-            let mut a = profile_args();
-            mutate(&mut a);
-            let err = ProfileRequest::try_from(a).unwrap_err();
+        ] {
+            let crate::cli::Command::Profile(a) = parse(args) else {
+                unreachable!()
+            };
+            let err = profile(&a).unwrap_err().to_string();
             assert!(err.contains(expected), "{err} should mention {expected}");
         }
+        assert!(crate::cli::Cli::try_parse_from([
+            "kopt",
+            "profile",
+            "--timing-pass",
+            "nsys",
+            "--",
+            "x"
+        ])
+        .is_err());
     }
 }

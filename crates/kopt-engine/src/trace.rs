@@ -1,45 +1,64 @@
 //! `kopt trace`: run any CUDA program under kopt's CUPTI tracer, keep the
-//! trace in a run folder, diagnose the timeline, optionally export it.
+//! trace in a run folder, diagnose the timeline.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
-use kopt_collect::trace::{locate_tracer, run_traced};
-use kopt_collect::{Stream, Workload};
+use kopt_collect::trace::{locate_tracer, run_traced, Sampling};
+use kopt_collect::Stream;
 use kopt_ingest::{profile_from_timeline, read_kopt_trace_set};
-use kopt_model::RunInfo;
+use kopt_model::{Diagnosis, RunInfo, Timeline};
 
-use crate::analyze_cmd::{diagnose, finish_run};
-use crate::options::TraceRequest;
-use crate::output::write_report;
-use crate::run_record::create_run_dir;
+use crate::analyze::{diagnose, AnalysisOptions};
+use crate::error::{Error, Result};
+use crate::profile::{finish_run, WorkloadOptions};
+use crate::progress::Progress;
 
-pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
-    let tracer = locate_tracer(req.tracer.as_deref())?;
-    let (_, dir) = create_run_dir(&req.runs_dir)?;
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceRequest {
+    pub run: WorkloadOptions,
+    /// Trace ON of every PERIOD and detach in between.
+    pub sample: Option<Sampling>,
+    /// Return the timeline too (for an export); it is cloned, so only on request.
+    pub keep_timeline: bool,
+    pub analysis: AnalysisOptions,
+}
+
+impl TraceRequest {
+    pub fn validate(&self) -> Result<()> {
+        self.run.validate()?;
+        self.analysis.validate()
+    }
+}
+
+/// A traced run: its diagnosis and the timeline itself (for exports).
+pub struct Traced {
+    pub diagnosis: Diagnosis,
+    pub timeline: Option<Timeline>,
+    /// The trace file in the run folder.
+    pub trace: PathBuf,
+}
+
+/// `--sample ON/PERIOD`, checked.
+pub fn parse_sampling(text: &str) -> Result<Sampling> {
+    Sampling::parse(text).map_err(Error::Usage)
+}
+
+pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
+    req.validate()?;
+    let tracer = locate_tracer(req.run.tracer.as_deref())?;
+    let (_, dir) = req.run.create_run_dir()?;
     let started = Instant::now();
-    let workload = Workload {
-        argv: req.argv.clone(),
-        gpu: req.gpu.clone(),
-        timeout: req.timeout,
-    };
-    let quiet = req.quiet;
-    let on_line = move |_: Stream, line: &str| {
-        if !quiet {
-            eprintln!("{line}");
-        }
-    };
-    let traced = run_traced(&workload, &tracer, req.sample, &dir, &on_line)?;
+    let passthrough = !req.run.quiet;
+    let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
+    let traced = run_traced(&req.run.workload(), &tracer, req.sample, &dir, &on_line)?;
     let trace = read_kopt_trace_set(&traced.trace)?;
     let label = traced.trace.display().to_string();
-    if let Some(path) = &req.export {
-        write_report(Some(path), |out| {
-            kopt_report::chrome_trace::write_chrome_trace(&trace.timeline, out)
-        })?;
-    }
+    let timeline = req.keep_timeline.then(|| trace.timeline.clone());
     let windows = trace.timeline.sampled_windows.len();
     let caught_nothing = trace.timeline.activities.is_empty();
     let profile = profile_from_timeline(trace.timeline, &label, "kopt trace (CUPTI)");
-    let mut diagnosis = diagnose(profile, &req.report, None);
+    let mut diagnosis = diagnose(profile, &req.analysis);
     if !trace.ended {
         diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
     }
@@ -83,9 +102,14 @@ pub fn run(req: &TraceRequest) -> anyhow::Result<()> {
     }
     let run = RunInfo {
         module: None,
-        argv: req.argv.clone(),
+        argv: req.run.argv.clone(),
         run_dir: dir.display().to_string(),
         wall_s: started.elapsed().as_secs_f64(),
     };
-    finish_run(diagnosis, run, "trace", &req.db, &req.report)
+    let diagnosis = finish_run(diagnosis, run, "trace", &req.run.db, progress)?;
+    Ok(Traced {
+        diagnosis,
+        timeline,
+        trace: traced.trace,
+    })
 }

@@ -1,11 +1,13 @@
-//! `run.json`: what a `kopt profile` run did, written when it starts and
-//! rewritten after every pass, so a failed or killed run still says how far it got.
+//! Run folders (`.kopt/runs/<id>/`) and `run.json`: what a `kopt profile`
+//! run did, written when it starts and rewritten after every pass, so a
+//! failed or killed run still says how far it got.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
 use serde::Serialize;
+
+use crate::error::{io_error, Error, Result};
 
 #[derive(Debug, Serialize)]
 pub struct PassRecord {
@@ -36,12 +38,12 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    pub fn save(&self, dir: &Path) -> anyhow::Result<()> {
+    pub fn save(&self, dir: &Path) -> Result<()> {
         let path = dir.join("run.json");
         let tmp = dir.join(".run.json.tmp");
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self)?)
-            .with_context(|| format!("{}: cannot write", tmp.display()))?;
-        std::fs::rename(&tmp, &path).with_context(|| format!("{}: cannot write", path.display()))
+        let json = serde_json::to_vec_pretty(self).map_err(|e| Error::Output(e.to_string()))?;
+        std::fs::write(&tmp, json).map_err(|e| io_error(&path, "write", e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io_error(&path, "write", e))
     }
 }
 
@@ -56,6 +58,12 @@ pub fn utc_timestamp(t: SystemTime) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// "2026-11-25 23:50 UTC", the journal's form.
+pub fn journal_timestamp(t: SystemTime) -> String {
+    let stamp = utc_timestamp(t);
+    format!("{} {} UTC", &stamp[..10], &stamp[11..16])
 }
 
 /// Howard Hinnant's days-to-civil algorithm.
@@ -73,9 +81,8 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// A new, unique run folder under `runs_dir`: `20261125-221900-4242`.
-pub fn create_run_dir(runs_dir: &Path) -> anyhow::Result<(String, PathBuf)> {
-    std::fs::create_dir_all(runs_dir)
-        .with_context(|| format!("{}: cannot create", runs_dir.display()))?;
+pub fn create_run_dir(runs_dir: &Path) -> Result<(String, PathBuf)> {
+    std::fs::create_dir_all(runs_dir).map_err(|e| io_error(runs_dir, "create", e))?;
     let stamp = utc_timestamp(SystemTime::now());
     let base: String = stamp
         .chars()
@@ -92,10 +99,13 @@ pub fn create_run_dir(runs_dir: &Path) -> anyhow::Result<(String, PathBuf)> {
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok((id, dir)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e).with_context(|| format!("{}: cannot create", dir.display())),
+            Err(e) => return Err(io_error(&dir, "create", e)),
         }
     }
-    anyhow::bail!("{}: cannot find a free run folder name", runs_dir.display())
+    Err(Error::Output(format!(
+        "{}: cannot find a free run folder name",
+        runs_dir.display()
+    )))
 }
 
 #[cfg(test)]
@@ -108,6 +118,7 @@ mod tests {
         assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let t = UNIX_EPOCH + Duration::from_secs(1_795_990_740);
         assert_eq!(utc_timestamp(t), "2026-11-29T22:19:00Z");
+        assert_eq!(journal_timestamp(t), "2026-11-29 22:19 UTC");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(utc_timestamp(leap), "2000-02-29T00:00:00Z");
     }

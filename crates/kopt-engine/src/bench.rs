@@ -1,0 +1,1001 @@
+//! `kopt bench`: variants run interleaved (the order rotates every round, so
+//! drift cancels), each timed by the best source available, until the
+//! stopping rule holds; then a seeded bootstrap interval of each candidate's
+//! median ratio to the first variant, and keep / marginal / revert.
+//!
+//! The loop ([`run_bench`]) takes a [`Sampler`], so it is tested without
+//! spawning processes; [`ProcessSampler`] runs real commands.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kopt_bench::{bootstrap_median_ratio, decide, median, outliers, relative_noise, StopRule};
+use kopt_model::{BenchReport, Timeline, VariantResult, VerdictKind};
+
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+
+/// Where samples come from (`--timing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum TimingChoice {
+    /// GPU time per NVTX range when the first variant opens repeated ranges,
+    /// else the samples it prints, else wall time.
+    #[default]
+    Auto,
+    /// GPU time from kopt's tracer (per range, else the run's kernel time).
+    Gpu,
+    /// `{"kopt_sample_ns": N}` lines the command prints.
+    Reported,
+    /// The whole process's wall time.
+    Wall,
+}
+
+/// The source a bench settled on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// GPU time per iteration (NVTX / ProfilerStep range) from kopt's tracer.
+    GpuRanges,
+    /// GPU time of all the run's kernels from kopt's tracer (asked for, never chosen).
+    GpuKernels,
+    Reported,
+    Wall,
+}
+
+impl Source {
+    pub fn describe(self, range: Option<&str>) -> String {
+        match self {
+            Source::GpuRanges => format!(
+                "GPU time per iteration (kopt's tracer: from the start of the first GPU activity to the end of the last, of the kernels and copies issued in each `{}` range; the first range of each run is warm-up)",
+                range.unwrap_or("?")
+            ),
+            Source::GpuKernels => "GPU kernel time of the whole run (kopt's tracer: sum of kernel durations)".into(),
+            Source::Reported => "self-reported samples".into(),
+            Source::Wall => "wall time of the whole process".into(),
+        }
+    }
+}
+
+/// How runs are timed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timing {
+    pub source: Source,
+    /// The NVTX range family for [`Source::GpuRanges`].
+    pub range: Option<String>,
+    /// The GPU the tracer saw.
+    pub device: Option<String>,
+    /// kopt's tracer library, for the GPU sources.
+    pub tracer: Option<PathBuf>,
+}
+
+impl Timing {
+    pub fn untraced(source: Source) -> Timing {
+        Timing {
+            source,
+            range: None,
+            device: None,
+            tracer: None,
+        }
+    }
+}
+
+/// One run of a command.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Run {
+    /// Samples, seconds.
+    pub samples: Vec<f64>,
+    pub wall_s: f64,
+    /// Stopped at the time budget before it finished.
+    pub cut: bool,
+}
+
+/// Runs commands and times them: real processes, or a fake in tests.
+pub trait Sampler {
+    /// Decide how runs are timed; may run `first` (the first variant) once.
+    fn choose(&mut self, choice: TimingChoice, range: Option<&str>, first: &str) -> Result<Timing>;
+    /// Run `command` once, stopping it after `budget` (samples printed
+    /// before the cut still count).
+    fn run(&mut self, command: &str, timing: &Timing, budget: Option<Duration>) -> Result<Run>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariantSpec {
+    pub name: String,
+    pub command: String,
+}
+
+impl VariantSpec {
+    /// `NAME=CMD`, as `-n` takes it.
+    pub fn parse(s: &str) -> Result<VariantSpec> {
+        s.split_once('=')
+            .filter(|(n, c)| !n.trim().is_empty() && !c.trim().is_empty())
+            .map(|(n, c)| VariantSpec {
+                name: n.trim().to_string(),
+                command: c.to_string(),
+            })
+            .ok_or_else(|| Error::Usage(format!("-n {s}: expected NAME=CMD")))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchRequest {
+    /// The first is the baseline.
+    pub variants: Vec<VariantSpec>,
+    /// The speed-up that counts for KEEP (0.05 = 5%).
+    pub threshold: f64,
+    /// The slow-down still treated as noise.
+    pub noise: f64,
+    /// Untimed runs of each variant first.
+    pub warmup: u32,
+    pub stop: StopRule,
+    pub seed: u64,
+    pub timing: TimingChoice,
+    pub range: Option<String>,
+    pub tracer: Option<PathBuf>,
+    /// The file every variant writes, compared with the first variant's.
+    pub check: Option<PathBuf>,
+    pub tol: Option<f64>,
+    /// Record the verdict in the journal with this hypothesis.
+    pub journal: Option<String>,
+    pub journal_file: PathBuf,
+    pub db: PathBuf,
+}
+
+impl BenchRequest {
+    /// A request with the CLI's defaults.
+    pub fn new(variants: Vec<VariantSpec>) -> BenchRequest {
+        let paths = crate::record::RecordPaths::current();
+        BenchRequest {
+            variants,
+            threshold: 0.05,
+            noise: 0.01,
+            warmup: 1,
+            stop: StopRule::default(),
+            seed: 42,
+            timing: TimingChoice::Auto,
+            range: None,
+            tracer: None,
+            check: None,
+            tol: None,
+            journal: None,
+            journal_file: paths.journal,
+            db: paths.db,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.variants.len() < 2 {
+            return Err(Error::Usage(
+                "give --baseline and --candidate, or at least two -n NAME=CMD variants".into(),
+            ));
+        }
+        let mut names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Usage(format!(
+                "variant name {} is given twice",
+                w[0]
+            )));
+        }
+        let s = &self.stop;
+        let finite_at_least_zero = |x: f64| x >= 0.0 && x.is_finite();
+        let valid = self.threshold > 0.0
+            && self.threshold < 1.0
+            && finite_at_least_zero(self.noise)
+            && finite_at_least_zero(s.min_time_s)
+            && finite_at_least_zero(s.noise_target)
+            && s.max_time_s > 0.0
+            && s.max_time_s.is_finite();
+        if !valid {
+            return Err(Error::Usage(
+                "--threshold must be in (0, 1); --noise, --noise-target, --min-time >= 0; --max-time > 0".into(),
+            ));
+        }
+        if let Some(t) = self.tol {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(Error::Usage(format!(
+                    "--tol must be a non-negative number, got {t}"
+                )));
+            }
+        }
+        if self.journal.as_deref().is_some_and(|h| h.trim().is_empty()) {
+            return Err(Error::Usage("--journal needs a hypothesis".into()));
+        }
+        Ok(())
+    }
+}
+
+struct Variant {
+    name: String,
+    command: String,
+    samples: Vec<f64>,
+    /// Seconds spent in timed runs (the stopping rule's clock).
+    spent: f64,
+    /// Seconds spent in every run, warm-up included (the --max-time budget).
+    used: f64,
+    correct: Option<bool>,
+    check_problems: Vec<String>,
+}
+
+/// The measuring loop: timing choice, warm-up (and the correctness gate),
+/// interleaved rounds until the stopping rule holds, then the verdicts.
+pub fn run_bench(
+    req: &BenchRequest,
+    sampler: &mut dyn Sampler,
+    progress: &dyn Progress,
+) -> Result<BenchReport> {
+    req.validate()?;
+    let mut vs: Vec<Variant> = req
+        .variants
+        .iter()
+        .map(|v| Variant {
+            name: v.name.clone(),
+            command: v.command.clone(),
+            samples: Vec::new(),
+            spent: 0.0,
+            used: 0.0,
+            correct: None,
+            check_problems: Vec::new(),
+        })
+        .collect();
+    let timing = sampler.choose(req.timing, req.range.as_deref(), &vs[0].command)?;
+    let rule = StopRule {
+        min_samples: req.stop.min_samples.max(2),
+        ..req.stop
+    };
+    let budget = |v: &Variant| Duration::from_secs_f64((rule.max_time_s - v.used).max(0.0));
+    let mut outputs = Vec::new();
+    for v in vs.iter_mut() {
+        for _ in 0..req.warmup.max(u32::from(req.check.is_some())) {
+            let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
+            v.used += run.wall_s;
+            if run.cut {
+                return Err(Error::WorkloadFailed(format!(
+                    "`{}`: its warm-up run passed --max-time ({} s) before it finished; raise --max-time",
+                    v.command, rule.max_time_s
+                )));
+            }
+        }
+        if let Some(path) = &req.check {
+            // Fresh output per variant: a stale file must not pass for a new one.
+            let tensors = kopt_ingest::tensor::read_tensors(path)
+                .map_err(|e| Error::WorkloadFailed(format!("`{}`: {e}", v.command)))?;
+            let _ = std::fs::remove_file(path);
+            outputs.push(tensors);
+        }
+    }
+    if let Some((reference, rest)) = outputs.split_first() {
+        for (v, out) in vs.iter_mut().skip(1).zip(rest) {
+            let report = kopt_bench::compare_tensors(reference, out, req.tol, false);
+            v.check_problems.extend(report.problems.iter().cloned());
+            for t in &report.tensors {
+                v.check_problems
+                    .extend(t.problems.iter().map(|p| format!("{}: {p}", t.name)));
+            }
+            v.correct = Some(report.passed);
+        }
+    }
+    let mut round = 0usize;
+    while vs.iter().any(|v| !rule.should_stop(&v.samples, v.spent)) {
+        let n = vs.len();
+        for k in 0..n {
+            let v = &mut vs[(k + round) % n];
+            if rule.should_stop(&v.samples, v.spent) {
+                continue;
+            }
+            let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
+            if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+                return Err(Error::WorkloadFailed(format!(
+                    "`{}` gave a sample of {bad} s: samples must be positive and finite",
+                    v.command
+                )));
+            }
+            v.spent += run.wall_s;
+            v.used += run.wall_s;
+            v.samples.extend(run.samples);
+            if run.cut {
+                // Its budget is spent: what it gave before the cut is all it gets.
+                v.spent = v.spent.max(rule.max_time_s);
+            }
+            if v.samples.is_empty() && v.spent >= rule.max_time_s {
+                return Err(Error::WorkloadFailed(format!(
+                    "`{}` gave no sample within --max-time ({} s); raise --max-time",
+                    v.command, rule.max_time_s
+                )));
+            }
+        }
+        round += 1;
+        let counts: Vec<(String, usize)> = vs
+            .iter()
+            .map(|v| (v.name.clone(), v.samples.len()))
+            .collect();
+        progress.bench_round(round, &counts);
+    }
+    progress.finished();
+    Ok(report(req, &vs, &timing))
+}
+
+fn report(req: &BenchRequest, vs: &[Variant], timing: &Timing) -> BenchReport {
+    let source = timing.source.describe(timing.range.as_deref());
+    let base = &vs[0];
+    let base_median = median(&base.samples).unwrap_or(f64::NAN);
+    let mut worst = VerdictKind::Keep;
+    let variants = vs
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let m = median(&v.samples).unwrap_or(f64::NAN);
+            let interval = (i > 0)
+                .then(|| bootstrap_median_ratio(&base.samples, &v.samples, 2000, 0.95, req.seed))
+                .flatten();
+            let verdict = interval.map(|iv| decide(&iv, req.threshold, req.noise, v.correct));
+            if let Some(vd) = &verdict {
+                worst = worst.worst(vd.kind);
+            }
+            VariantResult {
+                name: v.name.clone(),
+                command: v.command.clone(),
+                source: source.clone(),
+                samples: v.samples.len(),
+                values_s: v.samples.clone(),
+                outliers: outliers(&v.samples).len(),
+                median_s: m,
+                relative_noise: relative_noise(&v.samples),
+                speedup_vs_first: base_median / m,
+                ratio_interval: interval,
+                verdict,
+                correct: v.correct,
+                check_problems: v.check_problems.clone(),
+            }
+        })
+        .collect();
+    BenchReport {
+        schema: kopt_model::SCHEMA.into(),
+        threshold: req.threshold,
+        noise: req.noise,
+        seed: req.seed,
+        device: timing.device.clone(),
+        variants,
+        verdict: worst,
+    }
+}
+
+/// Measure with real processes, then record the verdict in the history and,
+/// when asked, in the journal.
+pub fn bench(req: &BenchRequest, progress: &dyn Progress) -> Result<BenchReport> {
+    req.validate()?;
+    let mut sampler = ProcessSampler::new(req.tracer.clone())?;
+    let report = run_bench(req, &mut sampler, progress)?;
+    record(req, &report, progress)?;
+    Ok(report)
+}
+
+fn record(req: &BenchRequest, r: &BenchReport, progress: &dyn Progress) -> Result<()> {
+    let summary = r
+        .candidates()
+        .iter()
+        .map(|v| {
+            format!(
+                "{}: {}",
+                v.name,
+                v.verdict.as_ref().map_or("-", |d| d.kind.as_str())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let command = r
+        .variants
+        .iter()
+        .map(|v| format!("{}={}", v.name, v.command))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    let mut row = crate::record::run_row("bench", command, summary);
+    row.device = r.device.clone();
+    row.verdict = Some(r.verdict.as_str().into());
+    row.report_json = serde_json::to_string(r).ok();
+    crate::record::record_run(&req.db, &row, progress);
+    if let Some(h) = &req.journal {
+        let base = &r.variants[0].name;
+        let outcome = r
+            .candidates()
+            .iter()
+            .map(|v| {
+                format!(
+                    "{}: {:.3}x vs {base} ({})",
+                    v.name,
+                    v.speedup_vs_first,
+                    v.verdict.as_ref().map_or("", |d| d.reason.as_str())
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let entry = kopt_store::Entry {
+            when: crate::run_folder::journal_timestamp(std::time::SystemTime::now()),
+            hypothesis: h.clone(),
+            prediction: None,
+            outcome: Some(outcome),
+            verdict: Some(r.verdict.as_str().into()),
+            run: Some("kopt bench (see kopt history)".into()),
+        };
+        kopt_store::append_entry(&req.journal_file, &entry)?;
+    }
+    Ok(())
+}
+
+/// Samples a run printed itself: `{"kopt_sample_ns": N}` or
+/// `{"kopt_sample_s": x}` lines, in seconds. A sample that is not a
+/// positive finite number is an error naming its line.
+pub fn parse_sample_line(line: &str, line_no: u64) -> Result<Option<f64>> {
+    if !line.contains("kopt_sample") {
+        return Ok(None);
+    }
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim()) else {
+        return Ok(None);
+    };
+    let value = v
+        .get("kopt_sample_ns")
+        .map(|x| (x, 1e-9))
+        .or_else(|| v.get("kopt_sample_s").map(|x| (x, 1.0)));
+    let Some((x, scale)) = value else {
+        return Ok(None);
+    };
+    match x.as_f64() {
+        Some(n) if n.is_finite() && n > 0.0 => Ok(Some(n * scale)),
+        _ => Err(Error::WorkloadFailed(format!(
+            "stdout line {line_no}: {}: a sample must be a positive, finite number",
+            kopt_model::clip_chars(line.trim(), 120)
+        ))),
+    }
+}
+
+/// Real processes: `/bin/sh -c COMMAND`, plainly or under kopt's tracer.
+pub struct ProcessSampler {
+    tracer: Option<PathBuf>,
+}
+
+impl ProcessSampler {
+    pub fn new(tracer: Option<PathBuf>) -> Result<ProcessSampler> {
+        Ok(ProcessSampler { tracer })
+    }
+
+    fn locate_tracer(&self) -> Result<PathBuf> {
+        Ok(kopt_collect::trace::locate_tracer(self.tracer.as_deref())?)
+    }
+
+    /// One traced run: GPU time per range when it opens at least two ranges
+    /// of one family, else the run's kernel time; and whether it printed samples.
+    fn probe(&self, tracer: PathBuf, range: Option<&str>, first: &str) -> Result<(Timing, bool)> {
+        let run = run_traced(first, &tracer, None)?;
+        let t = run.timeline.as_ref();
+        let ranges = t.map(|t| t.iteration_ranges(range)).unwrap_or_default();
+        let family =
+            (ranges.len() >= 2).then(|| kopt_model::range_family(&ranges[0].name).to_string());
+        let timing = Timing {
+            source: if family.is_some() {
+                Source::GpuRanges
+            } else {
+                Source::GpuKernels
+            },
+            range: family.or_else(|| range.map(str::to_string)),
+            device: t.and_then(|t| t.device_name.clone()),
+            tracer: Some(tracer),
+        };
+        Ok((timing, !run.reported.is_empty()))
+    }
+}
+
+impl Sampler for ProcessSampler {
+    fn choose(&mut self, choice: TimingChoice, range: Option<&str>, first: &str) -> Result<Timing> {
+        let reported_or_wall = |reported: bool| {
+            Timing::untraced(if reported {
+                Source::Reported
+            } else {
+                Source::Wall
+            })
+        };
+        Ok(match choice {
+            TimingChoice::Gpu => {
+                let (timing, _) = self.probe(self.locate_tracer()?, range, first)?;
+                if timing.source == Source::GpuKernels && range.is_some() {
+                    return Err(Error::WorkloadFailed(format!(
+                        "`{first}` opened fewer than two `{}` ranges under kopt's tracer",
+                        range.unwrap_or("")
+                    )));
+                }
+                timing
+            }
+            TimingChoice::Reported => Timing::untraced(Source::Reported),
+            TimingChoice::Wall => Timing::untraced(Source::Wall),
+            // The traced run also shows whether the program prints samples: no second run.
+            TimingChoice::Auto => match self.locate_tracer() {
+                Ok(tr) => match self.probe(tr, range, first)? {
+                    (timing, _) if timing.source == Source::GpuRanges => timing,
+                    (_, reported) => reported_or_wall(reported),
+                },
+                Err(_) => {
+                    let run = run_plain(first, None)?;
+                    reported_or_wall(!run.samples.is_empty())
+                }
+            },
+        })
+    }
+
+    fn run(&mut self, command: &str, timing: &Timing, budget: Option<Duration>) -> Result<Run> {
+        match (timing.source, &timing.tracer) {
+            (Source::GpuRanges | Source::GpuKernels, Some(tracer)) => {
+                let run = run_traced(command, tracer, budget)?;
+                if run.cut {
+                    return Ok(Run {
+                        samples: Vec::new(),
+                        wall_s: run.wall,
+                        cut: true,
+                    });
+                }
+                let samples = run
+                    .timeline
+                    .map(|t| gpu_samples(&t, timing))
+                    .unwrap_or_default();
+                if samples.is_empty() {
+                    return Err(Error::WorkloadFailed(format!(
+                        "`{command}` gave no GPU samples under kopt's tracer ({}): time it with --timing reported or wall",
+                        timing.source.describe(timing.range.as_deref())
+                    )));
+                }
+                Ok(Run {
+                    samples,
+                    wall_s: run.wall,
+                    cut: false,
+                })
+            }
+            (Source::Reported, _) => {
+                let run = run_plain(command, budget)?;
+                if run.samples.is_empty() && !run.cut {
+                    return Err(Error::WorkloadFailed(format!(
+                        "`{command}` printed no {{\"kopt_sample_ns\": N}} lines (--timing reported)"
+                    )));
+                }
+                Ok(run)
+            }
+            _ => {
+                let run = run_plain(command, budget)?;
+                Ok(Run {
+                    samples: if run.cut {
+                        Vec::new()
+                    } else {
+                        vec![run.wall_s]
+                    },
+                    ..run
+                })
+            }
+        }
+    }
+}
+
+/// Run `/bin/sh -c command` once, reading its samples as they are printed;
+/// past `budget` its process group is killed and the run is `cut`.
+fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    use std::sync::mpsc;
+
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", command])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| Error::WorkloadFailed(format!("cannot start /bin/sh: {e}")))?;
+    let start = Instant::now();
+    let pid = child.id() as i32;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        let out = scope.spawn(move || -> Result<Vec<f64>> {
+            let mut samples = Vec::new();
+            let Some(stdout) = stdout else {
+                return Ok(samples);
+            };
+            for (i, line) in BufReader::new(stdout).split(b'\n').enumerate() {
+                let Ok(line) = line else { break };
+                let line = String::from_utf8_lossy(&line);
+                if let Some(s) = parse_sample_line(&line, i as u64 + 1)? {
+                    samples.push(s);
+                }
+            }
+            Ok(samples)
+        });
+        let err = scope.spawn(move || {
+            let mut tail = std::collections::VecDeque::new();
+            if let Some(stderr) = stderr {
+                for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                    if tail.len() == 3 {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+            }
+            tail.into_iter().collect::<Vec<_>>().join(" | ")
+        });
+        scope.spawn(move || {
+            let status = child.wait();
+            let _ = done_tx.send((status, start.elapsed()));
+        });
+        let waited = match budget {
+            Some(b) => done_rx.recv_timeout(b).ok(),
+            None => done_rx.recv().ok(),
+        };
+        let (status, elapsed, cut) = match waited {
+            Some((status, elapsed)) => (status, elapsed, false),
+            None => {
+                // SAFETY: a plain syscall on the process group this function created.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+                let (status, elapsed) = done_rx
+                    .recv()
+                    .map_err(|_| Error::WorkloadFailed(format!("`{command}`: lost its process")))?;
+                (status, elapsed, true)
+            }
+        };
+        let status =
+            status.map_err(|e| Error::WorkloadFailed(format!("`{command}`: cannot wait: {e}")))?;
+        let samples = out.join().unwrap_or_else(|_| Ok(Vec::new()));
+        let tail = err.join().unwrap_or_default();
+        if !cut && !status.success() {
+            return Err(Error::WorkloadFailed(format!(
+                "`{command}` failed ({status}): {tail}"
+            )));
+        }
+        Ok(Run {
+            samples: samples.map_err(|e| e.context(format!("`{command}`")))?,
+            wall_s: elapsed.as_secs_f64(),
+            cut,
+        })
+    })
+}
+
+/// What one run under kopt's tracer gave.
+struct TracedRun {
+    /// None when the program wrote no trace (it never used CUDA).
+    timeline: Option<Timeline>,
+    /// The samples it printed itself.
+    reported: Vec<f64>,
+    wall: f64,
+    cut: bool,
+}
+
+fn run_traced(command: &str, tracer: &Path, budget: Option<Duration>) -> Result<TracedRun> {
+    let dir = tempfile::tempdir().map_err(|e| Error::Output(format!("temporary folder: {e}")))?;
+    let workload = kopt_collect::Workload {
+        argv: vec!["/bin/sh".into(), "-c".into(), command.into()],
+        gpu: None,
+        timeout: budget,
+    };
+    let reported = std::sync::Mutex::new(Vec::new());
+    let lines = std::sync::atomic::AtomicU64::new(0);
+    let bad = std::sync::Mutex::new(None);
+    let keep = |stream: kopt_collect::Stream, line: &str| {
+        if stream != kopt_collect::Stream::Stdout {
+            return;
+        }
+        let n = lines.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        match parse_sample_line(line, n) {
+            Ok(Some(s)) => reported.lock().unwrap_or_else(|e| e.into_inner()).push(s),
+            Ok(None) => {}
+            Err(e) => {
+                bad.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(e);
+            }
+        }
+    };
+    let t = Instant::now();
+    let traced = kopt_collect::trace::run_traced(&workload, tracer, None, dir.path(), &keep);
+    let wall = t.elapsed().as_secs_f64();
+    if let Some(e) = bad.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e.context(format!("`{command}`")));
+    }
+    let reported = reported.into_inner().unwrap_or_else(|e| e.into_inner());
+    match traced {
+        Ok(run) => Ok(TracedRun {
+            timeline: Some(kopt_ingest::read_kopt_trace_set(&run.trace)?.timeline),
+            reported,
+            wall,
+            cut: false,
+        }),
+        Err(kopt_collect::trace::TraceError::NoTrace(..)) => Ok(TracedRun {
+            timeline: None,
+            reported,
+            wall,
+            cut: false,
+        }),
+        Err(kopt_collect::trace::TraceError::Timeout(_)) if budget.is_some() => Ok(TracedRun {
+            timeline: None,
+            reported,
+            wall,
+            cut: true,
+        }),
+        Err(e) => {
+            // The error names the run's log: keep it.
+            let _ = dir.keep();
+            Err(Error::from(e).context(format!("`{command}`")))
+        }
+    }
+}
+
+/// Samples (seconds) of one traced run for a GPU source.
+fn gpu_samples(t: &Timeline, timing: &Timing) -> Vec<f64> {
+    match timing.source {
+        Source::GpuRanges => {
+            let per = kopt_analyze::timeline::gpu_time_per_range(t, timing.range.as_deref())
+                .map(|(_, v)| v)
+                .unwrap_or_default();
+            let skip = usize::from(per.len() >= 3);
+            per.get(skip..)
+                .unwrap_or_default()
+                .iter()
+                .map(|ns| *ns as f64 * 1e-9)
+                .collect()
+        }
+        _ => {
+            let ns: i64 = t
+                .activities
+                .iter()
+                .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+                .map(|a| a.duration_ns())
+                .sum();
+            if ns > 0 {
+                vec![ns as f64 * 1e-9]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    /// Commands are names of synthetic distributions: `NAME` gives samples
+    /// around `times[NAME]` with ±1% noise, one per run, each run taking
+    /// `run_s` of the bench's clock. Every call is logged.
+    struct FakeSampler {
+        times: HashMap<&'static str, f64>,
+        run_s: f64,
+        rng: fastrand::Rng,
+        log: RefCell<Vec<String>>,
+        cut_after: Option<usize>,
+    }
+
+    impl FakeSampler {
+        fn new(times: &[(&'static str, f64)]) -> FakeSampler {
+            FakeSampler {
+                times: times.iter().copied().collect(),
+                run_s: 0.01,
+                rng: fastrand::Rng::with_seed(7),
+                log: RefCell::new(Vec::new()),
+                cut_after: None,
+            }
+        }
+    }
+
+    impl Sampler for FakeSampler {
+        fn choose(&mut self, _: TimingChoice, _: Option<&str>, _: &str) -> Result<Timing> {
+            Ok(Timing::untraced(Source::Reported))
+        }
+
+        fn run(&mut self, command: &str, _: &Timing, budget: Option<Duration>) -> Result<Run> {
+            self.log.borrow_mut().push(command.to_string());
+            let Some(t) = self.times.get(command) else {
+                return Err(Error::WorkloadFailed(format!(
+                    "`{command}` failed (exit 1)"
+                )));
+            };
+            let runs = self.log.borrow().len();
+            let cut = self.cut_after.is_some_and(|n| runs > n)
+                || budget.is_some_and(|b| b.as_secs_f64() < self.run_s);
+            let samples = if cut {
+                Vec::new()
+            } else {
+                vec![t * (1.0 + 0.02 * (self.rng.f64() - 0.5))]
+            };
+            Ok(Run {
+                samples,
+                wall_s: self.run_s,
+                cut,
+            })
+        }
+    }
+
+    fn request(variants: &[(&str, &str)]) -> BenchRequest {
+        let mut r = BenchRequest::new(
+            variants
+                .iter()
+                .map(|(n, c)| VariantSpec {
+                    name: n.to_string(),
+                    command: c.to_string(),
+                })
+                .collect(),
+        );
+        r.db = PathBuf::from("/nonexistent/never-written.db");
+        r.stop.min_time_s = 0.0;
+        r
+    }
+
+    #[test]
+    fn a_faster_candidate_is_kept_and_a_slower_one_reverted() {
+        let mut s = FakeSampler::new(&[("base", 1.0e-3), ("fast", 0.8e-3), ("slow", 1.2e-3)]);
+        let req = request(&[("base", "base"), ("fast", "fast"), ("slow", "slow")]);
+        let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
+        assert_eq!(r.variants.len(), 3);
+        assert!(r.variants[0].verdict.is_none());
+        assert_eq!(
+            r.variants[1].verdict.as_ref().unwrap().kind,
+            VerdictKind::Keep
+        );
+        assert_eq!(
+            r.variants[2].verdict.as_ref().unwrap().kind,
+            VerdictKind::Revert
+        );
+        assert_eq!(r.verdict, VerdictKind::Revert);
+        let speedup = r.variants[1].speedup_vs_first;
+        assert!((1.2..1.3).contains(&speedup), "{speedup}");
+        for v in &r.variants {
+            assert!(v.samples >= 10, "{}: {}", v.name, v.samples);
+            assert_eq!(v.samples, v.values_s.len());
+        }
+    }
+
+    #[test]
+    fn rounds_interleave_and_rotate() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0), ("c", 1.0)]);
+        let mut req = request(&[("a", "a"), ("b", "b"), ("c", "c")]);
+        req.warmup = 0;
+        run_bench(&req, &mut s, &crate::Silent).unwrap();
+        let log = s.log.borrow();
+        // Round 0: a b c; round 1: b c a; round 2: c a b.
+        assert_eq!(&log[..9], ["a", "b", "c", "b", "c", "a", "c", "a", "b"]);
+    }
+
+    #[test]
+    fn warmup_runs_come_first_and_are_not_samples() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        let mut req = request(&[("a", "a"), ("b", "b")]);
+        req.warmup = 2;
+        let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
+        let log = s.log.borrow();
+        assert_eq!(&log[..4], ["a", "a", "b", "b"]);
+        let total_samples: usize = r.variants.iter().map(|v| v.samples).sum();
+        assert_eq!(log.len(), total_samples + 4);
+    }
+
+    #[test]
+    fn the_stopping_rule_bounds_the_time() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        s.run_s = 0.4;
+        let mut req = request(&[("a", "a"), ("b", "b")]);
+        req.warmup = 0;
+        req.stop.max_time_s = 2.0;
+        req.stop.noise_target = 0.0; // never quiet enough: only the clock stops it
+        let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
+        for v in &r.variants {
+            assert_eq!(v.samples, 5, "{}", v.name);
+        }
+    }
+
+    #[test]
+    fn a_run_cut_at_the_budget_ends_the_variant_without_failing() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        s.cut_after = Some(8);
+        let mut req = request(&[("a", "a"), ("b", "b")]);
+        req.warmup = 0;
+        req.stop.noise_target = 0.0;
+        let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
+        assert!(r.variants.iter().all(|v| v.samples == 4));
+    }
+
+    #[test]
+    fn a_warmup_past_the_budget_is_an_error_naming_max_time() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        s.run_s = 5.0;
+        let mut req = request(&[("a", "a"), ("b", "b")]);
+        req.stop.max_time_s = 1.0;
+        let err = run_bench(&req, &mut s, &crate::Silent).unwrap_err();
+        assert!(err.to_string().contains("--max-time"), "{err}");
+    }
+
+    #[test]
+    fn a_failing_variant_fails_the_bench() {
+        let mut s = FakeSampler::new(&[("a", 1.0)]);
+        let req = request(&[("a", "a"), ("broken", "broken")]);
+        let err = run_bench(&req, &mut s, &crate::Silent).unwrap_err();
+        assert!(matches!(err, Error::WorkloadFailed(_)));
+        assert!(err.to_string().contains("`broken`"), "{err}");
+    }
+
+    #[test]
+    fn non_positive_samples_are_refused() {
+        struct Bad;
+        impl Sampler for Bad {
+            fn choose(&mut self, _: TimingChoice, _: Option<&str>, _: &str) -> Result<Timing> {
+                Ok(Timing::untraced(Source::Reported))
+            }
+            fn run(&mut self, _: &str, _: &Timing, _: Option<Duration>) -> Result<Run> {
+                Ok(Run {
+                    samples: vec![-5e-9],
+                    wall_s: 0.01,
+                    cut: false,
+                })
+            }
+        }
+        let req = request(&[("a", "a"), ("b", "b")]);
+        let err = run_bench(&req, &mut Bad, &crate::Silent).unwrap_err();
+        assert!(err.to_string().contains("positive"), "{err}");
+    }
+
+    #[test]
+    fn sample_lines_are_parsed_and_checked() {
+        assert_eq!(
+            parse_sample_line("{\"kopt_sample_ns\": 1500}", 1).unwrap(),
+            Some(1.5e-6)
+        );
+        assert_eq!(
+            parse_sample_line("{\"kopt_sample_s\": 0.25}", 1).unwrap(),
+            Some(0.25)
+        );
+        assert_eq!(parse_sample_line("hello", 1).unwrap(), None);
+        for bad in [
+            "{\"kopt_sample_ns\": -5}",
+            "{\"kopt_sample_ns\": 0}",
+            "{\"kopt_sample_s\": \"x\"}",
+        ] {
+            let err = parse_sample_line(bad, 7).unwrap_err().to_string();
+            assert!(err.contains("stdout line 7"), "{err}");
+        }
+    }
+
+    #[test]
+    fn requests_are_validated() {
+        let ok = request(&[("a", "a"), ("b", "b")]);
+        assert!(ok.validate().is_ok());
+        type Mutation = Box<dyn Fn(&mut BenchRequest)>;
+        let cases: Vec<(Mutation, &str)> = vec![
+            (Box::new(|r| r.variants.truncate(1)), "at least two"),
+            (Box::new(|r| r.variants[1].name = "a".into()), "twice"),
+            (Box::new(|r| r.threshold = 1.5), "--threshold"),
+            (Box::new(|r| r.stop.max_time_s = 0.0), "--max-time"),
+            (Box::new(|r| r.tol = Some(-1.0)), "--tol"),
+            (Box::new(|r| r.journal = Some(" ".into())), "--journal"),
+        ];
+        for (mutate, expected) in cases {
+            let mut r = ok.clone();
+            mutate(&mut r);
+            let err = r.validate().unwrap_err();
+            assert!(err.to_string().contains(expected), "{err} / {expected}");
+        }
+        assert!(VariantSpec::parse("noequals").is_err());
+        assert_eq!(VariantSpec::parse("x=sleep 1").unwrap().command, "sleep 1");
+    }
+
+    #[test]
+    fn real_processes_are_cut_at_the_budget() {
+        let t = Instant::now();
+        let run = run_plain(
+            "echo '{\"kopt_sample_ns\": 1000}'; sleep 30",
+            Some(Duration::from_millis(300)),
+        )
+        .unwrap();
+        assert!(run.cut);
+        assert_eq!(run.samples, vec![1e-6]);
+        assert!(t.elapsed() < Duration::from_secs(20));
+        let err = run_plain("echo oops >&2; exit 7", None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("oops"), "{err}");
+    }
+}

@@ -1,0 +1,70 @@
+//! `kopt compare`: the correctness gate on two outputs.
+
+use std::path::PathBuf;
+
+use kopt_ingest::tensor::read_tensors;
+use kopt_model::compare::CompareReport;
+
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompareRequest {
+    pub reference: PathBuf,
+    pub candidate: PathBuf,
+    /// Relative L2 tolerance (default by dtype).
+    pub tol: Option<f64>,
+    /// The candidate ran float32 math on tensor cores.
+    pub tf32: bool,
+    /// History database the comparison is recorded in (None: not recorded).
+    pub db: Option<PathBuf>,
+}
+
+impl CompareRequest {
+    pub fn validate(&self) -> Result<()> {
+        if let Some(t) = self.tol {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(Error::Usage(format!(
+                    "--tol must be a non-negative number, got {t}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Compare every tensor of the reference with its pair in the candidate.
+pub fn compare(req: &CompareRequest, progress: &dyn Progress) -> Result<CompareReport> {
+    req.validate()?;
+    let reference = read_tensors(&req.reference)?;
+    let candidate = read_tensors(&req.candidate)?;
+    let report = kopt_bench::compare_tensors(&reference, &candidate, req.tol, req.tf32);
+    if let Some(db) = &req.db {
+        let failed: Vec<&str> = report
+            .tensors
+            .iter()
+            .filter(|c| !c.passed)
+            .map(|c| c.name.as_str())
+            .collect();
+        let summary = if report.passed {
+            format!("{} tensor(s) within tolerance", report.tensors.len())
+        } else if failed.is_empty() {
+            format!("failed: {}", report.problems.join("; "))
+        } else {
+            format!("failed: {}", failed.join(", "))
+        };
+        let mut row = crate::record::run_row(
+            "compare",
+            format!(
+                "kopt compare {} {}",
+                req.reference.display(),
+                req.candidate.display()
+            ),
+            summary,
+        );
+        row.verdict = Some(if report.passed { "PASS" } else { "REVERT" }.into());
+        row.report_json = serde_json::to_string(&report).ok();
+        crate::record::record_run(db, &row, progress);
+    }
+    Ok(report)
+}

@@ -1,0 +1,54 @@
+//! The optimization journal (OPTIMIZATIONS.md): one entry per attempt.
+
+use std::path::{Path, PathBuf};
+
+use kopt_store::Entry;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JournalEntryRequest {
+    pub hypothesis: String,
+    pub predict: Option<String>,
+    pub outcome: Option<String>,
+    /// KEEP, MARGINAL or REVERT (any case).
+    pub verdict: Option<String>,
+    pub run: Option<String>,
+}
+
+/// Append an entry to `file`; returns the entry as written.
+pub fn add_entry(file: &Path, req: &JournalEntryRequest) -> Result<Entry> {
+    if req.hypothesis.trim().is_empty() {
+        return Err(Error::Usage("--hypothesis needs text".into()));
+    }
+    let verdict = match req.verdict.as_deref().map(str::to_ascii_uppercase) {
+        None => None,
+        Some(v) if matches!(v.as_str(), "KEEP" | "MARGINAL" | "REVERT") => Some(v),
+        Some(v) => {
+            return Err(Error::Usage(format!(
+                "--verdict {v} is not one of KEEP, MARGINAL, REVERT"
+            )))
+        }
+    };
+    let entry = Entry {
+        when: crate::run_folder::journal_timestamp(std::time::SystemTime::now()),
+        hypothesis: req.hypothesis.clone(),
+        prediction: req.predict.clone(),
+        outcome: req.outcome.clone(),
+        verdict,
+        run: req.run.clone(),
+    };
+    kopt_store::append_entry(file, &entry)?;
+    Ok(entry)
+}
+
+/// The journal's text.
+pub fn read(file: &Path) -> Result<String> {
+    std::fs::read_to_string(file)
+        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", file.display())))
+}
+
+/// Where the journal is by default, from `cwd`.
+pub fn default_file(cwd: &Path) -> PathBuf {
+    crate::record::RecordPaths::for_cwd(cwd).journal
+}

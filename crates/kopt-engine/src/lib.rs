@@ -1,0 +1,38 @@
+//! kopt's engine: every workflow as a typed function. A front end (the CLI,
+//! the Python package, an agent server) builds a request, calls the
+//! workflow with a [`Progress`] sink, and renders the typed report it gets
+//! back (`Diagnosis`, `BenchReport`, `CompareReport` from kopt-model).
+//! Every failure is an [`Error`] whose kind the front end maps to its own
+//! vocabulary (exit codes, exception classes).
+
+pub mod analyze;
+pub mod bench;
+pub mod compare;
+mod error;
+pub mod history;
+pub mod journal;
+pub mod profile;
+pub mod progress;
+pub mod record;
+pub mod run_folder;
+pub mod trace;
+
+pub use analyze::{analyze, AnalysisOptions, AnalyzeRequest};
+pub use bench::{bench, run_bench, BenchRequest, Sampler, TimingChoice, VariantSpec};
+pub use compare::{compare, CompareRequest};
+pub use error::{Error, Result};
+pub use profile::{profile, ProfileRequest, TimingPass, WorkloadOptions};
+pub use progress::{Progress, Silent};
+pub use record::RecordPaths;
+pub use trace::{trace, TraceRequest, Traced};
+
+/// Write outputs under kopt's output policy (see `kopt_store::files`):
+/// every path is checked first, so nothing is written unless all can be.
+pub fn write_outputs(outputs: &[(&std::path::Path, &[u8])]) -> Result<()> {
+    kopt_store::check_writable(outputs.iter().map(|(p, _)| *p))
+        .map_err(|e| Error::Output(e.to_string()))?;
+    for (path, bytes) in outputs {
+        kopt_store::write_file(path, bytes).map_err(|e| Error::Output(e.to_string()))?;
+    }
+    Ok(())
+}

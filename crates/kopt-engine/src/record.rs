@@ -1,0 +1,92 @@
+//! Where kopt keeps its records, and recording a finished run.
+
+use std::path::{Path, PathBuf};
+
+use kopt_store::{History, RunRow};
+
+use crate::progress::Progress;
+
+/// One rule for every record kopt keeps (`.kopt/` with the history and the
+/// run folders, OPTIMIZATIONS.md): the root of the git repository `start`
+/// is in, else `start` itself.
+pub fn project_root(start: &Path) -> PathBuf {
+    let mut dir = Some(start);
+    while let Some(d) = dir {
+        if d.join(".git").exists() {
+            return d.to_path_buf();
+        }
+        dir = d.parent();
+    }
+    start.to_path_buf()
+}
+
+/// The places records go, each overridable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordPaths {
+    /// The history database.
+    pub db: PathBuf,
+    /// Folder of run folders.
+    pub runs_dir: PathBuf,
+    /// The journal.
+    pub journal: PathBuf,
+}
+
+impl RecordPaths {
+    /// The defaults for a command started in `cwd`.
+    pub fn for_cwd(cwd: &Path) -> RecordPaths {
+        let root = project_root(cwd);
+        RecordPaths {
+            db: root.join(".kopt/history.db"),
+            runs_dir: root.join(".kopt/runs"),
+            journal: root.join("OPTIMIZATIONS.md"),
+        }
+    }
+
+    /// The defaults for the current folder.
+    pub fn current() -> RecordPaths {
+        RecordPaths::for_cwd(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
+    }
+}
+
+/// Record a finished run. Its results are already printed or written: a
+/// history that cannot be written is a note, not a failure.
+pub fn record_run(db: &Path, row: &RunRow, progress: &dyn Progress) {
+    let result = History::open(db).and_then(|mut h| h.record(row));
+    if let Err(e) = result {
+        progress.note(&format!("warning: run not recorded in the history: {e}"));
+    }
+}
+
+/// A history row with the fields every kind shares filled in.
+pub fn run_row(kind: &str, command: String, summary: String) -> RunRow {
+    RunRow {
+        id: 0,
+        kind: kind.into(),
+        started_utc: crate::run_folder::utc_timestamp(std::time::SystemTime::now()),
+        command,
+        device: None,
+        git_rev: kopt_store::git_revision(Path::new(".")),
+        summary,
+        verdict: None,
+        run_dir: None,
+        report_json: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_live_at_the_repository_root_else_here() {
+        let d = tempfile::tempdir().unwrap();
+        let sub = d.path().join("src/kernels");
+        std::fs::create_dir_all(&sub).unwrap();
+        assert_eq!(RecordPaths::for_cwd(&sub).db, sub.join(".kopt/history.db"));
+        std::fs::create_dir(d.path().join(".git")).unwrap();
+        let p = RecordPaths::for_cwd(&sub);
+        assert_eq!(p.db, d.path().join(".kopt/history.db"));
+        assert_eq!(p.runs_dir, d.path().join(".kopt/runs"));
+        assert_eq!(p.journal, d.path().join("OPTIMIZATIONS.md"));
+    }
+}

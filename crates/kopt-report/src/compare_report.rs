@@ -1,0 +1,102 @@
+//! `kopt compare`'s report in every format, from the typed [`CompareReport`].
+
+use std::fmt::Write as _;
+
+use kopt_model::compare::{CompareReport, TensorComparison};
+
+use crate::Format;
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3e}"))
+}
+
+fn verdict_line(r: &CompareReport) -> &'static str {
+    if r.passed {
+        "correctness: PASS"
+    } else {
+        "correctness: FAIL (verdict REVERT)"
+    }
+}
+
+fn status(c: &TensorComparison) -> &'static str {
+    if c.passed {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// The report as text in `format` (HTML gets the Markdown table: a gate's
+/// result is a table, not a page).
+pub fn render_compare(r: &CompareReport, format: Format) -> String {
+    let mut o = String::new();
+    match format {
+        Format::Json => {
+            o = serde_json::to_string_pretty(r).unwrap_or_default();
+            o.push('\n');
+        }
+        Format::Markdown | Format::Html => {
+            let _ = writeln!(
+                o,
+                "| Tensor | Result | Rel L2 | Tolerance | Max abs | NaN ref/cand | Inf ref/cand | Reference | Candidate |"
+            );
+            let _ = writeln!(o, "|---|---|--:|--:|--:|--:|--:|---|---|");
+            for c in &r.tensors {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {:.1e} | {} | {}/{} | {}/{} | {} {:?} | {} {:?} |",
+                    c.name,
+                    status(c),
+                    opt(c.rel_l2),
+                    c.tolerance,
+                    opt(c.max_abs),
+                    c.nan.0,
+                    c.nan.1,
+                    c.inf.0,
+                    c.inf.1,
+                    c.reference_dtype,
+                    c.reference_shape,
+                    c.candidate_dtype,
+                    c.candidate_shape
+                );
+            }
+            let _ = writeln!(o);
+            for p in r.problems.iter().chain(r.tensors.iter().flat_map(|c| &c.problems)) {
+                let _ = writeln!(o, "- problem: {p}");
+            }
+            let _ = writeln!(o, "**{}**", verdict_line(r));
+        }
+        Format::Terminal => {
+            for c in &r.tensors {
+                let _ = writeln!(
+                    o,
+                    "{}: {}  rel L2 {}  (tolerance {:.1e}), max abs {}, NaN {}/{}, Inf {}/{}  [{} {:?} vs {} {:?}]",
+                    c.name,
+                    status(c),
+                    opt(c.rel_l2),
+                    c.tolerance,
+                    opt(c.max_abs),
+                    c.nan.0,
+                    c.nan.1,
+                    c.inf.0,
+                    c.inf.1,
+                    c.reference_dtype,
+                    c.reference_shape,
+                    c.candidate_dtype,
+                    c.candidate_shape
+                );
+                for p in &c.problems {
+                    let _ = writeln!(o, "  problem: {p}");
+                }
+                for w in &c.warnings {
+                    let _ = writeln!(o, "  warning: {w}");
+                }
+            }
+            for p in &r.problems {
+                let _ = writeln!(o, "problem: {p}");
+            }
+            let _ = writeln!(o, "{}", verdict_line(r));
+        }
+    }
+    o
+}
