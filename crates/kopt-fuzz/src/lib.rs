@@ -290,15 +290,14 @@ pub fn render(d: &Diagnosis) {
 }
 
 fn compare(a: &Tensor, b: &Tensor) {
-    fn side(t: &Tensor) -> kopt_bench::Side<'_> {
-        kopt_bench::Side {
-            dtype: t.dtype.name(),
-            shape: &t.shape,
-            values: &t.values,
-        }
-    }
-    let _ = kopt_bench::compare(&a.name, side(a), side(b), None, false);
-    let _ = kopt_bench::compare(&b.name, side(b), side(a), Some(0.0), true);
+    let _ = kopt_bench::compare_tensor(&a.name, a, b, None, false);
+    let _ = kopt_bench::compare_tensor(&b.name, b, a, Some(0.0), true);
+    let _ = kopt_bench::compare_tensors(
+        std::slice::from_ref(a),
+        std::slice::from_ref(b),
+        None,
+        false,
+    );
 }
 
 #[cfg(test)]

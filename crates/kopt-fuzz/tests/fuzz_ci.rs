@@ -54,13 +54,11 @@ fn fuzz_kopt_trace() {
 }
 
 #[test]
-#[ignore = "known panics in tensor.rs (fuzz/regressions/npy/); remove once fixed"]
 fn fuzz_npy() {
     fuzz("npy");
 }
 
 #[test]
-#[ignore = "known panics in tensor.rs (fuzz/regressions/safetensors/); remove once fixed"]
 fn fuzz_safetensors() {
     fuzz("safetensors");
 }

@@ -52,8 +52,10 @@ pub fn render_bench(r: &BenchReport, format: Format) -> String {
                 .collect();
             page(&views, r.threshold)
         }
-        Format::Markdown => markdown(r),
-        Format::Terminal => terminal(r),
+        // Names, commands and problems come from the user's programs: no
+        // control character of theirs reaches the terminal.
+        Format::Markdown => crate::format::safe_report(&markdown(r)).into_owned(),
+        Format::Terminal => crate::format::safe_report(&terminal(r)).into_owned(),
     }
 }
 
@@ -102,4 +104,69 @@ fn terminal(r: &BenchReport) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kopt_model::{BenchReport, Interval, Verdict, VerdictKind};
+
+    fn report(name: &str) -> BenchReport {
+        let v = |name: &str, verdict: Option<Verdict>| VariantResult {
+            name: name.into(),
+            command: format!("./{name}"),
+            source: "wall time of the whole process".into(),
+            samples: 3,
+            values_s: vec![1e-3, 1.1e-3, 0.9e-3],
+            outliers: 0,
+            median_s: 1e-3,
+            relative_noise: Some(0.01),
+            speedup_vs_first: 1.25,
+            ratio_interval: verdict.as_ref().map(|_| Interval {
+                estimate: 0.8,
+                low: 0.78,
+                high: 0.82,
+                confidence: 0.95,
+            }),
+            verdict,
+            correct: None,
+            check_problems: Vec::new(),
+        };
+        BenchReport {
+            schema: kopt_model::SCHEMA.into(),
+            threshold: 0.05,
+            noise: 0.01,
+            seed: 42,
+            device: None,
+            variants: vec![
+                v("base", None),
+                v(
+                    name,
+                    Some(Verdict {
+                        kind: VerdictKind::Keep,
+                        reason: "faster".into(),
+                        next: "keep".into(),
+                    }),
+                ),
+            ],
+            verdict: VerdictKind::Keep,
+        }
+    }
+
+    #[test]
+    fn every_format_shows_the_verdicts_and_no_control_character() {
+        let r = report("tiled\u{1b}[31m\u{7}");
+        for f in [Format::Terminal, Format::Markdown] {
+            let text = render_bench(&r, f);
+            assert!(text.contains("KEEP") && text.contains("baseline"), "{text}");
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}'),
+                "{text}"
+            );
+        }
+        let json: BenchReport = serde_json::from_str(&render_bench(&r, Format::Json)).unwrap();
+        assert_eq!(json, r);
+        let page = render_bench(&r, Format::Html);
+        assert!(page.contains("KEEP") && page.contains("[0.780, 0.820]"));
+    }
 }

@@ -61,7 +61,11 @@ pub fn render_compare(r: &CompareReport, format: Format) -> String {
                 );
             }
             let _ = writeln!(o);
-            for p in r.problems.iter().chain(r.tensors.iter().flat_map(|c| &c.problems)) {
+            for p in r
+                .problems
+                .iter()
+                .chain(r.tensors.iter().flat_map(|c| &c.problems))
+            {
                 let _ = writeln!(o, "- problem: {p}");
             }
             let _ = writeln!(o, "**{}**", verdict_line(r));
@@ -98,5 +102,10 @@ pub fn render_compare(r: &CompareReport, format: Format) -> String {
             let _ = writeln!(o, "{}", verdict_line(r));
         }
     }
-    o
+    if format == Format::Json {
+        o
+    } else {
+        // Tensor names and problems come from the user's files.
+        crate::format::safe_report(&o).into_owned()
+    }
 }

@@ -3,8 +3,8 @@
 
 pub mod bench_html;
 mod bench_report;
-mod compare_report;
 pub mod chrome_trace;
+mod compare_report;
 mod format;
 pub mod html;
 mod json;
@@ -41,7 +41,10 @@ pub trait Exporter {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Format {
-    #[cfg_attr(feature = "clap", value(name = "term", alias = "terminal", alias = "text"))]
+    #[cfg_attr(
+        feature = "clap",
+        value(name = "term", alias = "terminal", alias = "text")
+    )]
     Terminal,
     #[cfg_attr(feature = "clap", value(name = "md", alias = "markdown"))]
     Markdown,
