@@ -1,0 +1,54 @@
+"""kopt: profile-guided GPU kernel optimization, from Python.
+
+The engine runs in-process (a Rust extension); every function returns typed
+objects built from kopt's versioned ``kopt/1`` JSON.
+
+    >>> import kopt
+    >>> analysis = kopt.analyze("report.csv")            # ncu CSV, .ncu-rep, trace, run folder
+    >>> print(analysis.primary_bottleneck_component, analysis.primary_bottleneck_type)
+    >>> for rec in analysis.recommendations:
+    ...     print(rec)
+
+``profile_module(script_content, module_name, gpu_id)`` profiles a module
+script on the GPU (seed 000's interface); ``bench`` and ``compare`` give A/B
+verdicts and the correctness gate. Errors are :class:`KoptError` subclasses
+carrying kopt's one-line messages.
+"""
+
+from ._kopt import (
+    InputError,
+    KoptError,
+    OutputError,
+    ToolMissing,
+    UsageError,
+    WorkloadFailed,
+    __version__,
+)
+from ._analysis import Analysis, Kernel, Recommendation, Timeline
+from ._results import BenchResult, CompareResult, TensorResult, VariantResult
+from ._api import analyze, bench, compare, trace
+from ._module import GenericProfiler, profile_module
+
+__all__ = [
+    "Analysis",
+    "BenchResult",
+    "CompareResult",
+    "GenericProfiler",
+    "InputError",
+    "Kernel",
+    "KoptError",
+    "OutputError",
+    "Recommendation",
+    "TensorResult",
+    "Timeline",
+    "ToolMissing",
+    "UsageError",
+    "VariantResult",
+    "WorkloadFailed",
+    "__version__",
+    "analyze",
+    "bench",
+    "compare",
+    "profile_module",
+    "trace",
+]

@@ -1,0 +1,159 @@
+"""analyze, trace, bench, compare: thin calls into the engine."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence, Tuple, Union
+
+from . import _kopt
+from ._analysis import Analysis
+from ._results import BenchResult, CompareResult
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def tracer_path() -> Optional[str]:
+    """kopt's CUPTI tracer library: $KOPT_TRACER, else the one inside this package."""
+    env = os.environ.get("KOPT_TRACER")
+    if env:
+        return env
+    bundled = Path(__file__).with_name("libkopt_tracer.so")
+    return str(bundled) if bundled.is_file() else None
+
+
+def _opt_path(p: Optional[PathLike]) -> Optional[str]:
+    return None if p is None else os.fspath(p)
+
+
+def analyze(
+    *paths: PathLike,
+    device: Optional[str] = None,
+    top: Optional[int] = None,
+    ncu: Optional[PathLike] = None,
+    peak_dram_gbs: Optional[float] = None,
+) -> Analysis:
+    """Diagnose profiler output you already have.
+
+    ``paths``: ncu CSV pages (``--page raw`` or ``details``), ``.ncu-rep``
+    reports (needs ncu), torch.profiler / Kineto traces, kopt traces
+    (``.jsonl``) or ``kopt profile`` run folders. Raises :class:`InputError`
+    for unreadable or malformed input.
+    """
+    if not paths:
+        raise _kopt.UsageError("analyze() needs at least one path")
+    return Analysis(
+        _kopt.analyze(
+            [os.fspath(p) for p in paths],
+            device=device,
+            top=top,
+            ncu=_opt_path(ncu),
+            peak_dram_gbs=peak_dram_gbs,
+        )
+    )
+
+
+def _argv(command_or_script: Union[str, Sequence[str]]) -> List[str]:
+    if isinstance(command_or_script, (list, tuple)):
+        return [str(a) for a in command_or_script]
+    text = str(command_or_script)
+    if text.endswith(".py") and Path(text).is_file():
+        return [sys.executable, text]
+    return shlex.split(text)
+
+
+def trace(
+    command_or_script: Union[str, Sequence[str]],
+    *,
+    gpu: Optional[Union[int, str]] = None,
+    timeout: Optional[float] = None,
+    sample: Optional[str] = None,
+    quiet: bool = False,
+    runs_dir: Optional[PathLike] = None,
+    db: Optional[PathLike] = None,
+) -> Analysis:
+    """Run a program (argv list, command string, or a ``.py`` file run with
+    this interpreter) under kopt's CUPTI tracer and diagnose its timeline."""
+    return Analysis(
+        _kopt.trace(
+            _argv(command_or_script),
+            gpu=None if gpu is None else str(gpu),
+            timeout=timeout,
+            sample=sample,
+            quiet=quiet,
+            tracer=tracer_path(),
+            runs_dir=_opt_path(runs_dir),
+            db=_opt_path(db),
+        )
+    )
+
+
+def bench(
+    baseline: Optional[str] = None,
+    candidate: Optional[str] = None,
+    *,
+    variants: Optional[Sequence[Tuple[str, str]]] = None,
+    threshold: float = 0.05,
+    noise: float = 0.01,
+    warmup: int = 1,
+    min_samples: int = 10,
+    min_time: float = 0.5,
+    max_time: float = 10.0,
+    noise_target: float = 0.005,
+    seed: int = 42,
+    timing: str = "auto",
+    range: Optional[str] = None,
+    check: Optional[PathLike] = None,
+    tol: Optional[float] = None,
+    journal: Optional[str] = None,
+    db: Optional[PathLike] = None,
+) -> BenchResult:
+    """A/B benchmark of two shell commands (or an ablation of ``variants``,
+    ``[(name, command), ...]``, the first the baseline): interleaved runs,
+    a bootstrap interval, and a KEEP / MARGINAL / REVERT verdict."""
+    if variants is None:
+        if baseline is None or candidate is None:
+            raise _kopt.UsageError("give baseline and candidate, or variants=[(name, command), ...]")
+        variants = [("baseline", baseline), ("candidate", candidate)]
+    elif baseline is not None or candidate is not None:
+        raise _kopt.UsageError("give baseline and candidate, or variants, not both")
+    return BenchResult(
+        _kopt.bench(
+            [(str(n), str(c)) for n, c in variants],
+            threshold=threshold,
+            noise=noise,
+            warmup=warmup,
+            min_samples=min_samples,
+            min_time=min_time,
+            max_time=max_time,
+            noise_target=noise_target,
+            seed=seed,
+            timing=timing,
+            range=range,
+            tracer=tracer_path(),
+            check=_opt_path(check),
+            tol=tol,
+            journal=journal,
+            db=_opt_path(db),
+        )
+    )
+
+
+def compare(
+    reference: PathLike,
+    candidate: PathLike,
+    tol: Optional[float] = None,
+    *,
+    tf32: bool = False,
+    db: Optional[PathLike] = None,
+) -> CompareResult:
+    """The correctness gate on two ``.npy`` / ``.safetensors`` files: tensors
+    paired by name, relative L2 error against a dtype-aware tolerance,
+    NaN/Inf and shape checks."""
+    return CompareResult(
+        _kopt.compare(
+            os.fspath(reference), os.fspath(candidate), tol=tol, tf32=tf32, db=_opt_path(db)
+        )
+    )

@@ -1,0 +1,81 @@
+"""Type stubs of kopt's native module (the engine, in-process)."""
+
+from typing import List, Optional, Sequence, Tuple
+
+__version__: str
+
+class KoptError(Exception): ...
+class UsageError(KoptError): ...
+class InputError(KoptError): ...
+class ToolMissing(KoptError): ...
+class WorkloadFailed(KoptError): ...
+class OutputError(KoptError): ...
+
+def analyze(
+    paths: Sequence[str],
+    *,
+    device: Optional[str] = None,
+    top: Optional[int] = None,
+    ncu: Optional[str] = None,
+    peak_dram_gbs: Optional[float] = None,
+) -> str: ...
+def profile(
+    argv: Sequence[str],
+    *,
+    module: Optional[str] = None,
+    gpu: Optional[str] = None,
+    timeout: Optional[float] = None,
+    top: int = 20,
+    deep_top: Optional[int] = None,
+    kernel: Optional[str] = None,
+    timing_pass: str = "tracer",
+    quiet: bool = False,
+    tracer: Optional[str] = None,
+    ncu: Optional[str] = None,
+    runs_dir: Optional[str] = None,
+    db: Optional[str] = None,
+    run_dir: Optional[str] = None,
+    device: Optional[str] = None,
+) -> str: ...
+def trace(
+    argv: Sequence[str],
+    *,
+    gpu: Optional[str] = None,
+    timeout: Optional[float] = None,
+    sample: Optional[str] = None,
+    quiet: bool = False,
+    tracer: Optional[str] = None,
+    runs_dir: Optional[str] = None,
+    db: Optional[str] = None,
+    run_dir: Optional[str] = None,
+) -> str: ...
+def bench(
+    variants: Sequence[Tuple[str, str]],
+    *,
+    threshold: float = 0.05,
+    noise: float = 0.01,
+    warmup: int = 1,
+    min_samples: int = 10,
+    min_time: float = 0.5,
+    max_time: float = 10.0,
+    noise_target: float = 0.005,
+    seed: int = 42,
+    timing: str = "auto",
+    range: Optional[str] = None,
+    tracer: Optional[str] = None,
+    check: Optional[str] = None,
+    tol: Optional[float] = None,
+    journal: Optional[str] = None,
+    db: Optional[str] = None,
+) -> str: ...
+def compare(
+    reference: str,
+    candidate: str,
+    *,
+    tol: Optional[float] = None,
+    tf32: bool = False,
+    db: Optional[str] = None,
+) -> str: ...
+def render(kind: str, report_json: str, format_name: str, *, width: Optional[int] = None) -> str: ...
+def create_run_dir(runs_dir: Optional[str] = None) -> str: ...
+def cli_main(args: List[str]) -> int: ...

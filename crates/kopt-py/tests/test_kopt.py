@@ -1,0 +1,173 @@
+"""The Python package against the CLI and the fixtures (no GPU)."""
+
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+import kopt
+
+SUITE = "labeled-suite-h100/ncu_raw_base.csv"
+
+
+def cli(*args):
+    """The `kopt` command: $KOPT_BIN (the cargo-built binary) when set, else
+    the console script this wheel installed."""
+    exe = os.environ.get("KOPT_BIN") or shutil.which("kopt")
+    assert exe, "no kopt command: set KOPT_BIN or install the wheel"
+    return subprocess.run([exe, *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [
+        [SUITE],
+        ["labeled-suite-h100/ncu_raw_base.csv", "labeled-suite-h100/ncu_details.csv"],
+        ["seed000-h200/moe_trace.json"],
+    ],
+)
+def test_analyze_matches_the_cli_field_by_field(fixtures, inputs):
+    paths = [str(fixtures / p) for p in inputs]
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing:
+        pytest.skip(f"fixture not in this checkout: {missing}")
+    out = cli("analyze", *paths, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    expected = json.loads(out.stdout)
+    got = kopt.analyze(*paths)
+    assert got.to_dict() == expected
+    primary = expected.get("primary") or {}
+    assert got.primary_bottleneck_component == primary.get("component_short")
+    assert got.primary_bottleneck_type == primary.get("type")
+    assert [k.bottleneck for k in got.kernels] == [k["bottleneck"]["class"] for k in expected["kernels"]]
+    assert [(r.rank, r.id, r.kernel) for r in got.recommendations] == [
+        (r["rank"], r["id"], r["kernel"]) for r in expected["recommendations"]
+    ]
+
+
+def test_analysis_objects_read_well(fixtures):
+    a = kopt.analyze(fixtures / SUITE)
+    assert a.primary_bottleneck_component and a.primary_bottleneck_type
+    assert a.kernels and a.recommendations
+    k = a.kernels[0]
+    assert k.latency_us > 0 and 0 < k.pct_total <= 100 and k.launches >= 1
+    line = str(a.recommendations[0])
+    assert "\n" not in line and line.startswith("#1 ")
+    assert a.recommendations[0].title in line
+    assert "Key insight" in a.to_text(width=120)
+    assert a.to_markdown().lstrip().startswith("#")
+    assert json.loads(a.to_json())["schema"] == "kopt/1"
+
+
+def test_repr_html_is_self_contained(fixtures):
+    page = kopt.analyze(fixtures / SUITE)._repr_html_()
+    assert page.lstrip().lower().startswith("<!doctype html")
+    # No network at view time: no external script, style, image or font.
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page, re.I)
+    assert not re.search(r"@import|url\(\s*['\"]?(https?:)?//", page, re.I)
+    assert "<script" not in page.lower()
+
+
+def test_profile_module_end_to_end_with_a_fake_ncu(fake_ncu, tmp_path):
+    script = "print('hello from the workload')\n"
+    a = kopt.profile_module(script_content=script, module_name="topk_sort", gpu_id=0, runs_dir=tmp_path / "runs", quiet=True)
+    assert isinstance(a, kopt.Analysis)
+    assert a.primary_bottleneck_component and a.primary_bottleneck_type
+    assert a.kernels and a.recommendations
+    run_dir = tmp_path / "runs" / os.path.basename(a.run_dir)
+    assert (run_dir / "topk_sort.py").read_text() == script
+    assert (run_dir / "report.json").is_file()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["status"] == "ok" and run["module"] == "topk_sort"
+    assert run["cuda_visible_devices"] == "0"
+    # The same call through GenericProfiler.
+    b = kopt.GenericProfiler(gpu_id=1, runs_dir=tmp_path / "runs", quiet=True).profile(script, "topk_sort")
+    assert b.primary_bottleneck_type == a.primary_bottleneck_type
+
+
+def test_a_module_script_is_driven_and_its_failure_surfaces(fake_ncu, tmp_path):
+    script = (
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x.topk(2).values\n"
+        "def get_inputs():\n"
+        "    return [torch.randn(4, 64)]\n"
+    )
+    with pytest.raises(kopt.WorkloadFailed) as e:
+        kopt.profile_module(script, "topk_sort", runs_dir=tmp_path / "runs", quiet=True)
+    # No torch here: the driver's import fails, and the message says so in one line.
+    assert "torch" in str(e.value) and "\n" not in str(e.value)
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    driver = (run_dir / "kopt_driver.py").read_text()
+    assert "kopt_step" in driver and "topk_sort.py" in driver
+    compile(driver, "kopt_driver.py", "exec")
+
+
+def test_every_error_class_is_raised(fixtures, tmp_path, monkeypatch):
+    with pytest.raises(kopt.UsageError):
+        kopt.analyze()
+    with pytest.raises(kopt.UsageError):
+        kopt.analyze(fixtures / SUITE, top=0)
+    with pytest.raises(kopt.UsageError):
+        kopt.bench(variants=[("only", "true")])
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b'"ID","Kernel Name"\n"x",\n\x00\x01')
+    with pytest.raises(kopt.InputError) as e:
+        kopt.analyze(bad)
+    assert str(bad) in str(e.value)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(kopt.ToolMissing) as e:
+        kopt.profile_module("print(1)", "m", runs_dir=tmp_path / "runs", ncu=tmp_path / "no-ncu")
+    assert "ncu" in str(e.value)
+    ro = tmp_path / "OPTIMIZATIONS.md"
+    ro.write_text("# journal\n")
+    ro.chmod(0o444)
+    with pytest.raises(kopt.OutputError):
+        kopt.bench("true", "true", timing="wall", max_time=0.5, min_samples=2, journal="h", db=tmp_path / "h.db")
+    for cls in (kopt.UsageError, kopt.InputError, kopt.ToolMissing, kopt.WorkloadFailed, kopt.OutputError):
+        assert issubclass(cls, kopt.KoptError) and issubclass(cls, Exception)
+
+
+def _npy(path, values):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }" % len(values)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + struct.pack("<%df" % len(values), *values))
+
+
+def test_compare_passes_close_outputs_and_fails_others(tmp_path):
+    ref, same, off = tmp_path / "ref.npy", tmp_path / "same.npy", tmp_path / "off.npy"
+    _npy(ref, [1.0, 2.0, 3.0, 4.0])
+    _npy(same, [1.0, 2.0, 3.0, 4.0])
+    _npy(off, [1.0, 2.0, 3.0, 5.0])
+    ok = kopt.compare(ref, same)
+    assert ok.passed and bool(ok) and ok.tensors[0].rel_l2 == 0.0
+    bad = kopt.compare(ref, off)
+    assert not bad.passed and bad.tensors[0].rel_l2 > 1e-2
+    assert "FAIL" in str(bad)
+
+
+def test_bench_gives_a_verdict_with_its_samples(tmp_path):
+    r = kopt.bench("sleep 0.01", "sleep 0.03", timing="wall", min_samples=5, min_time=0, max_time=3, db=tmp_path / "h.db")
+    assert r.verdict == "REVERT"
+    assert len(r.samples["baseline"]) >= 5
+    assert r.speedup < 1.0 and r.interval[0] > 1.0
+    assert "REVERT" in r.to_markdown()
+
+
+def test_the_console_script_is_the_cli(fixtures):
+    out = subprocess.run([sys.executable, "-m", "kopt", "analyze", str(fixtures / SUITE), "--top", "3"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "Key insight" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "kopt", "analyze", "/nonexistent.csv"], capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.startswith("kopt: error: ")
+
+
+def test_help_is_useful():
+    doc = kopt.profile_module.__doc__
+    assert "module_name" in doc and "gpu" in doc and "ToolMissing" in doc
