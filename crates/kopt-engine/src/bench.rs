@@ -434,13 +434,14 @@ pub fn parse_sample_line(line: &str, line_no: u64) -> Result<Option<f64>> {
     };
     let value = v
         .get("kopt_sample_ns")
-        .map(|x| (x, 1e-9))
+        .map(|x| (x, 1e9))
         .or_else(|| v.get("kopt_sample_s").map(|x| (x, 1.0)));
     let Some((x, scale)) = value else {
         return Ok(None);
     };
     match x.as_f64() {
-        Some(n) if n.is_finite() && n > 0.0 => Ok(Some(n * scale)),
+        // Divided, not multiplied by 1e-9: 1000 ns is exactly 1e-6 s.
+        Some(n) if n.is_finite() && n > 0.0 => Ok(Some(n / scale)),
         _ => Err(Error::WorkloadFailed(format!(
             "stdout line {line_no}: {}: a sample must be a positive, finite number",
             kopt_model::clip_chars(line.trim(), 120)
@@ -762,7 +763,7 @@ mod tests {
     use std::collections::HashMap;
 
     /// Commands are names of synthetic distributions: `NAME` gives samples
-    /// around `times[NAME]` with ±1% noise, one per run, each run taking
+    /// around `times[NAME]` with ±0.2% noise (quiet enough for the stopping rule), one per run, each run taking
     /// `run_s` of the bench's clock. Every call is logged.
     struct FakeSampler {
         times: HashMap<&'static str, f64>,
@@ -802,7 +803,7 @@ mod tests {
             let samples = if cut {
                 Vec::new()
             } else {
-                vec![t * (1.0 + 0.02 * (self.rng.f64() - 0.5))]
+                vec![t * (1.0 + 0.004 * (self.rng.f64() - 0.5))]
             };
             Ok(Run {
                 samples,

@@ -171,3 +171,12 @@ def test_the_console_script_is_the_cli(fixtures):
 def test_help_is_useful():
     doc = kopt.profile_module.__doc__
     assert "module_name" in doc and "gpu" in doc and "ToolMissing" in doc
+
+
+def test_the_h200_profile_module_run_reads_back(fixtures):
+    """The run folder profile_module left on an H200 (seed 000's MoE step)."""
+    a = kopt.analyze(fixtures / "profile-module-h200/run")
+    assert a.primary_bottleneck_type == "launch_overhead"
+    assert a.timeline is not None and a.timeline.launch_bound
+    assert a.recommendations[0].id == "capture_cuda_graph"
+    assert a.device.startswith("NVIDIA H200")

@@ -330,3 +330,26 @@ fn a_trace_alone_gives_the_timeline_verdict() {
     assert!(md.contains("/ **launch_overhead**"), "{md}");
     assert!(md.contains("Capture the launch sequence in a CUDA graph"));
 }
+
+/// The run folder `profile_module` left on an H200 (seed 000's MoE routing
+/// step at batch 4): launch bound, graph capture first.
+#[test]
+fn profile_module_run_folder_is_launch_bound() {
+    let run = fixture("profile-module-h200/run");
+    let o = kopt(&["analyze", run.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["primary"]["type"], "launch_overhead");
+    assert_eq!(v["timeline"]["launch_bound"], true);
+    assert_eq!(v["recommendations"][0]["id"], "capture_cuda_graph");
+    let names: Vec<&str> = v["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["short_name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"gatherTopK") && names.contains(&"bitonicSortKVInPlace"),
+        "{names:?}"
+    );
+}
