@@ -1,0 +1,266 @@
+//! CUDA API calls: which ones kopt keeps (`keep_api`), their names, and
+//! CUPTI's callbacks. A continuous trace has CUPTI record the selected calls
+//! as activity records (`enable_selected_apis`); a sampled trace takes them
+//! from the callbacks (`on_api_call`), which also detach CUPTI at the first
+//! API exit after a window closed.
+
+use std::collections::HashMap;
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use cudarc::cupti::sys;
+
+use crate::cupti::{c_text, cupti_now};
+use crate::records;
+use crate::sampling::detach_now;
+
+/// API names by (domain, callback id), looked up once each.
+static NAMES: Mutex<Option<HashMap<(u32, u32), String>>> = Mutex::new(None);
+
+/// API calls worth keeping: launches, graph launches, synchronisation, copies.
+pub(crate) fn keep_api(name: &str) -> bool {
+    ["Launch", "Synchronize", "Memcpy", "Memset", "GraphLaunch"]
+        .iter()
+        .any(|k| name.contains(k))
+}
+
+pub(crate) fn api_name(domain: sys::CUpti_CallbackDomain, cbid: u32) -> String {
+    let key = (domain as u32, cbid);
+    let mut guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = guard.get_or_insert_with(HashMap::new);
+    names
+        .entry(key)
+        .or_insert_with(|| callback_name(domain, cbid).unwrap_or_else(|| format!("cbid{cbid}")))
+        .clone()
+}
+
+/// CUPTI's name for a runtime or driver API call, None for an unused id.
+fn callback_name(domain: sys::CUpti_CallbackDomain, cbid: u32) -> Option<String> {
+    let mut p: *const std::ffi::c_char = std::ptr::null();
+    // SAFETY: `p` is a local out-pointer that lives across the call; domain
+    // and id are plain values (an unknown id is an error, not UB).
+    if unsafe { sys::cuptiGetCallbackName(domain, cbid, &mut p) } != sys::CUptiResult::CUPTI_SUCCESS
+    {
+        return None;
+    }
+    // SAFETY: on success CUPTI set `p` to its own NUL-terminated name of the
+    // call (static in libcupti), or left it null.
+    unsafe { c_text(p) }
+}
+
+/// Enable activity records for the selected runtime and driver APIs only.
+/// False when this CUPTI cannot select APIs (then whole kinds are enabled).
+///
+/// # Safety
+/// libcupti is loaded; called while setting CUPTI up (`attach`).
+pub(crate) unsafe fn enable_selected_apis() -> bool {
+    use sys::CUpti_CallbackDomain as D;
+    for &(domain, cbid) in selected_apis() {
+        let enable = if domain == D::CUPTI_CB_DOMAIN_RUNTIME_API {
+            sys::cuptiActivityEnableRuntimeApi
+        } else {
+            sys::cuptiActivityEnableDriverApi
+        };
+        // SAFETY: plain values: an id CUPTI itself named for this domain,
+        // and 1 (enable).
+        if unsafe { enable(cbid, 1) } != sys::CUptiResult::CUPTI_SUCCESS {
+            return false;
+        }
+    }
+    !selected_apis().is_empty()
+}
+
+/// The runtime and driver calls kopt keeps, looked up once (3,000 name
+/// queries): a sampled trace subscribes to them again at every window.
+fn selected_apis() -> &'static [(sys::CUpti_CallbackDomain, u32)] {
+    static SELECTED: std::sync::OnceLock<Vec<(sys::CUpti_CallbackDomain, u32)>> =
+        std::sync::OnceLock::new();
+    SELECTED.get_or_init(|| {
+        let mut ids = Vec::new();
+        for domain in [
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
+            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+        ] {
+            // Callback ids are small dense integers; names that do not resolve are skipped.
+            for cbid in 1..1500u32 {
+                if callback_name(domain, cbid).is_some_and(|name| keep_api(&name)) {
+                    ids.push((domain, cbid));
+                }
+            }
+        }
+        ids
+    })
+}
+
+/// The callback subscriber of the current attachment (null when none):
+/// selected API calls in a sampled window, every call while a detach waits.
+pub(crate) static SUBSCRIBER: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+/// A sampled window is open: the callback records the selected calls.
+pub(crate) static RECORD_API_CALLS: AtomicBool = AtomicBool::new(false);
+/// Counts the windows: an entry left by a call that a window's close cut
+/// short is not matched with a later call's exit.
+static WINDOW_GEN: AtomicU64 = AtomicU64::new(0);
+
+/// An API call a thread is inside.
+struct Entered {
+    domain: u32,
+    cbid: u32,
+    start: u64,
+    window: u64,
+    /// A driver call made by a runtime call: the runtime call is the record
+    /// (as in CUPTI's activity records).
+    nested: bool,
+}
+/// The window closed: the next API exit detaches CUPTI. An atomic, so the
+/// callback on every API call checks it without the lock; it is cleared
+/// under the lock, before the sampler is woken.
+pub(crate) static DETACH_PENDING: AtomicBool = AtomicBool::new(false);
+/// API lines the callbacks wrote in the open window.
+static API_LINES: Mutex<String> = Mutex::new(String::new());
+
+thread_local! {
+    /// Entry times of the API calls this thread is inside (a runtime call
+    /// makes driver calls).
+    static ENTERED: std::cell::RefCell<Vec<Entered>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+pub(crate) fn subscriber() -> sys::CUpti_SubscriberHandle {
+    SUBSCRIBER.load(Ordering::SeqCst).cast()
+}
+
+pub(crate) fn take_api_lines() -> String {
+    std::mem::take(&mut *API_LINES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Subscribe to CUPTI's callbacks for the selected API calls. The
+/// subscription is CUPTI's again after it detaches, so every attachment
+/// makes its own.
+///
+/// # Safety
+/// libcupti is loaded; called while setting CUPTI up (`attach`), when no
+/// subscriber of this attachment exists yet.
+pub(crate) unsafe fn subscribe_api_callbacks() -> bool {
+    let mut handle: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+    // SAFETY: `handle` is a local out-pointer; `on_api_call` has the
+    // signature of CUpti_CallbackFunc, is a plain function (lives for the
+    // process) and ignores its user data, passed null here.
+    if unsafe { sys::cuptiSubscribe(&mut handle, Some(on_api_call), std::ptr::null_mut()) }
+        != sys::CUptiResult::CUPTI_SUCCESS
+    {
+        return false;
+    }
+    SUBSCRIBER.store(handle.cast(), Ordering::SeqCst);
+    WINDOW_GEN.fetch_add(1, Ordering::SeqCst);
+    for &(domain, cbid) in selected_apis() {
+        // SAFETY: `handle` was returned by cuptiSubscribe just above (this
+        // attachment's, not yet finalized); domain and id are CUPTI's own.
+        unsafe { sys::cuptiEnableCallback(1, handle, domain, cbid) };
+    }
+    RECORD_API_CALLS.store(true, Ordering::SeqCst);
+    true
+}
+
+/// CUPTI's callback for runtime and driver API calls: in a sampled window,
+/// a selected call becomes an `api` line; once the window closed, the first
+/// call's exit detaches CUPTI from the process (where NVIDIA's sample does).
+///
+/// # Safety
+/// Called by CUPTI only: for the runtime and driver domains `data` points to
+/// a CUpti_CallbackData valid for the call.
+pub(crate) unsafe extern "C" fn on_api_call(
+    _userdata: *mut std::ffi::c_void,
+    domain: sys::CUpti_CallbackDomain,
+    cbid: sys::CUpti_CallbackId,
+    data: *const std::ffi::c_void,
+) {
+    let _ = catch_unwind(|| {
+        use sys::CUpti_CallbackDomain as D;
+        if !(domain == D::CUPTI_CB_DOMAIN_RUNTIME_API || domain == D::CUPTI_CB_DOMAIN_DRIVER_API)
+            || data.is_null()
+        {
+            return;
+        }
+        // callbackSite is the first field of CUpti_CallbackData; 1 = exit.
+        // SAFETY: `data` is not null and, for these two domains, points to
+        // the CUpti_CallbackData CUPTI passes for the callback's duration;
+        // its first field is the 4-byte `callbackSite`, read as an integer.
+        let exit = unsafe { *(data as *const u32) } == 1;
+        if DETACH_PENDING.load(Ordering::SeqCst) {
+            if exit {
+                detach_now();
+            }
+            return;
+        }
+        if !RECORD_API_CALLS.load(Ordering::Relaxed) {
+            return;
+        }
+        let now = cupti_now();
+        let window = WINDOW_GEN.load(Ordering::Relaxed);
+        if !exit {
+            ENTERED.with(|e| {
+                let mut e = e.borrow_mut();
+                let nested = domain == D::CUPTI_CB_DOMAIN_DRIVER_API
+                    && e.iter().any(|x| {
+                        x.window == window && x.domain == D::CUPTI_CB_DOMAIN_RUNTIME_API as u32
+                    });
+                e.push(Entered {
+                    domain: domain as u32,
+                    cbid,
+                    start: now,
+                    window,
+                    nested,
+                });
+            });
+            return;
+        }
+        // The matching entry; entries left by calls a window's close cut go.
+        let entry = ENTERED.with(|e| {
+            let mut e = e.borrow_mut();
+            while let Some(x) = e.pop() {
+                if (x.domain, x.cbid) == (domain as u32, cbid) {
+                    return Some(x);
+                }
+            }
+            None
+        });
+        let Some(Entered {
+            start,
+            window: entered_in,
+            nested: false,
+            ..
+        }) = entry
+        else {
+            return;
+        };
+        if entered_in != window {
+            return;
+        }
+        // SAFETY: as above: `data` is this callback's CUpti_CallbackData,
+        // valid until the callback returns.
+        let correlation = unsafe { (*(data as *const sys::CUpti_CallbackData)).correlationId };
+        // SAFETY: gettid takes no arguments and touches no memory.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+        let line = records::api_line(&api_name(domain, cbid), start, now, tid as i64, correlation);
+        API_LINES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_str(&line);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_launch_sync_and_copy_calls_only() {
+        assert!(keep_api("cudaLaunchKernel_v7000"));
+        assert!(keep_api("cuLaunchKernelEx"));
+        assert!(keep_api("cudaGraphLaunch_v10000"));
+        assert!(keep_api("cudaDeviceSynchronize_v3020"));
+        assert!(keep_api("cudaMemcpyAsync_v3020"));
+        assert!(!keep_api("cudaGetDevice_v3020"));
+    }
+}
