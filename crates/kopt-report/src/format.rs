@@ -48,6 +48,98 @@ fn escape_if(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Column names, the same in every format (terminal, Markdown, HTML).
+pub mod col {
+    pub const KERNEL: &str = "Kernel";
+    pub const LAUNCHES: &str = "Launches";
+    pub const TOTAL: &str = "Total";
+    pub const MEAN: &str = "Mean";
+    pub const PCT: &str = "% Total";
+    pub const DRAM: &str = "DRAM GB/s";
+    pub const MEM_SOL: &str = "Mem SOL %";
+    pub const COMPUTE_SOL: &str = "Compute SOL %";
+    pub const TENSOR: &str = "Tensor %";
+    pub const OCCUPANCY: &str = "Occupancy %";
+    pub const AI: &str = "AI (FLOP/B)";
+    pub const CLASS: &str = "Class";
+    pub const KEY_FIGURE: &str = "Key figure";
+    pub const ROOT_CAUSE: &str = "Root cause";
+}
+
+/// The one figure behind a kernel's class, for the compact terminal table:
+/// the hot unit's utilisation for throughput classes, the block count for a
+/// small grid, occupancy for occupancy, SM and memory throughput for latency.
+/// The root cause under the row says the rest.
+pub fn key_figure(k: &KernelVerdict) -> String {
+    use kopt_model::BottleneckClass as C;
+    let b = &k.bottleneck;
+    let unit = b.unit.zip(b.unit_pct).map(|(u, p)| {
+        let name = match u {
+            kopt_model::HotUnit::Dram => "DRAM",
+            kopt_model::HotUnit::L2 => "L2",
+            kopt_model::HotUnit::L1Shared => "L1/shared",
+            kopt_model::HotUnit::Tensor => "tensor",
+            kopt_model::HotUnit::Fp32 => "FP32",
+            kopt_model::HotUnit::Alu => "ALU",
+            kopt_model::HotUnit::Fp64 => "FP64",
+            kopt_model::HotUnit::Sm => "SM",
+        };
+        format!("{name} {p:.0}%")
+    });
+    let sm_mem = || match (k.compute_sol_pct, k.memory_sol_pct) {
+        (Some(c), Some(m)) => Some(format!("SM {c:.0}%, mem {m:.0}%")),
+        _ => None,
+    };
+    let figure = match b.class {
+        C::SmallGrid => {
+            blocks(&k.grid).map(|n| format!("{n} block{}", if n == 1 { "" } else { "s" }))
+        }
+        C::Occupancy => k
+            .occupancy_achieved_pct
+            .or(k.occupancy_theoretical_pct)
+            .map(|o| format!("occupancy {}%", pct(Some(o)))),
+        C::LaunchOverhead => Some(format!("mean {}", duration(k.mean_ns))),
+        C::Latency | C::Balanced | C::Sync => sm_mem(),
+        _ => unit.or_else(sm_mem),
+    };
+    figure.unwrap_or_else(|| "-".into())
+}
+
+/// Blocks in a grid written "(x, y, z)".
+fn blocks(grid: &str) -> Option<u64> {
+    let dims: Vec<u64> = grid
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .map(|d| d.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    (!dims.is_empty()).then(|| dims.iter().product())
+}
+
+/// `text` broken at spaces into lines of at most `width` characters; a word
+/// longer than a line gets a line of its own, whole.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split_whitespace() {
+        let w = word.chars().count();
+        if len > 0 && len + 1 + w > width {
+            lines.push(std::mem::take(&mut line));
+            len = 0;
+        }
+        if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        line.push_str(word);
+        len += w;
+    }
+    if len > 0 || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 pub fn pct(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
@@ -348,7 +440,11 @@ mod tests {
         for (name, text) in [
             (
                 "term",
-                TerminalExporter { width: Some(200) }.render_to_string(&d),
+                TerminalExporter {
+                    width: Some(200),
+                    wide: false,
+                }
+                .render_to_string(&d),
             ),
             ("md", MarkdownExporter.render_to_string(&d)),
         ] {

@@ -78,6 +78,8 @@ struct Page {
     strip: String,
     classes: Vec<&'static str>,
     classes_present: Vec<&'static str>,
+    /// The kernel table's column names, as in the terminal and Markdown.
+    columns: [&'static str; 13],
     kernel_chunks: Vec<Vec<KernelRow>>,
     /// "N more kernels, P% of kernel time" when the table is cut.
     kernels_hidden: String,
@@ -160,6 +162,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
         classes: CLASSES.iter().map(|c| c.as_str()).collect(),
         classes_present: present,
         kernels_hidden: hidden_kernels(d),
+        columns: crate::markdown::KERNEL_COLUMNS,
         kernel_chunks: d.kernels[..d.kernels.len().min(TABLE_ROWS_SHOWN)]
             .chunks(ROWS_PER_CHUNK)
             .map(|chunk| {

@@ -67,8 +67,13 @@ impl Format {
 
     /// The exporter for this format; `width` bounds terminal tables.
     pub fn exporter(self, width: Option<u16>) -> Box<dyn Exporter> {
+        self.exporter_with(width, false)
+    }
+
+    /// `exporter`, with `wide` asking the terminal table for every column.
+    pub fn exporter_with(self, width: Option<u16>, wide: bool) -> Box<dyn Exporter> {
         match self {
-            Format::Terminal => Box::new(TerminalExporter { width }),
+            Format::Terminal => Box::new(TerminalExporter { width, wide }),
             Format::Markdown => Box::new(MarkdownExporter),
             Format::Json => Box::new(JsonExporter),
             Format::Html => Box::new(HtmlExporter),

@@ -2,8 +2,25 @@ use std::io::{self, Write};
 
 use kopt_model::Diagnosis;
 
-use crate::format;
+use crate::format::{self, col};
 use crate::Exporter;
+
+/// The kernel table's columns, named as in the terminal and HTML tables.
+pub(crate) const KERNEL_COLUMNS: [&str; 13] = [
+    col::KERNEL,
+    col::LAUNCHES,
+    col::TOTAL,
+    col::MEAN,
+    col::PCT,
+    col::DRAM,
+    col::MEM_SOL,
+    col::COMPUTE_SOL,
+    col::TENSOR,
+    col::OCCUPANCY,
+    col::AI,
+    col::CLASS,
+    col::ROOT_CAUSE,
+];
 
 /// Markdown for a pull request: seed 000's table, the key insight, the ranked list.
 pub struct MarkdownExporter;
@@ -43,18 +60,16 @@ impl MarkdownExporter {
         writeln!(out)?;
         writeln!(out, "## Profiling analysis")?;
         writeln!(out)?;
-        writeln!(
-            out,
-            "| Kernel | Launches | Latency | % Total | BW (GB/s) | Mem SOL % | Compute SOL % | Tensor % | Occupancy % | AI (FLOP/B) | Class | Root Cause |"
-        )?;
-        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|---|--:|---|---|")?;
+        writeln!(out, "| {} |", KERNEL_COLUMNS.join(" | "))?;
+        writeln!(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|---|---|")?;
         for k in &d.kernels {
             writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 cell(&k.short_name),
                 k.launches,
                 format::duration(k.total_ns),
+                format::duration(k.mean_ns),
                 format::pct(Some(k.pct_of_total)),
                 format::gbs(k.dram_bytes_per_s),
                 format::pct(k.memory_sol_pct),
@@ -68,7 +83,7 @@ impl MarkdownExporter {
         }
         writeln!(
             out,
-            "| **Total** | | **{}** | 100 | | | | | | | | |",
+            "| **Total** | | **{}** | | 100 | | | | | | | | |",
             format::duration(d.total_kernel_ns)
         )?;
         writeln!(out)?;

@@ -1,38 +1,86 @@
 use std::io::{self, Write};
 
-use comfy_table::{
-    presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table,
-    Width,
-};
-use kopt_model::Diagnosis;
+use kopt_model::{Diagnosis, KernelVerdict};
 
-use crate::format::{self, safe};
+use crate::format::{self, col, safe, wrap};
 use crate::Exporter;
 
-/// Tables for a terminal: short kernel names, seed 000's columns and kopt's verdict.
+/// Tables for a terminal. The default table is compact: kernel, time,
+/// share, class and the one figure behind it, with the root cause wrapped
+/// under the row; `wide` shows every column. Both fit `width` where they can:
+/// kernel names are shortened with an ellipsis and text is wrapped only
+/// between words, so no number or word is split across lines.
 pub struct TerminalExporter {
-    /// Table width; `None` lets comfy-table ask the terminal (or not wrap).
+    /// Line width; `None` asks the terminal (else `$COLUMNS`, else 100).
     pub width: Option<u16>,
+    /// Every column of the Markdown and HTML tables, not the compact set.
+    pub wide: bool,
 }
 
-const HEADERS: [&str; 13] = [
-    "Kernel",
-    "Launches",
-    "Total",
-    "Mean",
-    "% Total",
-    "DRAM GB/s",
-    "Mem SOL %",
-    "Compute SOL %",
-    "Tensor %",
-    "Occ % ach/theo",
-    "AI F/B",
-    "Class",
-    "Root cause",
-];
+/// Width used when neither the caller nor a terminal names one.
+const FALLBACK_WIDTH: usize = 100;
+/// The kernel column never grows past this (names are shortened instead).
+const KERNEL_MAX: usize = 60;
+/// The kernel column shrinks to this before other columns wrap their headers.
+const KERNEL_MIN: usize = 16;
+/// ... and to this before the table is let overflow.
+const KERNEL_FLOOR: usize = 8;
+const GUTTER: usize = 2;
+/// Indent of the root cause and findings under a row.
+const INDENT: &str = "    ";
 
-/// Kernel names longer than this are cut in the table (JSON keeps them whole).
-const KERNEL_COLUMN: usize = 32;
+struct Column {
+    header: &'static str,
+    right: bool,
+    cells: Vec<String>,
+}
+
+impl Column {
+    fn new(
+        header: &'static str,
+        right: bool,
+        d: &Diagnosis,
+        f: impl Fn(&KernelVerdict) -> String,
+    ) -> Self {
+        Column {
+            header,
+            right,
+            cells: d.kernels.iter().map(|k| safe(&f(k)).into_owned()).collect(),
+        }
+    }
+
+    fn cells_width(&self) -> usize {
+        self.cells.iter().map(|c| chars(c)).max().unwrap_or(0)
+    }
+
+    /// Narrowest width that splits no word of the header and no cell.
+    fn min_width(&self) -> usize {
+        let header = self.header.split(' ').map(chars).max().unwrap_or(0);
+        header.max(self.cells_width())
+    }
+
+    fn natural_width(&self) -> usize {
+        chars(self.header).max(self.cells_width())
+    }
+}
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn pad(s: &str, width: usize, right: bool) -> String {
+    let fill = " ".repeat(width.saturating_sub(chars(s)));
+    if right {
+        format!("{fill}{s}")
+    } else {
+        format!("{s}{fill}")
+    }
+}
+
+/// Kernel names cut to `width` with an ellipsis, never broken across lines.
+fn clip(name: &str, width: usize) -> String {
+    kopt_model::clip_chars(name, width.max(1))
+}
 
 impl Exporter for TerminalExporter {
     /// Untrusted text goes through `format::safe` where it is written; the
@@ -46,65 +94,170 @@ impl Exporter for TerminalExporter {
     }
 }
 
+/// Writes `text` word-wrapped to `width`, the first line after `first`, the
+/// rest after `rest`.
+fn para(out: &mut dyn Write, width: usize, first: &str, rest: &str, text: &str) -> io::Result<()> {
+    let room = width.saturating_sub(chars(rest)).max(20);
+    let first_room = width.saturating_sub(chars(first)).max(20);
+    // Wrap the first line to its own room, the remainder to the rest's.
+    let lines = wrap(text, first_room);
+    let head = lines.first().cloned().unwrap_or_default();
+    writeln!(out, "{first}{head}")?;
+    let tail: Vec<&str> = lines.iter().skip(1).map(String::as_str).collect();
+    if !tail.is_empty() {
+        for line in wrap(&tail.join(" "), room) {
+            writeln!(out, "{rest}{line}")?;
+        }
+    }
+    Ok(())
+}
+
 impl TerminalExporter {
+    /// The width the report is laid out for.
+    pub fn columns(&self) -> usize {
+        if let Some(w) = self.width {
+            return usize::from(w);
+        }
+        if let Some(w) = comfy_table::Table::new().width() {
+            return usize::from(w);
+        }
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .filter(|&c: &usize| c >= 40)
+            .unwrap_or(FALLBACK_WIDTH)
+    }
+
+    fn columns_for(&self, d: &Diagnosis) -> Vec<Column> {
+        let kernel = Column::new(col::KERNEL, false, d, |k| k.short_name.clone());
+        let total = Column::new(col::TOTAL, true, d, |k| format::duration(k.total_ns));
+        let pct = Column::new(col::PCT, true, d, |k| format::pct(Some(k.pct_of_total)));
+        let class = Column::new(col::CLASS, false, d, format::class);
+        if !self.wide {
+            let key = Column::new(col::KEY_FIGURE, false, d, format::key_figure);
+            return vec![kernel, total, pct, class, key];
+        }
+        vec![
+            kernel,
+            Column::new(col::LAUNCHES, true, d, |k| k.launches.to_string()),
+            total,
+            Column::new(col::MEAN, true, d, |k| format::duration(k.mean_ns)),
+            pct,
+            Column::new(col::DRAM, true, d, |k| format::gbs(k.dram_bytes_per_s)),
+            Column::new(col::MEM_SOL, true, d, |k| format::pct(k.memory_sol_pct)),
+            Column::new(col::COMPUTE_SOL, true, d, |k| {
+                format::pct(k.compute_sol_pct)
+            }),
+            Column::new(col::TENSOR, true, d, |k| format::pct(k.tensor_pct)),
+            Column::new(col::OCCUPANCY, true, d, format::occupancy_figures),
+            Column::new(col::AI, true, d, format::intensity),
+            class,
+        ]
+    }
+
+    /// Column widths: the kernel column gives way first, then headers wrap
+    /// between words, then the kernel column gives way again; cells never wrap.
+    fn widths(cols: &[Column], width: usize) -> Vec<usize> {
+        let gutters = GUTTER * cols.len().saturating_sub(1);
+        let kernel_natural = cols[0].natural_width().min(KERNEL_MAX);
+        let mut w: Vec<usize> = cols.iter().map(Column::natural_width).collect();
+        w[0] = kernel_natural;
+        let total = |w: &[usize]| w.iter().sum::<usize>() + gutters;
+        let over = total(&w).saturating_sub(width);
+        w[0] -= over.min(w[0].saturating_sub(KERNEL_MIN.min(kernel_natural)));
+        for (i, c) in cols.iter().enumerate().skip(1) {
+            let over = total(&w).saturating_sub(width);
+            w[i] -= over.min(w[i] - c.min_width());
+        }
+        let over = total(&w).saturating_sub(width);
+        w[0] -= over.min(w[0].saturating_sub(KERNEL_FLOOR.min(kernel_natural)));
+        w
+    }
+
+    fn write_table(&self, d: &Diagnosis, out: &mut dyn Write, width: usize) -> io::Result<()> {
+        let cols = self.columns_for(d);
+        let w = Self::widths(&cols, width);
+        let headers: Vec<Vec<String>> = cols
+            .iter()
+            .zip(&w)
+            .map(|(c, &w)| wrap(c.header, w))
+            .collect();
+        let header_lines = headers.iter().map(Vec::len).max().unwrap_or(1);
+        let gutter = " ".repeat(GUTTER);
+        for line in 0..header_lines {
+            let cells: Vec<String> = cols
+                .iter()
+                .zip(&w)
+                .zip(&headers)
+                .map(|((c, &w), h)| pad(h.get(line).map_or("", String::as_str), w, c.right))
+                .collect();
+            writeln!(out, "{}", cells.join(&gutter).trim_end())?;
+        }
+        let rule = w.iter().sum::<usize>() + GUTTER * (w.len() - 1);
+        writeln!(out, "{}", "─".repeat(rule))?;
+        for (row, k) in d.kernels.iter().enumerate() {
+            let cells: Vec<String> = cols
+                .iter()
+                .zip(&w)
+                .enumerate()
+                .map(|(i, (c, &w))| {
+                    let text = if i == 0 {
+                        clip(&c.cells[row], w)
+                    } else {
+                        c.cells[row].clone()
+                    };
+                    pad(&text, w, c.right)
+                })
+                .collect();
+            writeln!(out, "{}", cells.join(&gutter).trim_end())?;
+            if !k.root_cause.is_empty() {
+                para(out, width, INDENT, INDENT, &safe(&k.root_cause))?;
+            }
+            for f in &k.findings {
+                let text = format!("also: {} ({})", safe(&f.evidence), f.class);
+                para(out, width, INDENT, INDENT, &text)?;
+            }
+        }
+        Ok(())
+    }
+
     fn write_report(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "kopt  {}", format::device_line(&d.device))?;
+        let width = self.columns();
+        para(
+            out,
+            width,
+            "kopt  ",
+            "      ",
+            &format::device_line(&d.device),
+        )?;
         for line in format::header_lines(d) {
-            writeln!(out, "  {line}")?;
+            para(out, width, "  ", "    ", &line)?;
         }
         writeln!(out)?;
-
-        let mut table = Table::new();
-        table.load_preset(UTF8_FULL_CONDENSED);
-        match self.width {
-            Some(w) => {
-                table.set_content_arrangement(ContentArrangement::DynamicFullWidth);
-                table.set_width(w);
-            }
-            None => {
-                table.set_content_arrangement(ContentArrangement::Dynamic);
-            }
-        }
-        table.set_header(HEADERS);
-        for k in &d.kernels {
-            table.add_row(vec![
-                Cell::new(kopt_model::clip_chars(&safe(&k.short_name), KERNEL_COLUMN)),
-                Cell::new(k.launches).set_alignment(CellAlignment::Right),
-                Cell::new(format::duration(k.total_ns)).set_alignment(CellAlignment::Right),
-                Cell::new(format::duration(k.mean_ns)).set_alignment(CellAlignment::Right),
-                Cell::new(format::pct(Some(k.pct_of_total))).set_alignment(CellAlignment::Right),
-                Cell::new(format::gbs(k.dram_bytes_per_s)).set_alignment(CellAlignment::Right),
-                Cell::new(format::pct(k.memory_sol_pct)).set_alignment(CellAlignment::Right),
-                Cell::new(format::pct(k.compute_sol_pct)).set_alignment(CellAlignment::Right),
-                Cell::new(format::pct(k.tensor_pct)).set_alignment(CellAlignment::Right),
-                Cell::new(format::occupancy_figures(k)),
-                Cell::new(format::intensity(k)).set_alignment(CellAlignment::Right),
-                Cell::new(safe(&format::class(k))),
-                Cell::new(safe(&k.root_cause)),
-            ]);
-        }
-        if let Some(col) = table.column_mut(HEADERS.len() - 1) {
-            col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(36)));
-        }
-        writeln!(out, "{table}")?;
+        self.write_table(d, out, width)?;
         writeln!(out)?;
 
         if let Some(t) = &d.timeline {
             writeln!(out, "Timeline")?;
             for (label, value) in format::timeline_lines(t) {
-                writeln!(out, "  {label}: {value}")?;
+                para(out, width, "  ", "    ", &format!("{label}: {value}"))?;
             }
             writeln!(out)?;
         }
 
         if let Some(p) = &d.primary {
-            writeln!(
+            para(
                 out,
-                "Key insight  [primary bottleneck: {} / {}]",
-                safe(&p.component_short),
-                p.class
+                width,
+                "",
+                "  ",
+                &format!(
+                    "Key insight  [primary bottleneck: {} / {}]",
+                    safe(&p.component_short),
+                    p.class
+                ),
             )?;
-            writeln!(out, "  {}", safe(&p.insight))?;
+            para(out, width, "  ", "  ", &safe(&p.insight))?;
             writeln!(out)?;
         }
 
@@ -114,20 +267,51 @@ impl TerminalExporter {
                 "Recommendations, ranked by expected gain for the whole workload"
             )?;
             for r in &d.recommendations {
-                writeln!(
+                let rank = format!("  {}. ", r.rank);
+                let rest = " ".repeat(chars(&rank));
+                para(
                     out,
-                    "  {}. {}  [{}]  {}",
-                    r.rank,
-                    safe(&r.title),
-                    safe(&r.kernel_short),
-                    safe(&format::gain(r))
+                    width,
+                    &rank,
+                    &rest,
+                    &format!(
+                        "{} [{}]: {}",
+                        safe(&r.title),
+                        safe(&r.kernel_short),
+                        safe(&format::gain(r))
+                    ),
                 )?;
-                writeln!(out, "     evidence: {}", safe(&r.evidence))?;
-                writeln!(out, "     do: {}", safe(&r.action))?;
+                let more = format!("{rest}  ");
+                para(
+                    out,
+                    width,
+                    &rest,
+                    &more,
+                    &format!("evidence: {}", safe(&r.evidence)),
+                )?;
+                para(
+                    out,
+                    width,
+                    &rest,
+                    &more,
+                    &format!("do: {}", safe(&r.action)),
+                )?;
                 if let Some(g) = &r.gain {
-                    writeln!(out, "     estimate: {}", safe(&g.method))?;
+                    para(
+                        out,
+                        width,
+                        &rest,
+                        &more,
+                        &format!("estimate: {}", safe(&g.method)),
+                    )?;
                 }
-                writeln!(out, "     from: {}", safe(&r.source))?;
+                para(
+                    out,
+                    width,
+                    &rest,
+                    &more,
+                    &format!("from: {}", safe(&r.source)),
+                )?;
             }
             writeln!(out)?;
         }
@@ -146,36 +330,27 @@ impl TerminalExporter {
                         }
                     )
                 });
-                writeln!(
+                para(
                     out,
-                    "  {}: ncu ranks {}{} first ({}); kopt says {}: {}",
-                    safe(&k.short_name),
-                    safe(&n.ncu_rule),
-                    speedup,
-                    n.ncu_class,
-                    safe(&format::class(k)),
-                    safe(&n.why_kopt_differs)
+                    width,
+                    "  ",
+                    "    ",
+                    &format!(
+                        "{}: ncu ranks {}{} first ({}); kopt says {}: {}",
+                        safe(&k.short_name),
+                        safe(&n.ncu_rule),
+                        speedup,
+                        n.ncu_class,
+                        safe(&format::class(k)),
+                        safe(&n.why_kopt_differs)
+                    ),
                 )?;
             }
             writeln!(out)?;
         }
 
-        for k in d.kernels.iter().filter(|k| !k.findings.is_empty()) {
-            for f in &k.findings {
-                writeln!(
-                    out,
-                    "  also in {}: {} ({})",
-                    safe(&k.short_name),
-                    safe(&f.evidence),
-                    f.class
-                )?;
-            }
-        }
-        if d.kernels.iter().any(|k| !k.findings.is_empty()) {
-            writeln!(out)?;
-        }
         for n in &d.notes {
-            writeln!(out, "note: {}", safe(n))?;
+            para(out, width, "note: ", "      ", &safe(n))?;
         }
         Ok(())
     }

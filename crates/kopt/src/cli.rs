@@ -89,6 +89,10 @@ pub struct ReportArgs {
     /// Width of the terminal table (default: the terminal's)
     #[arg(long, value_name = "COLUMNS")]
     pub width: Option<u16>,
+
+    /// Terminal table with every column (launches, mean, bandwidth, SOL, tensor, occupancy, AI), not the compact default
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// How a workload is run (shared by profile and trace).

@@ -241,7 +241,7 @@ fn check_outputs(r: &ReportOptions, export: Option<&Path>) -> Result<(), Error> 
 /// The diagnosis in its format to -o or stdout, the HTML page and any
 /// extra files beside it; nothing is written unless every file can be.
 fn emit_diagnosis(d: &Diagnosis, r: &ReportOptions, extra: Vec<(PathBuf, Vec<u8>)>) -> Outcome {
-    let main = r.format.exporter(r.width).render_to_string(d);
+    let main = r.format.exporter_with(r.width, r.wide).render_to_string(d);
     let mut files = extra;
     if let Some(html) = &r.html {
         files.push((html.clone(), HtmlExporter.render_to_string(d).into_bytes()));

@@ -25,6 +25,8 @@ pub struct ReportOptions {
     /// An HTML page written besides the main report.
     pub html: Option<PathBuf>,
     pub width: Option<u16>,
+    /// Every column in the terminal table.
+    pub wide: bool,
 }
 
 impl ReportOptions {
@@ -52,6 +54,7 @@ impl ReportOptions {
             output: a.output.clone(),
             html: a.html.clone(),
             width: a.width,
+            wide: a.wide,
         })
     }
 }

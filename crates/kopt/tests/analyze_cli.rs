@@ -69,7 +69,7 @@ fn every_format_on_the_labeled_suite() {
 
     let md = kopt(&["analyze", raw, "--format", "md"]);
     assert!(md.status.success());
-    assert!(stdout(&md).contains("| Kernel | Launches | Latency | % Total | BW (GB/s) |"));
+    assert!(stdout(&md).contains("| Kernel | Launches | Total | Mean | % Total | DRAM GB/s |"));
 
     let json = kopt(&["analyze", raw, "--format", "json", "--top", "3"]);
     assert!(json.status.success());

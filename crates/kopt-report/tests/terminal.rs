@@ -1,0 +1,262 @@
+//! The terminal table at the widths people run: snapshots of the compact
+//! and wide tables at 80, 120 and 200 columns on real captures (an ncu CSV,
+//! a `kopt profile` run folder, a trace without counters), and a check that
+//! no number or word of the source is split across lines.
+
+use std::path::PathBuf;
+
+use kopt_analyze::{analyze, AnalyzeOptions};
+use kopt_ingest::{merge_profile, read_ncu_csv};
+use kopt_model::Diagnosis;
+use kopt_report::{Exporter, TerminalExporter};
+
+const WIDTHS: [u16; 3] = [80, 120, 200];
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+fn suite() -> Diagnosis {
+    let rel = "labeled-suite-h100/ncu_raw_base.csv";
+    analyze(
+        &merge_profile(vec![(rel.into(), read_ncu_csv(&fixture(rel)).unwrap())]),
+        &AnalyzeOptions::default(),
+    )
+}
+
+/// The report `kopt profile` wrote into its run folder (kopt/1 JSON).
+fn profile_run() -> Diagnosis {
+    let text = std::fs::read_to_string(fixture("profile-module-h200/run/report.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A torch.profiler trace alone: kernel times, no counters.
+fn trace_only() -> Diagnosis {
+    let trace = kopt_ingest::read_kineto(&fixture("seed000-h200/moe_trace.json")).unwrap();
+    analyze(
+        &kopt_ingest::profile_from_trace(trace, "moe_trace.json"),
+        &AnalyzeOptions::default(),
+    )
+}
+
+fn render(d: &Diagnosis, width: u16, wide: bool) -> String {
+    TerminalExporter {
+        width: Some(width),
+        wide,
+    }
+    .render_to_string(d)
+}
+
+fn cases() -> Vec<(&'static str, Diagnosis)> {
+    vec![
+        ("suite", suite()),
+        ("profile_run", profile_run()),
+        ("trace_only", trace_only()),
+    ]
+}
+
+#[test]
+fn compact_table_snapshots() {
+    for (name, d) in cases() {
+        for w in WIDTHS {
+            insta::assert_snapshot!(format!("{name}_compact_{w}"), render(&d, w, false));
+        }
+    }
+}
+
+#[test]
+fn wide_table_snapshots() {
+    for (name, d) in cases() {
+        for w in [120, 200] {
+            insta::assert_snapshot!(format!("{name}_wide_{w}"), render(&d, w, true));
+        }
+    }
+}
+
+/// The table part of a report: the header (down to the rule), then for each
+/// kernel its row line and the indented lines under it.
+struct Table<'a> {
+    header: Vec<&'a str>,
+    rows: Vec<(&'a str, Vec<&'a str>)>,
+}
+
+fn table(report: &str) -> Table<'_> {
+    let lines: Vec<&str> = report.lines().collect();
+    let rule = lines
+        .iter()
+        .position(|l| l.starts_with('─'))
+        .expect("the table has a rule under its header");
+    let start = lines[..rule]
+        .iter()
+        .rposition(|l| l.is_empty())
+        .expect("a blank line before the table")
+        + 1;
+    let mut rows: Vec<(&str, Vec<&str>)> = Vec::new();
+    for line in &lines[rule + 1..] {
+        if line.is_empty() {
+            break;
+        }
+        if line.starts_with(' ') {
+            rows.last_mut()
+                .expect("a row before its root cause")
+                .1
+                .push(line);
+        } else {
+            rows.push((line, Vec::new()));
+        }
+    }
+    Table {
+        header: lines[start..rule].to_vec(),
+        rows,
+    }
+}
+
+/// Cells of a row line: separated by two or more spaces (cells hold single spaces only).
+fn cells(line: &str) -> Vec<&str> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// Every cell of every row against the strings it was made from: numbers,
+/// classes and figures whole, kernel names whole or cut with an ellipsis,
+/// the root cause and findings reassembled word for word from the lines
+/// under the row; and every line within the width.
+#[test]
+fn no_number_or_word_is_split_across_lines() {
+    for (name, d) in cases() {
+        for wide in [false, true] {
+            for w in WIDTHS {
+                let report = render(&d, w, wide);
+                let ctx = format!("{name} wide={wide} at {w} columns");
+                let t = table(&report);
+                assert_eq!(t.rows.len(), d.kernels.len(), "{ctx}: one row per kernel");
+                if !wide {
+                    for line in report.lines() {
+                        let longest_word = line.split(' ').map(|s| s.chars().count()).max();
+                        assert!(
+                            line.chars().count() <= usize::from(w)
+                                || longest_word.unwrap_or(0) + 6 > usize::from(w),
+                            "{ctx}: line longer than the width: {line:?}"
+                        );
+                    }
+                }
+                // Headers: each header cell's words, read down its lines, are
+                // the column names, whole.
+                let header_words: Vec<&str> =
+                    t.header.iter().flat_map(|l| l.split_whitespace()).collect();
+                for col in ["Kernel", "Total", "% Total", "Class"] {
+                    for word in col.split(' ') {
+                        assert!(header_words.contains(&word), "{ctx}: header {word:?}");
+                    }
+                }
+                for ((line, under), k) in t.rows.iter().zip(&d.kernels) {
+                    let c = cells(line);
+                    let mut want = vec![
+                        kopt_model::format_duration_ns(k.total_ns),
+                        pct(k.pct_of_total),
+                    ];
+                    if wide {
+                        want.push(k.launches.to_string());
+                        want.push(kopt_model::format_duration_ns(k.mean_ns));
+                    }
+                    let class = {
+                        let mut s = k.bottleneck.class.as_str().to_string();
+                        if let Some(u) = k.bottleneck.unit.filter(|_| {
+                            matches!(
+                                k.bottleneck.class,
+                                kopt_model::BottleneckClass::Memory
+                                    | kopt_model::BottleneckClass::Compute
+                            )
+                        }) {
+                            s = format!("{s}:{}", u.as_str());
+                        }
+                        if k.bottleneck.at_roofline {
+                            s.push_str(" @roofline");
+                        }
+                        s
+                    };
+                    want.push(class);
+                    for v in &want {
+                        assert!(
+                            c.contains(&v.as_str()),
+                            "{ctx}: {v:?} not a whole cell of {line:?}"
+                        );
+                    }
+                    let kernel = c[0];
+                    assert!(
+                        kernel == k.short_name
+                            || kernel
+                                .strip_suffix('…')
+                                .is_some_and(
+                                    |head| k.short_name.starts_with(head) && !head.is_empty()
+                                ),
+                        "{ctx}: kernel cell {kernel:?} for {:?}",
+                        k.short_name
+                    );
+                    let mut expected = vec![k.root_cause.clone()];
+                    for f in &k.findings {
+                        expected.push(format!("also: {} ({})", f.evidence, f.class));
+                    }
+                    let got: Vec<&str> = under.iter().flat_map(|l| l.split_whitespace()).collect();
+                    let expected = expected.join(" ");
+                    let want: Vec<&str> = expected.split_whitespace().collect();
+                    assert_eq!(got, want, "{ctx}: the text under {:?}", k.short_name);
+                }
+            }
+        }
+    }
+}
+
+fn pct(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 0.01 {
+        format!("{v:.2}")
+    } else if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+/// The same names in every format: the terminal's wide header, the Markdown
+/// table's and the HTML table's.
+#[test]
+fn column_names_agree_across_formats() {
+    let d = suite();
+    let md = kopt_report::MarkdownExporter.render_to_string(&d);
+    let html = kopt_report::HtmlExporter.render_to_string(&d);
+    let md_header = md
+        .lines()
+        .find(|l| l.starts_with("| Kernel |"))
+        .expect("the Markdown kernel table");
+    let md_cols: Vec<&str> = md_header
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect();
+    let thead = html
+        .split("<table class=\"kernels\">")
+        .nth(1)
+        .and_then(|t| t.split("</thead>").next())
+        .expect("the HTML kernel table");
+    let html_cols: Vec<&str> = thead
+        .split("<th>")
+        .skip(1)
+        .map(|th| th[..th.find("</th>").unwrap()].trim())
+        .collect();
+    assert_eq!(md_cols, html_cols);
+    let term = render(&d, 250, true);
+    let header = table(&term).header.join(" ");
+    for c in &md_cols {
+        if *c == "Root cause" {
+            continue; // written under each row in the terminal
+        }
+        assert!(header.contains(c), "terminal header lacks {c:?}: {header}");
+    }
+    assert!(!md.contains("Latency |"), "one name for the time column");
+}
