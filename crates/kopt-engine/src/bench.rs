@@ -316,9 +316,58 @@ pub fn run_bench(
 }
 
 fn report(req: &BenchRequest, vs: &[Variant], timing: &Timing) -> BenchReport {
-    let source = timing.source.describe(timing.range.as_deref());
-    let base = &vs[0];
-    let base_median = median(&base.samples).unwrap_or(f64::NAN);
+    let measured: Vec<Measured> = vs
+        .iter()
+        .map(|v| Measured {
+            name: v.name.clone(),
+            command: v.command.clone(),
+            samples: v.samples.clone(),
+            correct: v.correct,
+            check_problems: v.check_problems.clone(),
+        })
+        .collect();
+    let decision = Decision {
+        threshold: req.threshold,
+        noise: req.noise,
+        seed: req.seed,
+    };
+    decide_all(
+        &measured,
+        &decision,
+        &timing.source.describe(timing.range.as_deref()),
+        timing.device.clone(),
+    )
+}
+
+/// One variant's samples (seconds) and its correctness, ready for verdicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    pub name: String,
+    pub command: String,
+    pub samples: Vec<f64>,
+    pub correct: Option<bool>,
+    pub check_problems: Vec<String>,
+}
+
+/// What counts as faster, as noise, and the bootstrap's seed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decision {
+    pub threshold: f64,
+    pub noise: f64,
+    pub seed: u64,
+}
+
+/// Each variant against the first: the seeded bootstrap interval of the
+/// median ratio and the keep / marginal / revert verdict (`kopt bench` and
+/// `kopt optimize` decide the same way).
+pub fn decide_all(
+    vs: &[Measured],
+    d: &Decision,
+    source: &str,
+    device: Option<String>,
+) -> BenchReport {
+    let base_samples = vs.first().map(|b| b.samples.as_slice()).unwrap_or_default();
+    let base_median = median(base_samples).unwrap_or(f64::NAN);
     let mut worst = VerdictKind::Keep;
     let variants = vs
         .iter()
@@ -326,16 +375,16 @@ fn report(req: &BenchRequest, vs: &[Variant], timing: &Timing) -> BenchReport {
         .map(|(i, v)| {
             let m = median(&v.samples).unwrap_or(f64::NAN);
             let interval = (i > 0)
-                .then(|| bootstrap_median_ratio(&base.samples, &v.samples, 2000, 0.95, req.seed))
+                .then(|| bootstrap_median_ratio(base_samples, &v.samples, 2000, 0.95, d.seed))
                 .flatten();
-            let verdict = interval.map(|iv| decide(&iv, req.threshold, req.noise, v.correct));
+            let verdict = interval.map(|iv| decide(&iv, d.threshold, d.noise, v.correct));
             if let Some(vd) = &verdict {
                 worst = worst.worst(vd.kind);
             }
             VariantResult {
                 name: v.name.clone(),
                 command: v.command.clone(),
-                source: source.clone(),
+                source: source.to_string(),
                 samples: v.samples.len(),
                 values_s: v.samples.clone(),
                 outliers: outliers(&v.samples).len(),
@@ -351,10 +400,10 @@ fn report(req: &BenchRequest, vs: &[Variant], timing: &Timing) -> BenchReport {
         .collect();
     BenchReport {
         schema: kopt_model::SCHEMA.into(),
-        threshold: req.threshold,
-        noise: req.noise,
-        seed: req.seed,
-        device: timing.device.clone(),
+        threshold: d.threshold,
+        noise: d.noise,
+        seed: d.seed,
+        device,
         variants,
         verdict: worst,
     }

@@ -16,6 +16,7 @@ pub enum StoredReport {
     Diagnosis(Box<Diagnosis>),
     Bench(Box<BenchReport>),
     Compare(Box<CompareReport>),
+    Optimize(Box<kopt_model::optimize::OptimizeReport>),
     /// No report, or one this kopt cannot read (an older schema).
     None,
 }
@@ -34,6 +35,9 @@ impl StoredReport {
                 .ok(),
             "compare" => serde_json::from_str(json)
                 .map(|c| StoredReport::Compare(Box::new(c)))
+                .ok(),
+            "optimize" => serde_json::from_str(json)
+                .map(|o| StoredReport::Optimize(Box::new(o)))
                 .ok(),
             _ => None,
         };
@@ -95,7 +99,17 @@ pub struct RunDiff {
 pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
     let h = History::open_existing(db)?;
     let (a, b) = (h.get(ia)?, h.get(ib)?);
-    let (ra, rb) = (StoredReport::of(&a), StoredReport::of(&b));
+    // An optimize run compares as its ablation (median time per variant).
+    let as_bench = |r: StoredReport| match r {
+        StoredReport::Optimize(o) => o
+            .ablation
+            .map_or(StoredReport::None, |b| StoredReport::Bench(Box::new(b))),
+        other => other,
+    };
+    let (ra, rb) = (
+        as_bench(StoredReport::of(&a)),
+        as_bench(StoredReport::of(&b)),
+    );
     let pair = |x: BTreeMap<String, f64>, y: BTreeMap<String, f64>| -> Vec<DiffRow> {
         let mut names: Vec<&String> = x.keys().chain(y.keys()).collect();
         names.sort();
@@ -145,7 +159,7 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
         }
         _ => {
             return Err(Error::Usage(format!(
-                "runs {ia} ({}) and {ib} ({}) cannot be compared: history diff takes two profile/trace runs, two bench runs or two compare runs, each with its report",
+                "runs {ia} ({}) and {ib} ({}) cannot be compared: history diff takes two profile/trace runs, two bench or optimize runs, or two compare runs, each with its report",
                 a.kind, b.kind
             )))
         }

@@ -10,6 +10,7 @@ mod device;
 mod diagnosis;
 mod launch;
 mod names;
+pub mod optimize;
 mod peaks;
 mod timeline;
 

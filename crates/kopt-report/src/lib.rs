@@ -9,6 +9,7 @@ mod format;
 pub mod html;
 mod json;
 mod markdown;
+mod optimize_report;
 pub mod roofline;
 mod strip;
 mod terminal;
@@ -22,6 +23,7 @@ pub use compare_report::render_compare;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
+pub use optimize_report::render_optimize;
 pub use terminal::TerminalExporter;
 
 /// One output format.

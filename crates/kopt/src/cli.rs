@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use kopt_engine::{TimingChoice, TimingPass};
+use kopt_engine::{Candidate, TimingChoice, TimingPass};
 use kopt_report::Format;
 
 #[derive(Debug, Parser)]
@@ -35,6 +35,8 @@ pub enum Command {
     History(HistoryArgs),
     /// A/B (or ablation) benchmark with a bootstrap interval and a keep / marginal / revert verdict
     Bench(BenchArgs),
+    /// Apply the mechanical fixes to a PyTorch module (CUDA graph, torch.compile), check and measure each, keep or revert
+    Optimize(OptimizeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -398,4 +400,73 @@ pub struct BenchArgs {
     /// History database the verdict is recorded in [default: .kopt/history.db at the repository root, else here]
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The script follows the module convention: an nn.Module class (Model, or the one --module names), get_inputs() and optionally get_init_inputs().\n\nSteps: a baseline profile (kopt's tracer, and ncu on the hot kernels) and its diagnosis; the candidates the diagnosis gives a reason for (CUDA graph capture when launches set the pace, torch.compile modes); each checked against eager on fresh inputs (kopt compare's rules); all timed interleaved in one process (CUDA events per step); KEEP / MARGINAL / REVERT per candidate, a journal entry each, and the ablation table.\n\nExample:\n  kopt optimize --script moe_routing.py --module topk_sort --gpu 0"
+)]
+pub struct OptimizeArgs {
+    /// The module script
+    #[arg(long, value_name = "FILE")]
+    pub script: PathBuf,
+
+    /// The class to optimize and the run's label (default: the script's name)
+    #[arg(long, value_name = "NAME")]
+    pub module: Option<String>,
+
+    /// Python interpreter (with PyTorch)
+    #[arg(long, default_value = "python3", value_name = "EXE")]
+    pub python: String,
+
+    /// Try this candidate whatever the diagnosis says (repeat for several)
+    #[arg(long = "candidate", value_enum, value_name = "NAME")]
+    pub candidates: Vec<Candidate>,
+
+    /// Baseline from the timeline alone (no ncu pass)
+    #[arg(long)]
+    pub no_counters: bool,
+
+    /// Speed-up that counts for KEEP (0.05 = 5%)
+    #[arg(long, default_value_t = 0.05)]
+    pub threshold: f64,
+
+    /// Samples each variant needs at least
+    #[arg(long, default_value_t = 30)]
+    pub min_samples: usize,
+
+    /// Seconds the interleaved timing may take at most
+    #[arg(long, default_value_t = 20.0)]
+    pub max_time: f64,
+
+    /// Seed of the bootstrap (results reproduce)
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Do not write journal entries (OPTIMIZATIONS.md)
+    #[arg(long)]
+    pub no_journal: bool,
+
+    /// Journal file (default: OPTIMIZATIONS.md at the repository root)
+    #[arg(long, value_name = "FILE")]
+    pub journal_file: Option<PathBuf>,
+
+    /// kopt's tracer library (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
+    #[arg(long, value_name = "PATH")]
+    pub tracer: Option<PathBuf>,
+
+    /// Nsight Compute binary
+    #[arg(long, value_name = "PATH")]
+    pub ncu: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value = "term")]
+    pub format: Format,
+
+    /// Write the report to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }

@@ -9,8 +9,8 @@ use kopt_model::{format_duration_ns, Diagnosis, VerdictKind};
 use kopt_report::{Exporter, Format, HtmlExporter};
 
 use crate::cli::{
-    AnalyzeArgs, BenchArgs, CompareArgs, HistoryArgs, HistoryCommand, JournalCommand, ProfileArgs,
-    TraceArgs,
+    AnalyzeArgs, BenchArgs, CompareArgs, HistoryArgs, HistoryCommand, JournalCommand, OptimizeArgs,
+    ProfileArgs, TraceArgs,
 };
 use crate::exit::Failure;
 use crate::options::{self, ReportOptions};
@@ -71,6 +71,16 @@ pub fn compare(a: &CompareArgs) -> Outcome {
         return Err(Failure::Regression);
     }
     Ok(())
+}
+
+pub fn optimize(a: &OptimizeArgs) -> Outcome {
+    let req = options::optimize(a)?;
+    if let Some(o) = &a.output {
+        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+    }
+    let report = kopt_engine::optimize(&req, &TerminalProgress::new(true))?;
+    let text = kopt_report::render_optimize(&report, a.format);
+    write_or_print(a.output.as_deref(), text.as_bytes(), &[])
 }
 
 pub fn journal(cmd: &JournalCommand) -> Outcome {
@@ -150,6 +160,9 @@ pub fn history(a: &HistoryArgs) -> Outcome {
                 }
                 StoredReport::Compare(c) => {
                     o.push_str(&kopt_report::render_compare(&c, Format::Terminal))
+                }
+                StoredReport::Optimize(r) => {
+                    o.push_str(&kopt_report::render_optimize(&r, Format::Terminal))
                 }
                 StoredReport::None => {
                     if let Some(j) = &r.report_json {

@@ -27,6 +27,7 @@ where
         cli::Command::Journal(c) => commands::journal(c),
         cli::Command::History(a) => commands::history(a),
         cli::Command::Bench(a) => commands::bench(a),
+        cli::Command::Optimize(a) => commands::optimize(a),
     };
     exit::report(result)
 }

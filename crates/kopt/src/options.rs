@@ -14,7 +14,7 @@ use kopt_model::Peaks;
 use kopt_report::Format;
 
 use crate::cli::{
-    AnalyzeArgs, BenchArgs, CompareArgs, ProfileArgs, ReportArgs, RunArgs, TraceArgs,
+    AnalyzeArgs, BenchArgs, CompareArgs, OptimizeArgs, ProfileArgs, ReportArgs, RunArgs, TraceArgs,
 };
 
 /// How and where a report goes.
@@ -222,6 +222,29 @@ pub fn compare(a: &CompareArgs) -> Result<CompareRequest, Error> {
         tf32: a.tf32,
         db: Some(a.db.clone().unwrap_or(RecordPaths::current().db)),
     };
+    req.validate()?;
+    Ok(req)
+}
+
+pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error> {
+    let mut req = kopt_engine::OptimizeRequest::new(a.script.clone());
+    let paths = RecordPaths::current();
+    req.module = a.module.clone();
+    req.python = a.python.clone();
+    req.gpu = a.run.gpu.clone();
+    req.timeout = timeout_from_secs(a.run.timeout)?;
+    req.quiet = a.run.quiet;
+    req.tracer = a.tracer.clone();
+    req.ncu = a.ncu.clone();
+    req.counters = !a.no_counters;
+    req.force = a.candidates.clone();
+    req.threshold = a.threshold;
+    req.seed = a.seed;
+    req.min_samples = a.min_samples;
+    req.max_time_s = a.max_time;
+    req.runs_dir = a.run.runs_dir.clone().unwrap_or(paths.runs_dir);
+    req.db = a.run.db.clone().unwrap_or(paths.db);
+    req.journal = (!a.no_journal).then(|| a.journal_file.clone().unwrap_or(paths.journal));
     req.validate()?;
     Ok(req)
 }
