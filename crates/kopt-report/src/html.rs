@@ -43,6 +43,14 @@ struct KernelRow {
     findings: Vec<String>,
 }
 
+struct RoofLabel {
+    number: usize,
+    name: String,
+    class: &'static str,
+    pct: String,
+    placed: bool,
+}
+
 struct RecRow {
     title: String,
     kernel: String,
@@ -74,6 +82,7 @@ struct Page {
     primary_insight: String,
     roofline: String,
     points: usize,
+    roof_labels: Vec<RoofLabel>,
     timeline_lines: Vec<(String, String)>,
     strip: String,
     classes: Vec<&'static str>,
@@ -116,7 +125,8 @@ fn hidden_kernels(d: &Diagnosis) -> String {
 }
 
 pub fn page(d: &Diagnosis) -> (String, usize) {
-    let (svg, points) = roofline::svg(d);
+    let chart = roofline::chart(d);
+    let points = chart.points;
     let module = d
         .run
         .as_ref()
@@ -151,8 +161,19 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             .as_ref()
             .map(|p| p.insight.clone())
             .unwrap_or_default(),
-        roofline: svg,
+        roofline: chart.svg,
         points,
+        roof_labels: chart
+            .labels
+            .into_iter()
+            .map(|l| RoofLabel {
+                number: l.number,
+                name: l.name,
+                class: l.class,
+                pct: format::pct(Some(l.pct_of_total)),
+                placed: l.placed,
+            })
+            .collect(),
         timeline_lines: d
             .timeline
             .as_ref()

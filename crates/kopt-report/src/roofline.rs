@@ -45,11 +45,26 @@ pub struct Point {
     pub clamped: bool,
 }
 
+/// Kernels labelled with a number on the chart (hottest first); the legend
+/// under the chart names them.
+pub const LABELS_MAX: usize = 12;
+
+/// True when a kernel has the counters a roofline point needs (a trace
+/// alone gives times, and a class from them, but no rates).
+pub fn has_counters(k: &KernelVerdict) -> bool {
+    k.bottleneck.class != BottleneckClass::Unknown
+        && (k.fp32_flops_per_s.is_some()
+            || k.dram_bytes_per_s.is_some()
+            || k.tensor_pct.is_some()
+            || k.memory_sol_pct.is_some()
+            || k.compute_sol_pct.is_some())
+}
+
 /// The kernels that get a point: those with counters, hottest first.
 pub fn hot_kernels(d: &Diagnosis) -> Vec<&KernelVerdict> {
     d.kernels
         .iter()
-        .filter(|k| k.bottleneck.class != BottleneckClass::Unknown)
+        .filter(|k| has_counters(k))
         .take(HOT_KERNELS_MAX)
         .collect()
 }
@@ -90,14 +105,91 @@ fn class_css(c: BottleneckClass) -> &'static str {
     c.as_str()
 }
 
+/// One numbered kernel of the chart, for the legend under it.
+#[derive(Debug, Clone)]
+pub struct Label {
+    pub number: usize,
+    pub name: String,
+    pub class: &'static str,
+    pub pct_of_total: f64,
+    /// False when the chart had no free spot for the number (the point is
+    /// still drawn; its tooltip names it).
+    pub placed: bool,
+}
+
+/// The chart: the SVG (empty when no kernel has counters), how many points
+/// it holds, and the numbered kernels.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    pub svg: String,
+    pub points: usize,
+    pub labels: Vec<Label>,
+}
+
+/// An axis-aligned box in chart units.
+#[derive(Debug, Clone, Copy)]
+struct Rect {
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+impl Rect {
+    fn hits(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+
+    fn hits_circle(&self, cx: f64, cy: f64, r: f64) -> bool {
+        let nx = cx.clamp(self.x0, self.x1);
+        let ny = cy.clamp(self.y0, self.y1);
+        (nx - cx).powi(2) + (ny - cy).powi(2) < r * r
+    }
+
+    fn inside(&self, o: &Rect) -> bool {
+        self.x0 >= o.x0 && self.x1 <= o.x1 && self.y0 >= o.y0 && self.y1 <= o.y1
+    }
+}
+
+/// Font sizes of the chart's text (the page's CSS sets the same).
+const LABEL_FONT: f64 = 11.0;
+/// A generous average glyph width of the page's sans-serif, per pixel of font size.
+const GLYPH: f64 = 0.62;
+
+/// The box a text of `n` characters takes, its baseline at `y`.
+fn text_box(x: f64, y: f64, chars: usize, anchor: &str, font: f64) -> Rect {
+    let w = chars as f64 * font * GLYPH;
+    let x0 = match anchor {
+        "end" => x - w,
+        "middle" => x - w / 2.0,
+        _ => x,
+    };
+    Rect {
+        x0: x0 - 1.0,
+        y0: y - font,
+        x1: x0 + w + 1.0,
+        y1: y + font * 0.3,
+    }
+}
+
 /// The chart, and how many kernel points it holds.
 pub fn svg(d: &Diagnosis) -> (String, usize) {
+    let c = chart(d);
+    (c.svg, c.points)
+}
+
+/// The roofline with its points numbered where they fit; nothing when no
+/// kernel has counters.
+pub fn chart(d: &Diagnosis) -> Chart {
     let peaks = &d.device.peaks;
     let top_rate = [peaks.tensor_bf16_flops, peaks.fp32_flops]
         .into_iter()
         .flatten()
         .fold(1e12_f64, f64::max);
     let hot = hot_kernels(d);
+    if hot.is_empty() {
+        return Chart::default();
+    }
     let points: Vec<(Point, &KernelVerdict)> = hot.iter().map(|k| (point(k, d), *k)).collect();
     let y_max = 10f64.powf((top_rate * 3.0).log10().ceil());
     let y_min = points
@@ -114,6 +206,14 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
         TOP + (1.0 - (y.log10() - y_min.log10()) / (y_max.log10() - y_min.log10()))
             * (H - TOP - BOTTOM)
     };
+    let plot = Rect {
+        x0: LEFT + 2.0,
+        y0: TOP + 2.0,
+        x1: W - RIGHT - 2.0,
+        y1: H - BOTTOM - 2.0,
+    };
+    // Text already on the chart: no label may touch these.
+    let mut taken: Vec<Rect> = Vec::new();
 
     let mut s = String::new();
     let _ = write!(
@@ -126,15 +226,30 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
     let mut x = X_MIN;
     while x <= X_MAX * 1.001 {
         let px = sx(x);
+        // The end ticks lean inwards, clear of the y axis's labels.
+        let anchor = if x <= X_MIN * 1.001 {
+            "start"
+        } else if x >= X_MAX * 0.999 {
+            "end"
+        } else {
+            "middle"
+        };
         let _ = write!(
             s,
-            r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}"/><text class="tick" x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}"/><text class="tick" x="{px:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
             H - BOTTOM,
             H - BOTTOM + 16.0,
-            tick(x)
+            si(x)
         );
         x *= 10.0;
     }
+    // Every decade while they are 14 px apart or more, else every other one.
+    let decades = (y_max / y_min).log10().round().max(1.0);
+    let step = if (H - TOP - BOTTOM) / decades >= 14.0 {
+        10.0
+    } else {
+        100.0
+    };
     let mut y = y_min;
     while y <= y_max * 1.001 {
         let py = sy(y);
@@ -144,9 +259,9 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
             W - RIGHT,
             LEFT - 6.0,
             py + 4.0,
-            rate_tick(y)
+            si(y)
         );
-        y *= 10.0;
+        y *= step;
     }
     let _ = write!(
         s,
@@ -155,44 +270,8 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
         H - 10.0,
         (TOP + H - BOTTOM) / 2.0
     );
-    // Ceilings.
-    if let Some(bw) = peaks.dram_bytes_per_s {
-        let ridge = top_rate / bw;
-        let x_end = ridge.min(X_MAX);
-        let _ = write!(
-            s,
-            r#"<line class="roof dram" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>DRAM {:.2} TB/s</title></line><text class="roof-label" x="{:.1}" y="{:.1}">DRAM {:.2} TB/s</text>"#,
-            sx(X_MIN),
-            sy(bw * X_MIN),
-            sx(x_end),
-            sy(bw * x_end),
-            bw / 1e12,
-            sx(X_MIN) + 6.0,
-            sy(bw * X_MIN * 3.0) - 6.0,
-            bw / 1e12
-        );
-        for (name, peak) in [
-            ("FP32", peaks.fp32_flops),
-            ("bf16 tensor", peaks.tensor_bf16_flops),
-        ] {
-            if let Some(p) = peak {
-                let x0 = (p / bw).clamp(X_MIN, X_MAX);
-                let _ = write!(
-                    s,
-                    r#"<line class="roof compute" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>{name} {:.1} TFLOP/s</title></line><text class="roof-label" x="{:.1}" y="{:.1}" text-anchor="end">{name} {:.1} TFLOP/s</text>"#,
-                    sx(x0),
-                    sy(p),
-                    sx(X_MAX),
-                    sy(p),
-                    p / 1e12,
-                    sx(X_MAX) - 4.0,
-                    sy(p) - 5.0,
-                    p / 1e12
-                );
-            }
-        }
-    }
-    // Points: biggest first so small ones stay visible on top.
+    // Points (drawn after the ceilings), biggest first.
+    let radius = |k: &KernelVerdict| 3.0 + 14.0 * (k.pct_of_total / 100.0).sqrt();
     let mut order: Vec<usize> = (0..points.len()).collect();
     order.sort_by(|&a, &b| {
         points[b]
@@ -200,16 +279,99 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
             .pct_of_total
             .total_cmp(&points[a].1.pct_of_total)
     });
-    for (rank, &i) in order.iter().enumerate() {
-        let (p, k) = &points[i];
-        let r = 3.0 + 14.0 * (k.pct_of_total / 100.0).sqrt();
+    let circles: Vec<(f64, f64, f64)> = points
+        .iter()
+        .map(|(p, k)| (sx(p.ai), sy(p.rate), radius(k)))
+        .collect();
+    // The first spot for a ceiling label clear of other text and of points.
+    let free = |b: &Rect, taken: &[Rect]| {
+        b.inside(&plot)
+            && !taken.iter().any(|t| t.hits(b))
+            && !circles
+                .iter()
+                .any(|&(ox, oy, or)| b.hits_circle(ox, oy, or + 1.0))
+    };
+    // Ceilings, their labels kept clear of each other and of the points.
+    if let Some(bw) = peaks.dram_bytes_per_s {
+        let ridge = top_rate / bw;
+        let x_end = ridge.min(X_MAX);
+        let text = format!("DRAM {:.2} TB/s", bw / 1e12);
+        let n = text.chars().count();
+        // Under the rising roof (its lowest point over the text is the left
+        // end), at the first of a few spots along it that is free.
+        let (lx, ly) = [1.5, 4.0, 12.0, 40.0, 120.0]
+            .into_iter()
+            .map(|f| {
+                let x = X_MIN * f;
+                (sx(x) + 4.0, sy(bw * x) + LABEL_FONT + 4.0)
+            })
+            .find(|&(x, y)| free(&text_box(x, y, n, "start", LABEL_FONT), &taken))
+            .unwrap_or((sx(X_MIN) + 4.0, sy(bw * X_MIN * 1.5) + LABEL_FONT + 4.0));
         let _ = write!(
             s,
-            r#"<circle class="pt c-{}{}" cx="{:.1}" cy="{:.1}" r="{r:.1}"><title>{} | {} | {:.1}% of time | {:.3} FLOP/B{} | {}</title></circle>"#,
+            r#"<line class="roof dram" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>{text}</title></line><text class="roof-label" x="{lx:.1}" y="{ly:.1}">{text}</text>"#,
+            sx(X_MIN),
+            sy(bw * X_MIN),
+            sx(x_end),
+            sy(bw * x_end),
+        );
+        taken.push(text_box(lx, ly, text.chars().count(), "start", LABEL_FONT));
+        for (name, peak) in [
+            ("FP32", peaks.fp32_flops),
+            ("bf16 tensor", peaks.tensor_bf16_flops),
+        ] {
+            if let Some(p) = peak {
+                let x0 = (p / bw).clamp(X_MIN, X_MAX);
+                let text = format!("{name} {:.1} TFLOP/s", p / 1e12);
+                let n = text.chars().count();
+                // Above or below its line, from the right end leftwards to
+                // the ridge: the first spot clear of text and points.
+                let w = n as f64 * LABEL_FONT * GLYPH;
+                let x_hi = sx(X_MAX) - 4.0;
+                // Below the line only right of the ridge (left of it the
+                // sloped roof runs there); above it anywhere.
+                let ridge = (sx(x0) + w + 4.0).min(x_hi);
+                let far = (LEFT + w + 8.0).min(x_hi);
+                let along = |lo: f64, i: u32| x_hi - (x_hi - lo) * f64::from(i) / 12.0;
+                let spots = (0..=12).flat_map(|i| {
+                    [
+                        (along(far, i), sy(p) - 5.0),
+                        (along(ridge, i), sy(p) + LABEL_FONT + 3.0),
+                    ]
+                });
+                let (lx, ly) = spots
+                    .clone()
+                    .find(|&(x, y)| free(&text_box(x, y, n, "end", LABEL_FONT), &taken))
+                    .or_else(|| {
+                        spots.clone().find(|&(x, y)| {
+                            !taken
+                                .iter()
+                                .any(|t| t.hits(&text_box(x, y, n, "end", LABEL_FONT)))
+                        })
+                    })
+                    .unwrap_or((x_hi, sy(p) - 5.0));
+                let b = text_box(lx, ly, n, "end", LABEL_FONT);
+                let _ = write!(
+                    s,
+                    r#"<line class="roof compute" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>{text}</title></line><text class="roof-label" x="{lx:.1}" y="{ly:.1}" text-anchor="end">{text}</text>"#,
+                    sx(x0),
+                    sy(p),
+                    sx(X_MAX),
+                    sy(p),
+                );
+                taken.push(b);
+            }
+        }
+    }
+    // Points: biggest first so small ones stay visible on top.
+    for &i in &order {
+        let (p, k) = &points[i];
+        let (cx, cy, r) = circles[i];
+        let _ = write!(
+            s,
+            r#"<circle class="pt c-{}{}" cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}"><title>{} | {} | {:.1}% of time | {:.3} FLOP/B{} | {}</title></circle>"#,
             class_css(k.bottleneck.class),
             if p.clamped { " clamped" } else { "" },
-            sx(p.ai),
-            sy(p.rate),
             esc(&k.name),
             esc(k.bottleneck.class.as_str()),
             k.pct_of_total,
@@ -221,52 +383,139 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
             },
             esc(&k.root_cause)
         );
-        if rank < 8 {
-            // Labels near the right edge go to the left of their point.
-            let right_half = sx(p.ai) > LEFT + 0.6 * (W - LEFT - RIGHT);
-            let (lx, anchor) = if right_half {
-                (sx(p.ai) - r - 3.0, "end")
-            } else {
-                (sx(p.ai) + r + 3.0, "start")
-            };
+    }
+    // Numbers for the hottest points, each at the nearest free spot around
+    // its point (a leader line when it had to move away), never on other text.
+    let mut labels = Vec::new();
+    for (n, &i) in order.iter().take(LABELS_MAX).enumerate() {
+        let number = n + 1;
+        let (_, k) = &points[i];
+        let (cx, cy, r) = circles[i];
+        let text = number.to_string();
+        let w = text.chars().count() as f64 * LABEL_FONT * GLYPH + 2.0;
+        let h = LABEL_FONT + 2.0;
+        let spot = label_spot(cx, cy, r, w, h, &plot, &taken, &circles);
+        if let Some((b, leader)) = spot {
+            if leader {
+                let (bx, by) = ((b.x0 + b.x1) / 2.0, (b.y0 + b.y1) / 2.0);
+                let dist = ((bx - cx).powi(2) + (by - cy).powi(2)).sqrt().max(1e-9);
+                let _ = write!(
+                    s,
+                    r#"<line class="leader" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/>"#,
+                    cx + (bx - cx) / dist * r,
+                    cy + (by - cy) / dist * r,
+                    bx - (bx - cx) / dist * (h / 2.0),
+                    by - (by - cy) / dist * (h / 2.0),
+                );
+            }
             let _ = write!(
                 s,
-                r#"<text class="pt-label" x="{lx:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
-                sy(p.rate) + 4.0,
+                r#"<text class="pt-label" x="{:.1}" y="{:.1}" text-anchor="middle">{text}<title>{}</title></text>"#,
+                (b.x0 + b.x1) / 2.0,
+                b.y1 - 3.0,
                 esc(&k.short_name)
             );
+            taken.push(b);
         }
+        labels.push(Label {
+            number,
+            name: k.short_name.clone(),
+            class: class_css(k.bottleneck.class),
+            pct_of_total: k.pct_of_total,
+            placed: spot.is_some(),
+        });
     }
     s.push_str("</svg>");
-    (s, points.len())
-}
-
-fn tick(x: f64) -> String {
-    if x >= 1.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x}")
+    Chart {
+        svg: s,
+        points: points.len(),
+        labels,
     }
 }
 
-fn rate_tick(y: f64) -> String {
-    let e = y.log10().round() as i32;
-    match e {
-        9 => "1 G".into(),
-        10 => "10 G".into(),
-        11 => "100 G".into(),
-        12 => "1 T".into(),
-        13 => "10 T".into(),
-        14 => "100 T".into(),
-        15 => "1 P".into(),
-        16 => "10 P".into(),
-        _ => format!("1e{e}"),
+/// The first free box of `w` x `h` around a circle: rings of growing
+/// distance, eight directions each; first clear of every circle, then of
+/// text only. The flag says whether a leader line should join them.
+#[allow(clippy::too_many_arguments)]
+fn label_spot(
+    cx: f64,
+    cy: f64,
+    r: f64,
+    w: f64,
+    h: f64,
+    plot: &Rect,
+    taken: &[Rect],
+    circles: &[(f64, f64, f64)],
+) -> Option<(Rect, bool)> {
+    const DIRS: [(f64, f64); 8] = [
+        (1.0, 0.0),
+        (1.0, -1.0),
+        (0.0, -1.0),
+        (-1.0, -1.0),
+        (-1.0, 0.0),
+        (-1.0, 1.0),
+        (0.0, 1.0),
+        (1.0, 1.0),
+    ];
+    for avoid_points in [true, false] {
+        for gap in [2.0, 10.0, 22.0, 36.0, 54.0, 76.0, 102.0, 132.0] {
+            for (dx, dy) in DIRS {
+                let d = r + gap;
+                // The box's centre, pushed out so its near edge sits at `d`.
+                let bx = cx + dx * (d + w / 2.0);
+                let by = cy + dy * (d + h / 2.0);
+                let b = Rect {
+                    x0: bx - w / 2.0,
+                    y0: by - h / 2.0,
+                    x1: bx + w / 2.0,
+                    y1: by + h / 2.0,
+                };
+                if !b.inside(plot) || taken.iter().any(|t| t.hits(&b)) {
+                    continue;
+                }
+                if avoid_points
+                    && circles
+                        .iter()
+                        .any(|&(ox, oy, or)| b.hits_circle(ox, oy, or + 1.0))
+                {
+                    continue;
+                }
+                return Some((b, gap > 2.0));
+            }
+        }
     }
+    None
+}
+
+/// One tick style on both axes: SI prefixes ("100 M", "1 G", "10 k"), plain
+/// decimals below one.
+pub fn si(v: f64) -> String {
+    if v < 1.0 {
+        let digits = (-v.log10()).ceil().max(0.0) as usize;
+        return format!("{v:.digits$}");
+    }
+    let e = v.log10().round() as i32;
+    let prefixes = ["", " k", " M", " G", " T", " P", " E", " Z", " Y"];
+    let idx = (e / 3).clamp(0, prefixes.len() as i32 - 1);
+    let mant = 10f64.powi(e - 3 * idx);
+    format!("{mant:.0}{}", prefixes[idx as usize])
 }
 
 #[cfg(test)]
 mod tests {
-    use super::esc;
+    use super::{esc, si};
+
+    #[test]
+    fn ticks_use_si_prefixes_everywhere() {
+        let got: Vec<String> = [0.01, 0.1, 1.0, 10.0, 1e3, 1e4, 1e8, 1e9, 1e12, 1e15, 1e16]
+            .into_iter()
+            .map(si)
+            .collect();
+        assert_eq!(
+            got,
+            ["0.01", "0.1", "1", "10", "1 k", "10 k", "100 M", "1 G", "1 T", "1 P", "10 P"]
+        );
+    }
 
     #[test]
     fn escapes_markup() {

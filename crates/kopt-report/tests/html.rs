@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_ingest::{merge_profile, read_ncu_csv};
-use kopt_model::{BottleneckClass, Diagnosis};
+use kopt_model::Diagnosis;
 use kopt_report::{html, roofline, Format};
 
 fn diagnose(rel: &str) -> Diagnosis {
@@ -68,7 +68,7 @@ fn one_roofline_point_per_hot_kernel() {
     let with_counters = d
         .kernels
         .iter()
-        .filter(|k| k.bottleneck.class != BottleneckClass::Unknown)
+        .filter(|k| roofline::has_counters(k))
         .count();
     assert_eq!(points, with_counters.min(roofline::HOT_KERNELS_MAX));
     assert_eq!(page.matches("<circle class=\"pt ").count(), points);
@@ -137,4 +137,25 @@ fn trace_reports_draw_the_timeline_strip() {
     // One host lane and one GPU lane (a single stream).
     assert_eq!(page.matches("class=\"lane-label\"").count(), 2);
     assert!(page.matches("<rect class=\"idle\"").count() > 10);
+    // No kernel has counters: no chart of points piled in one corner, a note instead.
+    assert!(!page.contains("<svg class=\"roofline\""));
+    assert!(page.contains("No roofline: no kernel has counters"));
+}
+
+#[test]
+fn hottest_points_are_numbered_and_listed() {
+    let d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let chart = roofline::chart(&d);
+    assert_eq!(chart.labels.len(), chart.points.min(roofline::LABELS_MAX));
+    assert!(chart.labels.iter().all(|l| l.placed), "{:?}", chart.labels);
+    assert_eq!(
+        chart.svg.matches("class=\"pt-label\"").count(),
+        chart.labels.len()
+    );
+    assert_eq!(chart.labels[0].name, "kopt_gridstride_8blocks");
+    let (page, _) = html::page(&d);
+    assert!(page.contains("<li value=\"1\"><span class=\"dot b-small_grid\"></span><span class=\"name\">kopt_gridstride_8blocks</span> 35.5%</li>"));
+    // One tick style: SI prefixes, no exponent notation.
+    assert!(!chart.svg.contains(">1e"), "exponent ticks");
+    assert!(chart.svg.contains(">100 M<") || chart.svg.contains(">10 M<"));
 }
