@@ -69,6 +69,12 @@ pub const CATALOGUE: &[Strategy] = &[
         source: "seed 002 options B and G (warp assignment, pipeline rebalance); seed 001 warp specialization",
     },
     Strategy {
+        id: "cut_local_memory",
+        title: "Keep per-thread data in registers (cut local-memory traffic)",
+        triggered_by: &[C::Memory, C::Latency],
+        source: "seed 001 occupancy strategy 2 (register usage) and memory strategy 2 (shared memory as a cache); seed 003 hypothesis 3 (spills)",
+    },
+    Strategy {
         id: "move_fewer_bytes",
         title: "At the memory roofline: move fewer bytes",
         triggered_by: &[C::Memory],
@@ -137,9 +143,23 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
             action,
             source: s.source.to_string(),
             gain,
+            predicted_speedup: None,
         });
     };
     let sms = m.sm_count.unwrap_or(0.0);
+    if let Some(local) = crate::rules::local_memory(m).filter(|l| l.primary) {
+        push(
+            "cut_local_memory",
+            v.root_cause.clone(),
+            format!(
+                "Local memory is per-thread data the compiler could not keep in registers ({} registers per thread now). Index per-thread arrays with compile-time constants (unroll the loops that index them) so they stay in registers; move arrays indexed at run time to shared memory; keep fewer values live across loops (recompute, narrower types); check `-Xptxas -v` for spill stores/loads. __launch_bounds__ / -maxrregcount trade registers for occupancy: raise the register limit if spills come from a cap, lower it only if occupancy, not spills, is the limit. {:.0}% of the kernel's L1 sectors are local.",
+                m.registers_per_thread.map_or("?".into(), |r| format!("{r:.0}")),
+                local.share_pct
+            ),
+            recoverable,
+        );
+        return out;
+    }
     match class {
         C::SmallGrid => {
             let per_sm = [m.occupancy_limit_blocks, m.occupancy_limit_registers, m.occupancy_limit_shared_mem, m.occupancy_limit_warps]
@@ -255,32 +275,73 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
     out
 }
 
-/// The timeline's recommendation when launches set the pace.
-pub fn graph_capture(t: &kopt_model::TimelineSummary) -> Recommendation {
+/// The timeline's graph-capture recommendation, from the predicted per-step
+/// time after capture; None where the prediction gives no gain worth naming.
+pub fn graph_capture(t: &kopt_model::TimelineSummary) -> Option<Recommendation> {
+    let p = t.graph_prediction.as_ref()?;
     let s = strategy("capture_cuda_graph");
-    let saved = (t.wall_ns - t.gpu_busy_ns).max(0) as f64;
-    Recommendation {
+    let fmt = kopt_model::format_duration_ns;
+    let saved_step = (p.eager_corrected_per_step_ns - p.graph_per_step_ns).max(0.0);
+    let share = 100.0 * saved_step / p.eager_corrected_per_step_ns.max(1.0);
+    let steps = t.iterations.unwrap_or(1).max(1) as f64;
+    let sp = &p.speedup;
+    let recorder = if p.recorder_overhead_per_step_ns > 0.0 {
+        format!(
+            " ({} recorded, less the recorder's {} per step)",
+            fmt(p.eager_per_step_ns),
+            fmt(p.recorder_overhead_per_step_ns)
+        )
+    } else {
+        String::new()
+    };
+    let figures = format!(
+        "Predicted {:.1}x ({:.1}-{:.1}x): {} per step now{recorder}, {} after capture ({} GPU busy + {:.0} kernels x {} replay each).",
+        sp.estimate,
+        sp.low,
+        sp.high,
+        fmt(p.eager_corrected_per_step_ns),
+        fmt(p.graph_per_step_ns),
+        fmt(p.busy_per_step_ns),
+        p.kernels_per_step,
+        fmt(p.replay_ns_per_kernel),
+    );
+    Some(Recommendation {
         rank: 0,
         id: s.id.to_string(),
         title: s.title.to_string(),
         kernel: "the whole launch sequence".into(),
         kernel_short: format!("{} launches", t.kernel_launch_calls.max(t.kernels)),
         class: C::LaunchOverhead,
-        evidence: t.verdict.clone(),
-        action: "Capture the steady-state step in a CUDA graph (torch.cuda.graphs / cudaStreamBeginCapture) and replay it; fuse or remove kernels that do almost no work; keep allocations and host syncs out of the captured region.".into(),
+        evidence: format!("{} {figures}", t.verdict),
+        action: format!(
+            "Capture the steady-state step in a CUDA graph (torch.cuda.graphs / cudaStreamBeginCapture) and replay it; fuse or remove kernels that do almost no work; keep allocations and host syncs out of the captured region. {figures}"
+        ),
         source: s.source.to_string(),
         gain: Some(GainEstimate {
-            kernel_pct: 100.0 * saved / t.wall_ns.max(1) as f64,
-            workload_pct: 100.0 * saved / t.wall_ns.max(1) as f64,
-            saved_ns: saved,
-            method: "upper bound: wall time cannot fall below GPU-busy time, so the gain is at most 1 - busy/wall".into(),
+            kernel_pct: share,
+            workload_pct: share,
+            saved_ns: saved_step * steps,
+            method: format!(
+                "predicted per step: {} -> {} ({:.1}x, range {:.1}-{:.1}x); {}",
+                fmt(p.eager_corrected_per_step_ns),
+                fmt(p.graph_per_step_ns),
+                sp.estimate,
+                sp.low,
+                sp.high,
+                sp.model
+            ),
         }),
-    }
+        predicted_speedup: Some(sp.clone()),
+    })
 }
 
 /// One recommendation for all tiny launches together: they are fused or
 /// graph-captured as a sequence, not one kernel at a time (seed 000).
-pub fn recommend_tiny(groups: &[&KernelGroup], total_ns: f64) -> Option<Recommendation> {
+pub fn recommend_tiny(
+    groups: &[&KernelGroup],
+    total_ns: f64,
+    timeline: Option<&kopt_model::TimelineSummary>,
+) -> Option<Recommendation> {
     let launches: u64 = groups.iter().map(|g| g.verdict.launches).sum();
     if launches == 0 {
         return None;
@@ -307,7 +368,10 @@ pub fn recommend_tiny(groups: &[&KernelGroup], total_ns: f64) -> Option<Recommen
                 0.0
             },
             saved_ns: saved,
-            method: crate::rollup::TINY_STEP_METHOD.into(),
+            method: match timeline {
+                None => crate::rollup::TINY_STEP_METHOD.into(),
+                Some(_) => crate::rollup::TINY_STEP_METHOD_TIMED.into(),
+            },
         });
     let s = strategy("fuse_or_graph_launches");
     let (kernel, short) = if groups.len() == 1 {
@@ -331,9 +395,20 @@ pub fn recommend_tiny(groups: &[&KernelGroup], total_ns: f64) -> Option<Recommen
             crate::rules::TINY_KERNEL_NS / 1e3,
             kopt_model::format_duration_ns(tiny_ns)
         ),
-        action: "Fuse these launches (and their neighbours) into one kernel, or capture the sequence in a CUDA graph and replay it; remove launches whose result is never used. Measure the host launch cost with a timeline: ncu cannot see it.".into(),
+        action: format!(
+            "Fuse these launches (and their neighbours) into one kernel, or capture the sequence in a CUDA graph and replay it; remove launches whose result is never used. {}",
+            match timeline {
+                None => "Measure the host launch cost with a timeline (kopt trace, torch.profiler): ncu cannot see it.".to_string(),
+                Some(t) => format!(
+                    "The timeline shows the host cost: a median launch call of {}, the GPU busy {:.1}% of the steady-state window.",
+                    t.median_launch_ns.map_or("-".into(), kopt_model::format_duration_ns),
+                    t.busy_pct
+                ),
+            }
+        ),
         source: s.source.to_string(),
         gain,
+        predicted_speedup: None,
     })
 }
 
@@ -348,6 +423,50 @@ fn pct(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spilling_kernels_get_the_local_memory_fix_not_autotuning() {
+        let launch = kopt_model::KernelLaunch {
+            id: 0,
+            name: "spill_kernel".into(),
+            grid: kopt_model::Dim3 {
+                x: 1056,
+                y: 1,
+                z: 1,
+            },
+            block: kopt_model::Dim3 { x: 256, y: 1, z: 1 },
+            stream: None,
+            metrics: kopt_model::Metrics {
+                duration_ns: Some(200_000.0),
+                sm_pct: Some(35.0),
+                memory_pct: Some(70.0),
+                l1_pct: Some(70.0),
+                grid_size: Some(1_056.0),
+                sm_count: Some(132.0),
+                registers_per_thread: Some(255.0),
+                global_ld_sectors: Some(1e6),
+                local_ld_sectors: Some(2e6),
+                local_st_sectors: Some(1e6),
+                ..Default::default()
+            },
+            ncu_rules: Vec::new(),
+        };
+        let launches = [launch];
+        let groups = crate::rollup::group(&launches, 200_000.0);
+        let recs = recommend(&groups[0], 200_000.0);
+        let ids: Vec<&str> = recs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, vec!["cut_local_memory"]);
+        let action = &recs[0].action;
+        for needle in [
+            "compile-time constants",
+            "shared memory",
+            "live",
+            "__launch_bounds__",
+        ] {
+            assert!(action.contains(needle), "{needle}: {action}");
+        }
+        assert!(recs[0].gain.is_some());
+    }
 
     #[test]
     fn ids_are_unique_and_every_class_is_covered() {

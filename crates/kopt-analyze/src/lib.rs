@@ -27,6 +27,14 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .filter_map(|l| l.metrics.duration_ns)
         .sum();
     let groups = rollup::group(&profile.launches, total_ns);
+    let timeline = profile
+        .timeline
+        .as_ref()
+        .and_then(|t| timeline::summarize_for_device(t, &profile.device));
+    let strip = match (&profile.timeline, &timeline) {
+        (Some(t), Some(s)) => timeline::strip(t, s),
+        _ => None,
+    };
 
     let mut recommendations: Vec<_> = groups
         .iter()
@@ -34,7 +42,11 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .flat_map(|g| catalogue::recommend(g, total_ns))
         .collect();
     let tiny_groups: Vec<&rollup::KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
-    recommendations.extend(catalogue::recommend_tiny(&tiny_groups, total_ns));
+    recommendations.extend(catalogue::recommend_tiny(
+        &tiny_groups,
+        total_ns,
+        timeline.as_ref(),
+    ));
     // Numeric gains first, largest first; then roofline advice by the kernel's share.
     recommendations.sort_by(|a, b| match (&a.gain, &b.gain) {
         (Some(x), Some(y)) => y.workload_pct.total_cmp(&x.workload_pct),
@@ -52,43 +64,50 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     });
     // Gains too small to act on are noise, not advice.
     recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
+    if let Some(t) = timeline.as_ref() {
+        if let Some(r) = graph_recommendation(t) {
+            // Kernel gains are shares of GPU time; in wall time they count
+            // only as far as the GPU is busy.
+            let busy = t.busy_pct / 100.0;
+            let share = r.gain.as_ref().map_or(0.0, |g| g.workload_pct);
+            let at = if t.launch_bound {
+                0
+            } else {
+                recommendations
+                    .iter()
+                    .position(|x| {
+                        x.gain
+                            .as_ref()
+                            .is_none_or(|g| g.workload_pct * busy < share)
+                    })
+                    .unwrap_or(recommendations.len())
+            };
+            recommendations.insert(at, r);
+        }
+    }
     for (i, r) in recommendations.iter_mut().enumerate() {
         r.rank = i + 1;
     }
-
-    let timeline = profile.timeline.as_ref().and_then(timeline::summarize);
-    let strip = match (&profile.timeline, &timeline) {
-        (Some(t), Some(s)) => timeline::strip(t, s),
-        _ => None,
-    };
-    let mut primary = primary(&groups, total_ns);
-    if let Some(t) = timeline.as_ref().filter(|t| t.launch_bound) {
-        // The timeline sees what counters cannot: the pace is set by launches.
-        let gain = 100.0 * (1.0 - t.gpu_busy_ns as f64 / t.wall_ns as f64);
-        let per_step = t.busy_per_iteration_ns.map_or(String::new(), |ns| {
-            format!(
-                " Replayed from a graph, one iteration costs at least its GPU-busy time, {} (now {} in the traced window).",
-                kopt_model::format_duration_ns(ns),
-                kopt_model::format_duration_ns(t.wall_ns as f64 / t.iterations.unwrap_or(1).max(1) as f64)
-            )
-        });
-        primary = Some(PrimaryBottleneck {
-            component: format!("the workload's launch sequence ({} kernels)", t.kernels),
-            component_short: format!("{} kernel launches", t.kernel_launch_calls.max(t.kernels)),
-            class: kopt_model::BottleneckClass::LaunchOverhead,
-            pct_of_total: 100.0 - t.busy_pct,
-            insight: format!(
-                "{} The GPU idles {:.1}% of the time waiting for the next launch: capturing the sequence in a CUDA graph (or fusing the kernels) can cut up to {gain:.1}% of the wall time ({:.2}x at most).{per_step}",
-                t.verdict,
-                100.0 - t.busy_pct,
-                t.wall_ns as f64 / t.gpu_busy_ns.max(1) as f64
-            ),
-        });
-        recommendations.insert(0, catalogue::graph_capture(t));
-        for (i, r) in recommendations.iter_mut().enumerate() {
-            r.rank = i + 1;
+    // The primary bottleneck is what tops the recommendations: the finding
+    // with the most recoverable time.
+    let primary = match recommendations.first() {
+        Some(r) if r.id == "capture_cuda_graph" => timeline
+            .as_ref()
+            .map(|t| launch_primary(t, r))
+            .or_else(|| primary(&groups, total_ns)),
+        Some(r)
+            if r.gain
+                .as_ref()
+                .is_some_and(|g| g.workload_pct >= PRIMARY_MIN_GAIN_PCT) =>
+        {
+            let gain = r.gain.as_ref().map(|g| g.workload_pct);
+            match groups.iter().find(|g| g.verdict.name == r.kernel) {
+                Some(g) => primary_of(g, gain, &groups),
+                None => Some(aggregate_primary(r, &tiny_groups)),
+            }
         }
-    }
+        _ => primary(&groups, total_ns),
+    };
     let mut notes = Vec::new();
     let tiny: Vec<_> = groups.iter().filter(|g| g.tiny).collect();
     if !tiny.is_empty() && timeline.is_none() {
@@ -114,7 +133,28 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         rules::ATTAINABLE_PCT
     ));
 
+    let counters_collected = profile
+        .launches
+        .iter()
+        .any(|l| !rules::has_no_counters(&l.metrics));
     let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
+    for k in &mut kernels {
+        explain_missing_counters(k, counters_collected);
+        if let Some(t) = timeline.as_ref() {
+            for f in k
+                .findings
+                .iter_mut()
+                .filter(|f| f.class == kopt_model::BottleneckClass::LaunchOverhead)
+            {
+                f.evidence = format!(
+                    "runs {}: at this size the launch itself can cost more than the work; the timeline measures it: a median launch call of {}, the GPU busy {:.1}% of the steady-state window",
+                    kopt_model::format_duration_ns(k.mean_ns),
+                    t.median_launch_ns.map_or("-".into(), kopt_model::format_duration_ns),
+                    t.busy_pct
+                );
+            }
+        }
+    }
     if let Some(n) = options.top {
         kernels.truncate(n);
     }
@@ -160,6 +200,108 @@ pub fn top_kernel_functions(profile: &Profile, max: usize, coverage: f64) -> Vec
     out
 }
 
+/// The graph-capture recommendation where the timeline gives a reason for
+/// it: launches set the pace, or the predicted speed-up is worth naming; never
+/// for a GPU busy most of the steady state, nor for a step already replayed
+/// from a graph.
+fn graph_recommendation(t: &kopt_model::TimelineSummary) -> Option<kopt_model::Recommendation> {
+    let p = t.graph_prediction.as_ref()?;
+    let already_graphed = t.graph_launches > 0 && t.kernel_launch_calls == 0;
+    // Without steps the prediction covers the whole trace as one sequence:
+    // named only where launches clearly set the pace.
+    let worth = t.launch_bound || (t.steps.is_some() && p.speedup.estimate >= GRAPH_MIN_SPEEDUP);
+    if t.busy_pct > timeline::COMPUTE_BOUND_BUSY_PCT
+        || already_graphed
+        || !worth
+        || p.speedup.estimate <= 1.0
+    {
+        return None;
+    }
+    catalogue::graph_capture(t)
+}
+
+/// A predicted speed-up below this is not worth a graph-capture recommendation
+/// unless launches clearly set the pace.
+const GRAPH_MIN_SPEEDUP: f64 = 1.1;
+
+/// The primary bottleneck when launches set the pace (the graph-capture
+/// recommendation tops the list).
+fn launch_primary(
+    t: &kopt_model::TimelineSummary,
+    r: &kopt_model::Recommendation,
+) -> PrimaryBottleneck {
+    let fmt = kopt_model::format_duration_ns;
+    let predicted = match (&r.predicted_speedup, &t.graph_prediction) {
+        (Some(sp), Some(p)) => format!(
+            " Capturing the steady-state step in a CUDA graph is predicted to run it {:.1}x faster (range {:.1}-{:.1}x): {} per step now, {} after capture.",
+            sp.estimate,
+            sp.low,
+            sp.high,
+            fmt(p.eager_corrected_per_step_ns),
+            fmt(p.graph_per_step_ns)
+        ),
+        _ => String::new(),
+    };
+    PrimaryBottleneck {
+        component: format!("the workload's launch sequence ({} kernels)", t.kernels),
+        component_short: format!("{} kernel launches", t.kernel_launch_calls.max(t.kernels)),
+        class: kopt_model::BottleneckClass::LaunchOverhead,
+        pct_of_total: 100.0 - t.busy_pct,
+        insight: format!(
+            "{} The GPU idles {:.1}% of the steady-state window waiting for the next launch.{predicted}",
+            t.verdict,
+            100.0 - t.busy_pct,
+        ),
+    }
+}
+
+/// The primary bottleneck when the top recommendation covers several tiny kernels.
+fn aggregate_primary(
+    r: &kopt_model::Recommendation,
+    tiny: &[&rollup::KernelGroup],
+) -> PrimaryBottleneck {
+    let share: f64 = tiny.iter().map(|g| g.verdict.pct_of_total).sum();
+    let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
+    let biggest = tiny
+        .iter()
+        .max_by(|a, b| a.verdict.total_ns.total_cmp(&b.verdict.total_ns))
+        .map_or(String::new(), |g| {
+            format!(
+                " The largest of them: {} ({:.1}% of kernel time).",
+                g.verdict.short_name, g.verdict.pct_of_total
+            )
+        });
+    PrimaryBottleneck {
+        component: r.kernel.clone(),
+        component_short: r.kernel_short.clone(),
+        class: r.class,
+        pct_of_total: share,
+        insight: format!(
+            "{} tiny kernel(s) ({}) take {share:.1}% of kernel time in {launches} launches under {:.0} us each and do almost no work: fusing each step's launches or capturing them in a CUDA graph could save up to {:.1}% of kernel time.{biggest}",
+            tiny.len(),
+            r.kernel,
+            rules::TINY_KERNEL_NS / 1e3,
+            r.gain.as_ref().map_or(0.0, |g| g.workload_pct)
+        ),
+    }
+}
+
+/// A kernel without counters says why: not profiled in depth (below the
+/// targeted pass's cut), or a timeline with no counters at all.
+fn explain_missing_counters(k: &mut kopt_model::KernelVerdict, counters_collected: bool) {
+    if k.bottleneck.class != kopt_model::BottleneckClass::Unknown {
+        return;
+    }
+    k.root_cause = if counters_collected {
+        format!(
+            "Not profiled in depth: {:.1}% of kernel time, below the cut of the targeted pass (kopt profile --top N or --kernel REGEX includes it); only its time is known",
+            k.pct_of_total
+        )
+    } else {
+        "Timeline only: no counters were collected for this input, only the kernel's time is known (kopt profile, or ncu with kopt's metric list, gives its cause)".into()
+    };
+}
+
 /// The kernel that costs the workload the most recoverable time; when no
 /// kernel has a meaningful recoverable share, the hottest one (at its roofline).
 fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottleneck> {
@@ -176,6 +318,15 @@ fn primary(groups: &[rollup::KernelGroup], total_ns: f64) -> Option<PrimaryBottl
         }
         _ => (groups.first()?, None),
     };
+    primary_of(g, gain_pct, groups)
+}
+
+/// One kernel as the primary bottleneck, with the share of the workload its fix may save.
+fn primary_of(
+    g: &rollup::KernelGroup,
+    gain_pct: Option<f64>,
+    groups: &[rollup::KernelGroup],
+) -> Option<PrimaryBottleneck> {
     let v = &g.verdict;
     let tiny_note = if g.tiny {
         let tiny: Vec<_> = groups.iter().filter(|t| t.tiny).collect();

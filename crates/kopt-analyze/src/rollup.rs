@@ -202,9 +202,14 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
             .filter(|f| *f > 0.0 && kernel_ns > 0.0)
             .map(|f| f / (kernel_ns * 1e-9)),
         bottleneck: rep_verdict.bottleneck,
-        root_cause: rep_verdict.root_cause.clone(),
+        root_cause: crate::rules::with_partial_evidence(
+            &rep_verdict.root_cause,
+            rep_verdict.bottleneck.class,
+            &rep.metrics,
+        ),
         findings,
         ncu_disagreement: None,
+        checks_not_run: crate::rules::checks_not_run(&rep.metrics),
     };
     let mut group = KernelGroup {
         verdict,
@@ -237,6 +242,8 @@ pub fn tiny_step_model(groups: &[KernelGroup]) -> Option<(u64, f64)> {
 }
 
 pub const TINY_STEP_METHOD: &str = "if each step's tiny launches became one kernel (steps = median launch count of the tiny kernels), all but one launch's GPU time per step is saved; the host launch cost comes on top and needs a timeline";
+/// The same where a timeline was given (its graph-capture figures cover the host cost).
+pub const TINY_STEP_METHOD_TIMED: &str = "if each step's tiny launches became one kernel (steps = median launch count of the tiny kernels), all but one launch's GPU time per step is saved; the host launch cost comes on top (see the timeline)";
 
 /// Give tiny kernels their share of the fused-step saving.
 pub fn fuse_tiny_steps(groups: &mut [KernelGroup]) {

@@ -27,6 +27,123 @@ pub const TINY_KERNEL_NS: f64 = 10_000.0;
 /// of "time after the fix" use it as the attainable ceiling.
 pub const ATTAINABLE_PCT: f64 = 90.0;
 
+/// Local-memory sectors from this share of all L1 global + local sectors
+/// make register spills / local arrays the primary cause.
+pub const LOCAL_PRIMARY_PCT: f64 = 20.0;
+/// ... and from this share a secondary finding.
+pub const LOCAL_FINDING_PCT: f64 = 5.0;
+
+/// What the local-memory counters say about a launch.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalMemory {
+    /// Local sectors as a share of global + local L1 sectors, %.
+    pub share_pct: f64,
+    pub sectors: f64,
+    /// Local load and store instructions executed, where collected.
+    pub instructions: Option<f64>,
+    pub primary: bool,
+}
+
+/// Local-memory traffic (register spills, per-thread arrays indexed at run
+/// time), where the local sector counters were collected.
+pub fn local_memory(m: &Metrics) -> Option<LocalMemory> {
+    if m.local_ld_sectors.is_none() && m.local_st_sectors.is_none() {
+        return None;
+    }
+    let local = m.local_ld_sectors.unwrap_or(0.0) + m.local_st_sectors.unwrap_or(0.0);
+    let global = m.global_ld_sectors.unwrap_or(0.0) + m.global_st_sectors.unwrap_or(0.0);
+    let share_pct = if local + global > 0.0 {
+        100.0 * local / (local + global)
+    } else {
+        0.0
+    };
+    let instructions = match (m.local_ld_inst, m.local_st_inst) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    Some(LocalMemory {
+        share_pct,
+        sectors: local,
+        instructions,
+        primary: share_pct >= LOCAL_PRIMARY_PCT && local > 0.0,
+    })
+}
+
+/// The checks kopt could not run on a launch for lack of counters, each
+/// with what it needs.
+pub fn checks_not_run(m: &Metrics) -> Vec<String> {
+    if has_no_counters(m) {
+        return vec![
+            "every counter-based check: no counters were collected for this kernel, only its time (and grid) is known".into(),
+        ];
+    }
+    let mut out = Vec::new();
+    let mut missing = |absent: bool, what: &str| {
+        if absent {
+            out.push(what.to_string());
+        }
+    };
+    missing(
+        m.dram_pct.is_none() && m.dram_bytes_read.is_none() && m.dram_bytes_per_s.is_none(),
+        "DRAM roofline: needs dram__throughput.avg.pct_of_peak_sustained_elapsed / dram__bytes_read.sum",
+    );
+    missing(
+        excess_sector_pct(m).is_none(),
+        "coalescing: needs the L1 sector counters (l1tex__t_sectors_pipe_lsu_mem_global_op_ld/st.sum with smsp__sass_data_bytes_mem_global_op_ld/st.sum)",
+    );
+    missing(
+        conflict_pct(m).is_none(),
+        "shared-memory bank conflicts: needs l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld/st.sum and the shared wavefront counters",
+    );
+    missing(
+        m.stalls.is_empty(),
+        "warp stall reasons: needs smsp__average_warps_issue_stalled_*_per_issue_active.ratio",
+    );
+    missing(
+        m.occupancy_theoretical_pct.is_none() && m.occupancy_limit_registers.is_none(),
+        "occupancy: needs sm__maximum_warps_per_active_cycle_pct and launch__occupancy_limit_*",
+    );
+    missing(
+        [m.tensor_pct, m.fma_pct, m.alu_pct, m.fp64_pct]
+            .iter()
+            .all(Option::is_none),
+        "pipe utilisation (tensor / FP32 / ALU): needs sm__pipe_*_cycles_active",
+    );
+    missing(
+        local_memory(m).is_none(),
+        "register spills / local memory: needs l1tex__t_sectors_pipe_lsu_mem_local_op_ld/st.sum",
+    );
+    out
+}
+
+/// The root cause with a note where the class rests on partial evidence:
+/// the checks that could have named another cause did not run.
+pub fn with_partial_evidence(cause: &str, class: BottleneckClass, m: &Metrics) -> String {
+    use BottleneckClass as C;
+    if has_no_counters(m) {
+        return cause.to_string();
+    }
+    let mut gaps = Vec::new();
+    let memory_like = matches!(class, C::Memory | C::Latency | C::Balanced | C::Occupancy);
+    if memory_like && excess_sector_pct(m).is_none() {
+        gaps.push("coalescing (no L1 sector counters)");
+    }
+    if memory_like && conflict_pct(m).is_none() && m.l1_pct.is_some_and(|p| p >= 40.0) {
+        gaps.push("shared-memory bank conflicts (no wavefront counters)");
+    }
+    if matches!(class, C::Latency | C::Sync) && m.stalls.is_empty() {
+        gaps.push("stall reasons (no stall counters)");
+    }
+    if gaps.is_empty() {
+        cause.to_string()
+    } else {
+        format!(
+            "{cause} (partial evidence: {} could not be checked)",
+            gaps.join(", ")
+        )
+    }
+}
+
 /// Derived figures every rule reads.
 #[derive(Debug, Clone, Default)]
 pub struct Signals {
@@ -359,6 +476,41 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             findings,
         );
     }
+    // 3b. Local memory: spilled registers or per-thread arrays indexed at
+    // run time turn register accesses into L1/L2/DRAM traffic.
+    let local = local_memory(m);
+    if let Some(l) = local.filter(|l| l.primary) {
+        let (class, unit) = if s.m >= s.c {
+            (BottleneckClass::Memory, memory_unit(m))
+        } else {
+            (BottleneckClass::Latency, None)
+        };
+        let inst = l.instructions.map_or(String::new(), |i| {
+            format!(", {i:.0} local load/store instructions")
+        });
+        return verdict(
+            class,
+            unit,
+            format!(
+                "Local-memory traffic (register spills or per-thread arrays indexed at run time): {} of the L1 sectors moved are local{inst}, {} registers per thread; memory {} busy",
+                pct(l.share_pct),
+                m.registers_per_thread.map_or("?".into(), |r| format!("{r:.0}")),
+                pct(s.m)
+            ),
+            Some((l.share_pct / 100.0) * (s.m / ATTAINABLE_PCT).clamp(0.1, 1.0)),
+            "local-memory sectors removed from the memory time",
+            findings,
+        );
+    }
+    if let Some(l) = local.filter(|l| l.share_pct >= LOCAL_FINDING_PCT) {
+        findings.push(Finding {
+            class: BottleneckClass::Memory,
+            evidence: format!(
+                "{} of L1 sectors are local memory (register spills or run-time-indexed per-thread arrays)",
+                pct(l.share_pct)
+            ),
+        });
+    }
     if let Some(e) = excess.filter(|e| *e >= UNCOALESCED_FINDING_PCT) {
         findings.push(Finding {
             class: BottleneckClass::Uncoalesced,
@@ -563,5 +715,93 @@ fn occupancy_finding(theoretical: f64, limiter: Option<&str>) -> Finding {
             pct(theoretical),
             limiter.unwrap_or("resources")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory-leaning kernel whose L1 traffic is mostly local (spills).
+    fn spilling() -> Metrics {
+        Metrics {
+            duration_ns: Some(200_000.0),
+            sm_pct: Some(35.0),
+            memory_pct: Some(70.0),
+            l1_pct: Some(70.0),
+            l2_pct: Some(55.0),
+            dram_pct: Some(30.0),
+            grid_size: Some(1_056.0),
+            sm_count: Some(132.0),
+            registers_per_thread: Some(255.0),
+            global_ld_bytes_requested: Some(32.0 * 1e6),
+            global_st_bytes_requested: Some(0.0),
+            global_ld_sectors: Some(1e6),
+            global_st_sectors: Some(0.0),
+            local_ld_sectors: Some(2e6),
+            local_st_sectors: Some(1e6),
+            local_ld_inst: Some(4e5),
+            local_st_inst: Some(2e5),
+            ..Metrics::default()
+        }
+    }
+
+    #[test]
+    fn local_memory_traffic_is_named_with_its_own_fix() {
+        let m = spilling();
+        let v = classify(&m);
+        assert!(
+            v.root_cause.starts_with("Local-memory traffic"),
+            "{}",
+            v.root_cause
+        );
+        assert!(v.root_cause.contains("75%"), "{}", v.root_cause);
+        assert!(v.recoverable.is_some_and(|r| r > 0.0));
+        let l = local_memory(&m).unwrap();
+        assert!(l.primary && (l.share_pct - 75.0).abs() < 1e-9);
+        // Little local traffic: a finding, not the cause.
+        let mut light = m.clone();
+        light.local_ld_sectors = Some(6e4);
+        light.local_st_sectors = Some(0.0);
+        let v = classify(&light);
+        assert!(!v.root_cause.contains("Local-memory"), "{}", v.root_cause);
+        assert!(v
+            .findings
+            .iter()
+            .any(|f| f.evidence.contains("local memory")));
+    }
+
+    #[test]
+    fn missing_counters_are_listed_and_mark_partial_evidence() {
+        let mut m = spilling();
+        m.local_ld_sectors = None;
+        m.local_st_sectors = None;
+        m.global_ld_sectors = None;
+        m.global_st_sectors = None;
+        m.global_ld_bytes_requested = None;
+        m.global_st_bytes_requested = None;
+        let checks = checks_not_run(&m);
+        assert!(checks
+            .iter()
+            .any(|c| c.starts_with("coalescing: needs the L1 sector counters")));
+        assert!(checks
+            .iter()
+            .any(|c| c.starts_with("register spills / local memory")));
+        assert!(checks.iter().any(|c| c.starts_with("warp stall reasons")));
+        let v = classify(&m);
+        let cause = with_partial_evidence(&v.root_cause, v.bottleneck.class, &m);
+        assert!(
+            cause.contains("partial evidence: coalescing (no L1 sector counters)"),
+            "{cause}"
+        );
+        // With every check's counters there is nothing to say.
+        assert!(checks_not_run(&spilling())
+            .iter()
+            .all(|c| !c.starts_with("coalescing") && !c.starts_with("register spills")));
+        let bare = Metrics {
+            duration_ns: Some(1e5),
+            ..Metrics::default()
+        };
+        assert_eq!(checks_not_run(&bare).len(), 1);
     }
 }

@@ -122,7 +122,509 @@ fn label(a: &kopt_model::GpuActivity) -> String {
     }
 }
 
+/// The timeline's summary, graph replay costed from the device the trace names.
 pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
+    let replay = kopt_model::graph_replay_ns_per_kernel(t.device_name.as_deref().unwrap_or(""));
+    summarize_with_replay(t, replay)
+}
+
+/// The summary with the device model's graph-replay cost per kernel (ns, and
+/// whether it came from the per-card table).
+pub fn summarize_for_device(t: &Timeline, device: &kopt_model::Device) -> Option<TimelineSummary> {
+    let replay = match device.graph_replay_ns_per_kernel {
+        Some(ns) => (ns, true),
+        None => kopt_model::graph_replay_ns_per_kernel(&device.name),
+    };
+    summarize_with_replay(t, replay)
+}
+
+/// Busy share of the steady-state window above which the GPU, not the
+/// launches, sets the pace: no graph capture is recommended.
+pub const COMPUTE_BOUND_BUSY_PCT: f64 = 90.0;
+
+/// A step longer than this many times the median is warm-up (first call,
+/// compilation, autotuning, allocator growth).
+const WARMUP_FACTOR: f64 = 1.5;
+
+/// Steps found in a trace, in launch (host) time.
+#[derive(Debug, Clone)]
+pub struct Steps {
+    pub source: StepSource,
+    pub family: Option<String>,
+    pub detail: String,
+    /// Start of each step, sorted.
+    pub starts: Vec<i64>,
+    /// End of each step: a marker's end, else the next step's start (the
+    /// last one's: the launch of its last activity).
+    pub ends: Vec<i64>,
+    /// True when steps tile the time between them (sync, gaps, pattern):
+    /// an activity launched between a step's end and the next start is not lost.
+    pub contiguous: bool,
+}
+
+use kopt_model::{ActivityKind, GpuActivity, StepSource};
+
+/// When each activity was launched: its API call's start (by correlation),
+/// else its own start. Also the call's end (or the activity's end).
+fn launch_spans(t: &Timeline) -> HashMap<u64, (i64, i64)> {
+    t.api_calls
+        .iter()
+        .filter(|c| c.kind != ApiKind::Other && c.correlation != 0)
+        .map(|c| (c.correlation, (c.start_ns, c.end_ns)))
+        .collect()
+}
+
+fn launched_at(a: &GpuActivity, calls: &HashMap<u64, (i64, i64)>) -> (i64, i64) {
+    match calls.get(&a.correlation).filter(|_| a.correlation != 0) {
+        Some(&(s, e)) => (s.min(a.start_ns), e.min(a.end_ns).max(s)),
+        None => (a.start_ns, a.end_ns),
+    }
+}
+
+/// The signature of an activity for the period search: kernels by name and
+/// launch shape (a first layer with other shapes differs from the next), copies by name.
+fn signature(a: &GpuActivity) -> String {
+    match a.kind {
+        ActivityKind::Kernel => format!(
+            "{}|{:?}|{:?}",
+            a.name,
+            a.grid.map(|g| (g.x, g.y, g.z)),
+            a.block.map(|b| (b.x, b.y, b.z))
+        ),
+        _ => a.name.clone(),
+    }
+}
+
+/// The most common value and the share of items that have it.
+fn mode(counts: &[usize]) -> Option<(usize, f64)> {
+    let mut by: HashMap<usize, usize> = HashMap::new();
+    for c in counts {
+        *by.entry(*c).or_default() += 1;
+    }
+    let (value, n) = by.into_iter().max_by_key(|(v, n)| (*n, *v))?;
+    Some((value, n as f64 / counts.len().max(1) as f64))
+}
+
+/// Segments of launches (activities in launch order) between boundaries
+/// must look alike to be steps: at least 3, most with the same kernel count.
+fn consistent(kernel_counts: &[usize]) -> Option<usize> {
+    let nonempty: Vec<usize> = kernel_counts.iter().copied().filter(|c| *c > 0).collect();
+    if nonempty.len() < 3 {
+        return None;
+    }
+    let (m, share) = mode(&nonempty)?;
+    (share >= 0.6).then_some(m)
+}
+
+/// The steps of a timeline, from the most trusted evidence there is:
+/// `ProfilerStep#N`, a repeated NVTX range, synchronisation calls, host
+/// gaps between bursts of launches, the period of the activity sequence.
+pub fn find_steps(t: &Timeline) -> Option<Steps> {
+    let calls = launch_spans(t);
+    let mut order: Vec<(&GpuActivity, (i64, i64))> = t
+        .activities
+        .iter()
+        .map(|a| (a, launched_at(a, &calls)))
+        .collect();
+    order.sort_by_key(|(a, (s, _))| (*s, a.start_ns));
+    profiler_steps(t)
+        .or_else(|| nvtx_steps(t, &order))
+        .or_else(|| sync_steps(t, &order))
+        .or_else(|| host_gap_steps(&order))
+        .or_else(|| pattern_steps(&order))
+}
+
+fn profiler_steps(t: &Timeline) -> Option<Steps> {
+    let mut seen = std::collections::HashSet::new();
+    let mut spans: Vec<(i64, i64)> = t
+        .ranges
+        .iter()
+        .filter(|r| kopt_model::range_family(&r.name) == "ProfilerStep")
+        .filter(|r| seen.insert(r.name.as_str()))
+        .map(|r| (r.start_ns, r.end_ns))
+        .collect();
+    if spans.len() < 2 {
+        return None;
+    }
+    spans.sort_unstable();
+    let n = spans.len();
+    Some(Steps {
+        source: StepSource::ProfilerStep,
+        family: Some("ProfilerStep".into()),
+        detail: format!("torch.profiler's ProfilerStep#N annotations ({n} steps, each counted once: the CPU and GPU copies of a step are one step)"),
+        starts: spans.iter().map(|s| s.0).collect(),
+        ends: spans.iter().map(|s| s.1).collect(),
+        contiguous: false,
+    })
+}
+
+fn nvtx_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
+    let mut families: HashMap<&str, Vec<(i64, i64)>> = HashMap::new();
+    for r in &t.ranges {
+        families
+            .entry(kopt_model::range_family(&r.name))
+            .or_default()
+            .push((r.start_ns, r.end_ns));
+    }
+    families.retain(|name, v| *name != "ProfilerStep" && v.len() >= 3);
+    for v in families.values_mut() {
+        v.sort_unstable();
+    }
+    let inside = |inner: &[(i64, i64)], outer: &[(i64, i64)]| {
+        let within = inner
+            .iter()
+            .filter(|(s, e)| {
+                let i = outer.partition_point(|o| o.0 <= *s);
+                i > 0 && outer[i - 1].1 >= *e
+            })
+            .count();
+        within as f64 >= 0.9 * inner.len() as f64
+    };
+    let launches: Vec<i64> = order.iter().map(|(_, (s, _))| *s).collect();
+    let holds_work = |spans: &[(i64, i64)]| {
+        let with = spans
+            .iter()
+            .filter(|(s, e)| {
+                let i = launches.partition_point(|l| l < s);
+                launches.get(i).is_some_and(|l| l <= e)
+            })
+            .count();
+        with * 2 >= spans.len()
+    };
+    // The outermost repeated range: one not nested in another repeated family.
+    let names: Vec<&str> = families.keys().copied().collect();
+    let (name, spans) = families
+        .iter()
+        .filter(|(name, spans)| {
+            holds_work(spans)
+                && !names.iter().any(|o| {
+                    o != *name && families[o].len() < spans.len() && inside(spans, &families[o])
+                })
+        })
+        .max_by_key(|(name, spans)| {
+            let covered: i64 = spans.iter().map(|(s, e)| e - s).sum();
+            (spans.len(), covered, std::cmp::Reverse(**name))
+        })?;
+    let nested = names
+        .iter()
+        .filter(|o| *o != name && inside(&families[*o], spans))
+        .map(|o| format!("\"{o}\""))
+        .collect::<Vec<_>>();
+    let nested = if nested.is_empty() {
+        String::new()
+    } else {
+        format!("; {} nest inside it", nested.join(", "))
+    };
+    Some(Steps {
+        source: StepSource::Nvtx,
+        family: Some(name.to_string()),
+        detail: format!(
+            "the NVTX range \"{name}\" ({} ranges, the outermost repeated range{nested})",
+            spans.len()
+        ),
+        starts: spans.iter().map(|s| s.0).collect(),
+        ends: spans.iter().map(|s| s.1).collect(),
+        contiguous: false,
+    })
+}
+
+/// Steps that tile the launches: segment `k` holds the activities from
+/// `bounds[k]` up to the next boundary.
+fn tiled(order: &[(&GpuActivity, (i64, i64))], first: &[usize]) -> (Vec<i64>, Vec<i64>) {
+    let starts: Vec<i64> = first.iter().map(|&i| order[i].1 .0).collect();
+    let mut ends: Vec<i64> = starts.iter().skip(1).map(|s| s - 1).collect();
+    if let Some(&last) = first.last() {
+        ends.push(
+            order[last..]
+                .iter()
+                .map(|(_, (s, _))| *s)
+                .max()
+                .unwrap_or(0),
+        );
+    }
+    (starts, ends)
+}
+
+fn kernel_counts(order: &[(&GpuActivity, (i64, i64))], first: &[usize]) -> Vec<usize> {
+    first
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let j = first.get(k + 1).copied().unwrap_or(order.len());
+            order[i..j]
+                .iter()
+                .filter(|(a, _)| a.kind == ActivityKind::Kernel)
+                .count()
+        })
+        .collect()
+}
+
+fn sync_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
+    let mut bounds: Vec<i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| {
+            c.kind == ApiKind::Synchronize
+                || (c.kind == ApiKind::Memory
+                    && c.name.contains("emcpy")
+                    && !c.name.contains("Async"))
+        })
+        .map(|c| c.end_ns)
+        .collect();
+    if bounds.len() < 3 || order.is_empty() {
+        return None;
+    }
+    bounds.sort_unstable();
+    // The first activity launched after each boundary starts a segment.
+    let mut first: Vec<usize> = vec![0];
+    for b in &bounds {
+        let i = order.partition_point(|(_, (s, _))| s < b);
+        if i < order.len() && first.last() != Some(&i) {
+            first.push(i);
+        }
+    }
+    let counts = kernel_counts(order, &first);
+    let per = consistent(&counts)?;
+    let (starts, ends) = tiled(order, &first);
+    Some(Steps {
+        source: StepSource::Sync,
+        family: None,
+        detail: format!(
+            "host synchronisation calls ({} segments between synchronising calls, most of {per} kernel(s))",
+            starts.len()
+        ),
+        starts,
+        ends,
+        contiguous: true,
+    })
+}
+
+fn host_gap_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
+    if order.len() < 6 {
+        return None;
+    }
+    // Host time between the end of one launch and the start of the next.
+    let mut gaps: Vec<(i64, usize)> = Vec::with_capacity(order.len());
+    let mut reach = order[0].1 .1;
+    for (i, (_, (s, e))) in order.iter().enumerate().skip(1) {
+        gaps.push(((s - reach).max(0), i));
+        reach = reach.max(*e);
+    }
+    let mut sorted: Vec<i64> = gaps.iter().map(|g| g.0).collect();
+    sorted.sort_unstable_by(|a, b| b.cmp(a));
+    // Natural breaks in the sorted gaps, largest jump first: the first that
+    // cuts the launches into alike bursts marks the steps.
+    let mut breaks: Vec<(f64, i64)> = (0..(sorted.len() / 2).min(sorted.len().saturating_sub(1)))
+        .filter(|&i| sorted[i] >= 10_000)
+        .map(|i| (sorted[i] as f64 / sorted[i + 1].max(100) as f64, sorted[i]))
+        .filter(|(ratio, _)| *ratio >= 3.0)
+        .collect();
+    breaks.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, threshold) in breaks.into_iter().take(8) {
+        let mut first: Vec<usize> = vec![0];
+        first.extend(gaps.iter().filter(|g| g.0 >= threshold).map(|g| g.1));
+        let counts = kernel_counts(order, &first);
+        let Some(per) = consistent(&counts).filter(|p| *p >= 2) else {
+            continue;
+        };
+        let (starts, ends) = tiled(order, &first);
+        return Some(Steps {
+            source: StepSource::HostGap,
+            family: None,
+            detail: format!(
+                "host idle stretches of {} or more between bursts of launches ({} bursts, most of {per} kernels)",
+                kopt_model::format_duration_ns(threshold as f64),
+                starts.len()
+            ),
+            starts,
+            ends,
+            contiguous: true,
+        });
+    }
+    None
+}
+
+/// Share of positions `i` with `ids[i] == ids[i + lag]`.
+fn match_share(ids: &[usize], lag: usize) -> f64 {
+    let m = ids.len().saturating_sub(lag);
+    if m == 0 {
+        return 0.0;
+    }
+    let same = ids.iter().zip(&ids[lag..]).filter(|(a, b)| a == b).count();
+    same as f64 / m as f64
+}
+
+fn pattern_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
+    let sigs: Vec<String> = order.iter().map(|(a, _)| signature(a)).collect();
+    let refs: Vec<&str> = sigs.iter().map(String::as_str).collect();
+    let inner = repeated_period(&refs)?;
+    let n = refs.len();
+    let mut id_of: HashMap<&str, usize> = HashMap::new();
+    let ids: Vec<usize> = refs
+        .iter()
+        .map(|s| {
+            let next = id_of.len();
+            *id_of.entry(s).or_insert(next)
+        })
+        .collect();
+    // An outer period is justified where it repeats clearly better than the
+    // inner one (a layer repeats inside a step, the step's ends differ).
+    let base = match_share(&ids, inner);
+    let mut period = inner;
+    if base < 0.99 {
+        for m in 2..=64usize {
+            let p = inner * m;
+            if p * 3 > n {
+                break;
+            }
+            let share = match_share(&ids, p);
+            if share >= 0.97 && share >= base + 0.5 * (1.0 - base) {
+                period = p;
+                break;
+            }
+        }
+    }
+    if n / period < 2 {
+        return None;
+    }
+    // The phase: where the host pauses longest between repeats, else so the
+    // last repeat is whole (the lead is set-up).
+    let gap_before = |i: usize| -> i64 {
+        if i == 0 {
+            return 0;
+        }
+        (order[i].1 .0 - order[i - 1].1 .1).max(0)
+    };
+    let mean_gap = (1..n).map(gap_before).sum::<i64>() as f64 / (n - 1).max(1) as f64;
+    let phase = (0..period.min(n))
+        .map(|ph| {
+            let idx: Vec<usize> = (ph..n).step_by(period).filter(|&i| i > 0).collect();
+            let mean =
+                idx.iter().map(|&i| gap_before(i)).sum::<i64>() as f64 / idx.len().max(1) as f64;
+            (ph, mean)
+        })
+        .filter(|(_, mean)| *mean > 1.2 * mean_gap + 1_000.0)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(n % period, |(ph, _)| ph);
+    let first: Vec<usize> = (phase..n)
+        .step_by(period)
+        .filter(|i| i + period <= n)
+        .collect();
+    // Two repeats could be anything (a warm-up and one run): three make a step.
+    if first.len() < 3 {
+        return None;
+    }
+    let (starts, mut ends) = tiled(order, &first);
+    if let (Some(last), Some(&i)) = (ends.last_mut(), first.last()) {
+        *last = order[i..i + period]
+            .iter()
+            .map(|(_, (s, _))| *s)
+            .max()
+            .unwrap_or(*last);
+    }
+    let nested = if period != inner {
+        format!(
+            "; a shorter pattern of {inner} repeats {} times inside it (layers of a step): the outer period is the step",
+            period / inner
+        )
+    } else {
+        String::new()
+    };
+    Some(Steps {
+        source: StepSource::KernelPattern,
+        family: None,
+        detail: format!(
+            "the repeating sequence of {period} GPU activities ({} whole repeats{nested}); no step markers, syncs or host gaps mark steps",
+            first.len()
+        ),
+        starts,
+        ends,
+        contiguous: true,
+    })
+}
+
+fn percentile(v: &[f64], q: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.is_empty() {
+        return 0.0;
+    }
+    let i = ((s.len() - 1) as f64 * q).round() as usize;
+    s[i.min(s.len() - 1)]
+}
+
+/// Union length of intervals.
+fn union_ns(mut spans: Vec<(i64, i64)>) -> i64 {
+    spans.sort_unstable();
+    let mut total = 0;
+    let mut cur: Option<(i64, i64)> = None;
+    for (s, e) in spans {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
+}
+
+/// The steady state: which steps are warm-up, and the window of the rest.
+struct Steady {
+    /// Indices of the steady steps (consecutive).
+    first: usize,
+    last: usize,
+    /// Step of each activity (index into `Steps`), if any.
+    step_of: Vec<Option<usize>>,
+}
+
+fn steady_steps(t: &Timeline, steps: &Steps, calls: &HashMap<u64, (i64, i64)>) -> Steady {
+    let n = steps.starts.len();
+    let step_of: Vec<Option<usize>> = t
+        .activities
+        .iter()
+        .map(|a| {
+            let at = launched_at(a, calls).0;
+            let i = steps.starts.partition_point(|s| *s <= at).checked_sub(1)?;
+            let inside = at <= steps.ends[i]
+                || (steps.contiguous && steps.starts.get(i + 1).is_some_and(|next| at < *next));
+            inside.then_some(i)
+        })
+        .collect();
+    let mut kernels = vec![0usize; n];
+    for (a, s) in t.activities.iter().zip(&step_of) {
+        if let (Some(i), ActivityKind::Kernel) = (s, a.kind) {
+            kernels[*i] += 1;
+        }
+    }
+    let duration = |i: usize| -> f64 {
+        let next = steps.starts.get(i + 1).copied().unwrap_or(steps.ends[i]);
+        (next.max(steps.ends[i]) - steps.starts[i]) as f64
+    };
+    // A whole-program trace holds the first call (lazy module loads, cuBLAS
+    // handles, autotuning): its first step is warm-up whatever it costs.
+    let mut first = usize::from(t.whole_program && n >= 3);
+    let rest: Vec<usize> = (first..n).collect();
+    let counts: Vec<usize> = rest.iter().map(|&i| kernels[i]).collect();
+    let typical = mode(&counts).map_or(0, |m| m.0);
+    let durations: Vec<f64> = rest.iter().map(|&i| duration(i)).collect();
+    let median_d = percentile(&durations, 0.5);
+    while first + 1 < n
+        && first < n / 2
+        && (duration(first) > WARMUP_FACTOR * median_d || kernels[first] != typical)
+    {
+        first += 1;
+    }
+    Steady {
+        first,
+        last: n - 1,
+        step_of,
+    }
+}
+
+pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<TimelineSummary> {
     if t.activities.is_empty() {
         return None;
     }
@@ -130,57 +632,84 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
     // Time between sampled windows was never traced: it is cut, not idle.
     let spliced = t.spliced();
     let t: &Timeline = &spliced;
-    let mut all: Vec<&kopt_model::GpuActivity> = t.activities.iter().collect();
-    all.sort_by_key(|a| a.start_ns);
-    // A whole-program trace starts with set-up (imports, lazy module loads,
-    // the first step's one-time costs): with a repeating step, the window
-    // starts at the second step, at the launch of its first kernel.
-    let kernel_names: Vec<&str> = all
-        .iter()
-        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
-        .map(|a| a.name.as_str())
-        .collect();
-    // With iteration ranges (NVTX, ProfilerStep) the first one is the warm-up.
-    let steps = t.iteration_ranges(None);
-    let warmup_end = match repeated_period(&kernel_names) {
-        _ if t.whole_program && steps.len() >= 3 => steps.iter().map(|r| r.start_ns).nth(1),
-        Some(p) if t.whole_program && t.ranges.is_empty() && kernel_names.len() / p >= 3 => {
-            let lead = kernel_names.len() % p;
-            all.iter()
-                .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
-                .nth(lead + p)
-                .map(|k| {
-                    let launch = t
-                        .api_calls
-                        .iter()
-                        .find(|c| c.correlation == k.correlation && c.correlation != 0)
-                        .map_or(k.start_ns, |c| c.start_ns);
-                    launch.min(k.start_ns)
-                })
-        }
-        _ => None,
-    };
-    let acts: Vec<&kopt_model::GpuActivity> = match warmup_end {
-        Some(w) => all.iter().copied().filter(|a| a.start_ns >= w).collect(),
-        None => all,
-    };
-    if acts.is_empty() {
-        return None;
-    }
-    let first_api = t
+    let calls = launch_spans(t);
+    // The trace starts at its first record of any kind: start-up (imports,
+    // context creation) counts from there.
+    let trace_start = t
         .api_calls
         .iter()
-        .filter(|c| c.kind != ApiKind::Other && warmup_end.is_none_or(|w| c.start_ns >= w))
         .map(|c| c.start_ns)
-        .min();
-    let start = first_api.map_or(acts[0].start_ns, |s| s.min(acts[0].start_ns));
-    let end = acts.iter().map(|a| a.end_ns).max().unwrap_or(start);
+        .chain(t.activities.iter().map(|a| a.start_ns))
+        .chain(t.ranges.iter().map(|r| r.start_ns))
+        .min()?;
+    let steps = find_steps(t);
+    let steady = steps.as_ref().map(|s| steady_steps(t, s, &calls));
+
+    // The activities of the steady steps, or all.
+    let mut acts: Vec<&GpuActivity> = match &steady {
+        Some(st) => t
+            .activities
+            .iter()
+            .zip(&st.step_of)
+            .filter(|(_, s)| s.is_some_and(|i| i >= st.first && i <= st.last))
+            .map(|(a, _)| a)
+            .collect(),
+        None => t.activities.iter().collect(),
+    };
+    if acts.is_empty() {
+        acts = t.activities.iter().collect();
+    }
+    acts.sort_by_key(|a| a.start_ns);
+    let (start, window_end) = match (&steps, &steady) {
+        (Some(s), Some(st)) => {
+            let end = s
+                .starts
+                .get(st.last + 1)
+                .copied()
+                .unwrap_or(s.ends[st.last])
+                .max(s.ends[st.last]);
+            // Where the host runs ahead of a busy GPU, the first steady
+            // step is launched while earlier work still runs: the window
+            // opens when that work is done (at the latest at the step's first activity).
+            let launched = s.starts[st.first];
+            let earlier_end = t
+                .activities
+                .iter()
+                .zip(&st.step_of)
+                .filter(|(a, k)| {
+                    k.is_none_or(|i| i < st.first) && launched_at(a, &calls).0 < launched
+                })
+                .map(|(a, _)| a.end_ns)
+                .max()
+                .unwrap_or(launched);
+            let opens = launched.max(earlier_end.min(acts[0].start_ns));
+            (opens.min(acts[0].start_ns), end)
+        }
+        _ => {
+            let first_api = t
+                .api_calls
+                .iter()
+                .filter(|c| c.kind != ApiKind::Other)
+                .map(|c| c.start_ns)
+                .min();
+            (
+                first_api.map_or(acts[0].start_ns, |s| s.min(acts[0].start_ns)),
+                i64::MIN,
+            )
+        }
+    };
+    let end = acts
+        .iter()
+        .map(|a| a.end_ns)
+        .max()
+        .unwrap_or(start)
+        .max(window_end);
     let wall = (end - start).max(1);
 
     // Union of busy intervals, and the gaps between them (labelled once the
     // largest are known: naming every gap of a long trace costs more than the rest).
     let mut busy = 0i64;
-    let mut gaps: Vec<(i64, i64, &kopt_model::GpuActivity, &kopt_model::GpuActivity)> = Vec::new();
+    let mut gaps: Vec<(i64, i64, &GpuActivity, &GpuActivity)> = Vec::new();
     let (mut cur_start, mut cur_end) = (acts[0].start_ns, acts[0].end_ns);
     let mut cur_last = acts[0];
     for a in &acts[1..] {
@@ -209,15 +738,16 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         })
         .collect();
 
+    let in_window = |c: &&kopt_model::ApiCall| c.start_ns >= start && c.start_ns <= end;
     let launches: HashMap<u64, &kopt_model::ApiCall> = t
         .api_calls
         .iter()
         .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
         .map(|c| (c.correlation, c))
         .collect();
-    let kernels: Vec<&&kopt_model::GpuActivity> = acts
+    let kernels: Vec<&&GpuActivity> = acts
         .iter()
-        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+        .filter(|a| a.kind == ActivityKind::Kernel)
         .collect();
     let mut shorter = 0u64;
     let mut to_start = Vec::new();
@@ -229,29 +759,24 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
             to_start.push((k.start_ns - call.start_ns) as f64);
         }
     }
-    let count = |kind: ApiKind| t.api_calls.iter().filter(|c| c.kind == kind).count() as u64;
+    let count = |kind: ApiKind| {
+        t.api_calls
+            .iter()
+            .filter(|c| c.kind == kind)
+            .filter(in_window)
+            .count() as u64
+    };
     let median_launch = median(
         t.api_calls
             .iter()
             .filter(|c| c.kind == ApiKind::KernelLaunch)
+            .filter(in_window)
             .map(|c| (c.end_ns - c.start_ns) as f64)
             .collect(),
     );
     let median_kernel = median(kernels.iter().map(|k| k.duration_ns() as f64).collect());
     let busy_pct = 100.0 * busy as f64 / wall as f64;
-    // Iterations: ProfilerStep / NVTX ranges when present, else the period of
-    // the kernel-name sequence (a training or inference step repeats itself).
-    let iterations = if t.ranges.is_empty() {
-        let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
-        repeated_period(&names).map(|p| (names.len() / p).max(1) as u64)
-    } else {
-        Some(
-            steps
-                .iter()
-                .filter(|r| warmup_end.is_none_or(|w| r.start_ns >= w))
-                .count() as u64,
-        )
-    };
+    let iterations = steady.as_ref().map(|st| (st.last + 1 - st.first) as u64);
     let launch_bound = busy_pct < LAUNCH_BOUND_BUSY_PCT
         && match (median_kernel, median_launch) {
             (Some(k), Some(l)) => k <= 2.0 * l,
@@ -259,10 +784,168 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
             _ => false,
         };
     let fmt = kopt_model::format_duration_ns;
-    let window_note = if warmup_end.is_some() {
-        " (from the second step on: the first is warm-up)"
-    } else {
-        ""
+
+    let step_detection = steps.as_ref().map(|s| kopt_model::StepDetection {
+        source: s.source,
+        found: s.starts.len() as u64,
+        family: s.family.clone(),
+        detail: s.detail.clone(),
+    });
+    let steady_state = match (&steps, &steady) {
+        (Some(s), Some(st)) => {
+            let startup = (s.starts[0] - trace_start).max(0);
+            let warmup = s.starts[st.first] - s.starts[0];
+            let trailing_end = t.activities.iter().map(|a| a.end_ns).max().unwrap_or(end);
+            let trailing = (trailing_end - end).max(0);
+            let mut cut = Vec::new();
+            if startup > 0 {
+                cut.push(format!(
+                    "{} of start-up before the first step",
+                    fmt(startup as f64)
+                ));
+            }
+            if st.first > 0 {
+                cut.push(format!(
+                    "{} warm-up step{} ({}: first call, compilation, allocator growth)",
+                    st.first,
+                    if st.first == 1 { "" } else { "s" },
+                    fmt(warmup as f64)
+                ));
+            }
+            if trailing > 0 {
+                cut.push(format!(
+                    "{} after the last whole step",
+                    fmt(trailing as f64)
+                ));
+            }
+            let description = if cut.is_empty() {
+                format!("steady state: all {} steps", st.last + 1 - st.first)
+            } else {
+                format!(
+                    "steady state: {} steps; cut {}",
+                    st.last + 1 - st.first,
+                    cut.join(", ")
+                )
+            };
+            Some(kopt_model::SteadyState {
+                start_ns: start - trace_start,
+                end_ns: end - trace_start,
+                steps: (st.last + 1 - st.first) as u64,
+                startup_ns: startup,
+                warmup_steps: st.first as u64,
+                warmup_ns: warmup,
+                trailing_ns: trailing,
+                description,
+            })
+        }
+        _ => None,
+    };
+
+    // Per-step figures and the graph-capture prediction.
+    let graph_prediction = {
+        let n = iterations.unwrap_or(1).max(1) as f64;
+        let (eager_steps, busy_steps): (Vec<f64>, Vec<f64>) = match (&steps, &steady) {
+            (Some(s), Some(st)) => (st.first..=st.last)
+                .filter(|&i| i < st.last || st.last == st.first || s.starts.get(i + 1).is_some())
+                .map(|i| {
+                    let next = s.starts.get(i + 1).copied().unwrap_or(end).max(s.ends[i]);
+                    let spans: Vec<(i64, i64)> = t
+                        .activities
+                        .iter()
+                        .zip(&st.step_of)
+                        .filter(|(_, k)| **k == Some(i))
+                        .map(|(a, _)| (a.start_ns, a.end_ns))
+                        .collect();
+                    ((next - s.starts[i]) as f64, union_ns(spans) as f64)
+                })
+                .unzip(),
+            _ => (vec![wall as f64], vec![busy as f64]),
+        };
+        let recorder = t.recorder;
+        let per_launch = recorder.overhead_per_launch_ns();
+        let launch_calls = count(ApiKind::KernelLaunch) as f64;
+        let launches_per_step = if launch_calls > 0.0 {
+            launch_calls / n
+        } else {
+            kernels.len() as f64 / n
+        };
+        let overhead = per_launch * launches_per_step;
+        // The mean step period from one step's start to the next: the last
+        // step has no next start, and its end (the GPU's last activity)
+        // misses the host time that follows it.
+        let eager = match (&steps, &steady) {
+            (Some(s), Some(st)) if st.last > st.first => {
+                let next = s.starts.get(st.last + 1).copied();
+                match next {
+                    Some(next) => (next - s.starts[st.first]) as f64 / n,
+                    None => (s.starts[st.last] - s.starts[st.first]) as f64 / (n - 1.0),
+                }
+            }
+            _ => wall as f64 / n,
+        };
+        let eager = eager.max(busy as f64 / n);
+        let busy_step = busy as f64 / n;
+        let kernels_step = kernels.len() as f64 / n;
+        let (c, from_table) = replay;
+        let corrected = (eager - overhead).max(busy_step);
+        let graph = busy_step + kernels_step * c;
+        let estimate = corrected / graph.max(1.0);
+        let e_lo =
+            (percentile(&eager_steps, 0.25) - 1.25 * overhead).max(percentile(&busy_steps, 0.25));
+        let e_hi =
+            (percentile(&eager_steps, 0.75) - 0.75 * overhead).max(percentile(&busy_steps, 0.75));
+        let g_lo = percentile(&busy_steps, 0.25) + kernels_step * c * 0.5;
+        let g_hi = percentile(&busy_steps, 0.75) + kernels_step * c * 2.0;
+        let low = (e_lo / g_hi.max(1.0)).min(estimate);
+        let high = (e_hi / g_lo.max(1.0)).max(estimate);
+        let card = if from_table {
+            "this card's placeholder"
+        } else {
+            "the default for cards kopt has no figure for"
+        };
+        let model = format!(
+            "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}) = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x0.75-1.25, replay cost x0.5-2 ({} us per kernel is {card}, to be measured).",
+            fmt(eager),
+            launches_per_step,
+            fmt(per_launch),
+            recorder.as_str(),
+            fmt(corrected),
+            fmt(busy_step),
+            kernels_step,
+            fmt(c),
+            fmt(graph),
+            c / 1e3,
+        );
+        Some(kopt_model::GraphPrediction {
+            eager_per_step_ns: eager,
+            recorder_overhead_per_step_ns: overhead,
+            recorder_ns_per_launch: per_launch,
+            launches_per_step,
+            eager_corrected_per_step_ns: corrected,
+            busy_per_step_ns: busy_step,
+            kernels_per_step: kernels_step,
+            replay_ns_per_kernel: c,
+            replay_cost_from_table: from_table,
+            graph_per_step_ns: graph,
+            speedup: kopt_model::PredictedSpeedup {
+                estimate,
+                low,
+                high,
+                model,
+            },
+        })
+        .filter(|_| !kernels.is_empty())
+    };
+
+    let window_note = match (&steady_state, &step_detection) {
+        (Some(ss), Some(sd)) => format!(
+            " (steady state: {} of {} steps, found from {}; {})",
+            ss.steps,
+            sd.found,
+            step_source_words(sd.source),
+            ss.description.trim_start_matches("steady state: ")
+        ),
+        _ => " (no repeating step found: the whole trace)".to_string(),
     };
     let verdict = if launch_bound {
         format!(
@@ -273,7 +956,7 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
             shorter,
             kernels.len()
         )
-    } else if busy_pct >= 80.0 {
+    } else if busy_pct >= COMPUTE_BOUND_BUSY_PCT {
         format!(
             "GPU bound: the GPU is busy {busy_pct:.1}% of the {} window{window_note}; launch overhead is hidden behind GPU work, so graph capture would not help.",
             fmt(wall as f64)
@@ -304,7 +987,21 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
         launch_bound,
         verdict,
         sampling,
+        steps: step_detection,
+        steady_state,
+        graph_prediction,
     })
+}
+
+/// How steps were found, in a few words.
+pub fn step_source_words(s: StepSource) -> &'static str {
+    match s {
+        StepSource::ProfilerStep => "ProfilerStep#N markers",
+        StepSource::Nvtx => "NVTX ranges",
+        StepSource::Sync => "synchronisation calls",
+        StepSource::HostGap => "host gaps between bursts of launches",
+        StepSource::KernelPattern => "the repeating kernel pattern",
+    }
 }
 
 fn sampled_coverage(t: &Timeline) -> Option<kopt_model::SampledCoverage> {
@@ -668,6 +1365,65 @@ mod tests {
         assert_eq!(repeated_period(&[]), None);
         assert_eq!(repeated_period(&["a"]), None);
         assert_eq!(repeated_period(&["a", "a"]), Some(1));
+    }
+
+    #[test]
+    fn a_pattern_of_layers_reports_the_step_it_nests_in() {
+        // 10 steps of 6 layers x 4 kernels, evenly spaced (no gaps, syncs or
+        // markers); the first layer's GEMM has another grid (input width):
+        // the step (24 kernels) is justified, the layer (4) repeats inside it.
+        let mut t = Timeline::default();
+        let mut c = 1u64;
+        for step in 0..10 {
+            for layer in 0..6 {
+                for k in 0..4 {
+                    let at = c as i64 * 10_000;
+                    t.api_calls.push(launch(at, 5_000, c));
+                    let mut a = kernel(at + 6_000, 3_000, c);
+                    a.name = format!("layer_op_{k}");
+                    let x = if layer == 0 && k == 0 { 7 } else { 64 };
+                    a.grid = Some(kopt_model::Dim3 { x, y: 1, z: 1 });
+                    t.activities.push(a);
+                    c += 1;
+                }
+            }
+            let _ = step;
+        }
+        let steps = find_steps(&t).unwrap();
+        assert_eq!(steps.source, StepSource::KernelPattern);
+        assert_eq!(steps.starts.len(), 10, "{}", steps.detail);
+        assert!(
+            steps.detail.contains("shorter pattern of 4"),
+            "{}",
+            steps.detail
+        );
+        let s = summarize(&t).unwrap();
+        assert_eq!(s.kernels_per_iteration, Some(24.0));
+    }
+
+    #[test]
+    fn warm_up_steps_are_cut_from_the_window() {
+        // 8 steps of 3 kernels with host gaps; the first step is 5x slower (compilation).
+        let mut t = Timeline::default();
+        let mut c = 1u64;
+        let mut at = 1_000_000i64;
+        for step in 0..8 {
+            for _ in 0..3 {
+                t.api_calls.push(launch(at, 2_000, c));
+                t.activities.push(kernel(at + 3_000, 2_000, c));
+                c += 1;
+                at += if step == 0 { 200_000 } else { 3_000 };
+            }
+            at += 100_000;
+        }
+        let s = summarize(&t).unwrap();
+        let ss = s.steady_state.unwrap();
+        // The slow first step's own pauses split it into three bursts of one
+        // kernel: all three are warm-up, the 7 alike steps remain.
+        assert_eq!(ss.steps, 7, "{}", s.verdict);
+        assert!(ss.warmup_steps >= 1 && ss.warmup_ns >= 600_000, "{ss:?}");
+        assert_eq!(s.steps.unwrap().source, StepSource::HostGap);
+        assert_eq!(s.kernels, 21);
     }
 
     #[test]

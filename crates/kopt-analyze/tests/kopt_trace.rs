@@ -35,7 +35,37 @@ fn moe_step_from_kopts_tracer_is_launch_bound_after_warm_up() {
     );
     let t = d.timeline.as_ref().unwrap();
     assert!(t.launch_bound);
-    assert!(t.verdict.contains("first is warm-up"), "{}", t.verdict);
+    // Steady state: the start-up before the first step and the warm-up
+    // steps (the first call's lazy loading, 128 ms) are cut, and said so.
+    let ss = t.steady_state.as_ref().expect("a steady-state window");
+    assert!(ss.startup_ns > 100_000_000, "{ss:?}");
+    assert!(ss.warmup_steps >= 1, "{ss:?}");
+    assert!(t.verdict.contains("warm-up step"), "{}", t.verdict);
+    assert!(
+        t.verdict.contains("start-up before the first step"),
+        "{}",
+        t.verdict
+    );
+    assert_eq!(t.iterations, Some(ss.steps));
+    assert_eq!(t.kernels_per_iteration, Some(6.0));
+    // The graph-capture recommendation carries its prediction, in JSON and text.
+    let r = &d.recommendations[0];
+    assert_eq!(r.id, "capture_cuda_graph");
+    let sp = r.predicted_speedup.as_ref().expect("predicted_speedup");
+    assert!(sp.low <= sp.estimate && sp.estimate <= sp.high, "{sp:?}");
+    assert!(sp.estimate > 1.0);
+    assert!(
+        r.action.contains(&format!("{:.1}x", sp.estimate)),
+        "{}",
+        r.action
+    );
+    let p = t.graph_prediction.as_ref().unwrap();
+    assert_eq!(
+        p.recorder_ns_per_launch,
+        kopt_model::KOPT_TRACER_NS_PER_LAUNCH
+    );
+    assert!(p.recorder_overhead_per_step_ns > 0.0);
+    assert!(p.eager_corrected_per_step_ns < p.eager_per_step_ns);
     assert_eq!(
         d.primary.as_ref().unwrap().class,
         BottleneckClass::LaunchOverhead
@@ -75,9 +105,24 @@ fn nvtx_ranges_from_the_tracer_mark_iterations_and_time_them() {
     // The first step is the warm-up: the window starts at the second.
     assert_eq!(summary.iterations, Some(19));
     assert!(!summary.launch_bound, "{}", summary.verdict);
+    let steps = summary.steps.as_ref().unwrap();
+    assert_eq!(steps.source, kopt_model::StepSource::Nvtx);
+    assert_eq!((steps.found, steps.family.as_deref()), (20, Some("step")));
+    let ss = summary.steady_state.as_ref().unwrap();
+    assert_eq!((ss.steps, ss.warmup_steps), (19, 1));
     assert!(
-        summary.verdict.contains("from the second step on"),
+        summary.verdict.contains("found from NVTX ranges"),
         "{}",
         summary.verdict
     );
+    // GPU bound (96%): no graph capture is recommended.
+    assert!(summary.busy_pct > 90.0);
+    let d = analyze(
+        &profile_from_timeline(trace.timeline.clone(), "nvtx_vk_trace.jsonl", "kopt trace"),
+        &AnalyzeOptions::default(),
+    );
+    assert!(d
+        .recommendations
+        .iter()
+        .all(|r| r.id != "capture_cuda_graph"));
 }

@@ -154,10 +154,77 @@ fn moe_route_run_folder_matches_kernels_across_passes() {
         .iter()
         .find(|r| r.id == "fuse_or_graph_launches")
         .unwrap();
+    // The key insight names what tops the recommendations (the fused tiny
+    // kernels, ~83%), not one of them (gatherTopK's own 25.8% before).
+    let p = d.primary.as_ref().unwrap();
+    assert_eq!(d.recommendations[0].id, "fuse_or_graph_launches");
+    assert_eq!(p.component_short, d.recommendations[0].kernel_short);
+    assert!(p.insight.contains("83.5%"), "{}", p.insight);
     let g = fuse.gain.as_ref().unwrap();
     assert!(
         g.workload_pct > 75.0 && g.workload_pct < 90.0,
         "{}",
         g.workload_pct
     );
+}
+
+/// Without the L1 sector counters the strided gather cannot be told from a
+/// bandwidth-bound kernel: the report says so instead of a bare roofline verdict.
+#[test]
+fn a_gather_without_sector_counters_says_coalescing_was_not_checked() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv");
+    let mut profile = merge_profile(vec![("raw".into(), read_ncu_csv(&path).unwrap())]);
+    for l in &mut profile.launches {
+        let m = &mut l.metrics;
+        m.global_ld_sectors = None;
+        m.global_st_sectors = None;
+        m.global_ld_bytes_requested = None;
+        m.global_st_bytes_requested = None;
+    }
+    let d = analyze(&profile, &AnalyzeOptions::default());
+    let k = d
+        .kernels
+        .iter()
+        .find(|k| k.name.starts_with("kopt_gather_strided"))
+        .unwrap();
+    assert_ne!(k.bottleneck.class, C::Uncoalesced);
+    assert!(
+        k.root_cause.contains("partial evidence: coalescing"),
+        "{}",
+        k.root_cause
+    );
+    assert!(k
+        .checks_not_run
+        .iter()
+        .any(|c| c.starts_with("coalescing: needs the L1 sector counters")));
+}
+
+/// A kernel the targeted pass left out says why, with its share and how to include it.
+#[test]
+fn kernels_left_out_of_the_targeted_pass_say_why() {
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/labeled-suite-h200-profile");
+    let timing = read_ncu_csv(&dir.join("profile_pass1_timing.csv")).unwrap();
+    let mut targeted = read_ncu_csv(&dir.join("profile_pass2_targeted.csv")).unwrap();
+    // Leave one kernel out of the targeted pass, as its --top cut would.
+    targeted
+        .launches
+        .retain(|l| !l.name.starts_with("kopt_fma_loop"));
+    let profile = kopt_ingest::merge_tiered(timing, Some(targeted), None, Vec::new());
+    let d = analyze(&profile, &AnalyzeOptions::default());
+    let k = d
+        .kernels
+        .iter()
+        .find(|k| k.name.starts_with("kopt_fma_loop"))
+        .unwrap();
+    assert_eq!(k.bottleneck.class, C::Unknown);
+    assert!(
+        k.root_cause.starts_with("Not profiled in depth"),
+        "{}",
+        k.root_cause
+    );
+    assert!(k.root_cause.contains("--top") && k.root_cause.contains("--kernel"));
+    assert!(k.root_cause.contains(&format!("{:.1}%", k.pct_of_total)));
+    assert_eq!(k.checks_not_run.len(), 1);
 }

@@ -50,5 +50,10 @@ fn a_long_repeating_step_is_still_found() {
     assert_eq!(s.iterations, Some(39), "{}", s.verdict);
     assert_eq!(s.kernels, 78_000);
     assert_eq!(s.kernels_per_iteration, Some(2_000.0));
-    assert!(s.verdict.contains("first is warm-up"), "{}", s.verdict);
+    assert_eq!(s.steady_state.as_ref().map(|w| w.warmup_steps), Some(1));
+    assert_eq!(
+        s.steps.as_ref().map(|w| w.source),
+        Some(kopt_model::StepSource::KernelPattern)
+    );
+    assert!(s.verdict.contains("1 warm-up step"), "{}", s.verdict);
 }

@@ -77,6 +77,20 @@ struct DeviceProp<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(default, rename = "numSms")]
     num_sms: Option<u32>,
+    #[serde(default, rename = "computeMajor")]
+    compute_major: Option<u32>,
+    #[serde(default, rename = "computeMinor")]
+    compute_minor: Option<u32>,
+}
+
+impl DeviceProp<'_> {
+    fn fill(self, t: &mut Timeline) {
+        t.device_name = self.name.map(Cow::into_owned);
+        t.sm_count = self.num_sms;
+        t.compute_capability = self
+            .compute_major
+            .map(|major| format!("{major}.{}", self.compute_minor.unwrap_or(0)));
+    }
 }
 
 /// Microseconds as JSON text ("4784577684397.93") to integer nanoseconds.
@@ -122,6 +136,10 @@ pub(crate) struct Collector {
     pub(crate) skipped: u64,
     pub(crate) first_skipped: Option<(u64, String)>,
     pub(crate) names_cut: u64,
+    /// `ProfilerStep#N` as the GPU saw it (`gpu_user_annotation`): torch
+    /// writes each step twice, on the CPU and on the GPU; these are kept
+    /// only where the CPU copy is missing (see [`Collector::finish_steps`]).
+    pub(crate) gpu_steps: Vec<Range>,
 }
 
 fn text_u64(v: Option<&str>) -> Option<u64> {
@@ -159,6 +177,7 @@ impl Collector {
         self.timeline.activities.extend(t.activities);
         self.timeline.api_calls.extend(t.api_calls);
         self.timeline.ranges.extend(t.ranges);
+        self.gpu_steps.extend(next.gpu_steps);
         if self.first_skipped.is_none() {
             // The next stretch counted its events from 0.
             self.first_skipped = next
@@ -177,6 +196,23 @@ impl Collector {
             // `events` was already counted for this event: its index is one less.
             self.first_skipped = Some((self.events.saturating_sub(1), why()));
         }
+    }
+
+    /// Each step once: the CPU `user_annotation` copy of `ProfilerStep#N`
+    /// (the launches it holds start inside it), else the GPU copy; a name
+    /// seen twice in one form is kept once too.
+    pub(crate) fn finish_steps(&mut self) {
+        let gpu = std::mem::take(&mut self.gpu_steps);
+        let t = &mut self.timeline;
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        t.ranges.retain(|r| seen.insert(r.name.clone()));
+        for r in gpu {
+            if seen.insert(r.name.clone()) {
+                t.ranges.push(r);
+            }
+        }
+        t.ranges.sort_by_key(|r| r.start_ns);
+        t.recorder = kopt_model::Recorder::Kineto;
     }
 
     fn take(&mut self, e: RawEvent) {
@@ -200,8 +236,7 @@ impl Collector {
     pub(crate) fn take_device_properties(&mut self, raw: &str) {
         if let Ok(props) = serde_json::from_str::<Vec<DeviceProp>>(raw) {
             if let Some(p) = props.into_iter().next() {
-                self.timeline.device_name = p.name.map(Cow::into_owned);
-                self.timeline.sm_count = p.num_sms;
+                p.fill(&mut self.timeline);
             }
         }
     }
@@ -324,6 +359,16 @@ impl Collector {
                 thread: text_u64(e.tid).unwrap_or(0),
                 correlation: text_u64(e.correlation).unwrap_or(0),
             }),
+            Keep::Step
+                if e.cat
+                    .is_some_and(|c| c.eq_ignore_ascii_case("gpu_user_annotation")) =>
+            {
+                self.gpu_steps.push(Range {
+                    name,
+                    start_ns: ts,
+                    end_ns: end,
+                })
+            }
             Keep::Step => self.timeline.ranges.push(Range {
                 name,
                 start_ns: ts,
@@ -402,8 +447,7 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
                 "deviceProperties" => {
                     let props: Vec<DeviceProp<'de>> = map.next_value()?;
                     if let Some(p) = props.into_iter().next() {
-                        self.0.timeline.device_name = p.name.map(Cow::into_owned);
-                        self.0.timeline.sm_count = p.num_sms;
+                        p.fill(&mut self.0.timeline);
                     }
                 }
                 _ => {
@@ -576,7 +620,7 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(IngestError::Empty { path: path.into() });
     }
-    let (collector, seen, repaired) = match parse_once(bytes) {
+    let (mut collector, seen, repaired) = match parse_once(bytes) {
         Ok((c, seen)) => (c, seen, None),
         Err(e) => {
             let offset = byte_offset(bytes, &e);
@@ -616,6 +660,7 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
             message: "no \"traceEvents\" array: not a chrome / Kineto trace".into(),
         });
     }
+    collector.finish_steps();
     if collector.timeline.activities.is_empty() {
         return Err(IngestError::NoGpuActivity {
             path: path.into(),

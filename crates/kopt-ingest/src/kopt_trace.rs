@@ -42,9 +42,15 @@ struct Line<'a> {
     dropped: Option<u64>,
     #[serde(default)]
     lost_buffers: Option<u64>,
-    /// Device records: SM count.
+    /// Device records: SM count, compute capability, memory bandwidth (KB/s), SM clock (kHz).
     #[serde(default)]
     sms: Option<u32>,
+    #[serde(default)]
+    cc: Option<Vec<u32>>,
+    #[serde(default)]
+    mem_bw_kbs: Option<u64>,
+    #[serde(default)]
+    clock_khz: Option<u64>,
     /// NVTX range id (range_start / range_end), device id (device).
     #[serde(default)]
     id: Option<u64>,
@@ -119,6 +125,39 @@ impl std::fmt::Write for CappedText {
         self.0.push_str(s);
         Ok(())
     }
+}
+
+/// What a device record says about one GPU.
+#[derive(Clone)]
+struct DeviceRecord {
+    name: String,
+    sms: Option<u32>,
+    cc: Option<String>,
+    mem_bw: Option<f64>,
+    clock_hz: Option<f64>,
+}
+
+/// CUPTI's `CUpti_ActivityMemcpyKind`, named as Kineto names copies.
+pub fn memcpy_kind_name(kind: u64) -> Option<&'static str> {
+    Some(match kind {
+        1 => "Memcpy HtoD",
+        2 => "Memcpy DtoH",
+        3 => "Memcpy HtoA",
+        4 => "Memcpy AtoH",
+        5 => "Memcpy AtoA",
+        6 => "Memcpy AtoD",
+        7 => "Memcpy DtoA",
+        8 => "Memcpy DtoD",
+        9 => "Memcpy HtoH",
+        10 => "Memcpy PtoP",
+        _ => return None,
+    })
+}
+
+/// The tracer writes copies as `Memcpy kind N`: named here, unknown kinds kept as written.
+fn copy_name(name: &str) -> Option<&'static str> {
+    let n = name.strip_prefix("Memcpy kind ")?.trim().parse().ok()?;
+    memcpy_kind_name(n)
 }
 
 fn dim(v: Option<[u32; 3]>) -> Option<Dim3> {
@@ -220,6 +259,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     }
     let mut t = Timeline {
         whole_program: true,
+        recorder: kopt_model::Recorder::KoptTracer,
         ..Timeline::default()
     };
     let mut ended = false;
@@ -231,7 +271,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     let mut names_cut: u64 = 0;
     let mut records: u64 = 0;
     // Devices by id; the report names the one the kernels ran on.
-    let mut devices: std::collections::HashMap<u64, (String, Option<u32>)> =
+    let mut devices: std::collections::HashMap<u64, DeviceRecord> =
         std::collections::HashMap::new();
     // NVTX ranges open by id until their end record arrives.
     let mut open: std::collections::HashMap<u64, (String, i64)> = std::collections::HashMap::new();
@@ -299,7 +339,22 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 continue;
             }
             ("device", Some(id), _) => {
-                devices.insert(id, (owned_name(), line.sms));
+                let cc = match line.cc.as_deref() {
+                    Some([major, minor, ..]) => Some(format!("{major}.{minor}")),
+                    Some([major]) => Some(format!("{major}.0")),
+                    _ => None,
+                };
+                devices.insert(
+                    id,
+                    DeviceRecord {
+                        name: owned_name(),
+                        sms: line.sms.filter(|n| *n > 0),
+                        cc,
+                        // CUPTI reports global memory bandwidth in KB/s, the clock in kHz.
+                        mem_bw: line.mem_bw_kbs.filter(|b| *b > 0).map(|b| b as f64 * 1e3),
+                        clock_hz: line.clock_khz.filter(|c| *c > 0).map(|c| c as f64 * 1e3),
+                    },
+                );
                 continue;
             }
             ("window", _, Some(s)) => {
@@ -366,6 +421,10 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 // A cut name is not demangled: it is no longer a whole symbol.
                 name: if kind == ActivityKind::Kernel && name.len() <= crate::MAX_NAME_BYTES {
                     demangle(&name)
+                } else if let Some(named) =
+                    copy_name(&name).filter(|_| kind == ActivityKind::Memcpy)
+                {
+                    named.to_string()
                 } else {
                     name.into_owned()
                 },
@@ -408,12 +467,15 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             .max_by_key(|(d, n)| (*n, std::cmp::Reverse(*d)))
             .map(|(d, _)| d)
     };
-    if let Some((name, sms)) = busiest
+    if let Some(d) = busiest
         .and_then(|d| devices.get(&u64::from(d)))
         .or_else(|| devices.iter().min_by_key(|(id, _)| **id).map(|(_, d)| d))
     {
-        t.device_name = Some(name.clone());
-        t.sm_count = *sms;
+        t.device_name = Some(d.name.clone()).filter(|n| !n.trim().is_empty());
+        t.sm_count = d.sms;
+        t.compute_capability = d.cc.clone();
+        t.mem_bandwidth_bytes_per_s = d.mem_bw;
+        t.sm_clock_hz = d.clock_hz;
     }
     Ok(KoptTrace {
         timeline: t,
@@ -487,6 +549,9 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         if merged.timeline.device_name.is_none() {
             merged.timeline.device_name = t.device_name;
             merged.timeline.sm_count = t.sm_count;
+            merged.timeline.compute_capability = t.compute_capability;
+            merged.timeline.mem_bandwidth_bytes_per_s = t.mem_bandwidth_bytes_per_s;
+            merged.timeline.sm_clock_hz = t.sm_clock_hz;
         }
         merged.ended &= next.ended;
         merged.dropped_records = merged.dropped_records.saturating_add(next.dropped_records);
@@ -658,6 +723,30 @@ mod tests {
         let t = parse_kopt_trace(text, "trace.jsonl").unwrap().timeline;
         assert_eq!(t.device_name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
         assert_eq!(t.sm_count, Some(132));
+        assert_eq!(t.compute_capability.as_deref(), Some("9.0"));
+        assert_eq!(t.mem_bandwidth_bytes_per_s, Some(3.35e12));
+        assert_eq!(t.sm_clock_hz, Some(1.98e9));
+        assert_eq!(t.recorder, kopt_model::Recorder::KoptTracer);
+    }
+
+    #[test]
+    fn copies_are_named_by_kind() {
+        let text = r#"{"t":"memcpy","name":"Memcpy kind 8","s":10,"e":20,"dev":0,"str":7,"c":1,"bytes":64}
+{"t":"memcpy","name":"Memcpy kind 1","s":30,"e":40,"dev":0,"str":7,"c":2,"bytes":64}
+{"t":"memcpy","name":"Memcpy kind 10","s":50,"e":60,"dev":0,"str":7,"c":3,"bytes":64}
+{"t":"memcpy","name":"Memcpy kind 77","s":70,"e":80,"dev":0,"str":7,"c":4,"bytes":64}
+"#;
+        let t = parse_kopt_trace(text, "trace.jsonl").unwrap().timeline;
+        let names: Vec<&str> = t.activities.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "Memcpy DtoD",
+                "Memcpy HtoD",
+                "Memcpy PtoP",
+                "Memcpy kind 77"
+            ]
+        );
     }
 
     #[test]

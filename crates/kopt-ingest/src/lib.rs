@@ -254,6 +254,29 @@ pub fn profile_from_trace(trace: KinetoTrace, path: &str) -> Profile {
     profile_from_timeline(trace.timeline, path, &format)
 }
 
+/// The GPU a trace names (kopt trace's device records, Kineto's
+/// `deviceProperties`), with peaks from what it reports: the memory
+/// bandwidth CUPTI gives wins over the datasheet, FP32 comes from SMs x clock.
+pub fn device_from_timeline(t: &kopt_model::Timeline) -> Device {
+    let mut device = Device::unknown();
+    let Some(name) = &t.device_name else {
+        return device;
+    };
+    device.name = name.clone();
+    device.sm_count = t.sm_count;
+    device.compute_capability = t.compute_capability.clone();
+    device.sm_clock_hz = t.sm_clock_hz;
+    device.resolve_peaks();
+    if let Some(bw) = t.mem_bandwidth_bytes_per_s {
+        device.peaks.dram_bytes_per_s = Some(bw);
+        if let Some(fp32) = device.fp32_peak_from_attributes() {
+            device.peaks.fp32_flops = Some(fp32);
+        }
+        device.peak_source = kopt_model::PeakSource::DeviceAttributes;
+    }
+    device
+}
+
 /// A profile from any timeline (Kineto or kopt's own tracer).
 pub fn profile_from_timeline(t: kopt_model::Timeline, path: &str, format: &str) -> Profile {
     let sm_count = t.sm_count.map(f64::from);
@@ -278,12 +301,7 @@ pub fn profile_from_timeline(t: kopt_model::Timeline, path: &str, format: &str) 
             ncu_rules: Vec::new(),
         })
         .collect::<Vec<_>>();
-    let mut device = Device::unknown();
-    if let Some(name) = &t.device_name {
-        device.name = name.clone();
-        device.sm_count = t.sm_count;
-        device.resolve_peaks();
-    }
+    let device = device_from_timeline(&t);
     Profile {
         device,
         sources: vec![Source {

@@ -49,9 +49,12 @@ impl TimingPass {
             format: "kopt-profile timing pass (kopt trace, CUPTI)".into(),
             launches: profile.launches.len(),
         });
+        // The tracer's device record names the GPU: the targeted pass's
+        // device, when there is one, still wins (see `merge_tiered`).
+        let device = Some(profile.device).filter(|d| !d.name.starts_with("unknown"));
         let pass = TimingPass {
             launches: profile.launches,
-            device: None,
+            device,
             timeline: profile.timeline,
         };
         (pass, source)

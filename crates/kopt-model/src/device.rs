@@ -40,6 +40,11 @@ pub struct Device {
     pub memory_bytes: Option<u64>,
     pub peaks: Peaks,
     pub peak_source: PeakSource,
+    /// What replaying one kernel of a captured CUDA graph costs on this card
+    /// beyond the kernel's own run time, ns (the graph-capture prediction
+    /// adds it per kernel). Filled from [`crate::peaks`]'s table by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_replay_ns_per_kernel: Option<f64>,
 }
 
 impl Device {
@@ -55,6 +60,7 @@ impl Device {
             memory_bytes: None,
             peaks: Peaks::default(),
             peak_source: PeakSource::Unknown,
+            graph_replay_ns_per_kernel: None,
         }
     }
 }

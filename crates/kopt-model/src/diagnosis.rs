@@ -152,6 +152,11 @@ pub struct KernelVerdict {
     pub root_cause: String,
     pub findings: Vec<Finding>,
     pub ncu_disagreement: Option<NcuDisagreement>,
+    /// Checks that could not run for lack of counters, each with what it
+    /// needs (e.g. "coalescing: needs the L1 sector counters ..."); a class
+    /// resting on them is partial evidence.
+    #[serde(default)]
+    pub checks_not_run: Vec<String>,
 }
 
 /// A ranked change to make, tied to the evidence that triggers it.
@@ -170,6 +175,20 @@ pub struct Recommendation {
     pub source: String,
     /// None when kopt cannot put a number on it from counters alone.
     pub gain: Option<GainEstimate>,
+    /// The predicted speed-up of the whole step (graph capture), with its range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_speedup: Option<PredictedSpeedup>,
+}
+
+/// A predicted speed-up (eager time over predicted time), with the range the
+/// inputs' spread and the model's constants allow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictedSpeedup {
+    pub estimate: f64,
+    pub low: f64,
+    pub high: f64,
+    /// How it was computed, with the constants used.
+    pub model: String,
 }
 
 /// The workload a `kopt profile` run measured.
@@ -274,6 +293,84 @@ pub struct TimelineSummary {
     /// A sampled trace: the figures above cover its windows only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<SampledCoverage>,
+    /// How the steps (iterations) were found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepDetection>,
+    /// The steady-state window the figures above come from, and what was cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_state: Option<SteadyState>,
+    /// Per-step time now and predicted after CUDA graph capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_prediction: Option<GraphPrediction>,
+}
+
+/// Where the step boundaries came from, most trusted first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepSource {
+    /// torch.profiler's `ProfilerStep#N` annotations (each step counted once).
+    ProfilerStep,
+    /// A repeated NVTX range.
+    Nvtx,
+    /// Host synchronisation calls between steps.
+    Sync,
+    /// Idle stretches of the host between bursts of launches.
+    HostGap,
+    /// The period of the sequence of GPU activities.
+    KernelPattern,
+}
+
+/// How the steps were found, in words too.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepDetection {
+    pub source: StepSource,
+    /// Steps found in the whole trace (before warm-up is cut).
+    pub found: u64,
+    /// The range family (`ProfilerStep`, an NVTX name), where one marks them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    pub detail: String,
+}
+
+/// The window the timeline figures come from: start-up idle and warm-up steps cut.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SteadyState {
+    /// Window start and end, from the start of the trace.
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Steps in the window.
+    pub steps: u64,
+    /// Time before the first step (imports, allocation, module loads).
+    pub startup_ns: i64,
+    /// Steps cut at the start (first call, compilation, warm-up) and their time.
+    pub warmup_steps: u64,
+    pub warmup_ns: i64,
+    /// Steps cut at the end (incomplete, or after the last marker).
+    #[serde(default)]
+    pub trailing_ns: i64,
+    pub description: String,
+}
+
+/// Eager per-step time against the predicted per-step time after graph capture.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphPrediction {
+    /// Steady-state wall time per step, as recorded.
+    pub eager_per_step_ns: f64,
+    /// The recorder's own cost per step taken out (launches per step x its per-launch cost).
+    pub recorder_overhead_per_step_ns: f64,
+    pub recorder_ns_per_launch: f64,
+    pub launches_per_step: f64,
+    /// Eager per-step time without the recorder's cost (never below GPU-busy time).
+    pub eager_corrected_per_step_ns: f64,
+    pub busy_per_step_ns: f64,
+    pub kernels_per_step: f64,
+    /// The device model's replay cost per kernel.
+    pub replay_ns_per_kernel: f64,
+    /// False when the card is not in the table and the default was used.
+    pub replay_cost_from_table: bool,
+    /// GPU-busy time plus kernels x replay cost.
+    pub graph_per_step_ns: f64,
+    pub speedup: PredictedSpeedup,
 }
 
 /// What a sampled trace (`kopt trace --sample`) covered of the run.

@@ -132,6 +132,19 @@ pub struct Metrics {
     pub global_ld_sectors: Option<f64>,
     pub global_st_sectors: Option<f64>,
     pub global_ld_requests: Option<f64>,
+    /// Local-memory L1 sectors loaded (`l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum`):
+    /// register spills and dynamically indexed per-thread arrays.
+    #[serde(default)]
+    pub local_ld_sectors: Option<f64>,
+    /// Local-memory L1 sectors stored (`l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum`).
+    #[serde(default)]
+    pub local_st_sectors: Option<f64>,
+    /// Local load instructions executed (`smsp__inst_executed_op_local_ld.sum`).
+    #[serde(default)]
+    pub local_ld_inst: Option<f64>,
+    /// Local store instructions executed (`smsp__inst_executed_op_local_st.sum`).
+    #[serde(default)]
+    pub local_st_inst: Option<f64>,
     /// Cycles per issued instruction spent in each stall reason.
     pub stalls: Vec<(StallReason, f64)>,
     /// Percent of shared wavefronts that are bank conflicts, from ncu's rule text

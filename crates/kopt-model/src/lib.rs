@@ -17,16 +17,20 @@ mod timeline;
 pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
 pub use device::{Device, PeakSource, Peaks};
 pub use diagnosis::{
-    Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, HotUnit, IdleGap, KernelVerdict,
-    NcuDisagreement, PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, StripLane,
-    TimelineStrip, TimelineSummary,
+    Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
+    IdleGap, KernelVerdict, NcuDisagreement, PredictedSpeedup, PrimaryBottleneck, Recommendation,
+    RunInfo, SampledCoverage, SteadyState, StepDetection, StepSource, StripLane, TimelineStrip,
+    TimelineSummary,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{
     clip_chars, format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name,
 };
-pub use peaks::datasheet_peaks;
-pub use timeline::{range_family, ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Timeline};
+pub use peaks::{datasheet_peaks, graph_replay_ns_per_kernel, DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL};
+pub use timeline::{
+    range_family, ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Recorder, Timeline,
+    KINETO_NS_PER_LAUNCH, KOPT_TRACER_NS_PER_LAUNCH,
+};
 
 /// Version tag of every JSON document kopt writes for machines.
 pub const SCHEMA: &str = "kopt/1";

@@ -25,6 +25,29 @@ const fn peaks(dram: f64, fp32: f64, tensor: f64) -> Peaks {
     }
 }
 
+/// Per-kernel cost of replaying a captured CUDA graph, ns, by a substring of
+/// the device name: the GPU-side gap between consecutive kernels of one graph
+/// plus the graph launch spread over its kernels.
+///
+/// TO BE MEASURED: 1.0 us for H100 / H200 is a placeholder, not a
+/// measurement (issue #14: replay a graph of N empty kernels on the card and
+/// divide the replay's GPU span less the kernels' own time by N).
+const GRAPH_REPLAY_NS_PER_KERNEL: &[(&str, f64)] = &[("H200", 1_000.0), ("H100", 1_000.0)];
+
+/// Used for cards the table does not name (same placeholder, to be measured).
+pub const DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL: f64 = 1_000.0;
+
+/// The graph-replay cost per kernel for a device name, and whether it came
+/// from the per-card table (false: the default for cards it does not name).
+pub fn graph_replay_ns_per_kernel(device_name: &str) -> (f64, bool) {
+    GRAPH_REPLAY_NS_PER_KERNEL
+        .iter()
+        .find(|(key, _)| device_name.contains(key))
+        .map_or((DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL, false), |(_, ns)| {
+            (*ns, true)
+        })
+}
+
 /// The datasheet entry whose key the device name contains.
 pub fn datasheet_peaks(device_name: &str) -> Option<(&'static str, Peaks)> {
     DATASHEET
@@ -67,6 +90,8 @@ impl Device {
     /// HBM parts agree within a few percent; where they disagree by more than
     /// 25% (GDDR parts report clocks differently) the datasheet wins.
     pub fn resolve_peaks(&mut self) {
+        let (replay, known) = graph_replay_ns_per_kernel(&self.name);
+        self.graph_replay_ns_per_kernel = known.then_some(replay);
         let sheet = datasheet_peaks(&self.name);
         let dram_attr = self.dram_peak_from_attributes();
         let fp32_attr = self.fp32_peak_from_attributes();
@@ -181,6 +206,17 @@ mod tests {
         assert_eq!(d.peak_source, PeakSource::Measured);
         assert_eq!(d.peaks.dram_bytes_per_s, Some(3.0e12));
         assert!(d.peaks.fp32_flops.is_some());
+    }
+
+    #[test]
+    fn hopper_cards_carry_a_graph_replay_cost() {
+        let mut d = h100();
+        d.resolve_peaks();
+        assert_eq!(d.graph_replay_ns_per_kernel, Some(1_000.0));
+        assert_eq!(
+            graph_replay_ns_per_kernel("NVIDIA L4"),
+            (DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL, false)
+        );
     }
 
     #[test]

@@ -111,6 +111,46 @@ pub struct Range {
     pub end_ns: i64,
 }
 
+/// What recorded a timeline: the recorder's own cost per launch is taken
+/// out of the eager time a prediction starts from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recorder {
+    #[default]
+    Unknown,
+    /// kopt's CUPTI tracer (`kopt trace`, `kopt profile`'s timing pass).
+    KoptTracer,
+    /// torch.profiler / Kineto.
+    Kineto,
+}
+
+/// Host time CUPTI's kernel records add to each launch under kopt's tracer,
+/// ns: measured on an H200 (fixtures/kopt-trace-h200/cupti-floor-2026-11-26:
+/// 3.24 -> 4.03 us per launch with `CONCURRENT_KERNEL` on, about 0.8 us).
+pub const KOPT_TRACER_NS_PER_LAUNCH: f64 = 800.0;
+/// The same for torch.profiler (Kineto), ns. Not measured yet: 0 leaves a
+/// Kineto trace's eager time as recorded.
+pub const KINETO_NS_PER_LAUNCH: f64 = 0.0;
+
+impl Recorder {
+    /// The recorder's own host cost per kernel launch, ns.
+    pub fn overhead_per_launch_ns(self) -> f64 {
+        match self {
+            Recorder::KoptTracer => KOPT_TRACER_NS_PER_LAUNCH,
+            Recorder::Kineto => KINETO_NS_PER_LAUNCH,
+            Recorder::Unknown => 0.0,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Recorder::KoptTracer => "kopt's tracer",
+            Recorder::Kineto => "torch.profiler",
+            Recorder::Unknown => "the recorder",
+        }
+    }
+}
+
 /// Everything a trace holds that kopt uses.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
@@ -120,6 +160,18 @@ pub struct Timeline {
     /// Device name from the trace's metadata, if any.
     pub device_name: Option<String>,
     pub sm_count: Option<u32>,
+    /// Compute capability `major.minor` from the trace's device record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_capability: Option<String>,
+    /// Global memory bandwidth the device record reports, bytes/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_bandwidth_bytes_per_s: Option<f64>,
+    /// SM clock the device record reports, Hz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_hz: Option<f64>,
+    /// What recorded the trace.
+    #[serde(default)]
+    pub recorder: Recorder,
     /// True when the trace covers the whole program (kopt's tracer), set-up
     /// and first step included; a torch.profiler trace covers what the user chose.
     pub whole_program: bool,
