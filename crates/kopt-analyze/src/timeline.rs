@@ -645,16 +645,25 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     let steps = find_steps(t);
     let steady = steps.as_ref().map(|s| steady_steps(t, s, &calls));
 
-    // The activities of the steady steps, or all.
-    let mut acts: Vec<&GpuActivity> = match &steady {
-        Some(st) => t
-            .activities
-            .iter()
-            .zip(&st.step_of)
-            .filter(|(_, s)| s.is_some_and(|i| i >= st.first && i <= st.last))
-            .map(|(a, _)| a)
-            .collect(),
-        None => t.activities.iter().collect(),
+    // The activities of the steady state: those of its steps, and those
+    // launched between two of its steps (outside a marker, still in the loop).
+    let mut acts: Vec<&GpuActivity> = match (&steps, &steady) {
+        (Some(s), Some(st)) => {
+            let from = s.starts[st.first];
+            let until = s.ends[st.last];
+            t.activities
+                .iter()
+                .zip(&st.step_of)
+                .filter(|(a, k)| {
+                    k.is_some_and(|i| i >= st.first && i <= st.last) || {
+                        let at = launched_at(a, &calls).0;
+                        k.is_none() && at >= from && at <= until
+                    }
+                })
+                .map(|(a, _)| a)
+                .collect()
+        }
+        _ => t.activities.iter().collect(),
     };
     if acts.is_empty() {
         acts = t.activities.iter().collect();
