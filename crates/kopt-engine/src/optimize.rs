@@ -181,10 +181,25 @@ pub fn choose(d: &Diagnosis, force: &[Candidate]) -> Vec<Choice> {
         .recommendations
         .iter()
         .find(|r| r.id == "capture_cuda_graph");
-    let graph_prediction = graph_rec
-        .and_then(|r| r.gain.as_ref())
-        .filter(|g| g.workload_pct > 0.0 && g.workload_pct < 100.0)
-        .map(|g| (100.0 / (100.0 - g.workload_pct), g.method.clone()));
+    // The timeline's graph-capture model (per-step GPU time plus replay
+    // cost, against the eager step without the recorder's cost); else the
+    // older bound from the gain (wall time cannot fall below busy time).
+    let graph_prediction = graph_rec.and_then(|r| {
+        r.predicted_speedup
+            .as_ref()
+            .map(|p| {
+                (
+                    p.estimate,
+                    format!("{} (range {:.2}x to {:.2}x)", p.model, p.low, p.high),
+                )
+            })
+            .or_else(|| {
+                r.gain
+                    .as_ref()
+                    .filter(|g| g.workload_pct > 0.0 && g.workload_pct < 100.0)
+                    .map(|g| (100.0 / (100.0 - g.workload_pct), g.method.clone()))
+            })
+    });
     let fusion = d
         .recommendations
         .iter()
@@ -571,9 +586,12 @@ fn record(req: &OptimizeRequest, r: &OptimizeReport, progress: &dyn Progress) ->
             let entry = kopt_store::Entry {
                 when: crate::run_folder::journal_timestamp(std::time::SystemTime::now()),
                 hypothesis: format!("{} for {}: {}", c.description, r.module, c.reason),
-                prediction: c
-                    .predicted_speedup
-                    .map(|p| format!("up to {p:.2}x faster per step (timeline bound)")),
+                prediction: c.predicted_speedup.map(|p| {
+                    format!(
+                        "{p:.2}x faster per step ({})",
+                        c.prediction_model.as_deref().unwrap_or("timeline model")
+                    )
+                }),
                 outcome: Some(outcome),
                 verdict: c.verdict.as_ref().map(|v| v.kind.as_str().to_string()),
                 run: Some(r.run_dir.clone()),

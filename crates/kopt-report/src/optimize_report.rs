@@ -142,7 +142,7 @@ pub fn render_optimize(r: &OptimizeReport, format: Format) -> String {
                 c.description,
                 speedup(c.measured_speedup),
                 c.predicted_speedup.map_or(String::new(), |p| format!(
-                    "; the timeline predicted up to {p:.2}x"
+                    "; the timeline predicted {p:.2}x"
                 ))
             );
         }

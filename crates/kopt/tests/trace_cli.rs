@@ -196,7 +196,9 @@ fn a_sampled_trace_is_diagnosed_over_its_windows() {
         (5.0..40.0).contains(&busy),
         "busy {busy}%: the time between windows must not count as idle"
     );
-    assert_eq!(t["kernels"], 1455);
+    // 1,455 kernels in the windows; the 2 after the last whole step are cut
+    // from the steady state (timeline.steady_state.trailing_ns says so).
+    assert_eq!(t["kernels"], 1453);
     let per_step = t["busy_per_iteration_ns"].as_f64().unwrap();
     assert!((15_000.0..25_000.0).contains(&per_step), "{per_step}");
 

@@ -31,6 +31,19 @@ const RAW_METRICS: &[(&str, Slot)] = &[
         &mut m.l1_pct
     }),
     ("dram__bytes_read.sum", |m| &mut m.dram_bytes_read),
+    // Local memory (register spills, per-thread arrays indexed at run time).
+    ("l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", |m| {
+        &mut m.local_ld_sectors
+    }),
+    ("l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum", |m| {
+        &mut m.local_st_sectors
+    }),
+    ("smsp__inst_executed_op_local_ld.sum", |m| {
+        &mut m.local_ld_inst
+    }),
+    ("smsp__inst_executed_op_local_st.sum", |m| {
+        &mut m.local_st_inst
+    }),
     ("dram__bytes_write.sum", |m| &mut m.dram_bytes_write),
     ("dram__bytes.sum.per_second", |m| &mut m.dram_bytes_per_s),
     ("launch__grid_size", |m| &mut m.grid_size),

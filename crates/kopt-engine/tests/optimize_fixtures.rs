@@ -1,0 +1,104 @@
+//! `kopt optimize`'s reports from an H200 (fixtures/optimize-h200, made by
+//! scripts/checks/optimize/run.sh): they read back as typed reports, hold
+//! the verdicts the issue asks for, and render in every format.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use kopt_model::optimize::OptimizeReport;
+use kopt_model::VerdictKind;
+use kopt_report::{render_optimize, Format};
+
+fn report(name: &str) -> OptimizeReport {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/optimize-h200")
+        .join(format!("{name}.optimize.json.gz"));
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn candidate<'a>(r: &'a OptimizeReport, name: &str) -> &'a kopt_model::optimize::CandidateResult {
+    r.candidates.iter().find(|c| c.name == name).unwrap()
+}
+
+#[test]
+fn the_launch_bound_moe_step_keeps_graph_capture_at_3x_or_more() {
+    let r = report("moe_routing");
+    assert!(r.baseline.launch_bound);
+    let g = candidate(&r, "graph");
+    assert_eq!(g.verdict.as_ref().unwrap().kind, VerdictKind::Keep);
+    assert!(g.correctness.as_ref().unwrap().passed);
+    let measured = g.measured_speedup.unwrap();
+    let predicted = g.predicted_speedup.unwrap();
+    assert!(measured >= 3.0, "{measured}");
+    // The timeline's bound is an upper bound, within 1.5x of what was measured.
+    assert!(
+        predicted >= measured && predicted <= 1.5 * measured,
+        "{predicted} vs {measured}"
+    );
+    assert!(r.best.is_some());
+    let ablation = r.ablation.as_ref().unwrap();
+    assert_eq!(ablation.variants[0].name, "eager");
+}
+
+#[test]
+fn the_compute_bound_module_gets_no_graph_keep() {
+    let r = report("big_matmuls");
+    assert!(!r.baseline.launch_bound);
+    for name in [
+        "graph",
+        "compile_reduce_overhead",
+        "compile_max_autotune_graph",
+    ] {
+        let c = candidate(&r, name);
+        assert!(!c.tried && c.verdict.is_none(), "{name}");
+        assert!(c.reason.contains("do not set the pace"), "{}", c.reason);
+    }
+    assert!(r.candidates.iter().all(|c| c
+        .verdict
+        .as_ref()
+        .is_none_or(|v| v.kind != VerdictKind::Keep)));
+    assert_eq!(r.best, None);
+}
+
+#[test]
+fn a_forward_with_item_reports_the_capture_failure_and_finishes() {
+    let r = report("item_in_forward");
+    let g = candidate(&r, "graph");
+    let f = g.failure.as_ref().unwrap();
+    assert_eq!(f.phase, "capture");
+    assert!(
+        !f.error.contains('\n') && f.error.contains("capture"),
+        "{}",
+        f.error
+    );
+    assert_eq!(g.verdict.as_ref().unwrap().kind, VerdictKind::Revert);
+    // The others still ran.
+    assert!(candidate(&r, "compile_reduce_overhead")
+        .measured_speedup
+        .is_some());
+}
+
+#[test]
+fn every_format_renders() {
+    for name in ["moe_routing", "big_matmuls", "item_in_forward"] {
+        let r = report(name);
+        let term = render_optimize(&r, Format::Terminal);
+        assert!(term.contains("Best:"), "{term}");
+        let md = render_optimize(&r, Format::Markdown);
+        assert!(
+            md.contains("| Candidate |") && md.contains("| eager |"),
+            "{md}"
+        );
+        // JSON reads back to the same document (floats compared as written).
+        let json = render_optimize(&r, Format::Json);
+        let back: OptimizeReport = serde_json::from_str(&json).unwrap();
+        assert!(
+            render_optimize(&back, Format::Json) == json,
+            "{name}: JSON does not read back"
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! `kopt optimize` end to end without a GPU: a fake ncu for the baseline,
+//! a fake Python for the harness. Candidate choice, verdicts (speed and
+//! correctness), failures in one line, the journal, the history.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// A .safetensors file of one f32 tensor `out`.
+fn safetensors(path: &Path, values: &[f32]) {
+    let header = format!(
+        "{{\"out\":{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[0,{}]}}}}",
+        values.len(),
+        4 * values.len()
+    );
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header.as_bytes());
+    for v in values {
+        bytes.extend(v.to_le_bytes());
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn install(dir: &Path, src: &str, name: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::copy(repo(src), &p).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+const MODULE: &str = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.topk(2).values\n\ndef get_inputs():\n    return [torch.randn(4, 64)]\n";
+
+fn optimize(dir: &Path, extra: &[&str]) -> Output {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    install(&bin, "tests/support/fake-ncu.sh", "ncu");
+    let python = install(dir, "tests/support/fake-python.sh", "fake-python");
+    safetensors(&dir.join("ref.safetensors"), &[1.0, 2.0, 3.0, 4.0]);
+    safetensors(&dir.join("bad.safetensors"), &[1.0, 2.0, 3.0, 9.0]);
+    std::fs::write(dir.join("topk.py"), MODULE).unwrap();
+    let fixture = |rel: &str| repo("../../fixtures").join(rel);
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "optimize", "--script", "topk.py", "--module", "topk", "--python",
+        ])
+        .arg(&python)
+        .args([
+            "--runs-dir",
+            "runs",
+            "--db",
+            "h.db",
+            "--journal-file",
+            "J.md",
+            "-q",
+        ])
+        .args(extra)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
+        .env(
+            "FAKE_PASS1",
+            fixture("labeled-suite-h200-profile/profile_pass1_timing.csv"),
+        )
+        .env(
+            "FAKE_PASS2",
+            fixture("labeled-suite-h200-profile/profile_pass2_targeted.csv"),
+        )
+        .env("FAKE_PASS3", fixture("labeled-suite-h100/ncu_details.csv"))
+        .env("FAKE_REF", dir.join("ref.safetensors"))
+        .env("FAKE_BAD", dir.join("bad.safetensors"))
+        .env("FAKE_WRONG", "compile_max_autotune")
+        .env("FAKE_FAILS", "compile_max_autotune_graph")
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn candidate<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap()
+}
+
+#[test]
+fn candidates_are_checked_measured_and_decided() {
+    let d = tempfile::tempdir().unwrap();
+    let v = json(&optimize(
+        d.path(),
+        &[
+            "--candidate",
+            "graph",
+            "--candidate",
+            "compile-max-autotune-graph",
+            "-f",
+            "json",
+        ],
+    ));
+    // The labeled suite's counters: kernels set the pace, so the diagnosis
+    // alone picks only the autotuned compile; the graph forms are forced.
+    let graph = candidate(&v, "graph");
+    assert!(graph["reason"].as_str().unwrap().starts_with("asked for"));
+    assert_eq!(graph["verdict"]["kind"], "KEEP");
+    assert_eq!(graph["correctness"]["passed"], true);
+    let s = graph["measured_speedup"].as_f64().unwrap();
+    assert!((4.5..5.5).contains(&s), "{s}");
+    // Fast but wrong: REVERT, the failing tensor named.
+    let wrong = candidate(&v, "compile_max_autotune");
+    assert_eq!(wrong["tried"], true);
+    assert_eq!(wrong["correctness"]["passed"], false);
+    assert_eq!(wrong["verdict"]["kind"], "REVERT");
+    // Failed to capture: REVERT with the error in one line, the run went on.
+    let failed = candidate(&v, "compile_max_autotune_graph");
+    assert_eq!(failed["failure"]["phase"], "capture");
+    assert_eq!(failed["verdict"]["kind"], "REVERT");
+    // Not asked for and no reason in the diagnosis: skipped, with the reason.
+    let skipped = candidate(&v, "compile_reduce_overhead");
+    assert_eq!(skipped["tried"], false);
+    assert!(skipped["verdict"].is_null());
+    assert_eq!(v["best"], "graph");
+    let ablation: Vec<&str> = v["ablation"]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(ablation, ["eager", "graph", "compile_max_autotune"]);
+    // One journal entry per candidate tried, each with its verdict.
+    let journal = std::fs::read_to_string(d.path().join("J.md")).unwrap();
+    assert_eq!(journal.matches("\n## ").count(), 3, "{journal}");
+    assert!(journal.contains("**Verdict:** KEEP") && journal.contains("could not capture"));
+    // The run folder keeps the report; the history has the run, readable.
+    let run_dir = PathBuf::from(d.path()).join(v["run_dir"].as_str().unwrap());
+    assert!(run_dir.join("optimize.json").is_file());
+    assert!(run_dir.join("baseline/run.json").is_file());
+    let show = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["history", "--db", "h.db", "show", "2"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("(optimize)") && text.contains("Best: graph"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_markdown_report_has_the_table_and_the_ablation() {
+    let d = tempfile::tempdir().unwrap();
+    let o = optimize(
+        d.path(),
+        &["--candidate", "graph", "-f", "md", "--no-journal"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("| Candidate | Tried | Predicted | Measured |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Version | Median |") && md.contains("| eager |"),
+        "{md}"
+    );
+    assert!(!d.path().join("J.md").exists());
+}
+
+#[test]
+fn a_script_without_the_module_convention_is_a_usage_error() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("plain.py"), "print(1)\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "optimize",
+            "--script",
+            "plain.py",
+            "--runs-dir",
+            "runs",
+            "--db",
+            "h.db",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("kopt: error: ") && err.contains("get_inputs()"),
+        "{err}"
+    );
+}
