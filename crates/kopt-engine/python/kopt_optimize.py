@@ -192,27 +192,27 @@ def time_variants(fns, inputs, min_samples, max_time_s, noise_target):
     return samples, rnd
 
 
-def main():
-    script, module_name, wanted, out_dir = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-    min_samples, max_time_s, noise_target = int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import kopt_module
-
-    device = torch.device("cuda:0")
-    model, make_inputs = kopt_module.build(script, module_name, device)
-    result = {
-        "torch": torch.__version__,
-        "device": torch.cuda.get_device_name(device),
-        "candidates": {},
-    }
+def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target):
+    """Build each wanted candidate of `model`, check it against eager on
+    fresh inputs, time all interleaved; write result.json and the outputs
+    into out_dir. Returns the result and the callables that ran."""
     fns = {}
     with torch.inference_mode():
         capture_inputs = make_inputs()
+        device = next(
+            (x.device for x in capture_inputs if isinstance(x, torch.Tensor) and x.is_cuda),
+            torch.device("cuda", torch.cuda.current_device()),
+        )
+        result = {
+            "torch": torch.__version__,
+            "device": torch.cuda.get_device_name(device),
+            "candidates": {},
+        }
         for _ in range(WARMUP):
             model(*capture_inputs)
         torch.cuda.synchronize()
         fns["eager"] = model
-        for name in [c for c in wanted.split(",") if c]:
+        for name in [c for c in wanted if c]:
             entry = {"description": CANDIDATES.get(name, name), "status": "ok"}
             t = time.perf_counter()
             try:
@@ -245,6 +245,17 @@ def main():
     result["rounds"] = rounds
     with open(os.path.join(out_dir, "result.json"), "w") as f:
         json.dump(result, f, indent=1)
+    return result, fns
+
+
+def main():
+    script, module_name, wanted, out_dir = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+    min_samples, max_time_s, noise_target = int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import kopt_module
+
+    model, make_inputs = kopt_module.build(script, module_name, torch.device("cuda:0"))
+    run_candidates(model, make_inputs, wanted.split(","), out_dir, min_samples, max_time_s, noise_target)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ use crate::error::{io_error, Error, Result};
 /// The loader both drivers import.
 const LOADER: (&str, &str) = ("kopt_module.py", include_str!("../python/kopt_module.py"));
 /// Warm-up, then N steps in NVTX ranges (profile, trace).
-const PROFILE_DRIVER: (&str, &str) = (
+pub(crate) const PROFILE_DRIVER: (&str, &str) = (
     "kopt_profile_driver.py",
     include_str!("../python/kopt_profile_driver.py"),
 );
@@ -109,6 +109,11 @@ pub fn prepare(
         argv,
         driven,
     })
+}
+
+/// The optimize harness's source (the Python package runs it in-process).
+pub fn optimize_harness_source() -> &'static str {
+    OPTIMIZE_HARNESS.1
 }
 
 /// The loader and the optimize harness in `dir`; returns the harness path.

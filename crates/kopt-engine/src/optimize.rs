@@ -271,27 +271,6 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     // 2. Candidates from the diagnosis.
     let choices = choose(&diagnosis, &req.force);
     let tried: Vec<&Choice> = choices.iter().filter(|c| c.tried).collect();
-    let mut report = OptimizeReport {
-        schema: kopt_model::SCHEMA.into(),
-        module: module.clone(),
-        script: req.script.display().to_string(),
-        run_dir: run_dir.display().to_string(),
-        device: Some(diagnosis.device.name.clone()),
-        baseline: Baseline {
-            primary_component: diagnosis
-                .primary
-                .as_ref()
-                .map(|p| p.component_short.clone()),
-            primary_type: diagnosis.primary.as_ref().map(|p| p.class),
-            busy_pct: diagnosis.timeline.as_ref().map(|t| t.busy_pct),
-            launch_bound: diagnosis.timeline.as_ref().is_some_and(|t| t.launch_bound),
-            run_dir: baseline_dir.display().to_string(),
-            notes: diagnosis.notes.clone(),
-        },
-        candidates: Vec::new(),
-        best: None,
-        ablation: None,
-    };
     // 3-4. Build, check and time the candidates in one process.
     let harness = if tried.is_empty() {
         None
@@ -309,11 +288,96 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
             req, &prepared, &module, &tried, &run_dir, progress,
         )?)
     };
+    let setting = Conclusion {
+        module,
+        script: req.script.display().to_string(),
+        run_dir,
+        baseline_dir,
+        threshold: req.threshold,
+        noise: req.noise,
+        seed: req.seed,
+        journal: req.journal.clone(),
+        db: req.db.clone(),
+    };
+    conclude(&setting, &diagnosis, &choices, harness.as_ref(), progress)
+}
+
+/// What the verdict half of optimize needs beside the harness's results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conclusion {
+    pub module: String,
+    /// The script, as the report names it.
+    pub script: String,
+    /// The run folder; the harness wrote into `candidates/` under it.
+    pub run_dir: PathBuf,
+    pub baseline_dir: PathBuf,
+    pub threshold: f64,
+    pub noise: f64,
+    pub seed: u64,
+    pub journal: Option<PathBuf>,
+    pub db: PathBuf,
+}
+
+/// The verdicts from what a harness left in `run_dir/candidates/`
+/// (`result.json`, `reference.safetensors`, `<candidate>.safetensors`):
+/// the Python package runs the harness in its own process and ends here.
+pub fn conclude_from_folder(
+    setting: &Conclusion,
+    diagnosis: &Diagnosis,
+    force: &[Candidate],
+    progress: &dyn Progress,
+) -> Result<OptimizeReport> {
+    let choices = choose(diagnosis, force);
+    let path = setting.run_dir.join("candidates/result.json");
+    let harness = if choices.iter().any(|c| c.tried) {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
+        Some(
+            serde_json::from_str(&text)
+                .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?,
+        )
+    } else {
+        None
+    };
+    conclude(setting, diagnosis, &choices, harness.as_ref(), progress)
+}
+
+fn conclude(
+    setting: &Conclusion,
+    diagnosis: &Diagnosis,
+    choices: &[Choice],
+    harness: Option<&HarnessResult>,
+    progress: &dyn Progress,
+) -> Result<OptimizeReport> {
+    let module = &setting.module;
+    let run_dir = &setting.run_dir;
+    let tried: Vec<&Choice> = choices.iter().filter(|c| c.tried).collect();
+    let mut report = OptimizeReport {
+        schema: kopt_model::SCHEMA.into(),
+        module: module.clone(),
+        script: setting.script.clone(),
+        run_dir: run_dir.display().to_string(),
+        device: Some(diagnosis.device.name.clone()),
+        baseline: Baseline {
+            primary_component: diagnosis
+                .primary
+                .as_ref()
+                .map(|p| p.component_short.clone()),
+            primary_type: diagnosis.primary.as_ref().map(|p| p.class),
+            busy_pct: diagnosis.timeline.as_ref().map(|t| t.busy_pct),
+            launch_bound: diagnosis.timeline.as_ref().is_some_and(|t| t.launch_bound),
+            run_dir: setting.baseline_dir.display().to_string(),
+            notes: diagnosis.notes.clone(),
+        },
+        candidates: Vec::new(),
+        best: None,
+        ablation: None,
+    };
     // 5. Verdicts.
     progress.note("optimize 3/4: verdicts");
     let cand_dir = run_dir.join("candidates");
     let mut measured = Vec::new();
-    if let Some(h) = &harness {
+    if let Some(h) = harness {
         if let Some(eager) = h.samples_ns.get("eager") {
             measured.push(Measured {
                 name: "eager".into(),
@@ -328,7 +392,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     let mut correctness: BTreeMap<&str, CompareReport> = BTreeMap::new();
     for c in &tried {
         let name = c.candidate.name();
-        let Some(h) = &harness else { continue };
+        let Some(h) = harness else { continue };
         let Some(samples) = h.samples_ns.get(name) else {
             continue;
         };
@@ -346,17 +410,17 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         decide_all(
             &measured,
             &Decision {
-                threshold: req.threshold,
-                noise: req.noise,
-                seed: req.seed,
+                threshold: setting.threshold,
+                noise: setting.noise,
+                seed: setting.seed,
             },
             "GPU time per step (CUDA events around each forward, one process, variants interleaved, no tracer)",
             report.device.clone(),
         )
     });
-    for c in &choices {
+    for c in choices {
         let name = c.candidate.name();
-        let from_harness = harness.as_ref().and_then(|h| h.candidates.get(name));
+        let from_harness = harness.and_then(|h| h.candidates.get(name));
         let failure = from_harness
             .filter(|hc| hc.status != "ok")
             .map(|hc| CandidateFailure {
@@ -412,7 +476,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     report.ablation = ablation;
     // 6. Journal, history, the report in the run folder.
     progress.note("optimize 4/4: journal and history");
-    record(req, &report, progress)?;
+    record(setting, &report, progress)?;
     Ok(report)
 }
 
@@ -565,7 +629,7 @@ fn check_problems(r: &CompareReport) -> Vec<String> {
     p
 }
 
-fn record(req: &OptimizeRequest, r: &OptimizeReport, progress: &dyn Progress) -> Result<()> {
+fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progress) -> Result<()> {
     let json = serde_json::to_string_pretty(r).map_err(|e| Error::Output(e.to_string()))?;
     let path = Path::new(&r.run_dir).join("optimize.json");
     std::fs::write(&path, &json).map_err(|e| crate::error::io_error(&path, "write", e))?;

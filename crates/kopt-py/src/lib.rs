@@ -341,9 +341,10 @@ fn render(
         }
         "bench" => kopt_report::render_bench(&parse(report_json, "bench report")?, f),
         "compare" => kopt_report::render_compare(&parse(report_json, "compare report")?, f),
+        "optimize" => kopt_report::render_optimize(&parse(report_json, "optimize report")?, f),
         other => {
             return Err(UsageError::new_err(format!(
-                "kind {other:?} is not one of diagnosis, bench, compare"
+                "kind {other:?} is not one of diagnosis, bench, compare, optimize"
             )))
         }
     })
@@ -356,6 +357,88 @@ fn create_run_dir(runs_dir: Option<PathBuf>) -> PyResult<String> {
     let dir = runs_dir.unwrap_or_else(|| RecordPaths::current().runs_dir);
     let (_, path) = kopt_engine::run_folder::create_run_dir(&dir).map_err(to_py)?;
     Ok(path.display().to_string())
+}
+
+fn candidates(names: Vec<String>) -> PyResult<Vec<kopt_engine::Candidate>> {
+    names
+        .iter()
+        .map(|n| {
+            kopt_engine::Candidate::ALL
+                .into_iter()
+                .find(|c| c.name() == n)
+                .ok_or_else(|| {
+                    UsageError::new_err(format!(
+                        "candidate {n:?} is not one of {}",
+                        kopt_engine::Candidate::ALL.map(|c| c.name()).join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// The candidates a diagnosis gives a reason for: JSON list of
+/// {name, tried, reason, predicted_speedup}.
+#[pyfunction]
+#[pyo3(signature = (diagnosis_json, force=Vec::new()))]
+fn optimize_choose(diagnosis_json: &str, force: Vec<String>) -> PyResult<String> {
+    let d: kopt_model::Diagnosis = parse(diagnosis_json, "diagnosis")?;
+    let list: Vec<serde_json::Value> = kopt_engine::optimize::choose(&d, &candidates(force)?)
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "name": c.candidate.name(),
+                "tried": c.tried,
+                "reason": c.reason,
+                "predicted_speedup": c.predicted_speedup,
+            })
+        })
+        .collect();
+    json(&list)
+}
+
+/// The verdicts from what the harness wrote into `run_dir/candidates/`;
+/// records the journal and history; returns the optimize report as JSON.
+#[pyfunction]
+#[pyo3(signature = (diagnosis_json, run_dir, module, *, script="<in-process>", force=Vec::new(), threshold=0.05, noise=0.01, seed=42, journal=None, db=None))]
+#[allow(clippy::too_many_arguments)]
+fn optimize_conclude(
+    py: Python<'_>,
+    diagnosis_json: &str,
+    run_dir: PathBuf,
+    module: String,
+    script: &str,
+    force: Vec<String>,
+    threshold: f64,
+    noise: f64,
+    seed: u64,
+    journal: Option<PathBuf>,
+    db: Option<PathBuf>,
+) -> PyResult<String> {
+    let d: kopt_model::Diagnosis = parse(diagnosis_json, "diagnosis")?;
+    let force = candidates(force)?;
+    let setting = kopt_engine::optimize::Conclusion {
+        module,
+        script: script.to_string(),
+        baseline_dir: run_dir.join("baseline"),
+        run_dir,
+        threshold,
+        noise,
+        seed,
+        journal,
+        db: db.unwrap_or_else(|| RecordPaths::current().db),
+    };
+    let r = py
+        .detach(|| {
+            kopt_engine::optimize::conclude_from_folder(&setting, &d, &force, &StderrProgress)
+        })
+        .map_err(to_py)?;
+    json(&r)
+}
+
+/// The optimize harness's Python source (run in-process by kopt.optimize).
+#[pyfunction]
+fn optimize_harness_source() -> &'static str {
+    kopt_engine::module_script::optimize_harness_source()
 }
 
 /// The `kopt` command line (the console script); returns its exit code.
@@ -382,5 +465,8 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(optimize_choose, m)?)?;
+    m.add_function(wrap_pyfunction!(optimize_conclude, m)?)?;
+    m.add_function(wrap_pyfunction!(optimize_harness_source, m)?)?;
     Ok(())
 }

@@ -180,3 +180,59 @@ def test_the_h200_profile_module_run_reads_back(fixtures):
     assert a.timeline is not None and a.timeline.launch_bound
     assert a.recommendations[0].id == "capture_cuda_graph"
     assert a.device.startswith("NVIDIA H200")
+
+
+def _safetensors(path, values):
+    header = json.dumps({"out": {"dtype": "F32", "shape": [len(values)], "data_offsets": [0, 4 * len(values)]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header + struct.pack("<%df" % len(values), *values))
+
+
+def test_optimize_chooses_from_the_diagnosis_and_concludes_from_the_harness(fixtures, tmp_path):
+    from kopt import _kopt
+
+    # The H200 profile_module run is launch bound: the graph forms are tried.
+    diagnosis = _kopt.analyze([str(fixtures / "profile-module-h200/run")])
+    choices = {c["name"]: c for c in json.loads(_kopt.optimize_choose(diagnosis))}
+    assert choices["graph"]["tried"] and choices["graph"]["predicted_speedup"] > 1
+    assert not choices["compile_max_autotune"]["tried"]
+    # What a harness leaves: result.json and the outputs; kopt decides.
+    run = tmp_path / "run"
+    out = run / "candidates"
+    out.mkdir(parents=True)
+    _safetensors(out / "reference.safetensors", [1, 2, 3])
+    _safetensors(out / "graph.safetensors", [1, 2, 3])
+    _safetensors(out / "compile_reduce_overhead.safetensors", [1, 2, 4])
+    result = {
+        "device": "Fake GPU",
+        "candidates": {
+            "graph": {"description": "graph", "status": "ok"},
+            "compile_reduce_overhead": {"description": "ro", "status": "ok"},
+            "compile_max_autotune_graph": {"description": "g", "status": "failed", "phase": "compile", "error": "BackendCompilerFailed: boom"},
+        },
+        "samples_ns": {
+            "eager": [100e3 + i for i in range(30)],
+            "graph": [20e3 + i for i in range(30)],
+            "compile_reduce_overhead": [50e3 + i for i in range(30)],
+        },
+    }
+    (out / "result.json").write_text(json.dumps(result))
+    report = json.loads(
+        _kopt.optimize_conclude(diagnosis, str(run), "topk_sort", journal=str(tmp_path / "J.md"), db=str(tmp_path / "h.db"))
+    )
+    by = {c["name"]: c for c in report["candidates"]}
+    assert by["graph"]["verdict"]["kind"] == "KEEP" and by["graph"]["correctness"]["passed"]
+    assert by["compile_reduce_overhead"]["verdict"]["kind"] == "REVERT"  # fast but wrong
+    assert by["compile_max_autotune_graph"]["failure"]["error"] == "BackendCompilerFailed: boom"
+    assert report["best"] == "graph"
+    assert (tmp_path / "J.md").read_text().count("\n## ") == 3
+    assert "Best: graph" in _kopt.render("optimize", json.dumps(report), "term")
+
+
+def test_optimize_without_torch_says_what_is_missing():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        with pytest.raises(kopt.ToolMissing, match="PyTorch"):
+            kopt.optimize(lambda x: x, [1])
+    else:
+        pytest.skip("PyTorch is installed here")

@@ -28,15 +28,18 @@ from ._analysis import Analysis, Kernel, Recommendation, Timeline
 from ._results import BenchResult, CompareResult, TensorResult, VariantResult
 from ._api import analyze, bench, compare, trace
 from ._module import GenericProfiler, profile_module
+from ._optimize import CandidateResult, OptimizeResult, optimize
 
 __all__ = [
     "Analysis",
     "BenchResult",
+    "CandidateResult",
     "CompareResult",
     "GenericProfiler",
     "InputError",
     "Kernel",
     "KoptError",
+    "OptimizeResult",
     "OutputError",
     "Recommendation",
     "TensorResult",
@@ -49,6 +52,7 @@ __all__ = [
     "analyze",
     "bench",
     "compare",
+    "optimize",
     "profile_module",
     "trace",
 ]
