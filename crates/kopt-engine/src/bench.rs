@@ -205,6 +205,10 @@ impl BenchRequest {
     }
 }
 
+/// Samples kept per variant: a program printing samples without end must
+/// not grow memory or the bootstrap without bound.
+pub const MAX_SAMPLES: usize = 50_000;
+
 struct Variant {
     name: String,
     command: String,
@@ -293,6 +297,10 @@ pub fn run_bench(
             v.spent += run.wall_s;
             v.used += run.wall_s;
             v.samples.extend(run.samples);
+            if v.samples.len() >= MAX_SAMPLES {
+                v.samples.truncate(MAX_SAMPLES);
+                v.spent = v.spent.max(rule.max_time_s);
+            }
             if run.cut {
                 // Its budget is spent: what it gave before the cut is all it gets.
                 v.spent = v.spent.max(rule.max_time_s);
@@ -624,7 +632,7 @@ impl Sampler for ProcessSampler {
 /// Run `/bin/sh -c command` once, reading its samples as they are printed;
 /// past `budget` its process group is killed and the run is `cut`.
 fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
-    use std::io::{BufRead, BufReader};
+    use std::io::BufReader;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
     use std::sync::mpsc;
@@ -647,24 +655,28 @@ fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
             let Some(stdout) = stdout else {
                 return Ok(samples);
             };
-            for (i, line) in BufReader::new(stdout).split(b'\n').enumerate() {
-                let Ok(line) = line else { break };
-                let line = String::from_utf8_lossy(&line);
-                if let Some(s) = parse_sample_line(&line, i as u64 + 1)? {
-                    samples.push(s);
+            let mut bad = None;
+            for_each_line(BufReader::new(stdout), |n, line| {
+                if bad.is_some() || samples.len() >= MAX_SAMPLES {
+                    return; // keep draining the pipe so the program is not blocked
                 }
-            }
-            Ok(samples)
+                match parse_sample_line(&String::from_utf8_lossy(line), n) {
+                    Ok(Some(s)) => samples.push(s),
+                    Ok(None) => {}
+                    Err(e) => bad = Some(e),
+                }
+            });
+            bad.map_or(Ok(samples), Err)
         });
         let err = scope.spawn(move || {
             let mut tail = std::collections::VecDeque::new();
             if let Some(stderr) = stderr {
-                for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+                for_each_line(BufReader::new(stderr), |_, line| {
                     if tail.len() == 3 {
                         tail.pop_front();
                     }
-                    tail.push_back(line);
-                }
+                    tail.push_back(String::from_utf8_lossy(line).into_owned());
+                });
             }
             tail.into_iter().collect::<Vec<_>>().join(" | ")
         });
@@ -704,6 +716,49 @@ fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
             cut,
         })
     })
+}
+
+/// Longest line kept whole; the rest of a longer one is skipped (a program
+/// printing without newlines must not grow memory without bound).
+const MAX_LINE: usize = 64 * 1024;
+
+/// Call `f(line_number, line)` for every line of `r`, lines cut at MAX_LINE.
+fn for_each_line(mut r: impl std::io::BufRead, mut f: impl FnMut(u64, &[u8])) {
+    let mut line = Vec::new();
+    let mut n = 0u64;
+    let mut too_long = false;
+    loop {
+        let buf = match r.fill_buf() {
+            Ok([]) | Err(_) => break,
+            Ok(b) => b,
+        };
+        let (chunk, ends) = match memchr_newline(buf) {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if line.len() + chunk.len() <= MAX_LINE {
+            line.extend_from_slice(chunk);
+        } else {
+            too_long = true;
+        }
+        let used = ends.unwrap_or(buf.len());
+        r.consume(used);
+        if ends.is_some() {
+            n += 1;
+            if !too_long {
+                f(n, &line);
+            }
+            line.clear();
+            too_long = false;
+        }
+    }
+    if !line.is_empty() && !too_long {
+        f(n + 1, &line);
+    }
+}
+
+fn memchr_newline(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
 }
 
 /// What one run under kopt's tracer gave.
@@ -1030,6 +1085,24 @@ mod tests {
         }
         assert!(VariantSpec::parse("noequals").is_err());
         assert_eq!(VariantSpec::parse("x=sleep 1").unwrap().command, "sleep 1");
+    }
+
+    #[test]
+    fn lines_are_split_and_long_ones_skipped() {
+        let text = format!("a\n{}\nb\nlast", "x".repeat(MAX_LINE + 10));
+        let mut seen = Vec::new();
+        for_each_line(
+            std::io::BufReader::with_capacity(7, text.as_bytes()),
+            |n, l| seen.push((n, String::from_utf8_lossy(l).into_owned())),
+        );
+        assert_eq!(
+            seen,
+            [
+                (1, "a".to_string()),
+                (3, "b".to_string()),
+                (4, "last".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -43,7 +43,21 @@ fn target(path: &Path) -> Result<Target, OutputError> {
         Ok(m) => Some(m),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             if std::fs::symlink_metadata(path).is_ok() {
-                return Err(fail(path, "a symlink to nothing; not written"));
+                // A link to a file not made yet: create what it points to
+                // (as `echo > link` does), one level deep.
+                let dest = std::fs::read_link(path)
+                    .map_err(|e| fail(path, format!("cannot follow the symlink: {e}")))?;
+                let dest = parent(path).join(dest);
+                if std::fs::symlink_metadata(&dest).is_ok() {
+                    return Err(fail(path, "a symlink to a symlink to nothing; not written"));
+                }
+                return match target(&dest) {
+                    Ok(t) => Ok(t),
+                    Err(e) => Err(fail(
+                        path,
+                        format!("a symlink to {}: {}", dest.display(), e.message),
+                    )),
+                };
             }
             None
         }
@@ -225,12 +239,12 @@ mod tests {
         std::fs::create_dir(&dir).unwrap();
         let missing = d.path().join("missing/x.json");
         let dangling = d.path().join("dangling");
-        std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).unwrap();
+        std::os::unix::fs::symlink(d.path().join("nowhere/x"), &dangling).unwrap();
         for (p, what) in [
             (&ro, "read-only"),
             (&dir, "is a folder"),
             (&missing, "does not exist"),
-            (&dangling, "symlink to nothing"),
+            (&dangling, "does not exist"),
         ] {
             let e = write_file(p, b"x").unwrap_err().to_string();
             assert!(e.starts_with(&p.display().to_string()), "{e}");

@@ -1,0 +1,197 @@
+//! The hostile-user cases of the hardening issue that live in the command
+//! line: output files, pipes, bench samples, read-only history.
+
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+fn kopt(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn suite() -> String {
+    fixture("labeled-suite-h100/ncu_raw_base.csv")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn nothing_is_written_unless_every_output_can_be() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("keep.html"), "old page").unwrap();
+    let o = kopt(
+        d.path(),
+        &[
+            "analyze",
+            &suite(),
+            "--html",
+            "keep.html",
+            "-o",
+            "/nonexistent/dir/x.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("/nonexistent/dir/x.json") && !err.contains("kopt-tmp"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("keep.html")).unwrap(),
+        "old page"
+    );
+}
+
+#[test]
+fn a_read_only_output_is_refused_and_kept() {
+    let d = tempfile::tempdir().unwrap();
+    let ro = d.path().join("ro.md");
+    std::fs::write(&ro, "mine").unwrap();
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let o = kopt(d.path(), &["analyze", &suite(), "-f", "md", "-o", "ro.md"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("ro.md: read-only"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&ro).unwrap(), "mine");
+}
+
+#[test]
+fn a_symlinked_output_writes_its_target() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("reports")).unwrap();
+    std::os::unix::fs::symlink("reports/latest.md", d.path().join("link.md")).unwrap();
+    let o = kopt(
+        d.path(),
+        &["analyze", &suite(), "-f", "md", "-o", "link.md"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let meta = std::fs::symlink_metadata(d.path().join("link.md")).unwrap();
+    assert!(meta.file_type().is_symlink());
+    let text = std::fs::read_to_string(d.path().join("reports/latest.md")).unwrap();
+    assert!(text.contains("Key insight"), "{text}");
+}
+
+/// A device node like /dev/full made in the test's own folder (root only):
+/// written directly (never replaced), and its error names the user's path.
+#[test]
+fn a_device_output_is_written_in_place() {
+    let d = tempfile::tempdir().unwrap();
+    let full = d.path().join("full");
+    let made = Command::new("mknod")
+        .arg(&full)
+        .args(["c", "1", "7"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("mknod needs root here: skipped");
+        return;
+    }
+    let o = kopt(d.path(), &["analyze", &suite(), "-o", "full"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("full: cannot write") && err.contains("No space"),
+        "{err}"
+    );
+    assert!(std::fs::metadata(&full)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}
+
+#[test]
+fn a_reader_closing_the_pipe_early_is_not_an_error() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", &suite(), "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    // stdout is dropped here: the pipe is closed after 10 bytes.
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(&head, b"{\n  \"schem");
+}
+
+#[test]
+fn bench_refuses_non_positive_samples_with_their_line() {
+    let d = tempfile::tempdir().unwrap();
+    let o = kopt(
+        d.path(),
+        &[
+            "bench",
+            "--baseline",
+            "echo hello; echo '{\"kopt_sample_ns\": -5}'",
+            "--candidate",
+            "echo '{\"kopt_sample_ns\": 5}'",
+            "--timing",
+            "reported",
+            "--db",
+            "h.db",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("stdout line 2") && err.contains("positive"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_stops_a_program_that_prints_samples_without_end() {
+    let d = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    let o = kopt(
+        d.path(),
+        &[
+            "bench",
+            "-n",
+            "a=yes '{\"kopt_sample_ns\": 1000}'",
+            "-n",
+            "b=yes '{\"kopt_sample_ns\": 1000}'",
+            "--timing",
+            "reported",
+            "--max-time",
+            "2",
+            "--warmup",
+            "0",
+            "-f",
+            "json",
+            "--db",
+            "h.db",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = v["variants"][0]["samples"].as_u64().unwrap();
+    assert!(n > 0 && n <= 50_000, "{n}");
+    // A hang guard, not a timing test: without the cut this never ends.
+    assert!(t.elapsed().as_secs() < 120);
+}
+
+#[test]
+fn reading_a_missing_history_creates_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("no/such/dir/h.db");
+    let o = kopt(d.path(), &["history", "--db", db.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no history yet"), "{}", stderr(&o));
+    assert!(!d.path().join("no").exists());
+}
