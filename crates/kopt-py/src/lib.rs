@@ -51,7 +51,7 @@ create_exception!(
     "kopt could not write where it was asked to."
 );
 
-fn to_py(e: kopt_engine::Error) -> PyErr {
+fn engine_err(e: kopt_engine::Error) -> PyErr {
     let msg = e.to_string();
     match e {
         kopt_engine::Error::Usage(_) => UsageError::new_err(msg),
@@ -81,8 +81,70 @@ impl Progress for StderrProgress {
     }
 }
 
+/// A diagnosis kept in Rust: Python reads the small parts at once and the
+/// kernel table only when asked (a 2,000-kernel table costs more to build
+/// as Python objects than to compute).
+#[pyclass(frozen, name = "Diagnosis", module = "kopt._kopt")]
+struct DiagnosisHandle {
+    d: kopt_model::Diagnosis,
+}
+
+fn to_py<'py, T: serde::Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, v).map_err(|e| KoptError::new_err(format!("cannot convert: {e}")))
+}
+
+#[pymethods]
+impl DiagnosisHandle {
+    /// Everything but the kernel table, as a dict.
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let d = &self.d;
+        let summary = serde_json::json!({
+            "schema": d.schema,
+            "run": d.run,
+            "device": d.device,
+            "total_kernel_ns": d.total_kernel_ns,
+            "kernel_count": d.kernels.len(),
+            "primary": d.primary,
+            "recommendations": d.recommendations,
+            "timeline": d.timeline,
+            "notes": d.notes,
+        });
+        to_py(py, &summary)
+    }
+
+    /// The kernel table, as a list of dicts.
+    fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.d.kernels)
+    }
+
+    /// The whole kopt/1 document, as a dict.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.d)
+    }
+
+    fn to_json(&self) -> PyResult<String> {
+        json(&self.d)
+    }
+
+    /// The report as term, md, json or html.
+    #[pyo3(signature = (format_name, width=None))]
+    fn render(&self, format_name: &str, width: Option<u16>) -> PyResult<String> {
+        Ok(format(format_name)?
+            .exporter(width)
+            .render_to_string(&self.d))
+    }
+}
+
+/// A diagnosis read back from its kopt/1 JSON.
+#[pyfunction]
+fn diagnosis_from_json(report_json: &str) -> PyResult<DiagnosisHandle> {
+    Ok(DiagnosisHandle {
+        d: parse(report_json, "diagnosis")?,
+    })
+}
+
 fn timeout(t: Option<f64>) -> PyResult<Option<Duration>> {
-    kopt_engine::profile::timeout_from_secs(t).map_err(to_py)
+    kopt_engine::profile::timeout_from_secs(t).map_err(engine_err)
 }
 
 #[allow(clippy::too_many_arguments)] // the Python keywords, one to one
@@ -134,14 +196,16 @@ fn analyze(
     top: Option<usize>,
     ncu: Option<PathBuf>,
     peak_dram_gbs: Option<f64>,
-) -> PyResult<String> {
+) -> PyResult<DiagnosisHandle> {
     let req = AnalyzeRequest {
         files: paths,
         ncu,
         analysis: analysis(device, peak_dram_gbs, top),
     };
-    let d = py.detach(|| kopt_engine::analyze(&req)).map_err(to_py)?;
-    json(&d)
+    let d = py
+        .detach(|| kopt_engine::analyze(&req))
+        .map_err(engine_err)?;
+    Ok(DiagnosisHandle { d })
 }
 
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
@@ -165,7 +229,7 @@ fn profile(
     db: Option<PathBuf>,
     run_dir: Option<PathBuf>,
     device: Option<String>,
-) -> PyResult<String> {
+) -> PyResult<DiagnosisHandle> {
     let timing_pass = match timing_pass {
         "tracer" => TimingPass::Tracer,
         "ncu" => TimingPass::Ncu,
@@ -188,8 +252,8 @@ fn profile(
     };
     let d = py
         .detach(|| kopt_engine::profile(&req, &StderrProgress))
-        .map_err(to_py)?;
-    json(&d)
+        .map_err(engine_err)?;
+    Ok(DiagnosisHandle { d })
 }
 
 /// Trace a workload with kopt's CUPTI tracer; returns the diagnosis as JSON.
@@ -207,21 +271,21 @@ fn trace(
     runs_dir: Option<PathBuf>,
     db: Option<PathBuf>,
     run_dir: Option<PathBuf>,
-) -> PyResult<String> {
+) -> PyResult<DiagnosisHandle> {
     let req = TraceRequest {
         run: workload(argv, gpu, timeout, quiet, tracer, runs_dir, db, run_dir)?,
         sample: sample
             .as_deref()
             .map(kopt_engine::trace::parse_sampling)
             .transpose()
-            .map_err(to_py)?,
+            .map_err(engine_err)?,
         keep_timeline: false,
         analysis: AnalysisOptions::default(),
     };
     let t = py
         .detach(|| kopt_engine::trace(&req, &StderrProgress))
-        .map_err(to_py)?;
-    json(&t.diagnosis)
+        .map_err(engine_err)?;
+    Ok(DiagnosisHandle { d: t.diagnosis })
 }
 
 /// A/B (or ablation) benchmark of shell commands; returns the report as JSON.
@@ -283,7 +347,7 @@ fn bench_commands(
     }
     let r = py
         .detach(|| kopt_engine::bench(&req, &StderrProgress))
-        .map_err(to_py)?;
+        .map_err(engine_err)?;
     json(&r)
 }
 
@@ -307,7 +371,7 @@ fn compare(
     };
     let r = py
         .detach(|| kopt_engine::compare(&req, &kopt_engine::Silent))
-        .map_err(to_py)?;
+        .map_err(engine_err)?;
     json(&r)
 }
 
@@ -350,12 +414,37 @@ fn render(
     })
 }
 
+/// Write a script into `run_dir` as kopt runs it: a module script with
+/// kopt's driver beside it (warm-up, then `steps` NVTX steps), else as it
+/// is. Returns the argv to run.
+#[pyfunction]
+#[pyo3(signature = (run_dir, script_content, module_name, python, warmup=3, steps=20))]
+fn prepare_script(
+    run_dir: PathBuf,
+    script_content: &str,
+    module_name: &str,
+    python: &str,
+    warmup: u32,
+    steps: u32,
+) -> PyResult<Vec<String>> {
+    kopt_engine::module_script::prepare(
+        &run_dir,
+        script_content,
+        module_name,
+        python,
+        warmup,
+        steps,
+    )
+    .map(|p| p.argv)
+    .map_err(engine_err)
+}
+
 /// A new run folder under `runs_dir` (default: `.kopt/runs` at the repository root).
 #[pyfunction]
 #[pyo3(signature = (runs_dir=None))]
 fn create_run_dir(runs_dir: Option<PathBuf>) -> PyResult<String> {
     let dir = runs_dir.unwrap_or_else(|| RecordPaths::current().runs_dir);
-    let (_, path) = kopt_engine::run_folder::create_run_dir(&dir).map_err(to_py)?;
+    let (_, path) = kopt_engine::run_folder::create_run_dir(&dir).map_err(engine_err)?;
     Ok(path.display().to_string())
 }
 
@@ -379,10 +468,10 @@ fn candidates(names: Vec<String>) -> PyResult<Vec<kopt_engine::Candidate>> {
 /// The candidates a diagnosis gives a reason for: JSON list of
 /// {name, tried, reason, predicted_speedup}.
 #[pyfunction]
-#[pyo3(signature = (diagnosis_json, force=Vec::new()))]
-fn optimize_choose(diagnosis_json: &str, force: Vec<String>) -> PyResult<String> {
-    let d: kopt_model::Diagnosis = parse(diagnosis_json, "diagnosis")?;
-    let list: Vec<serde_json::Value> = kopt_engine::optimize::choose(&d, &candidates(force)?)
+#[pyo3(signature = (diagnosis, force=Vec::new()))]
+fn optimize_choose(diagnosis: &DiagnosisHandle, force: Vec<String>) -> PyResult<String> {
+    let d = &diagnosis.d;
+    let list: Vec<serde_json::Value> = kopt_engine::optimize::choose(d, &candidates(force)?)
         .iter()
         .map(|c| {
             serde_json::json!({
@@ -399,11 +488,11 @@ fn optimize_choose(diagnosis_json: &str, force: Vec<String>) -> PyResult<String>
 /// The verdicts from what the harness wrote into `run_dir/candidates/`;
 /// records the journal and history; returns the optimize report as JSON.
 #[pyfunction]
-#[pyo3(signature = (diagnosis_json, run_dir, module, *, script="<in-process>", force=Vec::new(), threshold=0.05, noise=0.01, seed=42, journal=None, db=None))]
+#[pyo3(signature = (diagnosis, run_dir, module, *, script="<in-process>", force=Vec::new(), threshold=0.05, noise=0.01, seed=42, journal=None, db=None))]
 #[allow(clippy::too_many_arguments)]
 fn optimize_conclude(
     py: Python<'_>,
-    diagnosis_json: &str,
+    diagnosis: &DiagnosisHandle,
     run_dir: PathBuf,
     module: String,
     script: &str,
@@ -414,7 +503,7 @@ fn optimize_conclude(
     journal: Option<PathBuf>,
     db: Option<PathBuf>,
 ) -> PyResult<String> {
-    let d: kopt_model::Diagnosis = parse(diagnosis_json, "diagnosis")?;
+    let d = &diagnosis.d;
     let force = candidates(force)?;
     let setting = kopt_engine::optimize::Conclusion {
         module,
@@ -429,9 +518,9 @@ fn optimize_conclude(
     };
     let r = py
         .detach(|| {
-            kopt_engine::optimize::conclude_from_folder(&setting, &d, &force, &StderrProgress)
+            kopt_engine::optimize::conclude_from_folder(&setting, d, &force, &StderrProgress)
         })
-        .map_err(to_py)?;
+        .map_err(engine_err)?;
     json(&r)
 }
 
@@ -457,6 +546,8 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ToolMissing", py.get_type::<ToolMissing>())?;
     m.add("WorkloadFailed", py.get_type::<WorkloadFailed>())?;
     m.add("OutputError", py.get_type::<OutputError>())?;
+    m.add_class::<DiagnosisHandle>()?;
+    m.add_function(wrap_pyfunction!(diagnosis_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(profile, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
@@ -464,6 +555,7 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_script, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_choose, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_conclude, m)?)?;

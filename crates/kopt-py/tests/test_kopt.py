@@ -104,9 +104,13 @@ def test_a_module_script_is_driven_and_its_failure_surfaces(fake_ncu, tmp_path):
     # No torch here: the driver's import fails, and the message says so in one line.
     assert "torch" in str(e.value) and "\n" not in str(e.value)
     (run_dir,) = list((tmp_path / "runs").iterdir())
-    driver = (run_dir / "kopt_driver.py").read_text()
-    assert "kopt_step" in driver and "topk_sort.py" in driver
-    compile(driver, "kopt_driver.py", "exec")
+    driver = (run_dir / "kopt_profile_driver.py").read_text()
+    assert "kopt_step" in driver
+    compile(driver, "kopt_profile_driver.py", "exec")
+    assert (run_dir / "kopt_module.py").is_file() and (run_dir / "topk_sort.py").is_file()
+    argv = json.loads((run_dir / "run.json").read_text())["argv"]
+    assert argv[1].endswith("kopt_profile_driver.py") and argv[2].endswith("topk_sort.py")
+    assert argv[3:] == ["topk_sort", "3", "20"]
 
 
 def test_every_error_class_is_raised(fixtures, tmp_path, monkeypatch):

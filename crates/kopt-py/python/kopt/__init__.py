@@ -25,10 +25,35 @@ from ._kopt import (
     __version__,
 )
 from ._analysis import Analysis, Kernel, Recommendation, Timeline
-from ._results import BenchResult, CompareResult, TensorResult, VariantResult
 from ._api import analyze, bench, compare, trace
-from ._module import GenericProfiler, profile_module
-from ._optimize import CandidateResult, OptimizeResult, optimize
+
+# The rest loads on first use (PEP 562): `import kopt` stays cheap.
+_LAZY = {
+    "BenchResult": "._results",
+    "CompareResult": "._results",
+    "TensorResult": "._results",
+    "VariantResult": "._results",
+    "GenericProfiler": "._module",
+    "profile_module": "._module",
+    "CandidateResult": "._optimize",
+    "OptimizeResult": "._optimize",
+    "optimize": "._optimize",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kopt' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "Analysis",

@@ -1,15 +1,19 @@
-"""The diagnosis as Python objects (from kopt's ``kopt/1`` JSON)."""
+"""The diagnosis as Python objects. The diagnosis itself stays in Rust
+(``_kopt.Diagnosis``); the kernel table becomes Python objects only when
+``kernels`` is first read."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+# typing.TYPE_CHECKING without importing typing (10 ms of start-up).
+TYPE_CHECKING = False
 
 from . import _kopt
 
+if TYPE_CHECKING:  # annotations only: importing typing's names costs start-up time
+    from typing import Any, Dict, List, Optional
 
-def _fmt_ns(ns: Optional[float]) -> str:
+
+def _fmt_ns(ns: "Optional[float]") -> str:
     if ns is None:
         return "-"
     for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
@@ -18,38 +22,30 @@ def _fmt_ns(ns: Optional[float]) -> str:
     return f"{ns:.0f} ns"
 
 
-@dataclass(frozen=True)
 class Recommendation:
     """One ranked change; ``str()`` is one readable line."""
 
-    rank: int
-    id: str
-    title: str
-    kernel: str
-    kernel_short: str
-    bottleneck: str
-    evidence: str
-    action: str
-    #: Share of the whole workload's time the change may save, percent (None: no number).
-    expected_gain: Optional[float]
-    #: How the gain was computed.
-    gain_method: Optional[str]
+    __slots__ = (
+        "rank", "id", "title", "kernel", "kernel_short", "bottleneck",
+        "evidence", "action", "expected_gain", "gain_method", "predicted_speedup",
+    )
 
-    @classmethod
-    def _from(cls, r: Dict[str, Any]) -> "Recommendation":
+    def __init__(self, r: "Dict[str, Any]"):
         gain = r.get("gain") or {}
-        return cls(
-            rank=r["rank"],
-            id=r["id"],
-            title=r["title"],
-            kernel=r["kernel"],
-            kernel_short=r["kernel_short"],
-            bottleneck=r["class"],
-            evidence=r["evidence"],
-            action=r["action"],
-            expected_gain=gain.get("workload_pct"),
-            gain_method=gain.get("method"),
-        )
+        self.rank: int = r["rank"]
+        self.id: str = r["id"]
+        self.title: str = r["title"]
+        self.kernel: str = r["kernel"]
+        self.kernel_short: str = r["kernel_short"]
+        self.bottleneck: str = r["class"]
+        self.evidence: str = r["evidence"]
+        self.action: str = r["action"]
+        #: Share of the whole workload's time the change may save, percent (None: no number).
+        self.expected_gain: "Optional[float]" = gain.get("workload_pct")
+        #: How the gain was computed.
+        self.gain_method: "Optional[str]" = gain.get("method")
+        #: The predicted speed-up {estimate, low, high, model}, where the timeline gives one.
+        self.predicted_speedup: "Optional[Dict[str, Any]]" = r.get("predicted_speedup")
 
     def __str__(self) -> str:
         gain = (
@@ -59,39 +55,31 @@ class Recommendation:
         )
         return f"#{self.rank} {self.title} [{self.kernel_short}]{gain}: {self.action}"
 
+    def __repr__(self) -> str:
+        return f"<kopt.Recommendation #{self.rank} {self.id} [{self.kernel_short}]>"
 
-@dataclass(frozen=True)
+
 class Kernel:
     """One distinct kernel (its launches grouped): seed 000's table row."""
 
-    name: str
-    short_name: str
-    launches: int
-    latency_us: float
-    mean_us: float
-    pct_total: float
-    bandwidth_gbs: Optional[float]
-    bw_sol_pct: Optional[float]
-    compute_sol_pct: Optional[float]
-    bottleneck: str
-    root_cause: str
+    __slots__ = (
+        "name", "short_name", "launches", "latency_us", "mean_us", "pct_total",
+        "bandwidth_gbs", "bw_sol_pct", "compute_sol_pct", "bottleneck", "root_cause",
+    )
 
-    @classmethod
-    def _from(cls, k: Dict[str, Any]) -> "Kernel":
+    def __init__(self, k: "Dict[str, Any]"):
         bw = k.get("dram_bytes_per_s")
-        return cls(
-            name=k["name"],
-            short_name=k["short_name"],
-            launches=k["launches"],
-            latency_us=k["total_ns"] / 1e3,
-            mean_us=k["mean_ns"] / 1e3,
-            pct_total=k["pct_of_total"],
-            bandwidth_gbs=None if bw is None else bw / 1e9,
-            bw_sol_pct=k.get("dram_sol_pct"),
-            compute_sol_pct=k.get("compute_sol_pct"),
-            bottleneck=k["bottleneck"]["class"],
-            root_cause=k["root_cause"],
-        )
+        self.name: str = k["name"]
+        self.short_name: str = k["short_name"]
+        self.launches: int = k["launches"]
+        self.latency_us: float = k["total_ns"] / 1e3
+        self.mean_us: float = k["mean_ns"] / 1e3
+        self.pct_total: float = k["pct_of_total"]
+        self.bandwidth_gbs: "Optional[float]" = None if bw is None else bw / 1e9
+        self.bw_sol_pct: "Optional[float]" = k.get("dram_sol_pct")
+        self.compute_sol_pct: "Optional[float]" = k.get("compute_sol_pct")
+        self.bottleneck: str = k["bottleneck"]["class"]
+        self.root_cause: str = k["root_cause"]
 
     def __str__(self) -> str:
         return (
@@ -99,32 +87,27 @@ class Kernel:
             f"({self.pct_total:.1f}%), {self.bottleneck}: {self.root_cause}"
         )
 
+    def __repr__(self) -> str:
+        return f"<kopt.Kernel {self.short_name} {self.bottleneck} {self.pct_total:.1f}%>"
 
-@dataclass(frozen=True)
+
 class Timeline:
     """What the timeline says about the workload (present when a trace was read)."""
 
-    wall_ns: int
-    gpu_busy_ns: int
-    busy_pct: float
-    kernels: int
-    iterations: Optional[int]
-    busy_per_iteration_ns: Optional[float]
-    launch_bound: bool
-    verdict: str
+    __slots__ = (
+        "wall_ns", "gpu_busy_ns", "busy_pct", "kernels", "iterations",
+        "busy_per_iteration_ns", "launch_bound", "verdict",
+    )
 
-    @classmethod
-    def _from(cls, t: Dict[str, Any]) -> "Timeline":
-        return cls(
-            wall_ns=t["wall_ns"],
-            gpu_busy_ns=t["gpu_busy_ns"],
-            busy_pct=t["busy_pct"],
-            kernels=t["kernels"],
-            iterations=t.get("iterations"),
-            busy_per_iteration_ns=t.get("busy_per_iteration_ns"),
-            launch_bound=t["launch_bound"],
-            verdict=t["verdict"],
-        )
+    def __init__(self, t: "Dict[str, Any]"):
+        self.wall_ns: int = t["wall_ns"]
+        self.gpu_busy_ns: int = t["gpu_busy_ns"]
+        self.busy_pct: float = t["busy_pct"]
+        self.kernels: int = t["kernels"]
+        self.iterations: "Optional[int]" = t.get("iterations")
+        self.busy_per_iteration_ns: "Optional[float]" = t.get("busy_per_iteration_ns")
+        self.launch_bound: bool = t["launch_bound"]
+        self.verdict: str = t["verdict"]
 
 
 class Analysis:
@@ -132,45 +115,58 @@ class Analysis:
 
     ``primary_bottleneck_component`` / ``primary_bottleneck_type`` name the
     kernel and class that cost the most recoverable time; ``recommendations``
-    are ranked; ``kernels`` is the per-kernel table; ``to_json()`` gives the
-    full ``kopt/1`` document.
+    are ranked; ``kernels`` is the per-kernel table; ``to_dict()`` /
+    ``to_json()`` give the full ``kopt/1`` document.
     """
 
-    def __init__(self, report_json: str):
-        self._json = report_json
-        self._doc: Dict[str, Any] = json.loads(report_json)
-        primary = self._doc.get("primary") or {}
-        self.primary_bottleneck_component: Optional[str] = primary.get("component_short")
-        self.primary_bottleneck_type: Optional[str] = primary.get("type")
-        self.key_insight: Optional[str] = primary.get("insight")
-        self.recommendations: List[Recommendation] = [
-            Recommendation._from(r) for r in self._doc.get("recommendations", [])
+    def __init__(self, diagnosis: "_kopt.Diagnosis"):
+        self._d = diagnosis
+        self._kernels: "Optional[List[Kernel]]" = None
+        s = diagnosis.summary()
+        primary = s.get("primary") or {}
+        self.primary_bottleneck_component: "Optional[str]" = primary.get("component_short")
+        self.primary_bottleneck_type: "Optional[str]" = primary.get("type")
+        self.key_insight: "Optional[str]" = primary.get("insight")
+        self.recommendations: "List[Recommendation]" = [
+            Recommendation(r) for r in s.get("recommendations", [])
         ]
-        self.kernels: List[Kernel] = [Kernel._from(k) for k in self._doc.get("kernels", [])]
-        tl = self._doc.get("timeline")
-        self.timeline: Optional[Timeline] = Timeline._from(tl) if tl else None
-        self.device: str = self._doc.get("device", {}).get("name", "unknown GPU")
-        self.total_kernel_ns: float = self._doc.get("total_kernel_ns", 0.0)
-        self.notes: List[str] = list(self._doc.get("notes", []))
-        run = self._doc.get("run") or {}
-        self.run_dir: Optional[str] = run.get("run_dir")
+        tl = s.get("timeline")
+        self.timeline: "Optional[Timeline]" = Timeline(tl) if tl else None
+        self.device: str = s.get("device", {}).get("name", "unknown GPU")
+        self.total_kernel_ns: float = s.get("total_kernel_ns", 0.0)
+        self.kernel_count: int = s.get("kernel_count", 0)
+        self.notes: "List[str]" = list(s.get("notes", []))
+        run = s.get("run") or {}
+        self.run_dir: "Optional[str]" = run.get("run_dir")
 
-    def to_dict(self) -> Dict[str, Any]:
+    @classmethod
+    def from_json(cls, report_json: str) -> "Analysis":
+        """An analysis read back from its kopt/1 JSON (a run folder's report.json)."""
+        return cls(_kopt.diagnosis_from_json(report_json))
+
+    @property
+    def kernels(self) -> "List[Kernel]":
+        """The per-kernel table (built on first use)."""
+        if self._kernels is None:
+            self._kernels = [Kernel(k) for k in self._d.kernels()]
+        return self._kernels
+
+    def to_dict(self) -> "Dict[str, Any]":
         """The ``kopt/1`` document as a dict (a fresh copy)."""
-        return json.loads(self._json)
+        return self._d.to_dict()
 
-    def to_json(self, indent: Optional[int] = 2) -> str:
-        return json.dumps(self._doc, indent=indent)
+    def to_json(self) -> str:
+        return self._d.to_json()
 
     def to_markdown(self) -> str:
-        return _kopt.render("diagnosis", self._json, "md")
+        return self._d.render("md")
 
-    def to_text(self, width: Optional[int] = None) -> str:
-        return _kopt.render("diagnosis", self._json, "term", width=width)
+    def to_text(self, width: "Optional[int]" = None) -> str:
+        return self._d.render("term", width)
 
     def to_html(self) -> str:
         """The self-contained HTML report (no external reference)."""
-        return _kopt.render("diagnosis", self._json, "html")
+        return self._d.render("html")
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -180,6 +176,6 @@ class Analysis:
 
     def __repr__(self) -> str:
         return (
-            f"<kopt.Analysis {len(self.kernels)} kernels on {self.device}; primary "
+            f"<kopt.Analysis {self.kernel_count} kernels on {self.device}; primary "
             f"{self.primary_bottleneck_component} / {self.primary_bottleneck_type}>"
         )

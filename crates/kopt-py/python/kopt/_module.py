@@ -11,94 +11,17 @@ exact. Any other script runs as it is.
 from __future__ import annotations
 
 import os
-import re
 import sys
-from pathlib import Path
-from typing import Optional, Union
+from typing import TYPE_CHECKING
 
 from . import _kopt
 from ._analysis import Analysis
-from ._api import PathLike, tracer_path
+from ._api import tracer_path
 
-_GET_INPUTS = re.compile(r"^def\s+get_inputs\s*\(", re.M)
-_CLASS = re.compile(r"^class\s+(\w+)\s*\(", re.M)
+if TYPE_CHECKING:
+    from typing import Optional, Union
 
-_DRIVER = '''\
-# Written by kopt: drives {script_name} (KernelBench convention).
-import importlib.util
-import sys
-
-import torch
-
-MODULE = {module!r}
-PATH = {path!r}
-WARMUP = {warmup}
-STEPS = {steps}
-
-spec = importlib.util.spec_from_file_location("kopt_user_module", PATH)
-mod = importlib.util.module_from_spec(spec)
-sys.modules["kopt_user_module"] = mod
-spec.loader.exec_module(mod)
-
-
-def _pick_class():
-    classes = {{
-        name: obj
-        for name, obj in vars(mod).items()
-        if isinstance(obj, type)
-        and issubclass(obj, torch.nn.Module)
-        and obj.__module__ == mod.__name__
-    }}
-    camel = "".join(p[:1].upper() + p[1:] for p in MODULE.split("_"))
-    for want in (MODULE, camel, "Model", "ModelNew"):
-        if want in classes:
-            return classes[want]
-    flat = MODULE.replace("_", "").lower()
-    for name, cls in classes.items():
-        if name.lower() == flat:
-            return cls
-    if len(classes) == 1:
-        return next(iter(classes.values()))
-    sys.exit(
-        f"kopt: {{PATH}}: no nn.Module class named {{MODULE!r}} or Model "
-        f"(classes: {{', '.join(sorted(classes)) or 'none'}})"
-    )
-
-
-def _to(x, device):
-    if isinstance(x, torch.Tensor):
-        return x.to(device)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_to(v, device) for v in x)
-    return x
-
-
-# kopt sets CUDA_VISIBLE_DEVICES to the chosen GPU: it is cuda:0 here.
-device = torch.device("cuda:0")
-init = mod.get_init_inputs() if hasattr(mod, "get_init_inputs") else []
-model = _pick_class()(*init).to(device).eval()
-inputs = [_to(x, device) for x in mod.get_inputs()]
-with torch.inference_mode():
-    for _ in range(WARMUP):
-        model(*inputs)
-    torch.cuda.synchronize()
-    for _ in range(STEPS):
-        torch.cuda.nvtx.range_push("kopt_step")
-        model(*inputs)
-        torch.cuda.nvtx.range_pop()
-    torch.cuda.synchronize()
-'''
-
-
-def is_module_script(script_content: str) -> bool:
-    """True when the script follows the KernelBench convention."""
-    return bool(_GET_INPUTS.search(script_content)) and bool(_CLASS.search(script_content))
-
-
-def _safe_name(name: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_")
-    return s or "module"
-
+    from ._api import PathLike
 
 def profile_module(
     script_content: str,
@@ -135,24 +58,11 @@ def profile_module(
         raise _kopt.UsageError("script_content is empty")
     if steps < 1 or warmup < 0:
         raise _kopt.UsageError("steps must be at least 1 and warmup at least 0")
-    run_dir = Path(_kopt.create_run_dir(None if runs_dir is None else os.fspath(runs_dir)))
-    script = run_dir / f"{_safe_name(module_name)}.py"
-    script.write_text(script_content)
-    target = script
-    if is_module_script(script_content):
-        target = run_dir / "kopt_driver.py"
-        target.write_text(
-            _DRIVER.format(
-                script_name=script.name,
-                module=module_name,
-                path=str(script),
-                warmup=warmup,
-                steps=steps,
-            )
-        )
+    run_dir = _kopt.create_run_dir(None if runs_dir is None else os.fspath(runs_dir))
+    argv = _kopt.prepare_script(run_dir, script_content, module_name, sys.executable, warmup, steps)
     return Analysis(
         _kopt.profile(
-            [sys.executable, str(target)],
+            argv,
             module=module_name,
             gpu=str(gpu_id),
             timeout=timeout,
@@ -162,7 +72,7 @@ def profile_module(
             quiet=quiet,
             tracer=tracer_path(),
             ncu=None if ncu is None else os.fspath(ncu),
-            run_dir=str(run_dir),
+            run_dir=run_dir,
             db=None if db is None else os.fspath(db),
         )
     )

@@ -7,10 +7,12 @@ import json
 import os
 import types
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence
 
 from . import _kopt
-from ._api import PathLike
+
+if TYPE_CHECKING:
+    from ._api import PathLike
 
 
 class CandidateResult:
@@ -88,7 +90,7 @@ def _fresh_inputs(example_inputs: Sequence[Any]) -> Callable[[], List[Any]]:
     return make
 
 
-def _baseline(fn: Callable, inputs: Sequence[Any], out: Path, steps: int) -> str:
+def _baseline(fn: Callable, inputs: Sequence[Any], out: Path, steps: int) -> "_kopt.Diagnosis":
     """A torch.profiler trace of the eager steps, diagnosed by kopt."""
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
