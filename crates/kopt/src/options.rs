@@ -112,12 +112,32 @@ pub fn analyze(a: &AnalyzeArgs) -> Result<(AnalyzeRequest, ReportOptions), Error
 }
 
 pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error> {
+    let report = ReportOptions::validate(&a.report, &[])?;
+    let mut run_dir = None;
     let argv = match (&a.script, a.command.is_empty()) {
         (Some(script), true) => {
             if !script.is_file() {
                 return Err(Error::Usage(format!("--script {}: no such file", script.display())));
             }
-            vec![a.python.clone(), script.display().to_string()]
+            let text = std::fs::read_to_string(script)
+                .map_err(|e| Error::Input(format!("{}: cannot read: {e}", script.display())))?;
+            if kopt_engine::module_script::is_module_script(&text) {
+                // A module script (Model, get_inputs): kopt drives it, so the
+                // profile's steps are exact; the script is copied into the run folder.
+                let runs = a.run.runs_dir.clone().unwrap_or(RecordPaths::current().runs_dir);
+                let (_, dir) = kopt_engine::run_folder::create_run_dir(&runs)?;
+                let module = a.module.clone().unwrap_or_else(|| {
+                    script
+                        .file_stem()
+                        .map_or("module".into(), |s| s.to_string_lossy().into_owned())
+                });
+                let prepared =
+                    kopt_engine::module_script::prepare(&dir, &text, &module, &a.python, 3, 20)?;
+                run_dir = Some(dir);
+                prepared.argv
+            } else {
+                vec![a.python.clone(), script.display().to_string()]
+            }
         }
         (None, false) => a.command.clone(),
         (Some(_), false) => {
@@ -127,9 +147,10 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
             return Err(Error::Usage("nothing to profile: give a command after `--` (kopt profile -- python3 bench.py) or --script FILE".into()))
         }
     };
-    let report = ReportOptions::validate(&a.report, &[])?;
+    let mut run = workload(argv, &a.run, a.tracer.clone())?;
+    run.run_dir = run_dir;
     let req = ProfileRequest {
-        run: workload(argv, &a.run, a.tracer.clone())?,
+        run,
         module: a.module.clone(),
         kernel_regex: a.kernel.clone(),
         top: a.top,

@@ -386,3 +386,48 @@ fn tracer_timeline_as_pass_one_and_counters_feed_one_diagnosis() {
     let back: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(back["primary"]["type"], "launch_overhead");
 }
+
+/// A module script (Model, get_inputs) is driven by kopt: the run folder
+/// holds the script, the loader and the driver, and the driver is what runs.
+#[test]
+fn a_module_script_is_driven_by_kopt() {
+    let env = Env::new();
+    let script = env.dir.path().join("topk.py");
+    std::fs::write(
+        &script,
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.topk(2)\n\ndef get_inputs():\n    return [torch.randn(4, 64)]\n",
+    )
+    .unwrap();
+    // The fake ncu runs the workload: `true` stands in for Python.
+    let o = env.kopt(
+        &[
+            "profile",
+            "--runs-dir",
+            "runs",
+            "--python",
+            "true",
+            "--script",
+            script.to_str().unwrap(),
+            "--module",
+            "topk",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let dir = env.only_run_dir();
+    for f in [
+        "topk.py",
+        "kopt_module.py",
+        "kopt_profile_driver.py",
+        "run.json",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    let argv = run_json(&dir)["argv"].clone();
+    assert_eq!(argv[0], "true");
+    assert!(argv[1]
+        .as_str()
+        .unwrap()
+        .ends_with("kopt_profile_driver.py"));
+    assert_eq!(argv[3], "topk");
+}
