@@ -37,6 +37,14 @@ pub enum Command {
     Bench(BenchArgs),
     /// Apply the mechanical fixes to a PyTorch module (CUDA graph, torch.compile), check and measure each, keep or revert
     Optimize(OptimizeArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print kopt's man page (roff) on stdout
+    Man,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod completions;
 mod exit;
 mod options;
 mod progress;
@@ -28,6 +29,8 @@ where
         cli::Command::History(a) => commands::history(a),
         cli::Command::Bench(a) => commands::bench(a),
         cli::Command::Optimize(a) => commands::optimize(a),
+        cli::Command::Completions { shell } => completions::completions(*shell),
+        cli::Command::Man => completions::man(),
     };
     exit::report(result)
 }

@@ -1,0 +1,38 @@
+//! `kopt completions SHELL` and `kopt man`: generated from the same clap
+//! definition the parser uses, so they never drift from the flags.
+
+use std::io::Write;
+
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+use crate::cli::Cli;
+use crate::exit::Failure;
+
+/// Write `shell`'s completion script for `kopt` to stdout.
+pub fn completions(shell: Shell) -> Result<(), Failure> {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "kopt", &mut out);
+    write_stdout(&out)
+}
+
+/// Write the man page (roff, section 1) to stdout.
+pub fn man() -> Result<(), Failure> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut out)
+        .map_err(|e| Failure::Error(kopt_engine::Error::Output(format!("man page: {e}"))))?;
+    write_stdout(&out)
+}
+
+/// A closed pipe (`kopt man | head`) is not an error.
+fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Error(
+            kopt_engine::Error::Output(format!("stdout: {e}")),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,59 @@
+//! `kopt completions SHELL` and `kopt man`: generated from the parser's own
+//! definition, printed on stdout, exit 0.
+
+use std::process::Command;
+
+fn kopt(args: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(args)
+        .output()
+        .expect("kopt runs");
+    assert!(
+        o.status.success(),
+        "kopt {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn bash_completion_names_kopt_and_its_commands() {
+    let text = kopt(&["completions", "bash"]);
+    assert!(text.contains("kopt"), "{text}");
+    for sub in [
+        "analyze", "profile", "trace", "bench", "compare", "optimize",
+    ] {
+        assert!(text.contains(sub), "{sub} missing");
+    }
+    // Flags of a subcommand are completed too.
+    assert!(text.contains("--format"));
+}
+
+#[test]
+fn every_shell_gets_a_script() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let text = kopt(&["completions", shell]);
+        assert!(text.contains("analyze"), "{shell}: no analyze");
+    }
+}
+
+#[test]
+fn an_unknown_shell_is_a_usage_error() {
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn man_page_is_roff() {
+    let text = kopt(&["man"]);
+    assert!(
+        text.contains(".TH kopt 1"),
+        "{}",
+        &text[..text.len().min(400)]
+    );
+    assert!(text.contains(".SH NAME"));
+    assert!(text.contains("analyze"));
+}
