@@ -908,12 +908,12 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         let low = (e_lo / g_hi.max(1.0)).min(estimate);
         let high = (e_hi / g_lo.max(1.0)).max(estimate);
         let card = if from_table {
-            "this card's placeholder"
+            "this card's figure"
         } else {
-            "the default for cards kopt has no figure for"
+            "the Hopper figure, used for cards kopt has no figure for"
         };
         let model = format!(
-            "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}) = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x0.75-1.25, replay cost x0.5-2 ({} us per kernel is {card}, to be measured).",
+            "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}) = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x0.75-1.25, replay cost x0.5-2 ({} us per kernel is {card}).",
             fmt(eager),
             launches_per_step,
             fmt(per_launch),

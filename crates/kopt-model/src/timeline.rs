@@ -124,13 +124,21 @@ pub enum Recorder {
     Kineto,
 }
 
-/// Host time CUPTI's kernel records add to each launch under kopt's tracer,
-/// ns: measured on an H200 (fixtures/kopt-trace-h200/cupti-floor-2026-11-26:
-/// 3.24 -> 4.03 us per launch with `CONCURRENT_KERNEL` on, about 0.8 us).
-pub const KOPT_TRACER_NS_PER_LAUNCH: f64 = 800.0;
-/// The same for torch.profiler (Kineto), ns. Not measured yet: 0 leaves a
-/// Kineto trace's eager time as recorded.
-pub const KINETO_NS_PER_LAUNCH: f64 = 0.0;
+/// Host time kopt's tracer adds to a PyTorch step, per kernel launch, ns.
+/// Measured on an H200 (2026-11-26, `scripts/checks/predictions/run.sh`,
+/// traced step vs the same step bare): MoE routing 4.8 us, 6-layer MLP
+/// 6.4 us per launch; a CUDA C++ launch loop pays only CUPTI's 0.8 us
+/// (bench-results/2026-11-26-h200/cupti-floor). PyTorch calls several
+/// runtime functions per launch, each slowed by CUPTI: the cost follows the
+/// framework's calls, not the launches, so programs with many ops per
+/// kernel (a decode step: 5.5 ops per kernel, 19.8 us) are under-corrected.
+pub const KOPT_TRACER_NS_PER_LAUNCH: f64 = 4_800.0;
+/// The same for torch.profiler (Kineto), ns. Measured on H200s: 9.2 us (MoE
+/// routing) and 9.4 us (MLP) per launch in fixtures/predictions-h200, 3.5 us
+/// for seed 000's MoE step in fixtures/seed000-h200 (an earlier torch), 41 us
+/// for the decode step. 6 us sits between the steps that are mostly
+/// launches; the prediction errs high where the profiler cost more.
+pub const KINETO_NS_PER_LAUNCH: f64 = 6_000.0;
 
 impl Recorder {
     /// The recorder's own host cost per kernel launch, ns.
