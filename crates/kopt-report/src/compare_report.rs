@@ -26,6 +26,25 @@ fn status(c: &TensorComparison) -> &'static str {
     }
 }
 
+/// One tensor's figures as the table and the terminal show them.
+struct Cells([String; 9]);
+
+impl Cells {
+    fn of(c: &TensorComparison) -> Cells {
+        Cells([
+            c.name.clone(),
+            status(c).into(),
+            opt(c.rel_l2),
+            format!("{:.1e}", c.tolerance),
+            opt(c.max_abs),
+            format!("{}/{}", c.nan.0, c.nan.1),
+            format!("{}/{}", c.inf.0, c.inf.1),
+            format!("{} {:?}", c.reference_dtype, c.reference_shape),
+            format!("{} {:?}", c.candidate_dtype, c.candidate_shape),
+        ])
+    }
+}
+
 /// The report as text in `format` (HTML gets the Markdown table: a gate's
 /// result is a table, not a page).
 pub fn render_compare(r: &CompareReport, format: Format) -> String {
@@ -42,23 +61,7 @@ pub fn render_compare(r: &CompareReport, format: Format) -> String {
             );
             let _ = writeln!(o, "|---|---|--:|--:|--:|--:|--:|---|---|");
             for c in &r.tensors {
-                let _ = writeln!(
-                    o,
-                    "| {} | {} | {} | {:.1e} | {} | {}/{} | {}/{} | {} {:?} | {} {:?} |",
-                    c.name,
-                    status(c),
-                    opt(c.rel_l2),
-                    c.tolerance,
-                    opt(c.max_abs),
-                    c.nan.0,
-                    c.nan.1,
-                    c.inf.0,
-                    c.inf.1,
-                    c.reference_dtype,
-                    c.reference_shape,
-                    c.candidate_dtype,
-                    c.candidate_shape
-                );
+                let _ = writeln!(o, "| {} |", Cells::of(c).0.join(" | "));
             }
             let _ = writeln!(o);
             for p in r
@@ -72,22 +75,11 @@ pub fn render_compare(r: &CompareReport, format: Format) -> String {
         }
         Format::Terminal => {
             for c in &r.tensors {
+                let [name, result, rel_l2, tol, max_abs, nan, inf, reference, candidate] =
+                    Cells::of(c).0;
                 let _ = writeln!(
                     o,
-                    "{}: {}  rel L2 {}  (tolerance {:.1e}), max abs {}, NaN {}/{}, Inf {}/{}  [{} {:?} vs {} {:?}]",
-                    c.name,
-                    status(c),
-                    opt(c.rel_l2),
-                    c.tolerance,
-                    opt(c.max_abs),
-                    c.nan.0,
-                    c.nan.1,
-                    c.inf.0,
-                    c.inf.1,
-                    c.reference_dtype,
-                    c.reference_shape,
-                    c.candidate_dtype,
-                    c.candidate_shape
+                    "{name}: {result}  rel L2 {rel_l2}  (tolerance {tol}), max abs {max_abs}, NaN {nan}, Inf {inf}  [{reference} vs {candidate}]"
                 );
                 for p in &c.problems {
                     let _ = writeln!(o, "  problem: {p}");
