@@ -21,7 +21,12 @@ fn measured(workload: &str) -> (f64, f64) {
     text.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find(|v| v["workload"] == workload)
-        .map(|v| (v["eager_us"].as_f64().unwrap(), v["graph_us"].as_f64().unwrap()))
+        .map(|v| {
+            (
+                v["eager_us"].as_f64().unwrap(),
+                v["graph_us"].as_f64().unwrap(),
+            )
+        })
         .unwrap()
 }
 
@@ -30,16 +35,31 @@ fn diagnoses(workload: &str) -> [(&'static str, Diagnosis); 2] {
     let torch = read_kineto(&fixture(&format!("{workload}.pt.trace.json.gz"))).unwrap();
     let opts = AnalyzeOptions::default();
     [
-        ("kopt trace", analyze(&profile_from_timeline(kopt.timeline, workload, "kopt trace"), &opts)),
-        ("torch.profiler", analyze(&profile_from_trace(torch, workload), &opts)),
+        (
+            "kopt trace",
+            analyze(
+                &profile_from_timeline(kopt.timeline, workload, "kopt trace"),
+                &opts,
+            ),
+        ),
+        (
+            "torch.profiler",
+            analyze(&profile_from_trace(torch, workload), &opts),
+        ),
     ]
 }
 
 fn prediction(d: &Diagnosis) -> Option<(f64, f64)> {
     let t = d.timeline.as_ref()?;
     let p = t.graph_prediction.as_ref()?;
-    let rec = d.recommendations.iter().find(|r| r.id == "capture_cuda_graph")?;
-    Some((rec.predicted_speedup.as_ref()?.estimate, p.graph_per_step_ns / 1e3))
+    let rec = d
+        .recommendations
+        .iter()
+        .find(|r| r.id == "capture_cuda_graph")?;
+    Some((
+        rec.predicted_speedup.as_ref()?.estimate,
+        p.graph_per_step_ns / 1e3,
+    ))
 }
 
 #[test]
@@ -47,9 +67,13 @@ fn the_time_after_capture_is_predicted_within_a_quarter() {
     for w in ["moe", "mlp", "decode"] {
         let (_, graph_us) = measured(w);
         for (recorder, d) in diagnoses(w) {
-            let (_, predicted_graph_us) = prediction(&d).unwrap_or_else(|| panic!("{w} {recorder}: no prediction"));
+            let (_, predicted_graph_us) =
+                prediction(&d).unwrap_or_else(|| panic!("{w} {recorder}: no prediction"));
             let ratio = predicted_graph_us / graph_us;
-            assert!((0.8..1.25).contains(&ratio), "{w} {recorder}: {predicted_graph_us:.1} us predicted vs {graph_us:.1} us measured");
+            assert!(
+                (0.8..1.25).contains(&ratio),
+                "{w} {recorder}: {predicted_graph_us:.1} us predicted vs {graph_us:.1} us measured"
+            );
         }
     }
 }
@@ -62,7 +86,10 @@ fn the_speed_up_is_within_1_5x_where_the_step_is_mostly_launches() {
         for (recorder, d) in diagnoses(w) {
             let (predicted, _) = prediction(&d).unwrap();
             let off = (predicted / speedup).max(speedup / predicted);
-            assert!(off <= 1.5, "{w} {recorder}: predicted {predicted:.2}x, measured {speedup:.2}x");
+            assert!(
+                off <= 1.5,
+                "{w} {recorder}: predicted {predicted:.2}x, measured {speedup:.2}x"
+            );
         }
     }
 }
@@ -84,7 +111,9 @@ fn the_decode_step_is_over_predicted_not_under() {
 fn the_compute_bound_step_gets_no_graph_recommendation() {
     for (recorder, d) in diagnoses("matmuls") {
         assert!(
-            d.recommendations.iter().all(|r| r.id != "capture_cuda_graph"),
+            d.recommendations
+                .iter()
+                .all(|r| r.id != "capture_cuda_graph"),
             "{recorder}: {:?}",
             d.recommendations.iter().map(|r| &r.id).collect::<Vec<_>>()
         );
