@@ -18,6 +18,7 @@ pub mod progress;
 pub mod record;
 pub mod run_folder;
 pub mod trace;
+pub mod tune;
 
 pub use analyze::{analyze, AnalysisOptions, AnalyzeRequest};
 pub use bench::{bench, run_bench, BenchRequest, Sampler, TimingChoice, VariantSpec};
@@ -28,6 +29,7 @@ pub use profile::{profile, ProfileRequest, TimingPass, WorkloadOptions};
 pub use progress::{Progress, Silent};
 pub use record::RecordPaths;
 pub use trace::{trace, TraceRequest, Traced};
+pub use tune::{tune, tune_with, Executor, LocalExecutor, Strategy, TuneRequest};
 
 /// Write outputs under kopt's output policy (see `kopt_store::files`):
 /// every path is checked first, so nothing is written unless all can be.

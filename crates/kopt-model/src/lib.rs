@@ -13,6 +13,7 @@ mod names;
 pub mod optimize;
 mod peaks;
 mod timeline;
+pub mod tune;
 
 pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
 pub use device::{Device, PeakSource, Peaks};
