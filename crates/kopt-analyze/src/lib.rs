@@ -3,6 +3,7 @@
 
 pub mod catalogue;
 pub mod ncu_rules;
+pub mod ops;
 pub mod rollup;
 pub mod rules;
 pub mod timeline;
@@ -158,6 +159,23 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     if let Some(n) = options.top {
         kernels.truncate(n);
     }
+    // Kernels traced back to the framework ops that launched them.
+    let mut kernels = kernels;
+    let ops = match profile
+        .timeline
+        .as_ref()
+        .and_then(|t| ops::attribute(t, total_ns))
+    {
+        Some(mut a) => {
+            for k in &mut kernels {
+                if let Some(shares) = a.by_kernel.remove(&k.name) {
+                    k.ops = shares;
+                }
+            }
+            a.table
+        }
+        None => Vec::new(),
+    };
     Diagnosis {
         schema: SCHEMA.into(),
         run: None,
@@ -170,6 +188,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         timeline,
         strip,
         notes,
+        ops,
     }
 }
 

@@ -210,6 +210,7 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         findings,
         ncu_disagreement: None,
         checks_not_run: crate::rules::checks_not_run(&rep.metrics),
+        ops: Vec::new(),
     };
     let mut group = KernelGroup {
         verdict,

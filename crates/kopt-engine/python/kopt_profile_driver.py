@@ -1,7 +1,11 @@
 # Written by kopt: drives a module script for `kopt profile` /
 # `profile_module`: warm-up, then STEPS forward passes, each inside an NVTX
 # range `kopt_step`, so the profile's iterations are exact.
-#   python3 kopt_profile_driver.py SCRIPT MODULE_NAME WARMUP STEPS
+# With a fifth argument `ops`, the steps also run under PyTorch's
+# emit_nvtx(record_shapes=True): every op an NVTX range with its input
+# shapes, so kopt traces each kernel back to its op (at a host cost per op).
+#   python3 kopt_profile_driver.py SCRIPT MODULE_NAME WARMUP STEPS [ops]
+import contextlib
 import sys
 
 import torch
@@ -9,6 +13,7 @@ import torch
 import kopt_module
 
 path, module_name, warmup, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+record_ops = len(sys.argv) > 5 and sys.argv[5] == "ops"
 # kopt sets CUDA_VISIBLE_DEVICES to the chosen GPU: it is cuda:0 here.
 device = torch.device("cuda:0")
 model, make_inputs = kopt_module.build(path, module_name, device)
@@ -17,8 +22,10 @@ with torch.inference_mode():
     for _ in range(warmup):
         model(*inputs)
     torch.cuda.synchronize()
-    for _ in range(steps):
-        torch.cuda.nvtx.range_push("kopt_step")
-        model(*inputs)
-        torch.cuda.nvtx.range_pop()
+    ops = torch.autograd.profiler.emit_nvtx(record_shapes=True) if record_ops else contextlib.nullcontext()
+    with ops:
+        for _ in range(steps):
+            torch.cuda.nvtx.range_push("kopt_step")
+            model(*inputs)
+            torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()

@@ -71,7 +71,9 @@ fn stem(module: &str) -> String {
 }
 
 /// Copy `text` into `run_dir` as `<module>.py`; for a module script, write
-/// kopt's driver beside it and run that (warm-up, then `steps` NVTX steps).
+/// kopt's driver beside it and run that (warm-up, then `steps` NVTX steps;
+/// with `record_ops`, PyTorch's op ranges with input shapes too, so kernels
+/// can be traced back to ops: it costs host time per op).
 pub fn prepare(
     run_dir: &Path,
     text: &str,
@@ -79,6 +81,7 @@ pub fn prepare(
     python: &str,
     warmup: u32,
     steps: u32,
+    record_ops: bool,
 ) -> Result<PreparedScript> {
     if text.trim().is_empty() {
         return Err(Error::Usage("the script is empty".into()));
@@ -92,14 +95,18 @@ pub fn prepare(
     let argv = if driven {
         write(run_dir, LOADER)?;
         let driver = write(run_dir, PROFILE_DRIVER)?;
-        vec![
+        let mut argv = vec![
             python.to_string(),
             driver.display().to_string(),
             script.display().to_string(),
             module.to_string(),
             warmup.to_string(),
             steps.to_string(),
-        ]
+        ];
+        if record_ops {
+            argv.push("ops".into());
+        }
+        argv
     } else {
         vec![python.to_string(), script.display().to_string()]
     };
@@ -134,13 +141,15 @@ mod tests {
         assert!(!is_module_script("print('hello')\n"));
         assert!(!is_module_script("class A:\n    pass\n"));
         let d = tempfile::tempdir().unwrap();
-        let p = prepare(d.path(), MODULE, "topk sort", "python3", 3, 20).unwrap();
+        let p = prepare(d.path(), MODULE, "topk sort", "python3", 3, 20, false).unwrap();
         assert!(p.driven);
         assert_eq!(p.script, d.path().join("topk_sort.py"));
         assert!(p.argv[1].ends_with("kopt_profile_driver.py"));
         assert_eq!(&p.argv[3..], ["topk sort", "3", "20"]);
+        let ops = prepare(d.path(), MODULE, "m", "python3", 3, 20, true).unwrap();
+        assert_eq!(ops.argv.last().map(String::as_str), Some("ops"));
         assert!(d.path().join("kopt_module.py").is_file());
-        let plain = prepare(d.path(), "print(1)\n", "m", "python3", 3, 20).unwrap();
+        let plain = prepare(d.path(), "print(1)\n", "m", "python3", 3, 20, false).unwrap();
         assert!(!plain.driven);
         assert_eq!(
             plain.argv,
@@ -149,7 +158,7 @@ mod tests {
                 d.path().join("m.py").display().to_string()
             ]
         );
-        assert!(prepare(d.path(), "  ", "m", "python3", 3, 20).is_err());
+        assert!(prepare(d.path(), "  ", "m", "python3", 3, 20, false).is_err());
     }
 
     #[test]

@@ -256,8 +256,15 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     let module = req.module_name();
     let (_, run_dir) = crate::run_folder::create_run_dir(&req.runs_dir)?;
     let baseline_dir = run_dir.join("baseline");
-    let prepared =
-        crate::module_script::prepare(&baseline_dir, &text, &module, &req.python, 3, req.steps)?;
+    let prepared = crate::module_script::prepare(
+        &baseline_dir,
+        &text,
+        &module,
+        &req.python,
+        3,
+        req.steps,
+        false,
+    )?;
     if !prepared.driven {
         return Err(Error::Usage(format!(
             "{}: kopt optimize needs a module script: an nn.Module class (Model) and get_inputs(), optionally get_init_inputs()",

@@ -157,6 +157,35 @@ pub struct KernelVerdict {
     /// resting on them is partial evidence.
     #[serde(default)]
     pub checks_not_run: Vec<String>,
+    /// The framework ops that launched this kernel (PyTorch's NVTX op
+    /// ranges, when the workload was run with them), most launches first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<OpShare>,
+}
+
+/// A framework op (e.g. `aten::addmm`) with its input shapes, as one
+/// kernel's launcher.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpShare {
+    pub op: String,
+    /// Input shapes as the framework wrote them, e.g. `[[8, 768], [768, 3072]]`.
+    pub shapes: Option<String>,
+    pub launches: u64,
+}
+
+/// One framework op (and input shapes) over the whole workload: the kernels
+/// it launched and their time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpSummary {
+    pub op: String,
+    pub shapes: Option<String>,
+    /// Short names of the kernels it launched.
+    pub kernels: Vec<String>,
+    pub launches: u64,
+    /// GPU time of those launches.
+    pub total_ns: f64,
+    /// Share of the summed kernel time, 0..=100.
+    pub pct_of_total: f64,
 }
 
 /// A ranked change to make, tied to the evidence that triggers it.
@@ -226,6 +255,10 @@ pub struct Diagnosis {
     pub strip: Option<TimelineStrip>,
     /// Caveats the reader must know (e.g. a timeline is needed for launch overhead).
     pub notes: Vec<String>,
+    /// Kernel time by framework op and input shapes, largest first (when the
+    /// timeline has op ranges: PyTorch's emit_nvtx).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ops: Vec<OpSummary>,
 }
 
 /// Seed 000's "key insight": component and type of the workload's main bottleneck.

@@ -19,7 +19,7 @@ pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
 pub use device::{Device, PeakSource, Peaks};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
-    IdleGap, KernelVerdict, NcuDisagreement, PredictedSpeedup, PrimaryBottleneck, Recommendation,
+    IdleGap, KernelVerdict, NcuDisagreement, OpShare, OpSummary, PredictedSpeedup, PrimaryBottleneck, Recommendation,
     RunInfo, SampledCoverage, SteadyState, StepDetection, StepSource, StripLane, TimelineStrip,
     TimelineSummary,
 };

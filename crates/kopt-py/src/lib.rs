@@ -418,7 +418,7 @@ fn render(
 /// kopt's driver beside it (warm-up, then `steps` NVTX steps), else as it
 /// is. Returns the argv to run.
 #[pyfunction]
-#[pyo3(signature = (run_dir, script_content, module_name, python, warmup=3, steps=20))]
+#[pyo3(signature = (run_dir, script_content, module_name, python, warmup=3, steps=20, record_ops=false))]
 fn prepare_script(
     run_dir: PathBuf,
     script_content: &str,
@@ -426,6 +426,7 @@ fn prepare_script(
     python: &str,
     warmup: u32,
     steps: u32,
+    record_ops: bool,
 ) -> PyResult<Vec<String>> {
     kopt_engine::module_script::prepare(
         &run_dir,
@@ -434,6 +435,7 @@ fn prepare_script(
         python,
         warmup,
         steps,
+        record_ops,
     )
     .map(|p| p.argv)
     .map_err(engine_err)

@@ -88,6 +88,29 @@ impl MarkdownExporter {
         )?;
         writeln!(out)?;
 
+        if !d.ops.is_empty() {
+            writeln!(out, "## Kernel time by framework op")?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "| Op | Input shapes | Launches | Total | % Total | Kernels |"
+            )?;
+            writeln!(out, "|---|---|--:|--:|--:|---|")?;
+            for o in &d.ops {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {:.1} | {} |",
+                    cell(&o.op),
+                    cell(o.shapes.as_deref().unwrap_or("-")),
+                    o.launches,
+                    format::duration(o.total_ns),
+                    o.pct_of_total,
+                    cell(&o.kernels.join(", "))
+                )?;
+            }
+            writeln!(out)?;
+        }
+
         if let Some(t) = &d.timeline {
             writeln!(out, "## Timeline")?;
             writeln!(out)?;

@@ -217,6 +217,9 @@ impl TerminalExporter {
                 let text = format!("also: {} ({})", safe(&f.evidence), f.class);
                 para(out, width, INDENT, INDENT, &text)?;
             }
+            if let Some(line) = format::ops_line(k) {
+                para(out, width, INDENT, INDENT, &safe(&line))?;
+            }
         }
         Ok(())
     }
@@ -236,6 +239,30 @@ impl TerminalExporter {
         writeln!(out)?;
         self.write_table(d, out, width)?;
         writeln!(out)?;
+
+        if !d.ops.is_empty() {
+            writeln!(out, "Kernel time by framework op (input shapes)")?;
+            for o in d.ops.iter().take(15) {
+                let shapes = o
+                    .shapes
+                    .as_deref()
+                    .map_or(String::new(), |s| format!(" {s}"));
+                let text = format!(
+                    "{} {:.1}%  {}{}: {} launches of {}",
+                    format::duration(o.total_ns),
+                    o.pct_of_total,
+                    o.op,
+                    shapes,
+                    o.launches,
+                    o.kernels.join(", ")
+                );
+                para(out, width, "  ", "    ", &safe(&text))?;
+            }
+            if d.ops.len() > 15 {
+                writeln!(out, "  ... {} more ops in the JSON", d.ops.len() - 15)?;
+            }
+            writeln!(out)?;
+        }
 
         if let Some(t) = &d.timeline {
             writeln!(out, "Timeline")?;

@@ -154,6 +154,12 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "REGEX")]
     pub kernel: Option<String>,
 
+    /// For a module script: record PyTorch's op ranges with input shapes
+    /// (emit_nvtx), so each kernel is traced back to the op that launched it
+    /// (costs host time per op: launch-bound figures read higher)
+    #[arg(long, requires = "script")]
+    pub ops: bool,
+
     /// Profile in depth at most N distinct kernels (those carrying the time)
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,

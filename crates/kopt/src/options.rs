@@ -132,7 +132,9 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
                         .map_or("module".into(), |s| s.to_string_lossy().into_owned())
                 });
                 let prepared =
-                    kopt_engine::module_script::prepare(&dir, &text, &module, &a.python, 3, 20)?;
+                    kopt_engine::module_script::prepare(
+                        &dir, &text, &module, &a.python, 3, 20, a.ops,
+                    )?;
                 run_dir = Some(dir);
                 prepared.argv
             } else {

@@ -15,7 +15,13 @@ class Diagnosis:
 
 def diagnosis_from_json(report_json: str) -> Diagnosis: ...
 def prepare_script(
-    run_dir: str, script_content: str, module_name: str, python: str, warmup: int = 3, steps: int = 20
+    run_dir: str,
+    script_content: str,
+    module_name: str,
+    python: str,
+    warmup: int = 3,
+    steps: int = 20,
+    record_ops: bool = False,
 ) -> List[str]: ...
 
 class KoptError(Exception): ...

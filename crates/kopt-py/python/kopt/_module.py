@@ -38,6 +38,7 @@ def profile_module(
     quiet: bool = False,
     ncu: Optional[PathLike] = None,
     db: Optional[PathLike] = None,
+    ops: bool = False,
 ) -> Analysis:
     """Profile a module script on GPU ``gpu_id`` and diagnose it.
 
@@ -45,7 +46,10 @@ def profile_module(
     repository root unless ``runs_dir`` says otherwise) and run with this
     interpreter, under kopt's tracer (the timeline: launch overhead, gaps)
     and ncu's targeted counters on the kernels that carry the time
-    (``deep=True`` adds ``--set full`` for the hottest three).
+    (``deep=True`` adds ``--set full`` for the hottest three). ``ops=True``
+    records PyTorch's op ranges with input shapes, so each kernel names the
+    op that launched it and the report has a per-op table (at a host cost
+    per op: launch-bound figures read higher).
 
     >>> analysis = profile_module(script_content=SCRIPT, module_name="topk_sort", gpu_id=0)
     >>> analysis.primary_bottleneck_component, analysis.primary_bottleneck_type
@@ -59,7 +63,9 @@ def profile_module(
     if steps < 1 or warmup < 0:
         raise _kopt.UsageError("steps must be at least 1 and warmup at least 0")
     run_dir = _kopt.create_run_dir(None if runs_dir is None else os.fspath(runs_dir))
-    argv = _kopt.prepare_script(run_dir, script_content, module_name, sys.executable, warmup, steps)
+    argv = _kopt.prepare_script(
+        run_dir, script_content, module_name, sys.executable, warmup, steps, record_ops=ops
+    )
     return Analysis(
         _kopt.profile(
             argv,
