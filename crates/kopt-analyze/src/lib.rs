@@ -37,11 +37,19 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         _ => None,
     };
 
+    // Kernels traced back to the framework ops that launched them.
+    let attribution = profile
+        .timeline
+        .as_ref()
+        .and_then(|t| ops::attribute(t, total_ns));
     let mut recommendations: Vec<_> = groups
         .iter()
         .filter(|g| !g.tiny)
         .flat_map(|g| catalogue::recommend(g, total_ns))
         .collect();
+    if let Some(a) = &attribution {
+        recommendations.extend(ops::gemm_alignment(a, total_ns));
+    }
     let tiny_groups: Vec<&rollup::KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
     recommendations.extend(catalogue::recommend_tiny(
         &tiny_groups,

@@ -5,7 +5,10 @@
 
 use std::collections::HashMap;
 
-use kopt_model::{ActivityKind, OpShare, OpSummary, Timeline};
+use kopt_model::{
+    ActivityKind, BottleneckClass, GainEstimate, OpShare, OpSummary, PredictedSpeedup,
+    Recommendation, Timeline,
+};
 
 /// An op range's name parsed: the op and its input shapes.
 pub fn parse_op(name: &str) -> Option<(String, Option<String>)> {
@@ -15,10 +18,26 @@ pub fn parse_op(name: &str) -> Option<(String, Option<String>)> {
     if !op.contains("::") || op.contains(' ') {
         return None;
     }
-    let shapes = name
-        .find("sizes = ")
-        .map(|i| name[i + "sizes = ".len()..].trim().to_string())
-        .filter(|s| !s.is_empty());
+    // `sizes = [[8, 768], [768, 3072]]`: the balanced brackets only (later
+    // keys such as `input_op_ids` differ per call and would split the rows).
+    let shapes = name.find("sizes = ").and_then(|i| {
+        let rest = &name[i + "sizes = ".len()..];
+        let mut depth = 0i32;
+        for (j, c) in rest.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(rest[..=j].to_string());
+                    }
+                }
+                _ if depth == 0 => return None,
+                _ => {}
+            }
+        }
+        None
+    });
     Some((op.to_string(), shapes))
 }
 
@@ -26,6 +45,8 @@ pub fn parse_op(name: &str) -> Option<(String, Option<String>)> {
 pub struct Attribution {
     pub by_kernel: HashMap<String, Vec<OpShare>>,
     pub table: Vec<OpSummary>,
+    /// Full kernel names per table row (the table keeps short ones).
+    pub full_names: Vec<Vec<String>>,
 }
 
 /// Attribute every kernel of `t` whose launch call falls inside an op range.
@@ -99,44 +120,249 @@ pub fn attribute(t: &Timeline, total_ns: f64) -> Option<Attribution> {
         shares.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.op.cmp(&b.op)));
     }
     // Ops with the same name and shapes are one row.
-    let mut rows: HashMap<(String, Option<String>), OpSummary> = HashMap::new();
+    let mut rows: HashMap<(String, Option<String>), (OpSummary, Vec<String>)> = HashMap::new();
     for (op, (launches, ns, names)) in per_op {
         let (o, shapes) = &parsed[op];
-        let row = rows
-            .entry((o.clone(), shapes.clone()))
-            .or_insert_with(|| OpSummary {
-                op: o.clone(),
-                shapes: shapes.clone(),
-                kernels: Vec::new(),
-                launches: 0,
-                total_ns: 0.0,
-                pct_of_total: 0.0,
-            });
+        let (row, full) = rows.entry((o.clone(), shapes.clone())).or_insert_with(|| {
+            (
+                OpSummary {
+                    op: o.clone(),
+                    shapes: shapes.clone(),
+                    kernels: Vec::new(),
+                    launches: 0,
+                    total_ns: 0.0,
+                    pct_of_total: 0.0,
+                },
+                Vec::new(),
+            )
+        });
         row.launches += launches;
         row.total_ns += ns;
         for n in names {
             let short = kopt_model::kernel_short_name(n);
             if !row.kernels.contains(&short) {
                 row.kernels.push(short);
+                full.push(n.to_string());
             }
         }
     }
-    let mut table: Vec<OpSummary> = rows.into_values().collect();
-    for r in &mut table {
+    let mut pairs: Vec<(OpSummary, Vec<String>)> = rows.into_values().collect();
+    for (r, _) in &mut pairs {
         r.pct_of_total = if total_ns > 0.0 {
             100.0 * r.total_ns / total_ns
         } else {
             0.0
         };
     }
-    table.sort_by(|a, b| b.total_ns.total_cmp(&a.total_ns).then(a.op.cmp(&b.op)));
-    Some(Attribution { by_kernel, table })
+    pairs.sort_by(|a, b| {
+        b.0.total_ns
+            .total_cmp(&a.0.total_ns)
+            .then(a.0.op.cmp(&b.0.op))
+    });
+    let (table, full_names) = pairs.into_iter().unzip();
+    Some(Attribution {
+        by_kernel,
+        table,
+        full_names,
+    })
+}
+
+/// The shapes string parsed: `[[4096, 768], [768, 50257], []]`.
+fn parse_shapes(s: &str) -> Option<Vec<Vec<u64>>> {
+    let inner = s.trim().strip_prefix('[')?.strip_suffix(']')?;
+    let mut out = Vec::new();
+    let mut rest = inner;
+    while let Some(open) = rest.find('[') {
+        let close = open + rest[open..].find(']')?;
+        let dims: Option<Vec<u64>> = rest[open + 1..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| d.parse().ok())
+            .collect();
+        out.push(dims?);
+        rest = &rest[close + 1..];
+    }
+    Some(out)
+}
+
+/// A GEMM op's (batch, M, N, K) from its input shapes.
+fn gemm_dims(op: &str, shapes: &[Vec<u64>]) -> Option<(u64, u64, u64, u64)> {
+    let mats: Vec<&Vec<u64>> = match op {
+        "aten::mm" | "aten::bmm" | "aten::matmul" => shapes.iter().take(2).collect(),
+        "aten::addmm" | "aten::baddbmm" | "aten::addbmm" => shapes.iter().skip(1).take(2).collect(),
+        _ => return None,
+    };
+    let (a, b) = (mats.first()?, mats.get(1)?);
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (m, k) = (a[a.len() - 2], a[a.len() - 1]);
+    let (k2, n) = (b[b.len() - 2], b[b.len() - 1]);
+    if k != k2 {
+        return None;
+    }
+    let batch: u64 = a[..a.len() - 2].iter().product::<u64>().max(1);
+    Some((batch, m, n, k))
+}
+
+/// Tensor cores take fp16/bf16 GEMMs whose dimensions are multiples of 8
+/// (16 bytes); libraries fall back to slower kernels otherwise.
+const ALIGN: u64 = 8;
+/// What a dimension is padded to: a multiple of 64 also fills whole tiles.
+const PAD_TO: u64 = 64;
+
+/// GEMMs whose N or K is not a multiple of 8: the fix a PyTorch user can
+/// make is to pad the dimension (the vocabulary, a Linear's features). The
+/// gain model is measured in the same workload: the padded GEMM's FLOPs at
+/// the rate the workload's own aligned GEMMs reached.
+pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
+    let flops = |(b, m, n, k): (u64, u64, u64, u64)| 2.0 * (b * m) as f64 * n as f64 * k as f64;
+    let gemms: Vec<(usize, (u64, u64, u64, u64))> = a
+        .table
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let dims = gemm_dims(&r.op, &parse_shapes(r.shapes.as_deref()?)?)?;
+            Some((i, dims))
+        })
+        .collect();
+    // The best rate any aligned GEMM of this workload reached.
+    let aligned_rate = gemms
+        .iter()
+        .filter(|(_, (_, _, n, k))| n % ALIGN == 0 && k % ALIGN == 0)
+        .filter_map(|&(i, d)| {
+            let r = &a.table[i];
+            (r.total_ns > 0.0).then(|| flops(d) * r.launches as f64 / (r.total_ns * 1e-9))
+        })
+        .fold(None, |best: Option<f64>, x| {
+            Some(best.map_or(x, |b| b.max(x)))
+        });
+    let Some(rate) = aligned_rate else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for &(i, (b, m, n, k)) in &gemms {
+        if n % ALIGN == 0 && k % ALIGN == 0 {
+            continue;
+        }
+        let row = &a.table[i];
+        let pad = |x: u64| {
+            if x % ALIGN == 0 {
+                x
+            } else {
+                x.div_ceil(PAD_TO) * PAD_TO
+            }
+        };
+        let padded = (b, m, pad(n), pad(k));
+        let per_call_ns = row.total_ns / row.launches.max(1) as f64;
+        let padded_ns = flops(padded) / rate * 1e9;
+        let saved = (per_call_ns - padded_ns).max(0.0) * row.launches as f64;
+        if saved <= 0.0 || total_ns <= 0.0 {
+            continue;
+        }
+        let achieved = flops((b, m, n, k)) / (per_call_ns * 1e-9);
+        let dim = if n % ALIGN != 0 {
+            format!("N = {n} -> {}", pad(n))
+        } else {
+            format!("K = {k} -> {}", pad(k))
+        };
+        let estimate = total_ns / (total_ns - saved);
+        // Half the aligned rate as the pessimistic end.
+        let saved_low = (per_call_ns - 2.0 * padded_ns).max(0.0) * row.launches as f64;
+        let shapes = row.shapes.clone().unwrap_or_default();
+        let kernel = a.full_names[i].first().cloned().unwrap_or_default();
+        let kernel_short = row.kernels.first().cloned().unwrap_or_default();
+        let method = format!(
+            "the padded GEMM's FLOPs at {:.0} TFLOP/s, the best rate this workload's aligned GEMMs reached; kernel time only",
+            rate / 1e12
+        );
+        out.push(Recommendation {
+            rank: 0,
+            id: "pad_gemm_dims".into(),
+            title: format!("Pad the GEMM dimension to a multiple of {PAD_TO} ({dim})"),
+            kernel,
+            kernel_short: kernel_short.clone(),
+            class: BottleneckClass::Compute,
+            evidence: format!(
+                "{} {shapes}: {} is not a multiple of {ALIGN}, so the library leaves its tensor-core kernels for {kernel_short}: {:.0} TFLOP/s, against {:.0} TFLOP/s for this workload's aligned GEMMs ({} calls, {:.1}% of kernel time)",
+                row.op,
+                if n % ALIGN != 0 { n } else { k },
+                achieved / 1e12,
+                rate / 1e12,
+                row.launches,
+                row.pct_of_total
+            ),
+            action: format!(
+                "Pad {dim} (e.g. a vocabulary or a Linear's features; zero rows or columns, then slice the result off): the padded GEMM is predicted at {:.2} ms per call instead of {:.2} ms, {estimate:.2}x for the workload's kernel time.",
+                padded_ns / 1e6,
+                per_call_ns / 1e6
+            ),
+            source: "GEMM shapes: tensor cores need dimensions in multiples of 8 for fp16/bf16".into(),
+            gain: Some(GainEstimate {
+                kernel_pct: 100.0 * saved / row.total_ns,
+                workload_pct: 100.0 * saved / total_ns,
+                saved_ns: saved,
+                method: method.clone(),
+            }),
+            predicted_speedup: Some(PredictedSpeedup {
+                estimate,
+                low: total_ns / (total_ns - saved_low),
+                high: estimate,
+                model: format!("speed-up = kernel time / (kernel time - saved); saved = calls x (call time - {method}); low: at half that rate"),
+            }),
+        });
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use kopt_model::{ApiCall, ApiKind, GpuActivity, Range};
+
+    #[test]
+    fn a_misaligned_gemm_gets_the_padding_fix_from_the_aligned_rate() {
+        let row = |op: &str, shapes: &str, launches: u64, ns: f64| OpSummary {
+            op: op.into(),
+            shapes: Some(shapes.into()),
+            kernels: vec![format!("k_{op}")],
+            launches,
+            total_ns: ns,
+            pct_of_total: 0.0,
+        };
+        // Aligned: 2*4096*768*3072 FLOPs in 30 us per call: 644 TFLOP/s.
+        let aligned = row(
+            "aten::addmm",
+            "[[3072], [4096, 768], [768, 3072], [], []]",
+            10,
+            300_000.0,
+        );
+        let head = row("aten::mm", "[[4096, 768], [768, 50257]]", 10, 33_600_000.0);
+        let a = Attribution {
+            by_kernel: HashMap::new(),
+            full_names: vec![vec!["aligned".into()], vec!["Kernel2".into()]],
+            table: vec![aligned, head],
+        };
+        let recs = gemm_alignment(&a, 40_000_000.0);
+        assert_eq!(recs.len(), 1);
+        let r = &recs[0];
+        assert_eq!(r.kernel, "Kernel2");
+        assert!(r.title.contains("50257 -> 50304"), "{}", r.title);
+        let p = r.predicted_speedup.as_ref().unwrap();
+        // 316 GFLOP at 644 TFLOP/s = 0.49 ms per call instead of 3.36 ms.
+        let saved = 10.0 * (3.36e6 - 2.0 * 4096.0 * 768.0 * 50304.0 / 644.245e12 * 1e9);
+        assert!(
+            (p.estimate - 40e6 / (40e6 - saved)).abs() < 0.05,
+            "{}",
+            p.estimate
+        );
+        assert!(p.low < p.estimate);
+        assert_eq!(
+            parse_shapes("[[4096, 768], [768, 50257], []]").unwrap()[1],
+            vec![768, 50257]
+        );
+    }
 
     #[test]
     fn op_names_parse_and_other_ranges_do_not() {
@@ -148,6 +374,14 @@ mod tests {
             ))
         );
         assert_eq!(parse_op("aten::relu"), Some(("aten::relu".into(), None)));
+        assert_eq!(
+            parse_op("aten::mm, seq = 9, op_id = 21737, sizes = [[4096, 768], [768, 50257]], input_op_ids = [(21733,0)]"),
+            Some(("aten::mm".into(), Some("[[4096, 768], [768, 50257]]".into())))
+        );
+        assert_eq!(
+            parse_op("aten::mm, sizes = [[4096"),
+            Some(("aten::mm".into(), None))
+        );
         assert_eq!(parse_op("step"), None);
         assert_eq!(parse_op("ProfilerStep#3"), None);
     }

@@ -215,6 +215,9 @@ pub fn sniff(path: &Path) -> Result<InputKind> {
         )));
     }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if path.to_string_lossy().ends_with(".jsonl.gz") {
+        return Ok(InputKind::KoptTrace);
+    }
     match ext {
         "jsonl" => return Ok(InputKind::KoptTrace),
         "json" | "gz" => return Ok(InputKind::Kineto),

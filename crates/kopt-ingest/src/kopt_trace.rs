@@ -593,6 +593,15 @@ fn union_of_windows(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
     let label = path.display().to_string();
     let bytes = crate::read_regular(path, &label)?;
+    // A gzipped trace (`trace.jsonl.gz`, kept small as a fixture or an
+    // attachment) is decompressed first, with the Kineto reader's bounds.
+    if bytes.starts_with(&crate::kineto::GZIP_MAGIC) {
+        let plain = crate::kineto::gunzip(bytes.as_slice(), &label)?;
+        if plain.starts_with(&crate::kineto::GZIP_MAGIC) {
+            return Err(IngestError::format(&label, "gzip inside gzip: not a trace"));
+        }
+        return parse_kopt_trace_bytes(&plain, &label);
+    }
     parse_kopt_trace_bytes(&bytes, &label)
 }
 
@@ -605,6 +614,24 @@ mod tests {
 {"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
 {"t":"end","records":3,"dropped":0}
 "#;
+
+    #[test]
+    fn a_gzipped_trace_reads_as_the_plain_one() {
+        use std::io::Write;
+        let d = tempfile::tempdir().unwrap();
+        let plain = d.path().join("t.jsonl");
+        std::fs::write(&plain, SAMPLE).unwrap();
+        let gz = d.path().join("t.jsonl.gz");
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(SAMPLE.as_bytes()).unwrap();
+        std::fs::write(&gz, e.finish().unwrap()).unwrap();
+        let (a, b) = (
+            read_kopt_trace(&plain).unwrap(),
+            read_kopt_trace(&gz).unwrap(),
+        );
+        assert_eq!(a.timeline, b.timeline);
+        assert_eq!(b.timeline.activities.len(), 2);
+    }
 
     #[test]
     fn sampled_windows_scope_correlations_and_ranges() {
