@@ -834,7 +834,42 @@ impl Trial {
 pub fn tune(req: &TuneRequest, progress: &dyn Progress) -> Result<TuneReport> {
     req.validate()?;
     let exec = LocalExecutor::new(req.gpus.clone(), req.tracer.clone())?;
-    tune_with(req, &exec, progress)
+    let report = tune_with(req, &exec, progress)?;
+    record(req, &report, progress);
+    Ok(report)
+}
+
+/// The sweep in the run history, one row (its trials are in the tune cache).
+pub fn record(req: &TuneRequest, r: &TuneReport, progress: &dyn Progress) {
+    let summary = match &r.winner {
+        Some(w) => format!(
+            "tune {}: winner {} {:.3}x vs {} ({} trials, {} measured)",
+            r.strategy,
+            w.label,
+            w.speedup_vs_baseline,
+            r.baseline,
+            r.trials.len(),
+            r.measured_trials
+        ),
+        None => format!("tune {}: no winner ({} trials)", r.strategy, r.trials.len()),
+    };
+    let mut row = crate::record::run_row("tune", r.template.clone(), summary);
+    row.device = r.device.clone();
+    row.verdict = r
+        .winner
+        .as_ref()
+        .and_then(|w| w.verdict.as_ref())
+        .map(|v| v.kind.as_str().to_string());
+    row.report_json = serde_json::to_string(r).ok();
+    crate::record::record_run(&req.db, &row, progress);
+}
+
+/// Cached winners per template, key and device (`kopt tune show`).
+pub fn cached_winners(db: &Path, key: Option<&str>) -> Result<Vec<kopt_store::CachedWinner>> {
+    if !db.is_file() {
+        return Err(Error::Input(format!("{}: no history yet", db.display())));
+    }
+    Ok(TuneCache::open(db)?.winners(key)?)
 }
 
 struct Driver<'a> {
@@ -992,6 +1027,8 @@ impl Driver<'_> {
         let mut hits = Vec::new();
         for (i, t) in self.trials.iter().enumerate() {
             match cache.get(&self.trial_key(t)) {
+                // A failed baseline is tried again: the sweep cannot go on without it.
+                Ok(Some(c)) if i == 0 && c.status == "failed" => {}
                 Ok(Some(c)) => hits.push((i, c)),
                 Ok(None) => {}
                 Err(e) => {

@@ -13,6 +13,7 @@ mod optimize_report;
 pub mod roofline;
 mod strip;
 mod terminal;
+mod tune_report;
 
 use std::io::{self, Write};
 
@@ -25,6 +26,7 @@ pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
 pub use optimize_report::render_optimize;
 pub use terminal::TerminalExporter;
+pub use tune_report::render_tune;
 
 /// One output format.
 pub trait Exporter {

@@ -37,6 +37,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Apply the mechanical fixes to a PyTorch module (CUDA graph, torch.compile), check and measure each, keep or revert
     Optimize(OptimizeArgs),
+    /// Autotune a command template over a parameter space (grid, random, halving), every trial checked, timed and cached
+    Tune(TuneArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout
     Completions {
         /// The shell to complete for
@@ -483,4 +485,147 @@ pub struct OptimizeArgs {
     /// Write the report to FILE instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// What `kopt tune --emit` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TuneEmit {
+    /// The winner as a `triton.Config(...)` list entry
+    Triton,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  kopt tune --param BLOCK=64,128,256 --param WARPS=4,8 -- python3 k.py --block {BLOCK} --warps {WARPS}\n  kopt tune --space space.toml --check out.npy --gpus 0,1 -- python3 k.py --out {CHECK} --block {BLOCK}\n  kopt tune show --key M=4096\n\nValues: lists (64,128,256), ranges (64..256 step 64, 16..256 x2). Constraints: + - * / % < <= > >= == != and or not.\nSpace file: constraints = [\"BLOCK * WARPS <= 2048\"] and a [params] table (BLOCK = [64, 128], WARPS = \"1..8 x2\").\nEvery trial is timed as kopt bench times (GPU ranges, reported samples, or wall time) and cached in the history database: a second run measures nothing already measured (--fresh to measure again).\nWith --check and several GPUs, write the output to {CHECK}: each worker gets its own file."
+)]
+pub struct TuneArgs {
+    #[command(subcommand)]
+    pub show: Option<TuneCommand>,
+
+    /// The command template: {NAME} is replaced by each parameter's value (one word: run as a shell command)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+
+    /// A parameter and its values: NAME=64,128,256, NAME=64..256 step 64, NAME=16..256 x2 (repeat)
+    #[arg(long = "param", short = 'p', value_name = "NAME=VALUES")]
+    pub params: Vec<String>,
+
+    /// A space file: [params] table and constraints = [...]
+    #[arg(long, value_name = "FILE")]
+    pub space: Option<PathBuf>,
+
+    /// A constraint every config must satisfy, e.g. 'BLOCK * WARPS <= 2048' (repeat)
+    #[arg(long = "constraint", value_name = "EXPR")]
+    pub constraints: Vec<String>,
+
+    /// grid, random (with --trials) or halving [default: grid up to 64 configs, halving beyond]
+    #[arg(long, value_enum, value_name = "STRATEGY")]
+    pub strategy: Option<kopt_engine::Strategy>,
+
+    /// Configs the random strategy tries
+    #[arg(long, value_name = "N")]
+    pub trials: Option<usize>,
+
+    /// The reference config every output is compared with: NAME=VAL,... [default: the first point]
+    #[arg(long, value_name = "NAME=VAL,...")]
+    pub baseline: Option<String>,
+
+    /// The problem (shape) the sweep is for; part of the cache key
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+
+    /// Measure every trial again (the cache is updated)
+    #[arg(long)]
+    pub fresh: bool,
+
+    /// GPUs to run trials on, one worker each: 0,1 [default: all visible]
+    #[arg(long, value_name = "IDS")]
+    pub gpus: Option<String>,
+
+    /// Best configs timed again, interleaved on one GPU, against the baseline
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub top: usize,
+
+    /// Print the winner in another form: triton (a triton.Config(...) entry on stdout; the report goes to -o or stderr)
+    #[arg(long, value_enum, value_name = "FORM")]
+    pub emit: Option<TuneEmit>,
+
+    /// Speed-up that counts for KEEP (0.05 = 5%)
+    #[arg(long, default_value_t = 0.05)]
+    pub threshold: f64,
+
+    /// Slow-down still treated as noise
+    #[arg(long, default_value_t = 0.01)]
+    pub noise: f64,
+
+    /// Untimed runs of each config first
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+
+    /// Samples each config needs at least
+    #[arg(long, default_value_t = 10)]
+    pub min_samples: usize,
+
+    /// Seconds each config runs at least
+    #[arg(long, default_value_t = 0.5)]
+    pub min_time: f64,
+
+    /// Seconds each config may run at most (a run past it is cut: the config times out)
+    #[arg(long, default_value_t = 10.0)]
+    pub max_time: f64,
+
+    /// Relative noise at which sampling may stop
+    #[arg(long, default_value_t = 0.005)]
+    pub noise_target: f64,
+
+    /// Seed of the bootstrap and of the random strategy
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Timing source, as for kopt bench: auto, gpu, reported, wall
+    #[arg(long, value_enum, default_value = "auto", value_name = "SOURCE")]
+    pub timing: TimingChoice,
+
+    /// NVTX range name that marks one iteration for GPU timing
+    #[arg(long, value_name = "NAME")]
+    pub range: Option<String>,
+
+    /// kopt's tracer library for GPU timing
+    #[arg(long, value_name = "PATH")]
+    pub tracer: Option<PathBuf>,
+
+    /// Correctness gate: the .npy / .safetensors file each config writes (or {CHECK} in the template); compared with the baseline config's
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
+
+    /// Relative L2 tolerance for --check (default by dtype)
+    #[arg(long, value_name = "REL_L2")]
+    pub tol: Option<f64>,
+
+    /// Output format
+    #[arg(long, short = 'f', value_enum, default_value = "term")]
+    pub format: Format,
+
+    /// Write the report to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// History database holding the tune cache [default: .kopt/history.db at the repository root, else here]
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TuneCommand {
+    /// The cached winners, per command template, key and device
+    Show {
+        /// Only this key
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
+
+        /// History database [default: .kopt/history.db at the repository root, else here]
+        #[arg(long, value_name = "FILE")]
+        db: Option<PathBuf>,
+    },
 }

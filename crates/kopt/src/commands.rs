@@ -288,3 +288,66 @@ fn print(bytes: &[u8]) -> Outcome {
         _ => Ok(()),
     }
 }
+
+pub fn tune(a: &crate::cli::TuneArgs) -> Outcome {
+    if let Some(crate::cli::TuneCommand::Show { key, db }) = &a.show {
+        return tune_show(key.as_deref(), db.as_deref());
+    }
+    let req = options::tune(a)?;
+    if let Some(o) = &a.output {
+        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+    }
+    let report = kopt_engine::tune(&req, &TerminalProgress::new(true))?;
+    let text = kopt_report::render_tune(&report, a.format);
+    match a.emit {
+        Some(crate::cli::TuneEmit::Triton) => {
+            let entry = report.triton_config().ok_or_else(|| {
+                Error::WorkloadFailed("no config ran correctly: nothing to emit".into())
+            })?;
+            match &a.output {
+                Some(o) => kopt_engine::write_outputs(&[(o.as_path(), text.as_bytes())])?,
+                None => eprint!("{text}"),
+            }
+            print(format!("{entry}\n").as_bytes())
+        }
+        None => write_or_print(a.output.as_deref(), text.as_bytes(), &[]),
+    }
+}
+
+fn tune_show(key: Option<&str>, db: Option<&Path>) -> Outcome {
+    use std::fmt::Write as _;
+    let db = db.map_or_else(|| kopt_engine::RecordPaths::current().db, Path::to_path_buf);
+    let winners = kopt_engine::tune::cached_winners(&db, key)?;
+    let mut o = String::new();
+    if winners.is_empty() {
+        let _ = writeln!(o, "no tune results cached in {}", db.display());
+    }
+    for w in winners {
+        let config: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(&w.params).unwrap_or_default();
+        let config = config
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let _ = writeln!(
+            o,
+            "{}  key {}  {} (driver {}, kopt {})\n  winner {}  {}  of {} cached trials\n  template: {}",
+            w.updated_utc,
+            if w.key.is_empty() { "-" } else { &w.key },
+            w.device,
+            if w.driver.is_empty() { "-" } else { &w.driver },
+            w.kopt_version,
+            config,
+            format_duration_ns(w.median_s * 1e9),
+            w.trials,
+            w.template
+        );
+    }
+    // Templates and keys are the user's text: no control character reaches the terminal.
+    let safe: String = o
+        .chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect();
+    print(safe.as_bytes())
+}

@@ -29,6 +29,7 @@ where
         cli::Command::History(a) => commands::history(a),
         cli::Command::Bench(a) => commands::bench(a),
         cli::Command::Optimize(a) => commands::optimize(a),
+        cli::Command::Tune(a) => commands::tune(a),
         cli::Command::Completions { shell } => completions::completions(*shell),
         cli::Command::Man => completions::man(),
     };

@@ -272,6 +272,81 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     Ok(req)
 }
 
+/// The template from the words after `--`: one word is a shell command as
+/// given; several are quoted one by one (placeholders kept readable).
+pub fn tune_template(words: &[String]) -> String {
+    if let [one] = words {
+        return one.clone();
+    }
+    words
+        .iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%{}".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn tune(a: &crate::cli::TuneArgs) -> Result<kopt_engine::TuneRequest, Error> {
+    use kopt_engine::tune::space;
+    let mut params = Vec::new();
+    let mut constraints = Vec::new();
+    if let Some(file) = &a.space {
+        let (p, c) = space::Space::parse_file(file)?;
+        params.extend(p);
+        constraints.extend(c);
+    }
+    for p in &a.params {
+        let p = space::parse_param(p)?;
+        // --param overrides a parameter of the space file.
+        params.retain(|q: &space::Param| q.name != p.name);
+        params.push(p);
+    }
+    constraints.extend(a.constraints.iter().cloned());
+    let space = space::Space::new(params, &constraints)?;
+    let mut req = kopt_engine::TuneRequest::new(tune_template(&a.command), space);
+    req.strategy = a.strategy;
+    req.trials = a.trials;
+    req.baseline = a
+        .baseline
+        .as_deref()
+        .map(space::parse_assignment)
+        .transpose()?;
+    req.key = a.key.clone();
+    req.fresh = a.fresh;
+    req.gpus = a.gpus.as_ref().map(|g| {
+        g.split(',')
+            .map(|s| s.trim().to_string())
+            .collect::<Vec<_>>()
+    });
+    req.top = a.top;
+    req.threshold = a.threshold;
+    req.noise = a.noise;
+    req.warmup = a.warmup;
+    req.stop.min_samples = a.min_samples;
+    req.stop.min_time_s = a.min_time;
+    req.stop.max_time_s = a.max_time;
+    req.stop.noise_target = a.noise_target;
+    req.seed = a.seed;
+    req.timing = a.timing;
+    req.range = a.range.clone();
+    req.tracer = a.tracer.clone();
+    req.check = a.check.clone();
+    req.tol = a.tol;
+    if let Some(db) = &a.db {
+        req.db = db.clone();
+    }
+    req.validate()?;
+    Ok(req)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
