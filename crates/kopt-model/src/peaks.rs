@@ -214,7 +214,7 @@ mod tests {
     fn hopper_cards_carry_a_graph_replay_cost() {
         let mut d = h100();
         d.resolve_peaks();
-        assert_eq!(d.graph_replay_ns_per_kernel, Some(1_000.0));
+        assert_eq!(d.graph_replay_ns_per_kernel, Some(400.0));
         assert_eq!(
             graph_replay_ns_per_kernel("NVIDIA L4"),
             (DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL, false)
