@@ -10,7 +10,7 @@ objects built from kopt's versioned ``kopt/1`` JSON.
     ...     print(rec)
 
 ``profile_module(script_content, module_name, gpu_id)`` profiles a module
-script on the GPU (seed 000's interface); ``bench`` and ``compare`` give A/B
+script on the GPU; ``bench`` and ``compare`` give A/B
 verdicts and the correctness gate. Errors are :class:`KoptError` subclasses
 carrying kopt's one-line messages.
 """

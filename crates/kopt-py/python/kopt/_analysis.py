@@ -60,7 +60,7 @@ class Recommendation:
 
 
 class Kernel:
-    """One distinct kernel (its launches grouped): seed 000's table row."""
+    """One distinct kernel (its launches grouped): a row of the kernel table."""
 
     __slots__ = (
         "name", "short_name", "launches", "latency_us", "mean_us", "pct_total",

@@ -1,4 +1,4 @@
-"""``profile_module``: seed 000's interface, profiling a module script.
+"""``profile_module``: profile a module script on a GPU and diagnose it.
 
 Module scripts follow the KernelBench convention: a script that defines an
 ``nn.Module`` class (``Model``, or the class ``module_name`` names) and
@@ -85,7 +85,7 @@ def profile_module(
 
 
 class GenericProfiler:
-    """Seed 000's profiler object: settings once, ``profile()`` per module."""
+    """A profiler object: settings once, ``profile()`` per module script."""
 
     def __init__(self, gpu_id: Union[int, str] = 0, **options):
         self.gpu_id = gpu_id
