@@ -6,7 +6,7 @@
 use kopt_model::{BottleneckClass, GainEstimate, HotUnit, Recommendation, StallReason};
 
 use crate::rollup::KernelGroup;
-use crate::rules::top_stall;
+use crate::rules::{is_amd, top_stall};
 
 /// One strategy of the catalogue.
 #[derive(Debug, Clone, Copy)]
@@ -93,6 +93,12 @@ pub const CATALOGUE: &[Strategy] = &[
         source: "seed 001 compute strategy 1 (tensor cores) and 2 (arithmetic intensity)",
     },
     Strategy {
+        id: "raise_hbm_bandwidth",
+        title: "Raise achieved HBM bandwidth: more bytes in flight, a grid sized to the CUs",
+        triggered_by: &[C::Memory],
+        source: "seed 001 memory strategy 3 (vectorized loads) and adjust block size; rocprof-compute's roofline (AMD)",
+    },
+    Strategy {
         id: "autotune_config",
         title: "Autotune the launch configuration",
         triggered_by: &[C::Balanced, C::Memory, C::Compute],
@@ -170,9 +176,15 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
             push(
                 "fill_the_gpu",
                 format!("grid {} on {sms:.0} SMs: {}", v.grid, v.root_cause),
-                format!(
-                    "Size the grid from the device, not a constant: at least one block per SM, ideally a full wave{wave}. For a grid-stride loop use SMs x blocks-per-SM from the occupancy API; for a GEMM with few output tiles, split K (seed 002 option F) or use stream-K."
-                ),
+                if is_amd(m) {
+                    format!(
+                        "Size the grid from the device, not a constant: at least one workgroup per CU ({sms:.0} CUs here), ideally a full wave of workgroups{wave}. For a grid-stride loop launch hipDeviceProp_t::multiProcessorCount x hipOccupancyMaxActiveBlocksPerMultiprocessor workgroups; for a GEMM with few output tiles, split K or use stream-K (hipBLASLt / composable_kernel)."
+                    )
+                } else {
+                    format!(
+                        "Size the grid from the device, not a constant: at least one block per SM, ideally a full wave{wave}. For a grid-stride loop use SMs x blocks-per-SM from the occupancy API; for a GEMM with few output tiles, split K (seed 002 option F) or use stream-K."
+                    )
+                },
                 recoverable,
             );
         }
@@ -185,7 +197,14 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
         C::BankConflict => push(
             "pad_or_swizzle_shared",
             v.root_cause.clone(),
-            "Pad each shared row by one element (e.g. tile[32][33]) or XOR-swizzle the column index so a warp's accesses land in 32 different banks; in CuTe/CUTLASS try 128B/64B/32B swizzles and profile the conflicts before/after.".into(),
+            if is_amd(m) {
+                format!(
+                    "LDS has 32 banks of 4 bytes: pad each LDS row by one dword (e.g. __shared__ float tile[64][65]) or XOR-swizzle the column index so the lanes of a wavefront hit different banks; prefer ds_read_b128 with a layout the compiler can keep conflict-free, and check SQ_LDS_BANK_CONFLICT before/after ({} conflicts per access now).",
+                    m.lds_bank_conflicts_per_access.map_or("?".into(), |c| format!("{c:.2}"))
+                )
+            } else {
+                "Pad each shared row by one element (e.g. tile[32][33]) or XOR-swizzle the column index so a warp's accesses land in 32 different banks; in CuTe/CUTLASS try 128B/64B/32B swizzles and profile the conflicts before/after.".into()
+            },
             recoverable,
         ),
         C::Occupancy => {
@@ -255,9 +274,38 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
                 v.bottleneck.unit_pct.unwrap_or(0.0),
                 pct(v.pct_of_total)
             ),
-            "The pipe is saturated: if this is matrix-like math, move it to tensor cores (tf32/bf16 via tl.dot, WMMA/WGMMA, cuBLAS); otherwise cut instructions (fused multiply-adds, fast-math intrinsics, less index arithmetic).".into(),
+            if is_amd(m) {
+                "The VALU is saturated: if this is matrix-like math, move it to the MFMA matrix cores (bf16/fp16/fp8 via hipBLASLt / rocBLAS, composable_kernel, __builtin_amdgcn_mfma_* intrinsics, or tl.dot in Triton on ROCm); otherwise cut instructions (packed FP32 v_pk_fma_f32, fast-math intrinsics, less index arithmetic).".into()
+            } else {
+                "The pipe is saturated: if this is matrix-like math, move it to tensor cores (tf32/bf16 via tl.dot, WMMA/WGMMA, cuBLAS); otherwise cut instructions (fused multiply-adds, fast-math intrinsics, less index arithmetic).".into()
+            },
             None,
         ),
+        C::Memory if is_amd(m) => {
+            let grid = m.grid_size.unwrap_or(0.0);
+            let per_cu = if sms > 0.0 { grid / sms } else { 0.0 };
+            let tail = per_cu - per_cu.floor();
+            let sizing = if sms > 0.0 && grid > 0.0 {
+                format!(
+                    " The grid is {grid:.0} workgroups on {sms:.0} CUs ({per_cu:.1} per CU{}).",
+                    if tail > 0.0 && per_cu < 8.0 {
+                        format!(": the last round leaves {:.0}% of the CUs idle; size it to a multiple of the CU count or use a grid-stride loop over CUs x resident workgroups", 100.0 * (1.0 - tail))
+                    } else {
+                        String::new()
+                    }
+                )
+            } else {
+                String::new()
+            };
+            push(
+                "raise_hbm_bandwidth",
+                v.root_cause.clone(),
+                format!(
+                    "Left of the ridge the kernel can only go as fast as HBM: put more bytes in flight per wavefront (16-byte loads: float4 / global_load_dwordx4, unrolled loops), keep enough wavefronts resident per CU (VGPRs, LDS per workgroup), and touch each byte once (fuse with the producer or consumer).{sizing}"
+                ),
+                recoverable,
+            );
+        }
         C::Memory | C::Compute | C::Balanced => push(
             "autotune_config",
             v.root_cause.clone(),
@@ -268,7 +316,11 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
         C::LaunchOverhead => push(
             "fuse_or_graph_launches",
             v.root_cause.clone(),
-            "Capture the launch sequence in a CUDA graph or fuse the kernels.".into(),
+            if is_amd(m) {
+                "Capture the launch sequence in a HIP graph (hipStreamBeginCapture / hipGraphLaunch; torch.cuda.graphs works on ROCm) or fuse the kernels.".into()
+            } else {
+                "Capture the launch sequence in a CUDA graph or fuse the kernels.".into()
+            },
             recoverable,
         ),
     }
@@ -374,6 +426,15 @@ pub fn recommend_tiny(
             },
         });
     let s = strategy("fuse_or_graph_launches");
+    let amd = groups.iter().any(|g| is_amd(&g.representative.metrics));
+    let (title, graph) = if amd {
+        (
+            "Fuse the tiny launches or capture them in a HIP graph",
+            "capture the sequence in a HIP graph (hipStreamBeginCapture / hipGraphInstantiate / hipGraphLaunch; torch.cuda.graphs works on ROCm)",
+        )
+    } else {
+        (s.title, "capture the sequence in a CUDA graph")
+    };
     let (kernel, short) = if groups.len() == 1 {
         (
             groups[0].verdict.name.clone(),
@@ -385,7 +446,7 @@ pub fn recommend_tiny(
     Some(Recommendation {
         rank: 0,
         id: s.id.to_string(),
-        title: s.title.to_string(),
+        title: title.to_string(),
         kernel,
         kernel_short: short,
         class: C::SmallGrid,
@@ -396,7 +457,7 @@ pub fn recommend_tiny(
             kopt_model::format_duration_ns(tiny_ns)
         ),
         action: format!(
-            "Fuse these launches (and their neighbours) into one kernel, or capture the sequence in a CUDA graph and replay it; remove launches whose result is never used. {}",
+            "Fuse these launches (and their neighbours) into one kernel, or {graph} and replay it; remove launches whose result is never used. {}",
             match timeline {
                 None => "Measure the host launch cost with a timeline (kopt trace, torch.profiler): ncu cannot see it.".to_string(),
                 Some(t) => format!(

@@ -69,6 +69,39 @@ pub fn local_memory(m: &Metrics) -> Option<LocalMemory> {
     })
 }
 
+/// AMD: a launch read from rocprof output carries its wavefront size (64
+/// on CDNA); NVIDIA launches never do. Decides the HIP / CDNA wording.
+pub fn is_amd(m: &Metrics) -> bool {
+    m.wavefront_size.is_some()
+}
+
+/// AMD roofline position (rocprof-compute's roofline): arithmetic intensity
+/// in FLOP per HBM byte and the device's ridge point, where both are known.
+pub fn amd_roofline(m: &Metrics) -> Option<(f64, f64)> {
+    let flops = m.flops?;
+    let ridge = m.ridge_flop_per_byte?;
+    let bytes = m.dram_bytes_read.unwrap_or(0.0) + m.dram_bytes_write.unwrap_or(0.0);
+    (bytes > 0.0 && is_amd(m)).then(|| (flops / bytes, ridge))
+}
+
+/// A bandwidth in the unit a reader expects.
+pub fn format_rate(bytes_per_s: f64) -> String {
+    if bytes_per_s >= 1e12 {
+        format!("{:.2} TB/s", bytes_per_s / 1e12)
+    } else {
+        format!("{:.0} GB/s", bytes_per_s / 1e9)
+    }
+}
+
+/// "SM 12%", or on AMD without VALU / MFMA counters, that compute was not counted.
+fn compute_words(m: &Metrics, c: f64) -> String {
+    if is_amd(m) && m.sm_pct.is_none() {
+        "compute not counted (no VALU / MFMA counters)".to_string()
+    } else {
+        format!("SM {}", pct(c))
+    }
+}
+
 /// The checks kopt could not run on a launch for lack of counters, each
 /// with what it needs.
 pub fn checks_not_run(m: &Metrics) -> Vec<String> {
@@ -431,8 +464,10 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
 
     // Secondary findings any class may carry.
     let conflicts = s.conflict_pct.filter(|p| *p >= BANK_CONFLICT_PCT);
-    let shared_matters =
-        m.l1_pct.is_some_and(|p| p >= 40.0) || m.shared_conflict_pct_from_rule.is_some();
+    // On AMD the LDS is its own unit: its utilisation decides.
+    let shared_matters = m.l1_pct.is_some_and(|p| p >= 40.0)
+        || m.shared_conflict_pct_from_rule.is_some()
+        || m.lds_pct.is_some_and(|p| p >= 40.0);
     let excess = s.excess_sector_pct;
     let low_occupancy = m
         .occupancy_theoretical_pct
@@ -601,6 +636,31 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         );
     }
 
+    // 5b. AMD: rocprof-compute's roofline. A kernel left of the ridge point
+    // (fewer FLOPs per HBM byte than peak FLOP/s over peak bandwidth) is
+    // memory bound however far below the roof it runs.
+    if let Some((ai, ridge)) = amd_roofline(m).filter(|(ai, ridge)| ai < ridge && s.m >= s.c) {
+        let dram = m.dram_pct.unwrap_or(s.m);
+        let rate = m.dram_bytes_per_s.unwrap_or(0.0);
+        let peak = if dram > 0.0 {
+            format!(" of {}", format_rate(100.0 * rate / dram))
+        } else {
+            String::new()
+        };
+        return verdict(
+            BottleneckClass::Memory,
+            Some((HotUnit::Dram, dram)),
+            format!(
+                "Memory-bound on the roofline: {ai:.2} FLOP per HBM byte, left of the ridge at {ridge:.1}; HBM at {}, {}{peak}",
+                format_rate(rate),
+                pct(dram)
+            ),
+            Some(headroom(dram)),
+            "HBM roofline headroom: time if the kernel reached the attainable share of peak bandwidth",
+            findings,
+        );
+    }
+
     // 6. Latency bound: neither side near its peak.
     if hottest < LATENCY_BOUND_PCT {
         let stall = top_stall(m);
@@ -651,7 +711,11 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         return verdict(
             BottleneckClass::Latency,
             None,
-            format!("Latency-bound: SM {}, memory {}{why}", pct(s.c), pct(s.m)),
+            format!(
+                "Latency-bound: {}, memory {}{why}",
+                compute_words(m, s.c),
+                pct(s.m)
+            ),
             Some(headroom(hottest)),
             "roofline headroom (upper bound)",
             findings,
@@ -678,13 +742,13 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             class,
             Some(unit),
             format!(
-                "{}-leaning: SM {}, memory {}, below the {}% throughput bound",
+                "{}-leaning: {}, memory {}, below the {}% throughput bound",
                 if class == BottleneckClass::Compute {
                     "Compute"
                 } else {
                     "Memory"
                 },
-                pct(s.c),
+                compute_words(m, s.c),
                 pct(s.m),
                 THROUGHPUT_BOUND_PCT
             ),
@@ -769,6 +833,56 @@ mod tests {
             .findings
             .iter()
             .any(|f| f.evidence.contains("local memory")));
+    }
+
+    /// vcopy on MI300X as rocprof-compute measured it (dispatch 0 of the fixture).
+    fn amd_copy() -> Metrics {
+        Metrics {
+            duration_ns: Some(13_720.0),
+            sm_pct: Some(0.1),
+            valu_pct: Some(0.1),
+            dram_pct: Some(23.0),
+            dram_bytes_read: Some(8_403_904.0),
+            dram_bytes_write: Some(8_388_608.0),
+            dram_bytes_per_s: Some(1.224e12),
+            grid_size: Some(4096.0),
+            sm_count: Some(304.0),
+            wavefront_size: Some(64.0),
+            flops: Some(0.0),
+            ridge_flop_per_byte: Some(163.4 / 5.3),
+            ..Metrics::default()
+        }
+    }
+
+    #[test]
+    fn amd_kernel_left_of_the_ridge_is_memory_bound() {
+        let v = classify(&amd_copy());
+        assert_eq!(v.bottleneck.class, BottleneckClass::Memory);
+        assert_eq!(v.bottleneck.unit, Some(HotUnit::Dram));
+        assert!(!v.bottleneck.at_roofline);
+        assert!(
+            v.root_cause.contains("left of the ridge") && v.root_cause.contains("1.22 TB/s"),
+            "{}",
+            v.root_cause
+        );
+        assert!(v.root_cause.contains("of 5.32 TB/s"), "{}", v.root_cause);
+        // Right of the ridge (or without the AMD marker) the SOL rules decide.
+        let mut m = amd_copy();
+        m.flops = Some(1e12);
+        assert_eq!(classify(&m).bottleneck.class, BottleneckClass::Latency);
+        let mut nv = amd_copy();
+        nv.wavefront_size = None;
+        assert_eq!(classify(&nv).bottleneck.class, BottleneckClass::Latency);
+        // Without compute counters AMD text says so instead of "SM 0%".
+        let mut bare = amd_copy();
+        bare.flops = None;
+        bare.sm_pct = None;
+        let v = classify(&bare);
+        assert!(
+            v.root_cause.contains("compute not counted"),
+            "{}",
+            v.root_cause
+        );
     }
 
     #[test]

@@ -7,7 +7,8 @@ use kopt_analyze::AnalyzeOptions;
 use kopt_collect::{CsvPage, Ncu};
 use kopt_ingest::{
     merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
-    read_kopt_trace_set, read_ncu_csv, read_run_folder, NcuFile,
+    read_kopt_trace_set, read_ncu_csv, read_rocprof_compute_dir, read_rocprof_files,
+    read_run_folder, NcuFile,
 };
 use kopt_model::{Diagnosis, Peaks, Profile};
 
@@ -22,6 +23,9 @@ pub struct AnalysisOptions {
     pub measured_peaks: Peaks,
     /// Show only the N kernels with the most time (all still count).
     pub top: Option<usize>,
+    /// A history whose `kopt optimize` runs calibrate the predictions: once a
+    /// rule has enough checked predictions, its recommendations quote them.
+    pub calibration_db: Option<PathBuf>,
 }
 
 impl AnalysisOptions {
@@ -92,6 +96,8 @@ pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
     let mut files = Vec::new();
     let mut profiles = Vec::new();
     let mut traces = Vec::new();
+    // AMD files of one run (rocprofv3 / rocprof / rocpd), merged together.
+    let mut amd = Vec::new();
     // (input, GPU it names): captures of two GPUs are never merged silently.
     let mut devices: Vec<(String, String)> = Vec::new();
     let mut named = |label: &str, device: &kopt_model::Device| {
@@ -102,6 +108,12 @@ pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
     for path in paths {
         let label = path.display().to_string();
         match sniff(path)? {
+            InputKind::RocprofCompute => {
+                let p = read_rocprof_compute_dir(path)?;
+                named(&label, &p.device);
+                profiles.push(p);
+            }
+            InputKind::Rocprof => amd.push(path.clone()),
             InputKind::RunFolder => {
                 let p = read_run_folder(path)?;
                 named(&label, &p.device);
@@ -133,6 +145,16 @@ pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
                 }
                 files.push((label, f));
             }
+        }
+    }
+    if !amd.is_empty() {
+        let p = read_rocprof_files(&amd)?;
+        named(&amd[0].display().to_string(), &p.device);
+        // A kernel trace brings its timeline: it goes with the traces.
+        if p.timeline.is_some() {
+            traces.push(p);
+        } else {
+            profiles.push(p);
         }
     }
     if let Some((other, other_device)) = devices.iter().find(|(_, d)| *d != devices[0].1) {
@@ -184,8 +206,11 @@ pub fn diagnose(mut profile: Profile, opts: &AnalysisOptions) -> Diagnosis {
         profile.device.resolve_peaks();
     }
     profile.device.apply_measured_peaks(&opts.measured_peaks);
-    let diagnosis = kopt_analyze::analyze(&profile, &AnalyzeOptions { top: opts.top });
+    let mut diagnosis = kopt_analyze::analyze(&profile, &AnalyzeOptions { top: opts.top });
     drop_in_background(profile);
+    if let Some(db) = &opts.calibration_db {
+        crate::history::apply_calibration(&mut diagnosis, db);
+    }
     diagnosis
 }
 
@@ -197,6 +222,10 @@ pub enum InputKind {
     Kineto,
     NcuReport,
     NcuCsv,
+    /// rocprofv3 / legacy rocprof CSV, rocminfo text, a rocpd database.
+    Rocprof,
+    /// A rocprof-compute (Omniperf) workload folder.
+    RocprofCompute,
 }
 
 /// The kind of an input: folders are run folders; files by extension, else
@@ -206,6 +235,9 @@ pub fn sniff(path: &Path) -> Result<InputKind> {
     let meta = std::fs::metadata(path)
         .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))?;
     if meta.is_dir() {
+        if kopt_ingest::is_rocprof_compute_dir(path) {
+            return Ok(InputKind::RocprofCompute);
+        }
         return Ok(InputKind::RunFolder);
     }
     if !meta.is_file() {
@@ -225,11 +257,18 @@ pub fn sniff(path: &Path) -> Result<InputKind> {
         _ => {}
     }
     use std::io::Read;
-    let mut head = [0u8; 64];
+    let mut first = vec![0u8; 4096];
     let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
+        .and_then(|mut f| f.read(&mut first))
         .unwrap_or(0);
-    let head = &head[..n];
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if kopt_ingest::rocprof::sniff(&first[..n], &name) {
+        return Ok(InputKind::Rocprof);
+    }
+    let head = &first[..n.min(64)];
     Ok(if head.starts_with(b"{\"t\":") {
         InputKind::KoptTrace
     } else if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')

@@ -63,6 +63,10 @@ pub const TARGETS: &[Target] = &[
         name: "run_folder",
         run: fuzz_run_folder,
     },
+    Target {
+        name: "rocprof",
+        run: fuzz_rocprof,
+    },
 ];
 
 pub fn target(name: &str) -> Option<Target> {
@@ -104,6 +108,35 @@ pub fn fuzz_ncu_csv(data: &[u8]) -> bool {
         return false;
     }
     downstream(kopt_ingest::merge_profile(files));
+    true
+}
+
+/// AMD profiler output (rocprofv3 / rocprof / rocprof-compute CSV, rocminfo
+/// text): up to four files of one run, each parsed, then merged with a
+/// timeline (as `kopt analyze` merges files) and without (a workload folder).
+pub fn fuzz_rocprof(data: &[u8]) -> bool {
+    let files: Vec<_> = split_files(data)
+        .into_iter()
+        .take(4)
+        .enumerate()
+        .filter_map(|(i, part)| {
+            let label = format!("fuzz{i}.csv");
+            kopt_ingest::parse_rocprof(part, &label)
+                .ok()
+                .map(|f| (label, f))
+        })
+        .collect();
+    if files.is_empty() {
+        return false;
+    }
+    let _ = kopt_ingest::rocprof::merge_rocprof(files.clone(), false);
+    let Ok(profile) = kopt_ingest::rocprof::merge_rocprof(files, true) else {
+        return true;
+    };
+    if let Some(t) = &profile.timeline {
+        timeline_consumers(t);
+    }
+    downstream(profile);
     true
 }
 

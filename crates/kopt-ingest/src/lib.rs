@@ -7,6 +7,7 @@ mod kineto_fast;
 pub mod kopt_trace;
 pub mod ncu;
 pub mod number;
+pub mod rocprof;
 pub mod tensor;
 pub mod tiered;
 pub mod units;
@@ -19,6 +20,9 @@ pub use error::{echo, one_line, IngestError};
 pub use kineto::{parse_kineto, KinetoTrace};
 pub use kopt_trace::{parse_kopt_trace, read_kopt_trace, read_kopt_trace_set, KoptTrace};
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
+pub use rocprof::{
+    is_rocprof_compute_dir, parse_rocprof, read_rocprof_compute_dir, read_rocprof_files, AmdFile,
+};
 pub use tiered::{merge_tiered, read_run_folder, TimingPass};
 
 /// The longest kernel (or activity) name kept, in bytes. Longer names are

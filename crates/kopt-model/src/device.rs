@@ -45,6 +45,35 @@ pub struct Device {
     /// adds it per kernel). Filled from [`crate::peaks`]'s table by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph_replay_ns_per_kernel: Option<f64>,
+    /// What an AMD Instinct GPU adds to the model (wavefronts, LDS, XCDs,
+    /// matrix peaks); `None` for NVIDIA devices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amd: Option<AmdDevice>,
+}
+
+/// The AMD-specific part of a device: what rocprof-compute's formulas need
+/// beyond CUs (`sm_count`) and the engine clock (`sm_clock_hz`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AmdDevice {
+    /// The name the profiler printed (`MI300X_A1`, `AMD Instinct MI250X/MI250`).
+    pub product: String,
+    /// The gfx target (`gfx90a`, `gfx942`, `gfx950`).
+    pub arch: Option<String>,
+    /// Threads per wavefront (64 on CDNA).
+    pub wave_size: u32,
+    /// LDS per CU, bytes.
+    pub lds_bytes_per_cu: Option<u64>,
+    pub max_waves_per_cu: Option<u32>,
+    /// Accelerator complex dies (8 on MI300X): GRBM_GUI_ACTIVE counts on each.
+    pub xcds: Option<u32>,
+    /// L2 channels over the whole device (128 on MI300X).
+    pub l2_channels: Option<u32>,
+    /// vL1D bytes per clock per CU (the cache line rocprof-compute counts: 64 on gfx90a, 128 on gfx942+).
+    pub vl1d_bytes_per_clock: Option<u32>,
+    /// Dense fp8 matrix peak, FLOP/s (MI300 series and later).
+    pub fp8_flops: Option<f64>,
+    /// Where the figures came from (file fields, datasheet).
+    pub source: String,
 }
 
 impl Device {
@@ -61,6 +90,7 @@ impl Device {
             peaks: Peaks::default(),
             peak_source: PeakSource::Unknown,
             graph_replay_ns_per_kernel: None,
+            amd: None,
         }
     }
 }

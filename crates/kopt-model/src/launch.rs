@@ -152,6 +152,33 @@ pub struct Metrics {
     pub shared_conflict_pct_from_rule: Option<f64>,
     /// Percent of global sectors that are excessive, from ncu's UncoalescedGlobalAccess rule.
     pub uncoalesced_excess_pct_from_rule: Option<f64>,
+    /// AMD: threads per wavefront as rocprof reports it (64 on CDNA); `None`
+    /// on NVIDIA. Its presence marks a launch as AMD's (HIP wording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wavefront_size: Option<f64>,
+    /// AMD: VALU utilisation, % (rocprof-compute: 100 x SQ_ACTIVE_INST_VALU / (GRBM_GUI_ACTIVE per XCD x CUs)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valu_pct: Option<f64>,
+    /// AMD: MFMA (matrix core) utilisation, % (100 x SQ_VALU_MFMA_BUSY_CYCLES / (GRBM_GUI_ACTIVE per XCD x CUs x 4)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mfma_pct: Option<f64>,
+    /// AMD: LDS utilisation, % (100 x SQ_LDS_IDX_ACTIVE / (GRBM_GUI_ACTIVE per XCD x CUs)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lds_pct: Option<f64>,
+    /// AMD: LDS bank conflicts per access (SQ_LDS_BANK_CONFLICT / (SQ_LDS_IDX_ACTIVE - SQ_LDS_BANK_CONFLICT)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lds_bank_conflicts_per_access: Option<f64>,
+    /// L2 hit rate, % (AMD: 100 x TCC_HIT / (TCC_HIT + TCC_MISS)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_hit_pct: Option<f64>,
+    /// FLOPs the launch executed, counted from instruction counters (AMD:
+    /// rocprof-compute's VALU FLOPs plus MFMA MOPs x 512).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops: Option<f64>,
+    /// The device's roofline ridge point, FLOP per DRAM byte (FP32 peak /
+    /// DRAM peak): a kernel left of it is memory bound on the roofline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ridge_flop_per_byte: Option<f64>,
 }
 
 /// One result of Nsight Compute's own rules (details page), kept so the

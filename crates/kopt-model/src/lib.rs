@@ -16,7 +16,7 @@ mod timeline;
 pub mod tune;
 
 pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
-pub use device::{Device, PeakSource, Peaks};
+pub use device::{AmdDevice, Device, PeakSource, Peaks};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
     IdleGap, KernelVerdict, NcuDisagreement, OpShare, OpSummary, PredictedSpeedup,
@@ -27,7 +27,10 @@ pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallRea
 pub use names::{
     clip_chars, format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name,
 };
-pub use peaks::{datasheet_peaks, graph_replay_ns_per_kernel, DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL};
+pub use peaks::{
+    amd_spec, datasheet_peaks, graph_replay_ns_per_kernel, AmdSpec, AMD_SPECS,
+    DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL,
+};
 pub use timeline::{
     range_family, ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Recorder, Timeline,
     KINETO_NS_PER_LAUNCH, KOPT_TRACER_NS_PER_LAUNCH,

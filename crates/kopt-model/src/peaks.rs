@@ -14,8 +14,214 @@ const DATASHEET: &[(&str, Peaks)] = &[
     ("A100 80GB", peaks(2.039e12, 19.5e12, 312.0e12)),
     ("A100", peaks(1.555e12, 19.5e12, 312.0e12)),
     ("L4", peaks(0.3e12, 30.3e12, 121.0e12)),
-    ("MI300X", peaks(5.3e12, 163.4e12, 1307.0e12)),
+    // AMD Instinct: one agent as rocprof sees it (an MI250X / MI250 is two
+    // GCDs, each its own agent with half the package's figures). Sources in
+    // AMD_SPECS below.
+    ("MI355X", peaks(8.0e12, 157.3e12, 2516.6e12)),
+    ("MI350X", peaks(8.0e12, 144.2e12, 2306.9e12)),
+    ("MI325X", peaks(6.0e12, 163.4e12, 1307.4e12)),
+    ("MI300X", peaks(5.3e12, 163.4e12, 1307.4e12)),
+    ("MI300A", peaks(5.3e12, 122.6e12, 980.6e12)),
+    ("MI250X", peaks(1.6384e12, 23.95e12, 191.5e12)),
+    ("MI250", peaks(1.6384e12, 22.65e12, 181.05e12)),
 ];
+
+/// One AMD Instinct part as one rocprof agent sees it. FP32 is AMD's
+/// "FP32 vector" figure (packed FP32 counted where AMD counts it: MI300
+/// series and later); matrix figures are dense (no sparsity).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AmdSpec {
+    /// Matched against the device name (most specific first).
+    pub key: &'static str,
+    pub name: &'static str,
+    pub arch: &'static str,
+    pub cus: u32,
+    pub max_sclk_mhz: f64,
+    pub hbm_bytes_per_s: f64,
+    pub fp32_vector_flops: f64,
+    /// bf16 / fp16 dense matrix (MFMA) peak.
+    pub bf16_matrix_flops: f64,
+    pub fp8_matrix_flops: Option<f64>,
+    pub lds_bytes_per_cu: u64,
+    pub l2_bytes: u64,
+    pub l2_channels: u32,
+    pub max_waves_per_cu: u32,
+    pub xcds: u32,
+    pub memory_bytes: u64,
+    /// vL1D bytes per clock per CU (rocprof-compute's cache-line factor).
+    pub vl1d_bytes_per_clock: u32,
+    pub source: &'static str,
+}
+
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
+const KIB: u64 = 1 << 10;
+
+/// The AMD device table (wave64 on all of them). Where a gfx target and CU
+/// count fit two parts (MI300X and MI325X), the first listed is taken.
+pub const AMD_SPECS: &[AmdSpec] = &[
+    AmdSpec {
+        key: "MI355X",
+        name: "AMD Instinct MI355X",
+        arch: "gfx950",
+        cus: 256,
+        max_sclk_mhz: 2400.0,
+        hbm_bytes_per_s: 8.0e12,
+        fp32_vector_flops: 157.3e12,
+        bf16_matrix_flops: 2516.6e12,
+        fp8_matrix_flops: Some(5033.2e12),
+        lds_bytes_per_cu: 160 * KIB,
+        l2_bytes: 32 * MIB,
+        l2_channels: 128,
+        max_waves_per_cu: 32,
+        xcds: 8,
+        memory_bytes: 288 * GIB,
+        vl1d_bytes_per_clock: 128,
+        source: "AMD Instinct MI355X product page / data sheet (2025); CDNA 4 white paper (160 KB LDS per CU, 4 MB L2 per XCD)",
+    },
+    AmdSpec {
+        key: "MI350X",
+        name: "AMD Instinct MI350X",
+        arch: "gfx950",
+        cus: 256,
+        max_sclk_mhz: 2200.0,
+        hbm_bytes_per_s: 8.0e12,
+        fp32_vector_flops: 144.2e12,
+        bf16_matrix_flops: 2306.9e12,
+        fp8_matrix_flops: Some(4613.7e12),
+        lds_bytes_per_cu: 160 * KIB,
+        l2_bytes: 32 * MIB,
+        l2_channels: 128,
+        max_waves_per_cu: 32,
+        xcds: 8,
+        memory_bytes: 288 * GIB,
+        vl1d_bytes_per_clock: 128,
+        source: "AMD Instinct MI350X product page / data sheet (2025); CDNA 4 white paper",
+    },
+    AmdSpec {
+        key: "MI300X",
+        name: "AMD Instinct MI300X",
+        arch: "gfx942",
+        cus: 304,
+        max_sclk_mhz: 2100.0,
+        hbm_bytes_per_s: 5.3e12,
+        fp32_vector_flops: 163.4e12,
+        bf16_matrix_flops: 1307.4e12,
+        fp8_matrix_flops: Some(2614.9e12),
+        lds_bytes_per_cu: 64 * KIB,
+        l2_bytes: 32 * MIB,
+        l2_channels: 128,
+        max_waves_per_cu: 32,
+        xcds: 8,
+        memory_bytes: 192 * GIB,
+        vl1d_bytes_per_clock: 128,
+        source: "AMD Instinct MI300X data sheet (2023); CDNA 3 white paper (4 MB L2 and 16 channels per XCD); rocprof-compute's sysinfo.csv for the vcopy fixture agrees (304 CUs, 2100 MHz, 5324.8 GB/s)",
+    },
+    AmdSpec {
+        key: "MI325X",
+        name: "AMD Instinct MI325X",
+        arch: "gfx942",
+        cus: 304,
+        max_sclk_mhz: 2100.0,
+        hbm_bytes_per_s: 6.0e12,
+        fp32_vector_flops: 163.4e12,
+        bf16_matrix_flops: 1307.4e12,
+        fp8_matrix_flops: Some(2614.9e12),
+        lds_bytes_per_cu: 64 * KIB,
+        l2_bytes: 32 * MIB,
+        l2_channels: 128,
+        max_waves_per_cu: 32,
+        xcds: 8,
+        memory_bytes: 256 * GIB,
+        vl1d_bytes_per_clock: 128,
+        source: "AMD Instinct MI325X product page / data sheet (2024); CDNA 3 white paper",
+    },
+    AmdSpec {
+        key: "MI300A",
+        name: "AMD Instinct MI300A",
+        arch: "gfx942",
+        cus: 228,
+        max_sclk_mhz: 2100.0,
+        hbm_bytes_per_s: 5.3e12,
+        fp32_vector_flops: 122.6e12,
+        bf16_matrix_flops: 980.6e12,
+        fp8_matrix_flops: Some(1961.2e12),
+        lds_bytes_per_cu: 64 * KIB,
+        l2_bytes: 24 * MIB,
+        l2_channels: 96,
+        max_waves_per_cu: 32,
+        xcds: 6,
+        memory_bytes: 128 * GIB,
+        vl1d_bytes_per_clock: 128,
+        source: "AMD Instinct MI300A data sheet (2023); CDNA 3 white paper",
+    },
+    AmdSpec {
+        key: "MI250X",
+        name: "AMD Instinct MI250X (one GCD)",
+        arch: "gfx90a",
+        cus: 110,
+        max_sclk_mhz: 1700.0,
+        hbm_bytes_per_s: 1.6384e12,
+        fp32_vector_flops: 23.95e12,
+        bf16_matrix_flops: 191.5e12,
+        fp8_matrix_flops: None,
+        lds_bytes_per_cu: 64 * KIB,
+        l2_bytes: 8 * MIB,
+        l2_channels: 32,
+        max_waves_per_cu: 32,
+        xcds: 1,
+        memory_bytes: 64 * GIB,
+        vl1d_bytes_per_clock: 64,
+        source: "AMD Instinct MI250X data sheet (per GCD: half of 47.9 TF FP32 vector, 383 TF bf16, 3.2768 TB/s); CDNA 2 white paper (8 MB L2, 32 channels per GCD)",
+    },
+    AmdSpec {
+        key: "MI250",
+        name: "AMD Instinct MI250 (one GCD)",
+        arch: "gfx90a",
+        cus: 104,
+        max_sclk_mhz: 1700.0,
+        hbm_bytes_per_s: 1.6384e12,
+        fp32_vector_flops: 22.65e12,
+        bf16_matrix_flops: 181.05e12,
+        fp8_matrix_flops: None,
+        lds_bytes_per_cu: 64 * KIB,
+        l2_bytes: 8 * MIB,
+        l2_channels: 32,
+        max_waves_per_cu: 32,
+        xcds: 1,
+        memory_bytes: 64 * GIB,
+        vl1d_bytes_per_clock: 64,
+        source: "AMD Instinct MI250 data sheet (per GCD: half of 45.3 TF FP32 vector, 362.1 TF bf16, 3.2768 TB/s); CDNA 2 white paper",
+    },
+];
+
+/// The AMD part a device name (or gfx target) and CU count describe. A
+/// name may name two parts (rocminfo's `AMD Instinct MI250X/MI250`): the CU
+/// count decides; a gfx target alone needs it.
+pub fn amd_spec(name: &str, cus: Option<u32>) -> Option<&'static AmdSpec> {
+    let upper = name.to_ascii_uppercase();
+    let by_name: Vec<&AmdSpec> = AMD_SPECS.iter().filter(|s| upper.contains(s.key)).collect();
+    let pick = |c: Vec<&'static AmdSpec>| match cus {
+        Some(n) => c
+            .iter()
+            .copied()
+            .find(|s| s.cus == n)
+            .or(c.first().copied()),
+        None => c.first().copied(),
+    };
+    if !by_name.is_empty() {
+        return pick(by_name);
+    }
+    let lower = name.to_ascii_lowercase();
+    let by_arch: Vec<&AmdSpec> = AMD_SPECS
+        .iter()
+        .filter(|s| lower.contains(s.arch))
+        .collect();
+    match cus {
+        Some(n) => by_arch.into_iter().find(|s| s.cus == n),
+        None => None,
+    }
+}
 
 const fn peaks(dram: f64, fp32: f64, tensor: f64) -> Peaks {
     Peaks {
@@ -219,6 +425,33 @@ mod tests {
             graph_replay_ns_per_kernel("NVIDIA L4"),
             (DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL, false)
         );
+    }
+
+    #[test]
+    fn amd_parts_resolve_by_name_and_cu_count() {
+        assert_eq!(amd_spec("MI300X_A1", Some(304)).unwrap().key, "MI300X");
+        assert_eq!(amd_spec("AMD Instinct MI300A", None).unwrap().cus, 228);
+        // rocminfo names both MI250 parts at once: the CU count decides.
+        let n = "AMD Instinct MI250X/MI250";
+        assert_eq!(amd_spec(n, Some(104)).unwrap().key, "MI250");
+        assert_eq!(amd_spec(n, Some(110)).unwrap().key, "MI250X");
+        assert_eq!(amd_spec("gfx942", Some(304)).unwrap().key, "MI300X");
+        assert_eq!(amd_spec("gfx942", None), None);
+        assert_eq!(amd_spec("NVIDIA H100", Some(132)), None);
+        for s in AMD_SPECS {
+            // FP32 vector: CUs x 64 lanes x 2 (FMA) x clock, doubled where
+            // AMD counts packed FP32 (MI300 series and later).
+            let plain = s.cus as f64 * 128.0 * s.max_sclk_mhz * 1e6;
+            let ratio = s.fp32_vector_flops / plain;
+            assert!(
+                (ratio - 1.0).abs() < 0.01 || (ratio - 2.0).abs() < 0.02,
+                "{}: {ratio}",
+                s.key
+            );
+            let (key, p) = datasheet_peaks(s.name).unwrap();
+            assert_eq!(key, s.key);
+            assert_eq!(p.dram_bytes_per_s, Some(s.hbm_bytes_per_s));
+        }
     }
 
     #[test]

@@ -1,0 +1,606 @@
+//! AMD Instinct profiler output: rocprofv3 CSV (kernel trace, counter
+//! collection in its long one-row-per-counter format, kernel stats, memory
+//! copy and HIP API traces, agent info), legacy rocprof v1 / v2 (results,
+//! `--stats`, `--pmc`), rocprof-compute workload folders (pmc_perf*.csv,
+//! SQ_*.csv, timestamps.csv, sysinfo.csv) and rocminfo text.
+//!
+//! Files of one run are merged into one [`Profile`]: counter passes are
+//! joined onto the kernel trace by kernel name and occurrence (the n-th
+//! dispatch of a kernel in one pass is its n-th in the others), so passes
+//! from separate runs of a deterministic workload line up.
+
+mod metrics;
+mod parse;
+mod table;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use kopt_model::{
+    ActivityKind, AmdDevice, ApiCall, Device, Dim3, GpuActivity, KernelLaunch, PeakSource, Profile,
+    Source, Timeline,
+};
+
+use crate::IngestError;
+
+/// A kernel-stats file alone is expanded to this many launches at most
+/// (one per call, each of the mean duration).
+pub const MAX_STATS_LAUNCHES: u64 = 10_000;
+
+/// One kernel dispatch as rocprof printed it; the grid is in work-items.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatch {
+    pub id: u64,
+    pub name: String,
+    pub name_cut: bool,
+    pub agent: Option<String>,
+    pub queue: Option<u64>,
+    pub stream: Option<u64>,
+    pub correlation: Option<u64>,
+    pub grid: [u64; 3],
+    pub workgroup: [u64; 3],
+    pub lds_bytes: Option<f64>,
+    pub scratch_bytes: Option<f64>,
+    pub arch_vgpr: Option<f64>,
+    pub accum_vgpr: Option<f64>,
+    pub sgpr: Option<f64>,
+    pub wave_size: Option<f64>,
+    pub start_ns: Option<i64>,
+    pub end_ns: Option<i64>,
+    /// Counter name and value, in the file's order.
+    pub counters: Vec<(String, f64)>,
+    /// The line the dispatch came from.
+    pub line: u64,
+}
+
+impl Dispatch {
+    pub fn counter(&self, name: &str) -> Option<f64> {
+        self.counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+
+    /// Per-instance counters (`TCC_HIT[3]`) summed into `TCC_HIT_sum` where
+    /// the file has no sum; level accumulations renamed by their pass
+    /// (SQ_ACCUM_PREV_HIRES means waves in the SQ_LEVEL_WAVES pass and
+    /// latency in SQ_INST_LEVEL_*), so passes merge without clashing.
+    pub(crate) fn finish_counters(&mut self) {
+        let mut sums: Vec<(String, f64)> = Vec::new();
+        for (name, v) in &self.counters {
+            if let Some((base, rest)) = name.split_once('[') {
+                if rest.ends_with(']') {
+                    let key = format!("{base}_sum");
+                    match sums.iter_mut().find(|(n, _)| *n == key) {
+                        Some((_, s)) => *s += v,
+                        None => sums.push((key, *v)),
+                    }
+                }
+            }
+        }
+        for (k, v) in sums {
+            if self.counter(&k).is_none() {
+                self.counters.push((k, v));
+            }
+        }
+        let level = self
+            .counters
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .find(|n| {
+                *n == "SQ_LEVEL_WAVES" || n.starts_with("SQ_INST_LEVEL_") || *n == "SQ_IFETCH_LEVEL"
+            })
+            .map(str::to_string);
+        if let Some(level) = level {
+            for (n, _) in &mut self.counters {
+                if n == "SQ_ACCUM_PREV_HIRES" || n == "GRBM_GUI_ACTIVE" {
+                    *n = format!("{n}@{level}");
+                }
+            }
+        }
+    }
+
+    fn function(&self) -> String {
+        kopt_model::kernel_function_name(&self.name)
+    }
+}
+
+/// One row of a kernel-stats file (`*_kernel_stats.csv`, `results.stats.csv`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelStat {
+    pub name: String,
+    pub calls: u64,
+    pub total_ns: f64,
+}
+
+/// A GPU agent as agent_info.csv, sysinfo.csv or rocminfo describe it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentInfo {
+    pub product: String,
+    pub arch: Option<String>,
+    pub node: Option<String>,
+    pub cus: Option<u32>,
+    pub sclk_mhz: Option<f64>,
+    pub mclk_mhz: Option<f64>,
+    pub wave_size: Option<u32>,
+    pub lds_bytes_per_cu: Option<u64>,
+    pub max_waves_per_cu: Option<u32>,
+    pub xcds: Option<u32>,
+    pub l2_channels: Option<u32>,
+    pub l2_bytes: Option<u64>,
+    pub hbm_bytes_per_s: Option<f64>,
+    pub memory_bytes: Option<u64>,
+    pub source: String,
+}
+
+/// What one AMD file holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AmdFile {
+    /// Per-dispatch rows, with the flavour they came in.
+    Dispatches(&'static str, Vec<Dispatch>),
+    Stats(Vec<KernelStat>),
+    Copies(Vec<GpuActivity>),
+    Api(Vec<ApiCall>),
+    Agents(Vec<AgentInfo>),
+}
+
+impl AmdFile {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            AmdFile::Dispatches(f, _) => f,
+            AmdFile::Stats(_) => "rocprof kernel stats",
+            AmdFile::Copies(_) => "rocprofv3 memory copy trace",
+            AmdFile::Api(_) => "rocprofv3 HIP API trace",
+            AmdFile::Agents(_) => "AMD agent info",
+        }
+    }
+}
+
+/// Does the start of a file look like rocprof output kopt reads? (`head`:
+/// the first bytes; `name`: the file name.)
+pub fn sniff(head: &[u8], name: &str) -> bool {
+    if head.starts_with(b"SQLite format 3\0") {
+        return name.ends_with(".db");
+    }
+    let text = String::from_utf8_lossy(head);
+    if text.starts_with("CMD: rocminfo") || text.contains("HSA System Attributes") {
+        return true;
+    }
+    let first = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .next()
+        .unwrap_or("");
+    let has = |c: &str| first.contains(c);
+    has("Kernel_Name")
+        || has("KernelName")
+        || has("Counter_Name")
+        || (has("Agent_Type") && has("Cu_Count"))
+        || (has("gpu_model") && has("gpu_arch"))
+        || (has("Function") && has("Start_Timestamp"))
+        || (has("Direction") && has("Start_Timestamp"))
+        || (has("\"Name\"") && has("Calls") && has("TotalDurationNs"))
+}
+
+/// Parse one AMD file's bytes (CSV of any flavour, or rocminfo text).
+pub fn parse_rocprof(bytes: &[u8], label: &str) -> Result<AmdFile, IngestError> {
+    let head = &bytes[..bytes.len().min(4096)];
+    let text = String::from_utf8_lossy(head);
+    if text.starts_with("CMD: rocminfo") || text.contains("HSA System Attributes") {
+        let all = String::from_utf8_lossy(bytes);
+        return match parse::rocminfo(&all) {
+            Some(a) => Ok(AmdFile::Agents(vec![a])),
+            None => Err(IngestError::format(
+                label,
+                "rocminfo output without a GPU agent",
+            )),
+        };
+    }
+    parse::parse_csv(bytes, label)
+}
+
+/// Read, parse and merge AMD files of one run.
+pub fn read_rocprof_files(paths: &[PathBuf]) -> Result<Profile, IngestError> {
+    let mut files = Vec::new();
+    for p in paths {
+        let label = p.display().to_string();
+        let bytes = crate::read_regular(p, &label)?;
+        files.push((label.clone(), parse_rocprof(&bytes, &label)?));
+    }
+    merge_rocprof(files, true)
+}
+
+/// Is `dir` a rocprof-compute (Omniperf) workload folder?
+pub fn is_rocprof_compute_dir(dir: &Path) -> bool {
+    compute_files(dir).is_ok_and(|f| f.iter().any(|p| file_name(p).starts_with("pmc_perf")))
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The files of a workload folder kopt reads, pmc_perf first.
+fn compute_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = file_name(p);
+            n.ends_with(".csv")
+                && (n.starts_with("pmc_perf")
+                    || n.starts_with("SQ_")
+                    || n == "timestamps.csv"
+                    || n == "sysinfo.csv")
+        })
+        .collect();
+    out.sort_by_key(|p| {
+        let n = file_name(p);
+        (!n.starts_with("pmc_perf"), n != "timestamps.csv", n)
+    });
+    Ok(out)
+}
+
+/// Read a rocprof-compute workload folder: pmc_perf*.csv, the SQ_*.csv
+/// level passes, timestamps.csv and sysinfo.csv. Its dispatches ran
+/// serialised under counter collection, so no timeline is built.
+pub fn read_rocprof_compute_dir(dir: &Path) -> Result<Profile, IngestError> {
+    let label = dir.display().to_string();
+    let paths = compute_files(dir).map_err(|source| IngestError::Io {
+        path: label.clone(),
+        source,
+    })?;
+    if !paths.iter().any(|p| file_name(p).starts_with("pmc_perf")) {
+        return Err(IngestError::format(
+            &label,
+            "not a rocprof-compute workload folder (no pmc_perf*.csv)",
+        ));
+    }
+    let mut files = Vec::new();
+    for p in &paths {
+        let l = p.display().to_string();
+        let bytes = crate::read_regular(p, &l)?;
+        files.push((l.clone(), parse::parse_csv(&bytes, &l)?));
+    }
+    merge_rocprof(files, false)
+}
+
+/// The device the agents describe (the first GPU agent), with the table's
+/// figures for what the files leave out.
+pub fn amd_device(agent: Option<&AgentInfo>) -> Device {
+    let Some(a) = agent else {
+        let mut d = Device::unknown();
+        d.name =
+            "unknown GPU (AMD; no agent_info.csv, sysinfo.csv or rocminfo among the inputs)".into();
+        d.amd = Some(AmdDevice {
+            product: String::new(),
+            wave_size: 64,
+            source: "no device description in the inputs".into(),
+            ..AmdDevice::default()
+        });
+        return d;
+    };
+    let spec = kopt_model::amd_spec(&a.product, a.cus)
+        .or_else(|| kopt_model::amd_spec(a.arch.as_deref().unwrap_or(""), a.cus));
+    let mut d = Device::unknown();
+    d.name = match (spec, a.product.is_empty()) {
+        (Some(s), _) => s.name.to_string(),
+        (None, false) => a.product.clone(),
+        (None, true) => format!(
+            "AMD GPU ({})",
+            a.arch.as_deref().unwrap_or("unknown gfx target")
+        ),
+    };
+    d.sm_count = a.cus.or(spec.map(|s| s.cus));
+    d.sm_clock_hz = a
+        .sclk_mhz
+        .filter(|v| *v > 0.0)
+        .or(spec.map(|s| s.max_sclk_mhz))
+        .map(|mhz| mhz * 1e6);
+    d.mem_clock_hz = None;
+    d.l2_bytes = a.l2_bytes.or(spec.map(|s| s.l2_bytes));
+    d.memory_bytes = a.memory_bytes.or(spec.map(|s| s.memory_bytes));
+    d.resolve_peaks();
+    if let Some(bw) = a.hbm_bytes_per_s.filter(|v| *v > 0.0) {
+        d.peaks.dram_bytes_per_s = Some(bw);
+        d.peak_source = PeakSource::DeviceAttributes;
+    }
+    let from = |file: bool| {
+        if file {
+            a.source.as_str()
+        } else {
+            "kopt's AMD table"
+        }
+    };
+    d.amd = Some(AmdDevice {
+        product: a.product.clone(),
+        arch: a.arch.clone().or(spec.map(|s| s.arch.to_string())),
+        wave_size: a.wave_size.unwrap_or(64),
+        lds_bytes_per_cu: a.lds_bytes_per_cu.or(spec.map(|s| s.lds_bytes_per_cu)),
+        max_waves_per_cu: a.max_waves_per_cu.or(spec.map(|s| s.max_waves_per_cu)),
+        xcds: a.xcds.or(spec.map(|s| s.xcds)),
+        l2_channels: a.l2_channels.or(spec.map(|s| s.l2_channels)),
+        vl1d_bytes_per_clock: spec
+            .map(|s| s.vl1d_bytes_per_clock)
+            .or(match a.arch.as_deref() {
+                Some("gfx90a") | Some("gfx908") => Some(64),
+                Some(_) => Some(128),
+                None => None,
+            }),
+        fp8_flops: spec.and_then(|s| s.fp8_matrix_flops),
+        source: format!(
+            "{} (CUs, clock{}); peaks and the rest from {}",
+            from(true),
+            if a.hbm_bytes_per_s.is_some() {
+                ", HBM bandwidth"
+            } else {
+                ""
+            },
+            spec.map_or("nowhere (part not in kopt's AMD table)".to_string(), |s| {
+                format!("{}: {}", from(false), s.source)
+            })
+        ),
+    });
+    d
+}
+
+/// Dispatches joined by kernel name and occurrence.
+fn occurrence_keys(ds: &[Dispatch]) -> Vec<(String, usize)> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    ds.iter()
+        .map(|d| {
+            let f = d.function();
+            let n = seen.entry(f.clone()).or_insert(0);
+            *n += 1;
+            (f, *n - 1)
+        })
+        .collect()
+}
+
+/// Merge parsed AMD files into one profile. `timeline`: build the timeline
+/// from a kernel trace (false for counter-replay captures).
+pub fn merge_rocprof(
+    files: Vec<(String, AmdFile)>,
+    timeline: bool,
+) -> Result<Profile, IngestError> {
+    let mut agents: Vec<AgentInfo> = Vec::new();
+    let mut traces: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
+    let mut counted: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
+    let mut stats: Vec<(String, Vec<KernelStat>)> = Vec::new();
+    let mut copies = Vec::new();
+    let mut api = Vec::new();
+    let mut sources = Vec::new();
+    let mut source = |path: &str, format: String, launches: usize| {
+        sources.push(Source {
+            path: path.to_string(),
+            format,
+            launches,
+        })
+    };
+    for (label, f) in files {
+        let what = f.describe();
+        match f {
+            AmdFile::Dispatches(flavor, ds) => {
+                if ds.iter().all(|d| d.counters.is_empty()) {
+                    traces.push((label, flavor, ds));
+                } else {
+                    counted.push((label, flavor, ds));
+                }
+            }
+            AmdFile::Stats(s) => stats.push((label, s)),
+            AmdFile::Copies(c) => {
+                source(&label, what.to_string(), 0);
+                copies.extend(c);
+            }
+            AmdFile::Api(a) => {
+                source(&label, what.to_string(), 0);
+                api.extend(a);
+            }
+            AmdFile::Agents(a) => {
+                source(
+                    &label,
+                    format!(
+                        "{what} ({})",
+                        a.first().map_or("no GPU agent", |a| a.source.as_str())
+                    ),
+                    0,
+                );
+                agents.extend(a);
+            }
+        }
+    }
+    let device = amd_device(agents.first());
+    let model = metrics::Model::of(&device);
+
+    // The base: the kernel trace where there is one (timestamps not
+    // stretched by counter replay), else the first counter pass.
+    let trace_based = traces
+        .iter()
+        .any(|(_, _, ds)| ds.iter().any(|d| d.start_ns.is_some()));
+    let mut base: Vec<Dispatch> = Vec::new();
+    let mut base_rest: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
+    if trace_based {
+        for (label, flavor, ds) in traces {
+            source(&label, flavor.to_string(), ds.len());
+            base.extend(ds);
+        }
+    } else {
+        base_rest = traces;
+        if !counted.is_empty() {
+            let (label, flavor, ds) = counted.remove(0);
+            source(&label, flavor.to_string(), ds.len());
+            base = ds;
+        }
+    }
+    let keys = occurrence_keys(&base);
+    let index: HashMap<(String, usize), usize> =
+        keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
+    // Counter passes (and, for a counter base, timestamp-only files) joined on.
+    for (label, flavor, ds) in counted.into_iter().chain(base_rest) {
+        let mut joined = 0usize;
+        for (d, key) in ds.iter().zip(occurrence_keys(&ds)) {
+            let Some(&i) = index.get(&key) else { continue };
+            joined += 1;
+            let b = &mut base[i];
+            for (n, v) in &d.counters {
+                if b.counter(n).is_none() {
+                    b.counters.push((n.clone(), *v));
+                }
+            }
+            if b.start_ns.is_none() && d.start_ns.is_some() {
+                b.start_ns = d.start_ns;
+                b.end_ns = d.end_ns;
+            }
+        }
+        let note = if joined < ds.len() {
+            format!(
+                "{flavor}; joined onto the dispatches of the base file: {joined} of {} ({} with no matching kernel occurrence left out)",
+                ds.len(),
+                ds.len() - joined
+            )
+        } else {
+            format!("{flavor}; joined onto the dispatches of the base file")
+        };
+        source(&label, note, 0);
+    }
+
+    let mut launches: Vec<KernelLaunch> = base
+        .iter()
+        .map(|d| {
+            let wg = metrics::workgroups(d);
+            let dim = |v: [u64; 3]| Dim3 {
+                x: v[0].min(u32::MAX as u64) as u32,
+                y: v[1].min(u32::MAX as u64) as u32,
+                z: v[2].min(u32::MAX as u64) as u32,
+            };
+            KernelLaunch {
+                id: d.id,
+                name: d.name.clone(),
+                grid: dim(wg),
+                block: dim(d.workgroup),
+                stream: d.stream.or(d.queue),
+                metrics: metrics::metrics(d, &model),
+                ncu_rules: Vec::new(),
+            }
+        })
+        .collect();
+
+    let mut tl = None;
+    if timeline && trace_based {
+        let mut activities: Vec<GpuActivity> = base
+            .iter()
+            .zip(&launches)
+            .filter_map(|(d, l)| {
+                Some(GpuActivity {
+                    kind: ActivityKind::Kernel,
+                    name: d.name.clone(),
+                    start_ns: d.start_ns?,
+                    end_ns: d.end_ns?.max(d.start_ns?),
+                    device: d
+                        .agent
+                        .as_deref()
+                        .map_or(0, |a| a.trim_start_matches("Agent ").parse().unwrap_or(0)),
+                    stream: d.stream.or(d.queue).unwrap_or(0),
+                    correlation: d.correlation.unwrap_or(d.id),
+                    grid: Some(l.grid),
+                    block: Some(l.block),
+                    bytes: None,
+                })
+            })
+            .collect();
+        activities.extend(copies);
+        activities.sort_by_key(|a| a.start_ns);
+        api.sort_by_key(|c| c.start_ns);
+        tl = Some(Timeline {
+            activities,
+            api_calls: api,
+            device_name: Some(device.name.clone()),
+            sm_count: device.sm_count,
+            whole_program: false,
+            ..Timeline::default()
+        });
+    }
+
+    // Stats only where no dispatch file gives the launches one by one.
+    for (label, s) in stats {
+        if !launches.is_empty() {
+            source(
+                &label,
+                "rocprof kernel stats (summary; the per-dispatch file gives the launches)".into(),
+                0,
+            );
+            continue;
+        }
+        let calls: u64 = s.iter().map(|k| k.calls).fold(0u64, u64::saturating_add);
+        if calls > MAX_STATS_LAUNCHES {
+            return Err(IngestError::format(
+                &label,
+                format!(
+                    "kernel stats for {calls} calls: kopt expands a stats file alone into at most {MAX_STATS_LAUNCHES} launches; give the per-dispatch kernel trace (*_kernel_trace.csv, results.csv) instead"
+                ),
+            ));
+        }
+        let before = launches.len();
+        for k in &s {
+            let mean = if k.calls > 0 {
+                k.total_ns / k.calls as f64
+            } else {
+                0.0
+            };
+            for _ in 0..k.calls {
+                launches.push(KernelLaunch {
+                    id: launches.len() as u64,
+                    name: k.name.clone(),
+                    grid: Dim3::default(),
+                    block: Dim3::default(),
+                    stream: None,
+                    metrics: kopt_model::Metrics {
+                        duration_ns: Some(mean),
+                        sm_count: device.sm_count.map(f64::from),
+                        wavefront_size: Some(64.0),
+                        ..Default::default()
+                    },
+                    ncu_rules: Vec::new(),
+                });
+            }
+        }
+        source(
+            &label,
+            "rocprof kernel stats (each call at the kernel's mean duration; no grid, no counters)"
+                .into(),
+            launches.len() - before,
+        );
+    }
+    if launches.iter().all(|l| l.metrics.duration_ns.is_none())
+        && tl.as_ref().is_none_or(|t| t.activities.is_empty())
+    {
+        // The file the dispatches came from, else every input.
+        let label = match sources.iter().find(|s| s.launches > 0) {
+            Some(s) => s.path.clone(),
+            None => sources
+                .iter()
+                .map(|s| s.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let why = if launches.is_empty() {
+            "no kernel dispatches"
+        } else {
+            "no dispatch with usable timestamps (End_Timestamp after Start_Timestamp; rounded or hand-edited timestamps leave none)"
+        };
+        return Err(IngestError::format(&label, why.to_string()));
+    }
+    // Launch ids unique within the profile.
+    let mut seen = std::collections::HashSet::new();
+    if !launches.iter().all(|l| seen.insert(l.id)) {
+        for (i, l) in launches.iter_mut().enumerate() {
+            l.id = i as u64;
+        }
+    }
+    Ok(Profile {
+        device,
+        launches,
+        sources,
+        timeline: tl,
+    })
+}
