@@ -406,6 +406,7 @@ fn render(
         "bench" => kopt_report::render_bench(&parse(report_json, "bench report")?, f),
         "compare" => kopt_report::render_compare(&parse(report_json, "compare report")?, f),
         "optimize" => kopt_report::render_optimize(&parse(report_json, "optimize report")?, f),
+        "tune" => kopt_report::render_tune(&parse(report_json, "tune report")?, f),
         other => {
             return Err(UsageError::new_err(format!(
                 "kind {other:?} is not one of diagnosis, bench, compare, optimize"
@@ -532,6 +533,246 @@ fn optimize_harness_source() -> &'static str {
     kopt_engine::module_script::optimize_harness_source()
 }
 
+/// An executor whose trials run wherever the Python callables send them
+/// (`kopt.tune(executor="ray")`): `run_trials(jobs_json) -> [outcome_json]`,
+/// `run_final(job_json) -> report_json`.
+struct PyExecutor {
+    run_trials: Py<PyAny>,
+    run_final: Py<PyAny>,
+    device: (Option<String>, Option<String>),
+}
+
+impl kopt_engine::Executor for PyExecutor {
+    fn gpus(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn device(&self) -> (Option<String>, Option<String>) {
+        self.device.clone()
+    }
+
+    fn run_trials(
+        &self,
+        jobs: Vec<kopt_engine::tune::TrialJob>,
+        done: &mut dyn FnMut(kopt_engine::tune::TrialOutcome),
+    ) -> kopt_engine::Result<()> {
+        let jobs = serde_json::to_string(&jobs)
+            .map_err(|e| kopt_engine::Error::Usage(format!("cannot serialise the jobs: {e}")))?;
+        let outcomes: Vec<String> = Python::attach(|py| {
+            self.run_trials
+                .call1(py, (jobs,))
+                .and_then(|r| r.extract::<Vec<String>>(py))
+        })
+        .map_err(|e| kopt_engine::Error::WorkloadFailed(format!("the executor failed: {e}")))?;
+        for o in outcomes {
+            let o = serde_json::from_str(&o).map_err(|e| {
+                kopt_engine::Error::WorkloadFailed(format!("a trial's outcome cannot be read: {e}"))
+            })?;
+            done(o);
+        }
+        Ok(())
+    }
+
+    fn run_final(
+        &self,
+        job: &kopt_engine::tune::FinalJob,
+    ) -> kopt_engine::Result<kopt_model::BenchReport> {
+        let job = serde_json::to_string(job)
+            .map_err(|e| kopt_engine::Error::Usage(format!("cannot serialise the job: {e}")))?;
+        let report: String = Python::attach(|py| {
+            self.run_final
+                .call1(py, (job,))
+                .and_then(|r| r.extract::<String>(py))
+        })
+        .map_err(|e| kopt_engine::Error::WorkloadFailed(format!("the executor failed: {e}")))?;
+        serde_json::from_str(&report).map_err(|e| {
+            kopt_engine::Error::WorkloadFailed(format!("the final comparison cannot be read: {e}"))
+        })
+    }
+}
+
+/// A parameter sweep (`kopt tune`); returns the report as JSON. With
+/// `run_trials` and `run_final` the trials go through those callables
+/// (Ray); else one worker per GPU of this host.
+#[pyfunction]
+#[pyo3(signature = (template, params, *, constraints=Vec::new(), strategy=None, trials=None, baseline=None, key=None, fresh=false, gpus=None, top=3, threshold=0.05, noise=0.01, warmup=1, min_samples=10, min_time=0.5, max_time=10.0, noise_target=0.005, seed=42, timing="auto", range=None, tracer=None, check=None, tol=None, db=None, run_trials=None, run_final=None, device=None, driver=None))]
+#[allow(clippy::too_many_arguments)]
+fn tune(
+    py: Python<'_>,
+    template: String,
+    params: Vec<(String, String)>,
+    constraints: Vec<String>,
+    strategy: Option<String>,
+    trials: Option<usize>,
+    baseline: Option<String>,
+    key: Option<String>,
+    fresh: bool,
+    gpus: Option<Vec<String>>,
+    top: usize,
+    threshold: f64,
+    noise: f64,
+    warmup: u32,
+    min_samples: usize,
+    min_time: f64,
+    max_time: f64,
+    noise_target: f64,
+    seed: u64,
+    timing: &str,
+    range: Option<String>,
+    tracer: Option<PathBuf>,
+    check: Option<PathBuf>,
+    tol: Option<f64>,
+    db: Option<PathBuf>,
+    run_trials: Option<Py<PyAny>>,
+    run_final: Option<Py<PyAny>>,
+    device: Option<String>,
+    driver: Option<String>,
+) -> PyResult<String> {
+    use kopt_engine::tune::space;
+    let params = params
+        .iter()
+        .map(|(n, v)| space::parse_param(&format!("{n}={v}")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(engine_err)?;
+    let space = space::Space::new(params, &constraints).map_err(engine_err)?;
+    let mut req = kopt_engine::TuneRequest::new(template, space);
+    req.strategy = match strategy.as_deref() {
+        None => None,
+        Some("grid") => Some(kopt_engine::Strategy::Grid),
+        Some("random") => Some(kopt_engine::Strategy::Random),
+        Some("halving") => Some(kopt_engine::Strategy::Halving),
+        Some(other) => {
+            return Err(UsageError::new_err(format!(
+                "strategy {other:?} is not one of grid, random, halving"
+            )))
+        }
+    };
+    req.trials = trials;
+    req.baseline = baseline
+        .as_deref()
+        .map(space::parse_assignment)
+        .transpose()
+        .map_err(engine_err)?;
+    req.key = key;
+    req.fresh = fresh;
+    req.gpus = gpus;
+    req.top = top;
+    req.threshold = threshold;
+    req.noise = noise;
+    req.warmup = warmup;
+    req.stop.min_samples = min_samples;
+    req.stop.min_time_s = min_time;
+    req.stop.max_time_s = max_time;
+    req.stop.noise_target = noise_target;
+    req.seed = seed;
+    req.timing = timing_choice(timing)?;
+    req.range = range;
+    req.tracer = tracer;
+    req.check = check;
+    req.tol = tol;
+    if let Some(db) = db {
+        req.db = db;
+    }
+    req.validate().map_err(engine_err)?;
+    let r = match (run_trials, run_final) {
+        (Some(run_trials), Some(run_final)) => {
+            let device = match device {
+                Some(d) => (Some(d), driver),
+                None => kopt_engine::tune::query_device(None),
+            };
+            let exec = PyExecutor {
+                run_trials,
+                run_final,
+                device,
+            };
+            let r = py
+                .detach(|| kopt_engine::tune_with(&req, &exec, &StderrProgress))
+                .map_err(engine_err)?;
+            kopt_engine::tune::record(&req, &r, &StderrProgress);
+            r
+        }
+        (None, None) => py
+            .detach(|| kopt_engine::tune(&req, &StderrProgress))
+            .map_err(engine_err)?,
+        _ => {
+            return Err(UsageError::new_err(
+                "give both run_trials and run_final, or neither",
+            ))
+        }
+    };
+    json(&r)
+}
+
+fn timing_choice(timing: &str) -> PyResult<TimingChoice> {
+    Ok(match timing {
+        "auto" => TimingChoice::Auto,
+        "gpu" => TimingChoice::Gpu,
+        "reported" => TimingChoice::Reported,
+        "wall" => TimingChoice::Wall,
+        other => {
+            return Err(UsageError::new_err(format!(
+                "timing {other:?} is not one of auto, gpu, reported, wall"
+            )))
+        }
+    })
+}
+
+/// One trial job (JSON) measured here, with real processes: what a Ray
+/// task runs on its worker. Returns the outcome as JSON.
+#[pyfunction]
+#[pyo3(signature = (job, *, gpu=None, scratch=None))]
+fn tune_run_trial(
+    py: Python<'_>,
+    job: &str,
+    gpu: Option<String>,
+    scratch: Option<PathBuf>,
+) -> PyResult<String> {
+    let job: kopt_engine::tune::TrialJob = parse(job, "trial job")?;
+    let own = scratch.is_none();
+    let dir = scratch.unwrap_or_else(|| scratch_dir("trial"));
+    let out = py.detach(|| {
+        let mut sampler = kopt_engine::bench::ProcessSampler::new(job.timing.tracer.clone())?;
+        Ok::<_, kopt_engine::Error>(kopt_engine::tune::run_trial_job(
+            &job,
+            &mut sampler,
+            gpu.as_deref(),
+            &dir,
+        ))
+    });
+    // The driver reads a kept check output: then the folder outlives this call.
+    if own && job.check.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    json(&out.map_err(engine_err)?)
+}
+
+/// The final comparison job (JSON) timed here; returns the bench report as JSON.
+#[pyfunction]
+#[pyo3(signature = (job, *, gpu=None))]
+fn tune_run_final(py: Python<'_>, job: &str, gpu: Option<String>) -> PyResult<String> {
+    let job: kopt_engine::tune::FinalJob = parse(job, "final job")?;
+    let dir = scratch_dir("final");
+    let r = py.detach(|| {
+        let mut sampler = kopt_engine::bench::ProcessSampler::new(job.timing.tracer.clone())?;
+        kopt_engine::tune::run_final_job(&job, &mut sampler, gpu.as_deref(), &dir)
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    json(&r.map_err(engine_err)?)
+}
+
+/// A fresh folder under the temporary directory for one job.
+fn scratch_dir(what: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    std::env::temp_dir().join(format!(
+        "kopt-tune-{what}-{}-{nanos}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ))
+}
+
 /// The `kopt` command line (the console script); returns its exit code.
 #[pyfunction]
 fn cli_main(py: Python<'_>, args: Vec<String>) -> u8 {
@@ -559,6 +800,9 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_script, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(tune, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_run_trial, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_run_final, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_choose, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_conclude, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_harness_source, m)?)?;

@@ -38,6 +38,8 @@ _LAZY = {
     "CandidateResult": "._optimize",
     "OptimizeResult": "._optimize",
     "optimize": "._optimize",
+    "TuneResult": "._tune",
+    "tune": "._tune",
 }
 
 
@@ -69,6 +71,7 @@ __all__ = [
     "Recommendation",
     "TensorResult",
     "Timeline",
+    "TuneResult",
     "ToolMissing",
     "UsageError",
     "VariantResult",
@@ -80,4 +83,5 @@ __all__ = [
     "optimize",
     "profile_module",
     "trace",
+    "tune",
 ]

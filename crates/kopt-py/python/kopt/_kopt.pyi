@@ -1,6 +1,6 @@
 """Type stubs of kopt's native module (the engine, in-process)."""
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 __version__: str
 
@@ -114,3 +114,36 @@ def optimize_conclude(
     db: Optional[str] = None,
 ) -> str: ...
 def optimize_harness_source() -> str: ...
+def tune(
+    template: str,
+    params: Sequence[Tuple[str, str]],
+    *,
+    constraints: Sequence[str] = ...,
+    strategy: Optional[str] = None,
+    trials: Optional[int] = None,
+    baseline: Optional[str] = None,
+    key: Optional[str] = None,
+    fresh: bool = False,
+    gpus: Optional[Sequence[str]] = None,
+    top: int = 3,
+    threshold: float = 0.05,
+    noise: float = 0.01,
+    warmup: int = 1,
+    min_samples: int = 10,
+    min_time: float = 0.5,
+    max_time: float = 10.0,
+    noise_target: float = 0.005,
+    seed: int = 42,
+    timing: str = "auto",
+    range: Optional[str] = None,
+    tracer: Optional[str] = None,
+    check: Optional[str] = None,
+    tol: Optional[float] = None,
+    db: Optional[str] = None,
+    run_trials: Optional[Callable[[str], List[str]]] = None,
+    run_final: Optional[Callable[[str], str]] = None,
+    device: Optional[str] = None,
+    driver: Optional[str] = None,
+) -> str: ...
+def tune_run_trial(job: str, *, gpu: Optional[str] = None, scratch: Optional[str] = None) -> str: ...
+def tune_run_final(job: str, *, gpu: Optional[str] = None) -> str: ...
