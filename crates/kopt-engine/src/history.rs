@@ -172,3 +172,217 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
         rows,
     })
 }
+
+/// One prediction checked by a measurement: `kopt optimize` predicts a
+/// candidate's speed-up from the diagnosis, then measures it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CalibrationPoint {
+    /// The recommendation whose model made the prediction.
+    pub rule: String,
+    pub predicted: f64,
+    pub measured: f64,
+    pub run: i64,
+}
+
+/// measured / predicted for one rule, over the runs that checked it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleCalibration {
+    pub rule: String,
+    pub points: usize,
+    /// Median of measured / predicted (1 = the model was right; below 1 it
+    /// predicted too much).
+    pub median_ratio: f64,
+    pub min_ratio: f64,
+    pub max_ratio: f64,
+}
+
+/// Calibrations quoted in reports only from this many points on.
+pub const CALIBRATION_MIN_POINTS: usize = 3;
+
+/// The recommendation a candidate's prediction comes from.
+fn rule_of(candidate: &str) -> Option<&'static str> {
+    match candidate {
+        // Every graph form is predicted by the graph-capture model.
+        "graph" | "compile_reduce_overhead" | "compile_max_autotune_graph" => {
+            Some("capture_cuda_graph")
+        }
+        _ => None,
+    }
+}
+
+/// Every checked prediction in the history (optimize runs: a candidate
+/// that ran, passed its correctness check and carried a prediction).
+pub fn calibration_points(db: &Path) -> Result<Vec<CalibrationPoint>> {
+    let h = History::open_existing(db)?;
+    let mut points = Vec::new();
+    for row in h.list(usize::MAX)? {
+        let StoredReport::Optimize(r) = StoredReport::of(&row) else {
+            continue;
+        };
+        for c in &r.candidates {
+            let (Some(rule), Some(predicted), Some(measured)) =
+                (rule_of(&c.name), c.predicted_speedup, c.measured_speedup)
+            else {
+                continue;
+            };
+            if c.correctness.as_ref().is_some_and(|k| k.passed) && predicted > 0.0 {
+                points.push(CalibrationPoint {
+                    rule: rule.into(),
+                    predicted,
+                    measured,
+                    run: row.id,
+                });
+            }
+        }
+    }
+    Ok(points)
+}
+
+/// The points grouped per rule.
+pub fn calibration(db: &Path) -> Result<Vec<RuleCalibration>> {
+    let mut by_rule: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for p in calibration_points(db)? {
+        by_rule
+            .entry(p.rule)
+            .or_default()
+            .push(p.measured / p.predicted);
+    }
+    Ok(by_rule
+        .into_iter()
+        .map(|(rule, mut r)| {
+            r.sort_by(f64::total_cmp);
+            RuleCalibration {
+                rule,
+                points: r.len(),
+                median_ratio: r[r.len() / 2],
+                min_ratio: r[0],
+                max_ratio: r[r.len() - 1],
+            }
+        })
+        .collect())
+}
+
+/// Quote each rule's calibration (from `CALIBRATION_MIN_POINTS` points on)
+/// in the recommendations it applies to. A missing history changes nothing.
+pub fn apply_calibration(d: &mut kopt_model::Diagnosis, db: &Path) {
+    let Ok(cal) = calibration(db) else {
+        return;
+    };
+    for c in cal.iter().filter(|c| c.points >= CALIBRATION_MIN_POINTS) {
+        for r in d.recommendations.iter_mut().filter(|r| r.id == c.rule) {
+            let text = format!(
+                " Calibration: measured / predicted was {:.2} (median of {} kopt optimize runs in the history, {:.2} to {:.2}).",
+                c.median_ratio, c.points, c.min_ratio, c.max_ratio
+            );
+            r.action.push_str(&text);
+            if let Some(g) = r.gain.as_mut() {
+                g.method.push_str(&text);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kopt_model::compare::CompareReport;
+    use kopt_model::optimize::{Baseline, CandidateResult, OptimizeReport};
+
+    fn optimize_row(predicted: f64, measured: f64) -> RunRow {
+        let candidate = |name: &str| CandidateResult {
+            name: name.into(),
+            description: String::new(),
+            tried: true,
+            reason: String::new(),
+            predicted_speedup: Some(predicted),
+            prediction_model: None,
+            failure: None,
+            correctness: Some(CompareReport {
+                schema: "kopt/1".into(),
+                passed: true,
+                tensors: Vec::new(),
+                problems: Vec::new(),
+            }),
+            measured_speedup: Some(measured),
+            verdict: None,
+        };
+        let r = OptimizeReport {
+            schema: "kopt/1".into(),
+            module: "m".into(),
+            script: "m.py".into(),
+            run_dir: "runs/x".into(),
+            device: None,
+            baseline: Baseline {
+                primary_component: None,
+                primary_type: None,
+                busy_pct: None,
+                launch_bound: true,
+                run_dir: String::new(),
+                notes: Vec::new(),
+            },
+            candidates: vec![candidate("graph"), candidate("compile_max_autotune")],
+            best: None,
+            ablation: None,
+        };
+        let mut row = crate::record::run_row("optimize", "kopt optimize".into(), "s".into());
+        row.report_json = Some(serde_json::to_string(&r).unwrap());
+        row
+    }
+
+    #[test]
+    fn predictions_checked_by_optimize_calibrate_their_rule() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("h.db");
+        let mut h = History::open(&db).unwrap();
+        for (p, m) in [(6.0, 5.0), (4.0, 4.0), (8.0, 4.0)] {
+            h.record(&optimize_row(p, m)).unwrap();
+        }
+        let cal = calibration(&db).unwrap();
+        // compile_max_autotune has no graph-capture prediction: one rule only.
+        assert_eq!(cal.len(), 1);
+        let c = &cal[0];
+        assert_eq!((c.rule.as_str(), c.points), ("capture_cuda_graph", 3));
+        assert!((c.median_ratio - 5.0 / 6.0).abs() < 1e-9);
+        assert_eq!((c.min_ratio, c.max_ratio), (0.5, 1.0));
+        let missing = calibration(&d.path().join("none.db"));
+        assert!(missing.is_err());
+        // A report whose graph-capture recommendation the history checked
+        // three times quotes the calibration.
+        let req = crate::AnalyzeRequest {
+            files: vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures/profile-module-h200/run")],
+            analysis: crate::AnalysisOptions {
+                calibration_db: Some(db.clone()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let diag = crate::analyze(&req).unwrap();
+        let rec = diag
+            .recommendations
+            .iter()
+            .find(|r| r.id == "capture_cuda_graph")
+            .unwrap();
+        assert!(
+            rec.action
+                .contains("Calibration: measured / predicted was 0.83"),
+            "{}",
+            rec.action
+        );
+        // Without the history nothing changes, and nothing is created.
+        let none = d.path().join("absent/h.db");
+        let plain = crate::analyze(&crate::AnalyzeRequest {
+            analysis: crate::AnalysisOptions {
+                calibration_db: Some(none.clone()),
+                ..Default::default()
+            },
+            ..req
+        })
+        .unwrap();
+        assert!(plain
+            .recommendations
+            .iter()
+            .all(|r| !r.action.contains("Calibration")));
+        assert!(!none.exists() && !d.path().join("absent").exists());
+    }
+}

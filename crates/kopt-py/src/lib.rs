@@ -183,6 +183,7 @@ fn analysis(
             ..Peaks::default()
         },
         top,
+        calibration_db: Some(RecordPaths::current().db),
     }
 }
 

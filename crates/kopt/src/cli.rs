@@ -321,6 +321,8 @@ pub enum HistoryCommand {
     Show { id: i64 },
     /// Two runs side by side: total time, primary bottleneck, per-kernel time
     Diff { a: i64, b: i64 },
+    /// Predicted vs measured per rule, from the kopt optimize runs recorded
+    Calibration,
     /// Write rows in a loop (for the crash test; not for users)
     #[command(hide = true)]
     Stress {

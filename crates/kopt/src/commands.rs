@@ -226,6 +226,31 @@ pub fn history(a: &HistoryArgs) -> Outcome {
                 );
             }
         }
+        Some(HistoryCommand::Calibration) => {
+            let points = kopt_engine::history::calibration_points(&db)?;
+            if points.is_empty() {
+                let _ = writeln!(o, "no checked predictions in {} yet: kopt optimize records them (predicted and measured speed-up per candidate)", db.display());
+            }
+            for c in kopt_engine::history::calibration(&db)? {
+                let quoted = if c.points >= kopt_engine::history::CALIBRATION_MIN_POINTS {
+                    "quoted in reports"
+                } else {
+                    "not quoted yet"
+                };
+                let _ = writeln!(
+                    o,
+                    "{:<22} {:>3} point(s)  measured/predicted median {:.2} ({:.2} to {:.2})  {quoted}",
+                    c.rule, c.points, c.median_ratio, c.min_ratio, c.max_ratio
+                );
+            }
+            for p in &points {
+                let _ = writeln!(
+                    o,
+                    "  run {:>5}  {:<22} predicted {:.2}x, measured {:.2}x",
+                    p.run, p.rule, p.predicted, p.measured
+                );
+            }
+        }
         Some(HistoryCommand::Stress { rows }) => {
             let mut h = kopt_store::History::open(&db).map_err(Error::from)?;
             for i in 0..*rows {
