@@ -74,7 +74,19 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // Gains too small to act on are noise, not advice.
     recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
     if let Some(t) = timeline.as_ref() {
-        if let Some(r) = graph_recommendation(t) {
+        if let Some(mut r) = graph_recommendation(t) {
+            if profile.device.amd.is_some() {
+                // The same fix on AMD GPUs is a HIP graph.
+                for text in [&mut r.title, &mut r.action, &mut r.evidence] {
+                    *text = text
+                        .replace("CUDA graph", "HIP graph")
+                        .replace(
+                            "torch.cuda.graphs / cudaStreamBeginCapture",
+                            "torch.cuda.graphs (HIP graphs under ROCm) / hipStreamBeginCapture",
+                        )
+                        .replace("cudaStreamBeginCapture", "hipStreamBeginCapture");
+                }
+            }
             // Kernel gains are shares of GPU time; in wall time they count
             // only as far as the GPU is busy.
             let busy = t.busy_pct / 100.0;
@@ -117,6 +129,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         }
         _ => primary(&groups, total_ns),
     };
+    let mut primary = primary;
+    if let (Some(p), true) = (primary.as_mut(), profile.device.amd.is_some()) {
+        p.insight = p.insight.replace("CUDA graph", "HIP graph");
+    }
     let mut notes = Vec::new();
     let tiny: Vec<_> = groups.iter().filter(|g| g.tiny).collect();
     if !tiny.is_empty() && timeline.is_none() {
@@ -167,13 +183,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     if let Some(n) = options.top {
         kernels.truncate(n);
     }
-    // Kernels traced back to the framework ops that launched them.
-    let mut kernels = kernels;
-    let ops = match profile
-        .timeline
-        .as_ref()
-        .and_then(|t| ops::attribute(t, total_ns))
-    {
+    let ops = match attribution {
         Some(mut a) => {
             for k in &mut kernels {
                 if let Some(shares) = a.by_kernel.remove(&k.name) {

@@ -230,7 +230,7 @@ pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
     // The best rate any aligned GEMM of this workload reached.
     let aligned_rate = gemms
         .iter()
-        .filter(|(_, (_, _, n, k))| n % ALIGN == 0 && k % ALIGN == 0)
+        .filter(|(_, (_, _, n, k))| n.is_multiple_of(ALIGN) && k.is_multiple_of(ALIGN))
         .filter_map(|&(i, d)| {
             let r = &a.table[i];
             (r.total_ns > 0.0).then(|| flops(d) * r.launches as f64 / (r.total_ns * 1e-9))
@@ -243,12 +243,12 @@ pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
     };
     let mut out = Vec::new();
     for &(i, (b, m, n, k)) in &gemms {
-        if n % ALIGN == 0 && k % ALIGN == 0 {
+        if n.is_multiple_of(ALIGN) && k.is_multiple_of(ALIGN) {
             continue;
         }
         let row = &a.table[i];
         let pad = |x: u64| {
-            if x % ALIGN == 0 {
+            if x.is_multiple_of(ALIGN) {
                 x
             } else {
                 x.div_ceil(PAD_TO) * PAD_TO
@@ -262,7 +262,7 @@ pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
             continue;
         }
         let achieved = flops((b, m, n, k)) / (per_call_ns * 1e-9);
-        let dim = if n % ALIGN != 0 {
+        let dim = if !n.is_multiple_of(ALIGN) {
             format!("N = {n} -> {}", pad(n))
         } else {
             format!("K = {k} -> {}", pad(k))
@@ -287,7 +287,7 @@ pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
             evidence: format!(
                 "{} {shapes}: {} is not a multiple of {ALIGN}, so the library leaves its tensor-core kernels for {kernel_short}: {:.0} TFLOP/s, against {:.0} TFLOP/s for this workload's aligned GEMMs ({} calls, {:.1}% of kernel time)",
                 row.op,
-                if n % ALIGN != 0 { n } else { k },
+                if !n.is_multiple_of(ALIGN) { n } else { k },
                 achieved / 1e12,
                 rate / 1e12,
                 row.launches,

@@ -353,3 +353,25 @@ fn profile_module_run_folder_is_launch_bound() {
         "{names:?}"
     );
 }
+
+/// A launch-bound rocprofv3 kernel trace (synthetic, seed 000's MoE routing
+/// kernels on an MI300X): the same diagnosis, in HIP's words.
+#[test]
+fn an_amd_pipeline_gets_the_hip_graph() {
+    let dir = fixture("amd/synthetic-rocprofv3-moe-route");
+    let trace = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("kernel_trace.csv"))
+        .unwrap();
+    let o = kopt(&["analyze", trace.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["primary"]["type"], "launch_overhead");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("CUDA graph"), "CUDA wording on an AMD GPU");
+    assert!(v["recommendations"][0]["title"]
+        .as_str()
+        .unwrap()
+        .contains("HIP graph"));
+}
