@@ -1180,7 +1180,6 @@ impl Driver<'_> {
             self.device_seen = o.device.clone();
         }
         let rule = self.req.stop;
-        let mut reference = None;
         if let Some(out) = &o.output {
             if i == 0 {
                 let r = kopt_ingest::tensor::read_tensors(out).map_err(|e| {
@@ -1190,8 +1189,7 @@ impl Driver<'_> {
                     ))
                 })?;
                 self.reference = Some(r);
-            } else {
-                reference = Some(out.clone());
+                let _ = std::fs::remove_file(out);
             }
         }
         let t = &mut self.trials[i];
@@ -1199,7 +1197,8 @@ impl Driver<'_> {
         t.round = round;
         t.gpu = o.gpu.clone().or(t.gpu.take());
         t.source = self.timing.source.clone();
-        t.output = o.output.clone();
+        // A trial's output waits for the baseline's when that is not in yet.
+        t.output = o.output.clone().filter(|_| i != 0);
         if let Some(f) = o.failure {
             t.status = TrialStatus::Failed;
             t.reason = Some(f);
@@ -1218,36 +1217,50 @@ impl Driver<'_> {
                     }
                 };
         }
-        if let Some(path) = reference {
-            let gate = match (&self.reference, kopt_ingest::tensor::read_tensors(&path)) {
-                (Some(r), Ok(c)) => {
-                    let rep = kopt_bench::compare_tensors(r, &c, self.req.tol, false);
+        if self.trials[i].output.is_none() {
+            self.save(i);
+        }
+        self.gate_pending();
+        Ok(())
+    }
+
+    /// Compare every trial's kept output with the baseline's, once that is
+    /// in; a trial is committed to the cache only after its gate.
+    fn gate_pending(&mut self) {
+        let Some(reference) = &self.reference else {
+            return;
+        };
+        let mut gated = Vec::new();
+        for (i, t) in self.trials.iter_mut().enumerate().skip(1) {
+            let Some(path) = t.output.take() else {
+                continue;
+            };
+            let (passed, problems) = match kopt_ingest::tensor::read_tensors(&path) {
+                Ok(c) => {
+                    let rep = kopt_bench::compare_tensors(reference, &c, self.req.tol, false);
                     let mut problems = rep.problems.clone();
                     for x in &rep.tensors {
                         problems.extend(x.problems.iter().map(|p| format!("{}: {p}", x.name)));
                     }
-                    Some((rep.passed, problems))
+                    (rep.passed, problems)
                 }
-                (Some(_), Err(e)) => Some((false, vec![format!("its output cannot be read: {e}")])),
-                (None, _) => None,
+                Err(e) => (false, vec![format!("its output cannot be read: {e}")]),
             };
             let _ = std::fs::remove_file(&path);
-            let t = &mut self.trials[i];
-            t.output = None;
-            if let Some((passed, problems)) = gate {
-                t.correct = Some(passed);
-                if !passed && t.status == TrialStatus::Ok {
-                    t.status = TrialStatus::Rejected;
-                    t.complete = true;
-                    t.reason = Some(format!(
-                        "output differs from the baseline config's: {}",
-                        kopt_model::clip_chars(&problems.join("; "), 300)
-                    ));
-                }
+            t.correct = Some(passed);
+            if !passed && t.status == TrialStatus::Ok {
+                t.status = TrialStatus::Rejected;
+                t.complete = true;
+                t.reason = Some(format!(
+                    "output differs from the baseline config's: {}",
+                    kopt_model::clip_chars(&problems.join("; "), 300)
+                ));
             }
+            gated.push(i);
         }
-        self.save(i);
-        Ok(())
+        for i in gated {
+            self.save(i);
+        }
     }
 
     fn baseline_failed(&self) -> Result<()> {
@@ -1269,55 +1282,74 @@ impl Driver<'_> {
             _ => None,
         };
         let others_need = (1..self.trials.len()).any(|i| self.needs(i, first_target));
-        // The baseline alone first: it resolves the timing source and gives
-        // the reference output every other trial is compared with.
         let baseline_needs = self.needs(0, first_target);
-        if baseline_needs || (check && others_need) || (others_need && self.timing.source.is_none())
-        {
+        // The baseline gives the reference output every other trial is
+        // compared with; measured before, it runs once more for that only.
+        let reference_job = (!baseline_needs && check && others_need).then(|| {
             let mut job = self.job(0, first_target);
-            if !baseline_needs {
-                // Measured before: one warm-up run for the reference output only.
-                job.samples = Some(self.trials[0].samples.len());
-                job.warmup = self.req.warmup.max(u32::from(check));
-                job.check = self.req.check.clone();
-            }
+            job.samples = Some(self.trials[0].samples.len());
+            job.warmup = self.req.warmup.max(1);
+            job.check = self.req.check.clone();
+            job
+        });
+        // When the timing source must be probed (auto, gpu), the baseline
+        // runs alone first and resolves it; otherwise it runs beside the others.
+        let probe = matches!(self.req.timing, TimingChoice::Auto | TimingChoice::Gpu)
+            && self.timing.source.is_none();
+        let mut first_batch = Vec::new();
+        if probe && (baseline_needs || others_need) {
+            let job = reference_job.unwrap_or_else(|| self.job(0, first_target));
             self.run(vec![job], 0)?;
             self.baseline_failed()?;
-            if check && self.reference.is_none() {
-                return Err(Error::WorkloadFailed(
-                    "the baseline config gave no --check output to compare with".into(),
-                ));
-            }
+        } else if let Some(job) = reference_job {
+            first_batch.push(job);
         }
         self.baseline_failed()?;
         match strategy {
             Strategy::Grid | Strategy::Random => {
-                let jobs = (1..self.trials.len())
-                    .filter(|&i| self.needs(i, None))
-                    .map(|i| self.job(i, None))
-                    .collect();
-                self.run(jobs, 0)
+                first_batch.extend(
+                    (0..self.trials.len())
+                        .filter(|&i| self.needs(i, None))
+                        .map(|i| self.job(i, None)),
+                );
+                self.run(first_batch, 0)?;
+                self.after_first_batch()
             }
-            Strategy::Halving => self.halving(),
+            Strategy::Halving => self.halving(first_batch),
         }
+    }
+
+    fn after_first_batch(&self) -> Result<()> {
+        self.baseline_failed()?;
+        let pending = self.trials.iter().any(|t| t.output.is_some());
+        if self.req.check.is_some() && self.reference.is_none() && pending {
+            return Err(Error::WorkloadFailed(format!(
+                "the baseline config {} gave no --check output to compare with",
+                self.trials[0].label
+            )));
+        }
+        Ok(())
     }
 
     /// Successive halving: every config gets `halving_start` samples; after
     /// each round the slower half goes, except configs whose interval
     /// against the leader cannot tell them apart yet; survivors get twice
     /// the samples, until `top` remain.
-    fn halving(&mut self) -> Result<()> {
+    fn halving(&mut self, first_batch: Vec<TrialJob>) -> Result<()> {
         let mut alive: Vec<usize> = (0..self.trials.len()).collect();
         let mut target = self.req.halving_start;
+        let mut extra = first_batch;
         for round in 0..64 {
-            let jobs: Vec<TrialJob> = alive
-                .iter()
-                .copied()
-                .filter(|&i| self.needs(i, Some(target)))
-                .map(|i| self.job(i, Some(target)))
-                .collect();
+            let mut jobs = std::mem::take(&mut extra);
+            jobs.extend(
+                alive
+                    .iter()
+                    .copied()
+                    .filter(|&i| self.needs(i, Some(target)))
+                    .map(|i| self.job(i, Some(target))),
+            );
             self.run(jobs, round)?;
-            self.baseline_failed()?;
+            self.after_first_batch()?;
             alive.retain(|&i| self.trials[i].usable());
             for &i in &alive {
                 self.trials[i].round = round;
@@ -1409,7 +1441,12 @@ impl Driver<'_> {
                 .iter()
                 .map(|&i| (self.trials[i].label.clone(), self.trials[i].command.clone()))
                 .collect(),
-            warmup: self.req.warmup,
+            // Every candidate that ran in this sweep is warm (JIT and disk caches).
+            warmup: if chosen.iter().all(|&i| self.trials[i].ran) {
+                0
+            } else {
+                self.req.warmup
+            },
             stop: self.req.stop.into(),
             threshold: self.req.threshold,
             noise: self.req.noise,

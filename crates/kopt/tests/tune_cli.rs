@@ -116,7 +116,11 @@ fn grid_and_halving_find_the_best_and_reject_the_wrong_output() {
     );
     assert_eq!(trial(&grid, "B=128,W=4")["correct"], true);
 
-    let halving = sweep(d.path(), &["--strategy", "halving", "--key", "halving"]);
+    // Two workers: outputs that come in before the baseline's wait for it.
+    let halving = sweep(
+        d.path(),
+        &["--strategy", "halving", "--key", "halving", "--gpus", "0,1"],
+    );
     assert_eq!(halving["winner"]["label"], "B=128,W=4");
     assert_eq!(trial(&halving, "B=256,W=8")["status"], "rejected");
     let (g, h) = (
