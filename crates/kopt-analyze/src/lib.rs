@@ -139,7 +139,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
         let ns: f64 = tiny.iter().map(|g| g.verdict.total_ns).sum();
         notes.push(format!(
-            "{launches} launches of {} kernel(s) run under {:.0} us each ({:.1}% of kernel time). Counters cannot show launch overhead: ncu serialises kernels, so the gaps between them are invisible. A timeline (torch.profiler trace, nsys) measures it; seed 000's 2.35x came from exactly this.",
+            "{launches} launches of {} kernel(s) run under {:.0} us each ({:.1}% of kernel time). Counters cannot show launch overhead: ncu serialises kernels, so the gaps between them are invisible. A timeline (kopt trace, torch.profiler) measures it; graph capture of such a pipeline is often worth 2x or more.",
             tiny.len(),
             rules::TINY_KERNEL_NS / 1e3,
             if total_ns > 0.0 { 100.0 * ns / total_ns } else { 0.0 }
