@@ -10,6 +10,9 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'maturin>=1.9.4,<2' 'pytest>=7'
+# Ray for kopt.tune(executor="ray")'s test (a local instance); optional.
+"$venv/bin/pip" install --quiet --disable-pip-version-check 'ray>=2' ||
+  echo "ray could not be installed: the Ray executor's test is skipped"
 PATH="$PWD/$venv/bin:$PATH" wheel=$(scripts/build_wheel.sh target/wheels)
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 KOPT_BIN="$PWD/target/debug/kopt" PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest -q crates/kopt-py/tests
