@@ -389,6 +389,35 @@ pub fn timeline_lines(t: &kopt_model::TimelineSummary) -> Vec<(String, String)> 
         .collect()
 }
 
+/// A kernel's launching ops in one line: "op: aten::addmm [[8, 768], ...] (12)".
+pub fn ops_line(k: &kopt_model::KernelVerdict) -> Option<String> {
+    if k.ops.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = k
+        .ops
+        .iter()
+        .take(3)
+        .map(|o| {
+            let shapes = o
+                .shapes
+                .as_deref()
+                .map_or(String::new(), |s| format!(" {s}"));
+            format!("{}{} ({} launches)", o.op, shapes, o.launches)
+        })
+        .collect();
+    let more = k.ops.len().saturating_sub(3);
+    Some(format!(
+        "op: {}{}",
+        parts.join("; "),
+        if more > 0 {
+            format!("; {more} more")
+        } else {
+            String::new()
+        }
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,33 +494,4 @@ mod tests {
         assert_eq!(gbs(Some(2_987.4e9)), "2987");
         assert_eq!(gbs(None), "-");
     }
-}
-
-/// A kernel's launching ops in one line: "op: aten::addmm [[8, 768], ...] (12)".
-pub fn ops_line(k: &kopt_model::KernelVerdict) -> Option<String> {
-    if k.ops.is_empty() {
-        return None;
-    }
-    let parts: Vec<String> = k
-        .ops
-        .iter()
-        .take(3)
-        .map(|o| {
-            let shapes = o
-                .shapes
-                .as_deref()
-                .map_or(String::new(), |s| format!(" {s}"));
-            format!("{}{} ({} launches)", o.op, shapes, o.launches)
-        })
-        .collect();
-    let more = k.ops.len().saturating_sub(3);
-    Some(format!(
-        "op: {}{}",
-        parts.join("; "),
-        if more > 0 {
-            format!("; {more} more")
-        } else {
-            String::new()
-        }
-    ))
 }
