@@ -17,6 +17,7 @@ pub enum StoredReport {
     Bench(Box<BenchReport>),
     Compare(Box<CompareReport>),
     Optimize(Box<kopt_model::optimize::OptimizeReport>),
+    Tune(Box<kopt_model::tune::TuneReport>),
     /// No report, or one this kopt cannot read (an older schema).
     None,
 }
@@ -38,6 +39,9 @@ impl StoredReport {
                 .ok(),
             "optimize" => serde_json::from_str(json)
                 .map(|o| StoredReport::Optimize(Box::new(o)))
+                .ok(),
+            "tune" => serde_json::from_str(json)
+                .map(|t| StoredReport::Tune(Box::new(t)))
                 .ok(),
             _ => None,
         };

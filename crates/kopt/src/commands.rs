@@ -164,6 +164,9 @@ pub fn history(a: &HistoryArgs) -> Outcome {
                 StoredReport::Optimize(r) => {
                     o.push_str(&kopt_report::render_optimize(&r, Format::Terminal))
                 }
+                StoredReport::Tune(r) => {
+                    o.push_str(&kopt_report::render_tune(&r, Format::Terminal))
+                }
                 StoredReport::None => {
                     if let Some(j) = &r.report_json {
                         let _ = writeln!(

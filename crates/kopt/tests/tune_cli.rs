@@ -167,6 +167,16 @@ fn a_second_run_hits_the_cache_for_every_trial() {
         text.contains("B=128,W=4") && text.contains("of 20 cached trials"),
         "{text}"
     );
+    // The sweep's run in the history reads back as its report.
+    let h = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["history", "--db", "h.db", "show", "1"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&h.stdout);
+    assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
+    assert!(text.contains("(tune)") && text.contains("B=128,W=4"), "{text}");
+    assert!(!text.contains("cannot read back"), "{text}");
 }
 
 #[test]
