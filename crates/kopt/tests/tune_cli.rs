@@ -175,7 +175,10 @@ fn a_second_run_hits_the_cache_for_every_trial() {
         .unwrap();
     let text = String::from_utf8_lossy(&h.stdout);
     assert!(h.status.success(), "{}", String::from_utf8_lossy(&h.stderr));
-    assert!(text.contains("(tune)") && text.contains("B=128,W=4"), "{text}");
+    assert!(
+        text.contains("(tune)") && text.contains("B=128,W=4"),
+        "{text}"
+    );
     assert!(!text.contains("cannot read back"), "{text}");
 }
 
