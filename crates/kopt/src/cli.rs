@@ -348,60 +348,8 @@ pub struct BenchArgs {
     #[arg(short = 'n', long = "variant", value_name = "NAME=CMD", conflicts_with_all = ["baseline", "candidate"])]
     pub variants: Vec<String>,
 
-    /// Speed-up that counts for KEEP (0.05 = 5%)
-    #[arg(long, default_value_t = 0.05)]
-    pub threshold: f64,
-
-    /// Slow-down still treated as noise (REVERT only beyond it)
-    #[arg(long, default_value_t = 0.01)]
-    pub noise: f64,
-
-    /// Untimed runs of each variant first
-    #[arg(long, default_value_t = 1)]
-    pub warmup: u32,
-
-    /// Samples each variant needs at least
-    #[arg(long, default_value_t = 10)]
-    pub min_samples: usize,
-
-    /// Seconds each variant runs at least
-    #[arg(long, default_value_t = 0.5)]
-    pub min_time: f64,
-
-    /// Seconds each variant may run at most
-    #[arg(long, default_value_t = 10.0)]
-    pub max_time: f64,
-
-    /// Relative noise at which sampling may stop
-    #[arg(long, default_value_t = 0.005)]
-    pub noise_target: f64,
-
-    /// Seed of the bootstrap (results reproduce)
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-
-    /// Timing source: auto (GPU time per NVTX / ProfilerStep range from kopt's tracer when the
-    /// first variant opens repeated ranges, else the samples it prints, else wall time), gpu,
-    /// reported, wall
-    #[arg(long, value_enum, default_value = "auto", value_name = "SOURCE")]
-    pub timing: TimingChoice,
-
-    /// NVTX range name that marks one iteration for GPU timing (default: the most repeated)
-    #[arg(long, value_name = "NAME")]
-    pub range: Option<String>,
-
-    /// kopt's tracer library for GPU timing (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
-    #[arg(long, value_name = "PATH")]
-    pub tracer: Option<PathBuf>,
-
-    /// Correctness gate: the .npy / .safetensors file every variant writes; after each
-    /// variant's warm-up run it is compared with the first variant's (a failure is REVERT)
-    #[arg(long, value_name = "FILE")]
-    pub check: Option<PathBuf>,
-
-    /// Relative L2 tolerance for --check (default by dtype)
-    #[arg(long, value_name = "REL_L2")]
-    pub tol: Option<f64>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
 
     /// Record the verdict in OPTIMIZATIONS.md with this hypothesis
     #[arg(long, value_name = "HYPOTHESIS")]
@@ -553,57 +501,8 @@ pub struct TuneArgs {
     #[arg(long, value_enum, value_name = "FORM")]
     pub emit: Option<TuneEmit>,
 
-    /// Speed-up that counts for KEEP (0.05 = 5%)
-    #[arg(long, default_value_t = 0.05)]
-    pub threshold: f64,
-
-    /// Slow-down still treated as noise
-    #[arg(long, default_value_t = 0.01)]
-    pub noise: f64,
-
-    /// Untimed runs of each config first
-    #[arg(long, default_value_t = 1)]
-    pub warmup: u32,
-
-    /// Samples each config needs at least
-    #[arg(long, default_value_t = 10)]
-    pub min_samples: usize,
-
-    /// Seconds each config runs at least
-    #[arg(long, default_value_t = 0.5)]
-    pub min_time: f64,
-
-    /// Seconds each config may run at most (a run past it is cut: the config times out)
-    #[arg(long, default_value_t = 10.0)]
-    pub max_time: f64,
-
-    /// Relative noise at which sampling may stop
-    #[arg(long, default_value_t = 0.005)]
-    pub noise_target: f64,
-
-    /// Seed of the bootstrap and of the random strategy
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-
-    /// Timing source, as for kopt bench: auto, gpu, reported, wall
-    #[arg(long, value_enum, default_value = "auto", value_name = "SOURCE")]
-    pub timing: TimingChoice,
-
-    /// NVTX range name that marks one iteration for GPU timing
-    #[arg(long, value_name = "NAME")]
-    pub range: Option<String>,
-
-    /// kopt's tracer library for GPU timing
-    #[arg(long, value_name = "PATH")]
-    pub tracer: Option<PathBuf>,
-
-    /// Correctness gate: the .npy / .safetensors file each config writes (or {CHECK} in the template); compared with the baseline config's
-    #[arg(long, value_name = "FILE")]
-    pub check: Option<PathBuf>,
-
-    /// Relative L2 tolerance for --check (default by dtype)
-    #[arg(long, value_name = "REL_L2")]
-    pub tol: Option<f64>,
+    #[command(flatten)]
+    pub measure: MeasureArgs,
 
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value = "term")]
@@ -630,4 +529,63 @@ pub enum TuneCommand {
         #[arg(long, value_name = "FILE")]
         db: Option<PathBuf>,
     },
+}
+
+/// How variants (bench) or configs (tune) are measured and decided.
+#[derive(Debug, Args, Clone)]
+pub struct MeasureArgs {
+    /// Speed-up that counts for KEEP (0.05 = 5%)
+    #[arg(long, default_value_t = 0.05)]
+    pub threshold: f64,
+
+    /// Slow-down still treated as noise (REVERT only beyond it)
+    #[arg(long, default_value_t = 0.01)]
+    pub noise: f64,
+
+    /// Untimed runs of each variant or config first
+    #[arg(long, default_value_t = 1)]
+    pub warmup: u32,
+
+    /// Samples each variant or config needs at least
+    #[arg(long, default_value_t = 10)]
+    pub min_samples: usize,
+
+    /// Seconds each variant or config runs at least
+    #[arg(long, default_value_t = 0.5)]
+    pub min_time: f64,
+
+    /// Seconds each variant or config may run at most, warm-up included (a run past it is cut)
+    #[arg(long, default_value_t = 10.0)]
+    pub max_time: f64,
+
+    /// Relative noise at which sampling may stop
+    #[arg(long, default_value_t = 0.005)]
+    pub noise_target: f64,
+
+    /// Seed of the bootstrap (and of tune's random strategy): results reproduce
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Timing source: auto (GPU time per NVTX / ProfilerStep range from kopt's tracer when the
+    /// command opens repeated ranges, else the samples it prints, else wall time), gpu,
+    /// reported, wall
+    #[arg(long, value_enum, default_value = "auto", value_name = "SOURCE")]
+    pub timing: TimingChoice,
+
+    /// NVTX range name that marks one iteration for GPU timing (default: the most repeated)
+    #[arg(long, value_name = "NAME")]
+    pub range: Option<String>,
+
+    /// kopt's tracer library for GPU timing (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
+    #[arg(long, value_name = "PATH")]
+    pub tracer: Option<PathBuf>,
+
+    /// Correctness gate: the .npy / .safetensors file each run writes (tune: or {CHECK} in the
+    /// template); compared with the first variant's or the baseline config's (a failure is REVERT)
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
+
+    /// Relative L2 tolerance for --check (default by dtype)
+    #[arg(long, value_name = "REL_L2")]
+    pub tol: Option<f64>,
 }

@@ -198,6 +198,27 @@ pub fn trace(a: &TraceArgs) -> Result<(TraceRequest, ReportOptions, Option<PathB
     Ok((req, report, export))
 }
 
+/// The measuring flags bench and tune share, onto either request (the
+/// engine's requests name these fields alike).
+macro_rules! apply_measure {
+    ($req:ident, $m:expr) => {{
+        let m: &crate::cli::MeasureArgs = $m;
+        $req.threshold = m.threshold;
+        $req.noise = m.noise;
+        $req.warmup = m.warmup;
+        $req.stop.min_samples = m.min_samples;
+        $req.stop.min_time_s = m.min_time;
+        $req.stop.max_time_s = m.max_time;
+        $req.stop.noise_target = m.noise_target;
+        $req.seed = m.seed;
+        $req.timing = m.timing;
+        $req.range = m.range.clone();
+        $req.tracer = m.tracer.clone();
+        $req.check = m.check.clone();
+        $req.tol = m.tol;
+    }};
+}
+
 pub fn bench(a: &BenchArgs) -> Result<BenchRequest, Error> {
     let variants = match (&a.baseline, &a.candidate) {
         (Some(b), Some(c)) => vec![
@@ -217,19 +238,7 @@ pub fn bench(a: &BenchArgs) -> Result<BenchRequest, Error> {
             .collect::<Result<_, _>>()?,
     };
     let mut req = BenchRequest::new(variants);
-    req.threshold = a.threshold;
-    req.noise = a.noise;
-    req.warmup = a.warmup;
-    req.stop.min_samples = a.min_samples;
-    req.stop.min_time_s = a.min_time;
-    req.stop.max_time_s = a.max_time;
-    req.stop.noise_target = a.noise_target;
-    req.seed = a.seed;
-    req.timing = a.timing;
-    req.range = a.range.clone();
-    req.tracer = a.tracer.clone();
-    req.check = a.check.clone();
-    req.tol = a.tol;
+    apply_measure!(req, &a.measure);
     req.journal = a.journal.clone();
     if let Some(db) = &a.db {
         req.db = db.clone();
@@ -328,19 +337,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Result<kopt_engine::TuneRequest, Error>
             .collect::<Vec<_>>()
     });
     req.top = a.top;
-    req.threshold = a.threshold;
-    req.noise = a.noise;
-    req.warmup = a.warmup;
-    req.stop.min_samples = a.min_samples;
-    req.stop.min_time_s = a.min_time;
-    req.stop.max_time_s = a.max_time;
-    req.stop.noise_target = a.noise_target;
-    req.seed = a.seed;
-    req.timing = a.timing;
-    req.range = a.range.clone();
-    req.tracer = a.tracer.clone();
-    req.check = a.check.clone();
-    req.tol = a.tol;
+    apply_measure!(req, &a.measure);
     if let Some(db) = &a.db {
         req.db = db.clone();
     }
