@@ -69,6 +69,11 @@ fn fuzz_run_folder() {
 }
 
 #[test]
+fn fuzz_rocprof() {
+    fuzz("rocprof");
+}
+
+#[test]
 fn every_target_has_a_test() {
     let this = include_str!("fuzz_ci.rs");
     for t in kopt_fuzz::TARGETS {
