@@ -152,6 +152,15 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
             };
             (DiffUnit::MedianS, None, pair(medians(x), medians(y)))
         }
+        (StoredReport::Tune(x), StoredReport::Tune(y)) => {
+            let medians = |r: &kopt_model::tune::TuneReport| {
+                r.trials
+                    .iter()
+                    .filter_map(|t| Some((t.label.clone(), t.median_s?)))
+                    .collect::<BTreeMap<_, _>>()
+            };
+            (DiffUnit::MedianS, None, pair(medians(x), medians(y)))
+        }
         (StoredReport::Compare(x), StoredReport::Compare(y)) => {
             let errors = |r: &CompareReport| {
                 r.tensors
@@ -163,7 +172,7 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
         }
         _ => {
             return Err(Error::Usage(format!(
-                "runs {ia} ({}) and {ib} ({}) cannot be compared: history diff takes two profile/trace runs, two bench or optimize runs, or two compare runs, each with its report",
+                "runs {ia} ({}) and {ib} ({}) cannot be compared: history diff takes two profile/trace runs, two bench or optimize runs, two tune runs, or two compare runs, each with its report",
                 a.kind, b.kind
             )))
         }

@@ -209,7 +209,7 @@ pub fn history(a: &HistoryArgs) -> Outcome {
             }
             let what = match d.unit {
                 DiffUnit::KernelNs => "kernel",
-                DiffUnit::MedianS => "variant (median)",
+                DiffUnit::MedianS => "variant or config (median)",
                 DiffUnit::RelL2 => "tensor (rel L2)",
             };
             let _ = writeln!(

@@ -180,6 +180,19 @@ fn a_second_run_hits_the_cache_for_every_trial() {
         "{text}"
     );
     assert!(!text.contains("cannot read back"), "{text}");
+    // Two sweeps side by side: each config's median time.
+    let diff = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["history", "--db", "h.db", "diff", "1", "2"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        diff.status.success(),
+        "{}",
+        String::from_utf8_lossy(&diff.stderr)
+    );
+    assert!(text.contains("B=128,W=4"), "{text}");
 }
 
 #[test]
