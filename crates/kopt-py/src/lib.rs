@@ -327,17 +327,7 @@ fn bench_commands(
     req.stop.max_time_s = max_time;
     req.stop.noise_target = noise_target;
     req.seed = seed;
-    req.timing = match timing {
-        "auto" => TimingChoice::Auto,
-        "gpu" => TimingChoice::Gpu,
-        "reported" => TimingChoice::Reported,
-        "wall" => TimingChoice::Wall,
-        other => {
-            return Err(UsageError::new_err(format!(
-                "timing {other:?} is not one of auto, gpu, reported, wall"
-            )))
-        }
-    };
+    req.timing = timing_choice(timing)?;
     req.range = range;
     req.tracer = tracer;
     req.check = check;
