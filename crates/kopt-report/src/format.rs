@@ -116,8 +116,10 @@ fn blocks(grid: &str) -> Option<u64> {
 }
 
 /// `text` broken at spaces into lines of at most `width` characters; a word
-/// longer than a line gets a line of its own, whole.
+/// longer than a line (a long path) is cut, after a `/` where one falls in
+/// the line, so no line ever passes the width.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
     let mut len = 0;
@@ -131,13 +133,33 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
             line.push(' ');
             len += 1;
         }
-        line.push_str(word);
-        len += w;
+        let mut rest = word;
+        while len + rest.chars().count() > width {
+            // Only a fresh line gets here: a word that fits after a space
+            // was placed whole above, so the room is the whole width.
+            let head = cut_point(rest, width - len);
+            line.push_str(&rest[..head]);
+            lines.push(std::mem::take(&mut line));
+            len = 0;
+            rest = &rest[head..];
+        }
+        line.push_str(rest);
+        len += rest.chars().count();
     }
     if len > 0 || lines.is_empty() {
         lines.push(line);
     }
     lines
+}
+
+/// Byte length of the longest head of `word` that fits `room` characters,
+/// ending after a `/` when one falls past the middle of the room.
+fn cut_point(word: &str, room: usize) -> usize {
+    let end = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
+    match word[..end].rfind('/') {
+        Some(slash) if slash + 1 > end / 2 => slash + 1,
+        _ => end,
+    }
 }
 
 pub fn pct(v: Option<f64>) -> String {
@@ -427,6 +449,25 @@ mod tests {
         assert_eq!(duration(850.0), "850 ns");
         assert_eq!(duration(34_520.0), "34.52 us");
         assert_eq!(duration(1_525_984.0), "1.53 ms");
+    }
+
+    #[test]
+    fn wrap_never_passes_the_width() {
+        assert_eq!(wrap("a bb ccc", 4), ["a bb", "ccc"]);
+        let path = "Input: /check/work/main/crates/kopt/../../fixtures/labeled-suite-h100/ncu_raw_base.csv (ncu-raw)";
+        for width in [1, 7, 20, 40, 80] {
+            let lines = wrap(path, width);
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= width),
+                "{lines:?}"
+            );
+            // Nothing lost: the pieces put back together are the text.
+            let joined: String = lines.concat();
+            assert_eq!(joined.replace(' ', ""), path.replace(' ', ""));
+        }
+        // A long path breaks after a slash where one is near the end.
+        assert_eq!(wrap("/aaaa/bbbb/cccc", 12), ["/aaaa/bbbb/", "cccc"]);
+        assert_eq!(wrap("ünïcödé", 3), ["ünï", "cöd", "é"]);
     }
 
     #[test]

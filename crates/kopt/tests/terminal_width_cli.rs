@@ -4,12 +4,19 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv")
+}
+
 fn analyze(args: &[&str]) -> String {
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv");
+    analyze_file(&fixture(), args)
+}
+
+fn analyze_file(file: &std::path::Path, args: &[&str]) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
         .arg("analyze")
-        .arg(&fixture)
+        .arg(file)
         .args(args)
         .output()
         .expect("kopt runs");
@@ -37,6 +44,25 @@ fn compact_table_fits_eighty_columns() {
     assert!(!h.contains("Launches"), "the compact table: {h:?}");
     // The root cause sits under its row, indented.
     assert!(text.contains("\n    Small grid: 8 blocks fill 0.8% of one wave on 132 SMs\n"));
+}
+
+/// The header names the input file; a checkout deep in a CI runner's tree
+/// gives a path longer than the line, which must break, not overflow.
+#[test]
+fn a_long_input_path_still_fits() {
+    let dir = std::env::temp_dir().join(format!(
+        "kopt-width-{}/a-directory-name-long-enough-to-pass-eighty-columns/on-its-own",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ncu_raw_base.csv");
+    std::fs::copy(fixture(), &file).unwrap();
+    let text = analyze_file(&file, &["--width", "80"]);
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "{line:?}");
+    }
+    assert!(text.contains("ncu_raw_base.csv (ncu-raw"), "{text}");
+    std::fs::remove_dir_all(dir.ancestors().nth(2).unwrap()).ok();
 }
 
 #[test]
