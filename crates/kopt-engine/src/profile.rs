@@ -112,8 +112,9 @@ pub struct ProfileRequest {
     pub module: Option<String>,
     /// Only kernels whose name matches (Rust regex for the tracer; ncu's syntax otherwise).
     pub kernel_regex: Option<String>,
-    /// Profile in depth at most this many distinct kernels.
-    pub top: usize,
+    /// Profile in depth at most this many distinct kernels (`--profile-top`;
+    /// `analysis.top` is how many the report shows, as in `analyze`).
+    pub profile_top: usize,
     /// Launches per launch configuration in the targeted pass.
     pub launches: u32,
     /// Add `--set full` for this many of the hottest kernels.
@@ -136,7 +137,7 @@ impl ProfileRequest {
             },
             module: None,
             kernel_regex: None,
-            top: 20,
+            profile_top: 20,
             launches: 1,
             deep_top: None,
             ncu: None,
@@ -147,8 +148,8 @@ impl ProfileRequest {
 
     pub fn validate(&self) -> Result<()> {
         self.run.validate()?;
-        if self.top == 0 {
-            return Err(Error::Usage("--top must be at least 1".into()));
+        if self.profile_top == 0 {
+            return Err(Error::Usage("--profile-top must be at least 1".into()));
         }
         if self.launches == 0 {
             return Err(Error::Usage("--launches must be at least 1".into()));
@@ -302,7 +303,7 @@ impl Passes<'_> {
                 let timing_file = read_ncu_csv(&timing.csv)?;
                 let functions = top_kernel_functions(
                     &merge_profile(vec![(String::new(), timing_file)]),
-                    req.top,
+                    req.profile_top,
                     TARGET_COVERAGE,
                 );
                 if functions.is_empty() {
@@ -338,9 +339,7 @@ impl Passes<'_> {
             )?;
         }
         let profile = read_run_folder(self.dir)?;
-        let mut analysis = req.analysis.clone();
-        analysis.top = None;
-        Ok(diagnose(profile, &analysis))
+        Ok(diagnose(profile, &req.analysis))
     }
 
     fn step(
@@ -427,7 +426,7 @@ impl Passes<'_> {
             }
             profile.launches.retain(|l| re.is_match(&l.name));
         }
-        let functions = top_kernel_functions(&profile, req.top, TARGET_COVERAGE);
+        let functions = top_kernel_functions(&profile, req.profile_top, TARGET_COVERAGE);
         if functions.is_empty() {
             progress.note("the tracer recorded no kernels; timing every launch with ncu instead");
             // The ncu pass's CSV takes precedence when the folder is read back.
@@ -457,7 +456,7 @@ mod tests {
         type Mutation = Box<dyn Fn(&mut ProfileRequest)>;
         let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|r| r.run.argv.clear()), "nothing to run"),
-            (Box::new(|r| r.top = 0), "--top"),
+            (Box::new(|r| r.profile_top = 0), "--profile-top"),
             (Box::new(|r| r.launches = 0), "--launches"),
             (Box::new(|r| r.deep_top = Some(0)), "--deep-top"),
             (

@@ -211,7 +211,7 @@ fn analyze(
 
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, top=20, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None))]
+#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -219,7 +219,8 @@ fn profile(
     module: Option<String>,
     gpu: Option<String>,
     timeout: Option<f64>,
-    top: usize,
+    profile_top: usize,
+    top: Option<usize>,
     deep_top: Option<usize>,
     kernel: Option<String>,
     timing_pass: &str,
@@ -244,12 +245,12 @@ fn profile(
         run: workload(argv, gpu, timeout, quiet, tracer, runs_dir, db, run_dir)?,
         module,
         kernel_regex: kernel,
-        top,
+        profile_top,
         launches: 1,
         deep_top,
         ncu,
         timing_pass,
-        analysis: analysis(device, None, None),
+        analysis: analysis(device, None, top),
     };
     let d = py
         .detach(|| kopt_engine::profile(&req, &StderrProgress))

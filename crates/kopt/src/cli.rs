@@ -133,7 +133,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  kopt profile -- python3 bench.py --size 4096\n  kopt profile --script topk_sort.py --module topk_sort --gpu 1\n  kopt profile --kernel 'gemm|softmax' --top 5 -- ./my_cuda_app\n  kopt profile --deep -- python3 bench.py"
+    after_help = "Examples:\n  kopt profile -- python3 bench.py --size 4096\n  kopt profile --script topk_sort.py --module topk_sort --gpu 1\n  kopt profile --kernel 'gemm|softmax' --profile-top 5 -- ./my_cuda_app\n  kopt profile --deep -- python3 bench.py"
 )]
 pub struct ProfileArgs {
     /// The workload: a program and its arguments, passed as given (no shell)
@@ -164,7 +164,12 @@ pub struct ProfileArgs {
 
     /// Profile in depth at most N distinct kernels (those carrying the time)
     #[arg(long, default_value_t = 20, value_name = "N")]
-    pub top: usize,
+    pub profile_top: usize,
+
+    /// Show only the N kernels with the most time, as in analyze (all still
+    /// count in the total)
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
 
     /// Launches per kernel launch configuration in the targeted pass
     #[arg(long, default_value_t = 1, value_name = "N")]

@@ -156,12 +156,12 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
         run,
         module: a.module.clone(),
         kernel_regex: a.kernel.clone(),
-        top: a.top,
+        profile_top: a.profile_top,
         launches: a.launches,
         deep_top: a.deep.then_some(a.deep_top),
         ncu: a.ncu.clone(),
         timing_pass: a.timing_pass,
-        analysis: analysis(&a.report, None),
+        analysis: analysis(&a.report, a.top),
     };
     req.validate()?;
     Ok((req, report))
@@ -446,6 +446,10 @@ mod tests {
             (
                 &["profile", "--script", "/nonexistent/x.py"][..],
                 "no such file",
+            ),
+            (
+                &["profile", "--profile-top", "0", "--", "x"][..],
+                "--profile-top",
             ),
             (&["profile", "--top", "0", "--", "x"][..], "--top"),
             (&["profile", "--launches", "0", "--", "x"][..], "--launches"),

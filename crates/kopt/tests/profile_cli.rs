@@ -151,6 +151,32 @@ fn two_passes_a_run_folder_and_a_report() {
     assert_eq!(again["primary"], report["primary"]);
 }
 
+/// `--top` means what it means in analyze (kernels shown); how many kernels
+/// the targeted pass measures is `--profile-top`.
+#[test]
+fn top_limits_the_report_as_in_analyze() {
+    let env = Env::new();
+    let args = |extra: &[&'static str]| {
+        let mut v = vec!["profile", "--runs-dir", "runs", "--format", "json"];
+        v.extend_from_slice(extra);
+        v.extend_from_slice(&["--", "/bin/echo", "x"]);
+        v
+    };
+    let all = env.kopt(&args(&[]), "");
+    assert!(all.status.success(), "{}", stderr(&all));
+    let all: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    let shown = all["kernels"].as_array().unwrap().len();
+    assert!(shown > 1, "the suite has several kernels");
+
+    let one = env.kopt(&args(&["--top", "1", "--profile-top", "5"]), "");
+    assert!(one.status.success(), "{}", stderr(&one));
+    let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(one["kernels"].as_array().unwrap().len(), 1);
+    assert_eq!(one["kernels"][0]["name"], all["kernels"][0]["name"]);
+    // The hidden kernels still count in the total and the diagnosis.
+    assert_eq!(one["primary"], all["primary"]);
+}
+
 #[test]
 fn deep_pass_adds_ncu_rules() {
     let env = Env::new();

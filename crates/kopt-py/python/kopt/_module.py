@@ -29,7 +29,8 @@ def profile_module(
     gpu_id: Union[int, str] = 0,
     *,
     deep: bool = False,
-    top: int = 20,
+    profile_top: int = 20,
+    top: Optional[int] = None,
     timeout: Optional[float] = None,
     runs_dir: Optional[PathLike] = None,
     steps: int = 20,
@@ -45,8 +46,9 @@ def profile_module(
     The script is written into a new run folder (``.kopt/runs/<id>/`` at the
     repository root unless ``runs_dir`` says otherwise) and run with this
     interpreter, under kopt's tracer (the timeline: launch overhead, gaps)
-    and ncu's targeted counters on the kernels that carry the time
-    (``deep=True`` adds ``--set full`` for the hottest three). ``ops=True``
+    and ncu's targeted counters on the ``profile_top`` kernels that carry the
+    time (``deep=True`` adds ``--set full`` for the hottest three); ``top``
+    keeps only that many kernels in the report, as in :func:`analyze`. ``ops=True``
     records PyTorch's op ranges with input shapes, so each kernel names the
     op that launched it and the report has a per-op table (at a host cost
     per op: launch-bound figures read higher).
@@ -72,6 +74,7 @@ def profile_module(
             module=module_name,
             gpu=str(gpu_id),
             timeout=timeout,
+            profile_top=profile_top,
             top=top,
             deep_top=3 if deep else None,
             timing_pass=timing_pass,
