@@ -191,7 +191,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
                     .iter()
                     .map(|k| KernelRow {
                         name: kopt_model::clip_chars(&k.name, TOOLTIP_MAX + 1),
-                        short: k.short_name.clone(),
+                        short: breakable_name(&k.short_name),
                         launches: k.launches,
                         total: format::duration(k.total_ns),
                         mean: format::duration(k.mean_ns),
@@ -255,5 +255,55 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
 impl Exporter for HtmlExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(page(d).0.as_bytes())
+    }
+}
+
+/// A kernel name as HTML with a line-break opportunity after each separator
+/// (`::`, `_`, `,`, `<`, `(`, a space), so a narrow name column wraps between
+/// the parts of an identifier, never inside one (the CSS breaks inside a
+/// part only when one part alone is wider than the column).
+fn breakable_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + name.len() / 4);
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+        // After "::" (not between its colons), and after the other separators.
+        let sep = match c {
+            ':' => chars.peek() != Some(&':'),
+            '_' | ',' | '<' | '(' | ' ' => true,
+            _ => false,
+        };
+        if sep && chars.peek().is_some() {
+            out.push_str("<wbr>");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::breakable_name;
+
+    #[test]
+    fn names_break_between_parts_and_stay_escaped() {
+        assert_eq!(
+            breakable_name("at::native::vectorized_kernel<float>"),
+            "at::<wbr>native::<wbr>vectorized_<wbr>kernel&lt;<wbr>float&gt;"
+        );
+        // No break opportunity inside an identifier, none at the end.
+        assert_eq!(breakable_name("Kernel2"), "Kernel2");
+        assert_eq!(breakable_name("a_"), "a_");
+        // Markup in a name stays text.
+        assert_eq!(
+            breakable_name("k<\"x\">&'y'"),
+            "k&lt;<wbr>&quot;x&quot;&gt;&amp;&#39;y&#39;"
+        );
     }
 }
