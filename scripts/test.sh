@@ -15,4 +15,4 @@ fi
   echo "ray could not be installed: the Ray executor's test is skipped"
 PATH="$PWD/$venv/bin:$PATH" wheel=$(scripts/build_wheel.sh target/wheels)
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-KOPT_BIN="$PWD/target/debug/kopt" PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest -q crates/kopt-py/tests
+KOPT_BIN="$(realpath "${CARGO_TARGET_DIR:-target}")/debug/kopt" PATH="$PWD/$venv/bin:$PATH" "$venv/bin/python" -m pytest -q crates/kopt-py/tests
