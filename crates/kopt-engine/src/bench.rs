@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use kopt_bench::{bootstrap_median_ratio, decide, median, outliers, relative_noise, StopRule};
+use kopt_bench::{bootstrap_median_ratio, decide, median, outliers, relative_noise};
+// Part of `Measurement`, so front ends name it through the engine.
+pub use kopt_bench::StopRule;
 use kopt_model::{BenchReport, Timeline, VariantResult, VerdictKind};
 
 use crate::error::{Error, Result};
@@ -117,10 +119,10 @@ impl VariantSpec {
     }
 }
 
+/// How variants are timed and judged: the part of a request `bench` and
+/// `tune` share (the CLI's `MeasureArgs`, Python's keyword arguments).
 #[derive(Debug, Clone, PartialEq)]
-pub struct BenchRequest {
-    /// The first is the baseline.
-    pub variants: Vec<VariantSpec>,
+pub struct Measurement {
     /// The speed-up that counts for KEEP (0.05 = 5%).
     pub threshold: f64,
     /// The slow-down still treated as noise.
@@ -132,21 +134,15 @@ pub struct BenchRequest {
     pub timing: TimingChoice,
     pub range: Option<String>,
     pub tracer: Option<PathBuf>,
-    /// The file every variant writes, compared with the first variant's.
+    /// The file every variant writes, compared with the reference's.
     pub check: Option<PathBuf>,
     pub tol: Option<f64>,
-    /// Record the verdict in the journal with this hypothesis.
-    pub journal: Option<String>,
-    pub journal_file: PathBuf,
-    pub db: PathBuf,
 }
 
-impl BenchRequest {
-    /// A request with the CLI's defaults.
-    pub fn new(variants: Vec<VariantSpec>) -> BenchRequest {
-        let paths = crate::record::RecordPaths::current();
-        BenchRequest {
-            variants,
+impl Default for Measurement {
+    /// The CLI's defaults.
+    fn default() -> Measurement {
+        Measurement {
             threshold: 0.05,
             noise: 0.01,
             warmup: 1,
@@ -157,26 +153,12 @@ impl BenchRequest {
             tracer: None,
             check: None,
             tol: None,
-            journal: None,
-            journal_file: paths.journal,
-            db: paths.db,
         }
     }
+}
 
+impl Measurement {
     pub fn validate(&self) -> Result<()> {
-        if self.variants.len() < 2 {
-            return Err(Error::Usage(
-                "give --baseline and --candidate, or at least two -n NAME=CMD variants".into(),
-            ));
-        }
-        let mut names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
-        names.sort_unstable();
-        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(Error::Usage(format!(
-                "variant name {} is given twice",
-                w[0]
-            )));
-        }
         let s = &self.stop;
         let finite_at_least_zero = |x: f64| x >= 0.0 && x.is_finite();
         let valid = self.threshold > 0.0
@@ -198,6 +180,49 @@ impl BenchRequest {
                 )));
             }
         }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchRequest {
+    /// The first is the baseline.
+    pub variants: Vec<VariantSpec>,
+    pub measure: Measurement,
+    /// Record the verdict in the journal with this hypothesis.
+    pub journal: Option<String>,
+    pub journal_file: PathBuf,
+    pub db: PathBuf,
+}
+
+impl BenchRequest {
+    /// A request with the CLI's defaults.
+    pub fn new(variants: Vec<VariantSpec>) -> BenchRequest {
+        let paths = crate::record::RecordPaths::current();
+        BenchRequest {
+            variants,
+            measure: Measurement::default(),
+            journal: None,
+            journal_file: paths.journal,
+            db: paths.db,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.variants.len() < 2 {
+            return Err(Error::Usage(
+                "give --baseline and --candidate, or at least two -n NAME=CMD variants".into(),
+            ));
+        }
+        let mut names: Vec<&str> = self.variants.iter().map(|v| v.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Usage(format!(
+                "variant name {} is given twice",
+                w[0]
+            )));
+        }
+        self.measure.validate()?;
         if self.journal.as_deref().is_some_and(|h| h.trim().is_empty()) {
             return Err(Error::Usage("--journal needs a hypothesis".into()));
         }
@@ -242,15 +267,23 @@ pub fn run_bench(
             check_problems: Vec::new(),
         })
         .collect();
-    let timing = sampler.choose(req.timing, req.range.as_deref(), &vs[0].command)?;
+    let timing = sampler.choose(
+        req.measure.timing,
+        req.measure.range.as_deref(),
+        &vs[0].command,
+    )?;
     let rule = StopRule {
-        min_samples: req.stop.min_samples.max(2),
-        ..req.stop
+        min_samples: req.measure.stop.min_samples.max(2),
+        ..req.measure.stop
     };
     let budget = |v: &Variant| Duration::from_secs_f64((rule.max_time_s - v.used).max(0.0));
     let mut outputs = Vec::new();
     for v in vs.iter_mut() {
-        for _ in 0..req.warmup.max(u32::from(req.check.is_some())) {
+        for _ in 0..req
+            .measure
+            .warmup
+            .max(u32::from(req.measure.check.is_some()))
+        {
             let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
             v.used += run.wall_s;
             if run.cut {
@@ -260,7 +293,7 @@ pub fn run_bench(
                 )));
             }
         }
-        if let Some(path) = &req.check {
+        if let Some(path) = &req.measure.check {
             // Fresh output per variant: a stale file must not pass for a new one.
             let tensors = kopt_ingest::tensor::read_tensors(path)
                 .map_err(|e| Error::WorkloadFailed(format!("`{}`: {e}", v.command)))?;
@@ -270,7 +303,7 @@ pub fn run_bench(
     }
     if let Some((reference, rest)) = outputs.split_first() {
         for (v, out) in vs.iter_mut().skip(1).zip(rest) {
-            let report = kopt_bench::compare_tensors(reference, out, req.tol, false);
+            let report = kopt_bench::compare_tensors(reference, out, req.measure.tol, false);
             v.check_problems.extend(report.problems.iter().cloned());
             for t in &report.tensors {
                 v.check_problems
@@ -335,9 +368,9 @@ fn report(req: &BenchRequest, vs: &[Variant], timing: &Timing) -> BenchReport {
         })
         .collect();
     let decision = Decision {
-        threshold: req.threshold,
-        noise: req.noise,
-        seed: req.seed,
+        threshold: req.measure.threshold,
+        noise: req.measure.noise,
+        seed: req.measure.seed,
     };
     decide_all(
         &measured,
@@ -421,7 +454,7 @@ pub fn decide_all(
 /// when asked, in the journal.
 pub fn bench(req: &BenchRequest, progress: &dyn Progress) -> Result<BenchReport> {
     req.validate()?;
-    let mut sampler = ProcessSampler::new(req.tracer.clone())?;
+    let mut sampler = ProcessSampler::new(req.measure.tracer.clone())?;
     let report = run_bench(req, &mut sampler, progress)?;
     record(req, &report, progress)?;
     Ok(report)
@@ -928,7 +961,7 @@ mod tests {
                 .collect(),
         );
         r.db = PathBuf::from("/nonexistent/never-written.db");
-        r.stop.min_time_s = 0.0;
+        r.measure.stop.min_time_s = 0.0;
         r
     }
 
@@ -960,7 +993,7 @@ mod tests {
     fn rounds_interleave_and_rotate() {
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0), ("c", 1.0)]);
         let mut req = request(&[("a", "a"), ("b", "b"), ("c", "c")]);
-        req.warmup = 0;
+        req.measure.warmup = 0;
         run_bench(&req, &mut s, &crate::Silent).unwrap();
         let log = s.log.borrow();
         // Round 0: a b c; round 1: b c a; round 2: c a b.
@@ -971,7 +1004,7 @@ mod tests {
     fn warmup_runs_come_first_and_are_not_samples() {
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
         let mut req = request(&[("a", "a"), ("b", "b")]);
-        req.warmup = 2;
+        req.measure.warmup = 2;
         let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
         let log = s.log.borrow();
         assert_eq!(&log[..4], ["a", "a", "b", "b"]);
@@ -984,9 +1017,9 @@ mod tests {
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
         s.run_s = 0.4;
         let mut req = request(&[("a", "a"), ("b", "b")]);
-        req.warmup = 0;
-        req.stop.max_time_s = 2.0;
-        req.stop.noise_target = 0.0; // never quiet enough: only the clock stops it
+        req.measure.warmup = 0;
+        req.measure.stop.max_time_s = 2.0;
+        req.measure.stop.noise_target = 0.0; // never quiet enough: only the clock stops it
         let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
         for v in &r.variants {
             assert_eq!(v.samples, 5, "{}", v.name);
@@ -998,8 +1031,8 @@ mod tests {
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
         s.cut_after = Some(8);
         let mut req = request(&[("a", "a"), ("b", "b")]);
-        req.warmup = 0;
-        req.stop.noise_target = 0.0;
+        req.measure.warmup = 0;
+        req.measure.stop.noise_target = 0.0;
         let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
         assert!(r.variants.iter().all(|v| v.samples == 4));
     }
@@ -1009,7 +1042,7 @@ mod tests {
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
         s.run_s = 5.0;
         let mut req = request(&[("a", "a"), ("b", "b")]);
-        req.stop.max_time_s = 1.0;
+        req.measure.stop.max_time_s = 1.0;
         let err = run_bench(&req, &mut s, &crate::Silent).unwrap_err();
         assert!(err.to_string().contains("--max-time"), "{err}");
     }
@@ -1072,9 +1105,9 @@ mod tests {
         let cases: Vec<(Mutation, &str)> = vec![
             (Box::new(|r| r.variants.truncate(1)), "at least two"),
             (Box::new(|r| r.variants[1].name = "a".into()), "twice"),
-            (Box::new(|r| r.threshold = 1.5), "--threshold"),
-            (Box::new(|r| r.stop.max_time_s = 0.0), "--max-time"),
-            (Box::new(|r| r.tol = Some(-1.0)), "--tol"),
+            (Box::new(|r| r.measure.threshold = 1.5), "--threshold"),
+            (Box::new(|r| r.measure.stop.max_time_s = 0.0), "--max-time"),
+            (Box::new(|r| r.measure.tol = Some(-1.0)), "--tol"),
             (Box::new(|r| r.journal = Some(" ".into())), "--journal"),
         ];
         for (mutate, expected) in cases {

@@ -21,7 +21,7 @@ pub mod trace;
 pub mod tune;
 
 pub use analyze::{analyze, AnalysisOptions, AnalyzeRequest};
-pub use bench::{bench, run_bench, BenchRequest, Sampler, TimingChoice, VariantSpec};
+pub use bench::{bench, run_bench, BenchRequest, Measurement, Sampler, TimingChoice, VariantSpec};
 pub use compare::{compare, CompareRequest};
 pub use error::{Error, Result};
 pub use optimize::{optimize, Candidate, OptimizeRequest};

@@ -25,6 +25,8 @@ use kopt_model::BenchReport;
 use kopt_store::{CachedTrial, TrialKey, TuneCache};
 use serde::{Deserialize, Serialize};
 
+use crate::bench::Measurement;
+
 use crate::bench::{
     run_bench, BenchRequest, Run, Sampler, Source, Timing, TimingChoice, VariantSpec,
 };
@@ -82,16 +84,7 @@ pub struct TuneRequest {
     pub gpus: Option<Vec<String>>,
     /// How many of the best configs the final comparison times.
     pub top: usize,
-    pub threshold: f64,
-    pub noise: f64,
-    pub warmup: u32,
-    pub stop: StopRule,
-    pub seed: u64,
-    pub timing: TimingChoice,
-    pub range: Option<String>,
-    pub tracer: Option<PathBuf>,
-    pub check: Option<PathBuf>,
-    pub tol: Option<f64>,
+    pub measure: Measurement,
     /// Samples each config gets in the first halving round.
     pub halving_start: usize,
     pub db: PathBuf,
@@ -110,16 +103,7 @@ impl TuneRequest {
             fresh: false,
             gpus: None,
             top: 3,
-            threshold: 0.05,
-            noise: 0.01,
-            warmup: 1,
-            stop: StopRule::default(),
-            seed: 42,
-            timing: TimingChoice::Auto,
-            range: None,
-            tracer: None,
-            check: None,
-            tol: None,
+            measure: Measurement::default(),
             halving_start: 2,
             db: crate::record::RecordPaths::current().db,
         }
@@ -144,23 +128,7 @@ impl TuneRequest {
                 )));
             }
         }
-        let s = &self.stop;
-        let ok = |x: f64| x >= 0.0 && x.is_finite();
-        let valid = self.threshold > 0.0
-            && self.threshold < 1.0
-            && ok(self.noise)
-            && ok(s.min_time_s)
-            && ok(s.noise_target)
-            && s.max_time_s > 0.0
-            && s.max_time_s.is_finite();
-        if !valid {
-            return Err(Error::Usage(
-                "--threshold must be in (0, 1); --noise, --noise-target, --min-time >= 0; --max-time > 0".into(),
-            ));
-        }
-        if self.tol.is_some_and(|t| !(t.is_finite() && t >= 0.0)) {
-            return Err(Error::Usage("--tol must be a non-negative number".into()));
-        }
+        self.measure.validate()?;
         if self.top == 0 {
             return Err(Error::Usage("--top must be at least 1".into()));
         }
@@ -232,21 +200,21 @@ impl TuneRequest {
     /// Timing choice, correctness gate and baseline: results measured under
     /// other settings are not reused.
     fn settings(&self, baseline: &BTreeMap<String, String>) -> String {
-        let timing = match self.timing {
+        let timing = match self.measure.timing {
             TimingChoice::Auto => "auto",
             TimingChoice::Gpu => "gpu",
             TimingChoice::Reported => "reported",
             TimingChoice::Wall => "wall",
         };
-        let check = match (&self.check, self.tol) {
+        let check = match (&self.measure.check, self.measure.tol) {
             (None, _) => "none".to_string(),
             (Some(_), Some(t)) => format!("tol={t:e};baseline={}", canonical(baseline)),
             (Some(_), None) => format!("tol=dtype;baseline={}", canonical(baseline)),
         };
         format!(
             "timing={timing};range={};warmup={};check={check}",
-            self.range.as_deref().unwrap_or(""),
-            self.warmup
+            self.measure.range.as_deref().unwrap_or(""),
+            self.measure.warmup
         )
     }
 }
@@ -780,14 +748,14 @@ pub fn run_final_job(
             })
             .collect(),
     );
-    req.threshold = job.threshold;
-    req.noise = job.noise;
-    req.warmup = job.warmup;
-    req.stop = job.stop.into();
-    req.seed = job.seed;
-    req.timing = parse_choice(&job.timing.choice)?;
-    req.range = job.timing.range.clone();
-    req.tracer = job.timing.tracer.clone();
+    req.measure.threshold = job.threshold;
+    req.measure.noise = job.noise;
+    req.measure.warmup = job.warmup;
+    req.measure.stop = job.stop.into();
+    req.measure.seed = job.seed;
+    req.measure.timing = parse_choice(&job.timing.choice)?;
+    req.measure.range = job.timing.range.clone();
+    req.measure.tracer = job.timing.tracer.clone();
     let mut fixed = Fixed {
         timing: job.timing.timing()?,
         inner: sampler,
@@ -833,7 +801,7 @@ impl Trial {
 /// The sweep with real processes on this host's GPUs.
 pub fn tune(req: &TuneRequest, progress: &dyn Progress) -> Result<TuneReport> {
     req.validate()?;
-    let exec = LocalExecutor::new(req.gpus.clone(), req.tracer.clone())?;
+    let exec = LocalExecutor::new(req.gpus.clone(), req.measure.tracer.clone())?;
     let report = tune_with(req, &exec, progress)?;
     record(req, &report, progress);
     Ok(report)
@@ -895,7 +863,7 @@ pub fn tune_with(
     req.validate()?;
     let started = Instant::now();
     let gpus = exec.gpus();
-    if gpus.len() > 1 && req.check.is_some() && !req.template.contains(CHECK_PLACEHOLDER) {
+    if gpus.len() > 1 && req.measure.check.is_some() && !req.template.contains(CHECK_PLACEHOLDER) {
         return Err(Error::Usage(format!(
             "--check with {} GPUs: write the output to {CHECK_PLACEHOLDER} in the template (each worker gets its own file)",
             gpus.len()
@@ -915,7 +883,7 @@ pub fn tune_with(
     let mut chosen: Vec<BTreeMap<String, String>> = match strategy {
         Strategy::Random => {
             let n = req.trials.unwrap_or(points.len()).min(points.len());
-            let mut rng = SplitMix(req.seed);
+            let mut rng = SplitMix(req.measure.seed);
             let mut idx: Vec<usize> = (0..points.len()).collect();
             for i in 0..n {
                 let j = i + (rng.next() % (idx.len() - i) as u64) as usize;
@@ -975,10 +943,10 @@ pub fn tune_with(
         key,
         trials,
         timing: TimingSpec {
-            choice: choice_name(req.timing).into(),
+            choice: choice_name(req.measure.timing).into(),
             source: None,
-            range: req.range.clone(),
-            tracer: req.tracer.clone(),
+            range: req.measure.range.clone(),
+            tracer: req.measure.tracer.clone(),
         },
         device_seen: None,
         reference: None,
@@ -1102,18 +1070,22 @@ impl Driver<'_> {
     fn job(&self, i: usize, samples: Option<usize>) -> TrialJob {
         let t = &self.trials[i];
         let first = t.samples.is_empty();
-        let check = self.req.check.is_some() && first;
+        let check = self.req.measure.check.is_some() && first;
         TrialJob {
             index: i,
             command: t.command.clone(),
             warmup: if first {
-                self.req.warmup.max(u32::from(check))
+                self.req.measure.warmup.max(u32::from(check))
             } else {
                 0
             },
-            check: if check { self.req.check.clone() } else { None },
+            check: if check {
+                self.req.measure.check.clone()
+            } else {
+                None
+            },
             samples,
-            stop: self.req.stop.into(),
+            stop: self.req.measure.stop.into(),
             have: t.samples.clone(),
             have_spent_s: t.spent_s,
             timing: self.timing.clone(),
@@ -1179,7 +1151,7 @@ impl Driver<'_> {
         if o.device.is_some() {
             self.device_seen = o.device.clone();
         }
-        let rule = self.req.stop;
+        let rule = self.req.measure.stop;
         if let Some(out) = &o.output {
             if i == 0 {
                 let r = kopt_ingest::tensor::read_tensors(out).map_err(|e| {
@@ -1237,7 +1209,8 @@ impl Driver<'_> {
             };
             let (passed, problems) = match kopt_ingest::tensor::read_tensors(&path) {
                 Ok(c) => {
-                    let rep = kopt_bench::compare_tensors(reference, &c, self.req.tol, false);
+                    let rep =
+                        kopt_bench::compare_tensors(reference, &c, self.req.measure.tol, false);
                     let mut problems = rep.problems.clone();
                     for x in &rep.tensors {
                         problems.extend(x.problems.iter().map(|p| format!("{}: {p}", x.name)));
@@ -1276,7 +1249,7 @@ impl Driver<'_> {
     }
 
     fn sweep(&mut self, strategy: Strategy) -> Result<()> {
-        let check = self.req.check.is_some();
+        let check = self.req.measure.check.is_some();
         let first_target = match strategy {
             Strategy::Halving => Some(self.req.halving_start),
             _ => None,
@@ -1288,14 +1261,16 @@ impl Driver<'_> {
         let reference_job = (!baseline_needs && check && others_need).then(|| {
             let mut job = self.job(0, first_target);
             job.samples = Some(self.trials[0].samples.len());
-            job.warmup = self.req.warmup.max(1);
-            job.check = self.req.check.clone();
+            job.warmup = self.req.measure.warmup.max(1);
+            job.check = self.req.measure.check.clone();
             job
         });
         // When the timing source must be probed (auto, gpu), the baseline
         // runs alone first and resolves it; otherwise it runs beside the others.
-        let probe = matches!(self.req.timing, TimingChoice::Auto | TimingChoice::Gpu)
-            && self.timing.source.is_none();
+        let probe = matches!(
+            self.req.measure.timing,
+            TimingChoice::Auto | TimingChoice::Gpu
+        ) && self.timing.source.is_none();
         let mut first_batch = Vec::new();
         if probe && (baseline_needs || others_need) {
             let job = reference_job.unwrap_or_else(|| self.job(0, first_target));
@@ -1322,7 +1297,7 @@ impl Driver<'_> {
     fn after_first_batch(&self) -> Result<()> {
         self.baseline_failed()?;
         let pending = self.trials.iter().any(|t| t.output.is_some());
-        if self.req.check.is_some() && self.reference.is_none() && pending {
+        if self.req.measure.check.is_some() && self.reference.is_none() && pending {
             return Err(Error::WorkloadFailed(format!(
                 "the baseline config {} gave no --check output to compare with",
                 self.trials[0].label
@@ -1366,8 +1341,9 @@ impl Driver<'_> {
             let mut next = alive[..keep].to_vec();
             for &i in &alive[keep..] {
                 let t = &self.trials[i];
-                let iv = bootstrap_median_ratio(&leader, &t.samples, 1000, 0.95, self.req.seed);
-                let clearly_slower = iv.is_some_and(|iv| iv.low > 1.0 + self.req.noise);
+                let iv =
+                    bootstrap_median_ratio(&leader, &t.samples, 1000, 0.95, self.req.measure.seed);
+                let clearly_slower = iv.is_some_and(|iv| iv.low > 1.0 + self.req.measure.noise);
                 if clearly_slower || t.complete {
                     let reason = match iv {
                         Some(iv) => format!(
@@ -1445,12 +1421,12 @@ impl Driver<'_> {
             warmup: if chosen.iter().all(|&i| self.trials[i].ran) {
                 0
             } else {
-                self.req.warmup
+                self.req.measure.warmup
             },
-            stop: self.req.stop.into(),
-            threshold: self.req.threshold,
-            noise: self.req.noise,
-            seed: self.req.seed,
+            stop: self.req.measure.stop.into(),
+            threshold: self.req.measure.threshold,
+            noise: self.req.measure.noise,
+            seed: self.req.measure.seed,
             timing: self.timing.clone(),
         };
         self.progress.note(&format!(

@@ -128,8 +128,8 @@ fn request(db: &std::path::Path, blocks: &str, warps: &str) -> TuneRequest {
     .unwrap();
     let mut r = TuneRequest::new("k {B} {W}".into(), space);
     r.db = db.to_path_buf();
-    r.stop.min_time_s = 0.0;
-    r.stop.noise_target = 0.01;
+    r.measure.stop.min_time_s = 0.0;
+    r.measure.stop.noise_target = 0.01;
     r
 }
 
@@ -209,7 +209,7 @@ fn failing_and_hanging_configs_are_recorded_and_skipped() {
         ..Fake::default()
     };
     let mut req = request(&d.path().join("h.db"), "32,64,128,256", "2,4");
-    req.stop.max_time_s = 0.5;
+    req.measure.stop.max_time_s = 0.5;
     let r = kopt_engine::tune_with(&req, &executor(&fake, &[]), &Silent).unwrap();
     let failed = r.trial("B=128,W=4").unwrap();
     assert_eq!(failed.status, TrialStatus::Failed);
@@ -320,7 +320,7 @@ fn requests_are_validated() {
             "W is missing",
         ),
         (Box::new(|r| r.top = 0), "--top"),
-        (Box::new(|r| r.stop.max_time_s = 0.0), "--max-time"),
+        (Box::new(|r| r.measure.stop.max_time_s = 0.0), "--max-time"),
     ];
     for (mutate, expected) in cases {
         let mut r = ok.clone();
@@ -335,7 +335,7 @@ fn check_with_several_gpus_needs_the_placeholder() {
     let d = tempfile::tempdir().unwrap();
     let fake = Fake::default();
     let mut req = request(&d.path().join("h.db"), "1,2", "1,2");
-    req.check = Some(d.path().join("out.npy"));
+    req.measure.check = Some(d.path().join("out.npy"));
     let err = kopt_engine::tune_with(&req, &executor(&fake, &["0", "1"]), &Silent).unwrap_err();
     assert!(err.to_string().contains("{CHECK}"), "{err}");
 }

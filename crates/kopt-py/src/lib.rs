@@ -290,14 +290,12 @@ fn trace(
     Ok(DiagnosisHandle { d: t.diagnosis })
 }
 
-/// A/B (or ablation) benchmark of shell commands; returns the report as JSON.
-#[pyfunction]
-#[pyo3(signature = (variants, *, threshold=0.05, noise=0.01, warmup=1, min_samples=10, min_time=0.5, max_time=10.0, noise_target=0.005, seed=42, timing="auto", range=None, tracer=None, check=None, tol=None, journal=None, db=None))]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(name = "bench")]
-fn bench_commands(
-    py: Python<'_>,
-    variants: Vec<(String, String)>,
+/// The measuring keywords `bench` and `tune` share, as the Python layer
+/// passes them: one dict with every key (the defaults live in the Python
+/// signatures users read).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct MeasureKw {
     threshold: f64,
     noise: f64,
     warmup: u32,
@@ -306,11 +304,43 @@ fn bench_commands(
     max_time: f64,
     noise_target: f64,
     seed: u64,
-    timing: &str,
+    timing: String,
     range: Option<String>,
     tracer: Option<PathBuf>,
     check: Option<PathBuf>,
     tol: Option<f64>,
+}
+
+impl MeasureKw {
+    fn lower(self) -> PyResult<kopt_engine::Measurement> {
+        Ok(kopt_engine::Measurement {
+            threshold: self.threshold,
+            noise: self.noise,
+            warmup: self.warmup,
+            stop: kopt_engine::bench::StopRule {
+                min_samples: self.min_samples,
+                min_time_s: self.min_time,
+                max_time_s: self.max_time,
+                noise_target: self.noise_target,
+            },
+            seed: self.seed,
+            timing: timing_choice(&self.timing)?,
+            range: self.range,
+            tracer: self.tracer,
+            check: self.check,
+            tol: self.tol,
+        })
+    }
+}
+
+/// A/B (or ablation) benchmark of shell commands; returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (variants, measure, *, journal=None, db=None))]
+#[pyo3(name = "bench")]
+fn bench_commands(
+    py: Python<'_>,
+    variants: Vec<(String, String)>,
+    measure: MeasureKw,
     journal: Option<String>,
     db: Option<PathBuf>,
 ) -> PyResult<String> {
@@ -320,19 +350,7 @@ fn bench_commands(
             .map(|(name, command)| VariantSpec { name, command })
             .collect(),
     );
-    req.threshold = threshold;
-    req.noise = noise;
-    req.warmup = warmup;
-    req.stop.min_samples = min_samples;
-    req.stop.min_time_s = min_time;
-    req.stop.max_time_s = max_time;
-    req.stop.noise_target = noise_target;
-    req.seed = seed;
-    req.timing = timing_choice(timing)?;
-    req.range = range;
-    req.tracer = tracer;
-    req.check = check;
-    req.tol = tol;
+    req.measure = measure.lower()?;
     req.journal = journal;
     if let Some(db) = db {
         req.db = db;
@@ -587,7 +605,7 @@ impl kopt_engine::Executor for PyExecutor {
 /// `run_trials` and `run_final` the trials go through those callables
 /// (Ray); else one worker per GPU of this host.
 #[pyfunction]
-#[pyo3(signature = (template, params, *, constraints=Vec::new(), strategy=None, trials=None, baseline=None, key=None, fresh=false, gpus=None, top=3, threshold=0.05, noise=0.01, warmup=1, min_samples=10, min_time=0.5, max_time=10.0, noise_target=0.005, seed=42, timing="auto", range=None, tracer=None, check=None, tol=None, db=None, run_trials=None, run_final=None, device=None, driver=None))]
+#[pyo3(signature = (template, params, *, constraints=Vec::new(), strategy=None, trials=None, baseline=None, key=None, fresh=false, gpus=None, top=3, measure, db=None, run_trials=None, run_final=None, device=None, driver=None))]
 #[allow(clippy::too_many_arguments)]
 fn tune(
     py: Python<'_>,
@@ -601,19 +619,7 @@ fn tune(
     fresh: bool,
     gpus: Option<Vec<String>>,
     top: usize,
-    threshold: f64,
-    noise: f64,
-    warmup: u32,
-    min_samples: usize,
-    min_time: f64,
-    max_time: f64,
-    noise_target: f64,
-    seed: u64,
-    timing: &str,
-    range: Option<String>,
-    tracer: Option<PathBuf>,
-    check: Option<PathBuf>,
-    tol: Option<f64>,
+    measure: MeasureKw,
     db: Option<PathBuf>,
     run_trials: Option<Py<PyAny>>,
     run_final: Option<Py<PyAny>>,
@@ -649,19 +655,7 @@ fn tune(
     req.fresh = fresh;
     req.gpus = gpus;
     req.top = top;
-    req.threshold = threshold;
-    req.noise = noise;
-    req.warmup = warmup;
-    req.stop.min_samples = min_samples;
-    req.stop.min_time_s = min_time;
-    req.stop.max_time_s = max_time;
-    req.stop.noise_target = noise_target;
-    req.seed = seed;
-    req.timing = timing_choice(timing)?;
-    req.range = range;
-    req.tracer = tracer;
-    req.check = check;
-    req.tol = tol;
+    req.measure = measure.lower()?;
     if let Some(db) = db {
         req.db = db;
     }

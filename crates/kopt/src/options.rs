@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use kopt_engine::bench::VariantSpec;
+use kopt_bench::StopRule;
+use kopt_engine::bench::{Measurement, VariantSpec};
 use kopt_engine::profile::timeout_from_secs;
 use kopt_engine::{
     AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, Error, ProfileRequest,
@@ -198,25 +199,25 @@ pub fn trace(a: &TraceArgs) -> Result<(TraceRequest, ReportOptions, Option<PathB
     Ok((req, report, export))
 }
 
-/// The measuring flags bench and tune share, onto either request (the
-/// engine's requests name these fields alike).
-macro_rules! apply_measure {
-    ($req:ident, $m:expr) => {{
-        let m: &crate::cli::MeasureArgs = $m;
-        $req.threshold = m.threshold;
-        $req.noise = m.noise;
-        $req.warmup = m.warmup;
-        $req.stop.min_samples = m.min_samples;
-        $req.stop.min_time_s = m.min_time;
-        $req.stop.max_time_s = m.max_time;
-        $req.stop.noise_target = m.noise_target;
-        $req.seed = m.seed;
-        $req.timing = m.timing;
-        $req.range = m.range.clone();
-        $req.tracer = m.tracer.clone();
-        $req.check = m.check.clone();
-        $req.tol = m.tol;
-    }};
+/// The measuring flags bench and tune share, lowered once.
+fn measurement(m: &crate::cli::MeasureArgs) -> Measurement {
+    Measurement {
+        threshold: m.threshold,
+        noise: m.noise,
+        warmup: m.warmup,
+        stop: StopRule {
+            min_samples: m.min_samples,
+            min_time_s: m.min_time,
+            max_time_s: m.max_time,
+            noise_target: m.noise_target,
+        },
+        seed: m.seed,
+        timing: m.timing,
+        range: m.range.clone(),
+        tracer: m.tracer.clone(),
+        check: m.check.clone(),
+        tol: m.tol,
+    }
 }
 
 pub fn bench(a: &BenchArgs) -> Result<BenchRequest, Error> {
@@ -238,7 +239,7 @@ pub fn bench(a: &BenchArgs) -> Result<BenchRequest, Error> {
             .collect::<Result<_, _>>()?,
     };
     let mut req = BenchRequest::new(variants);
-    apply_measure!(req, &a.measure);
+    req.measure = measurement(&a.measure);
     req.journal = a.journal.clone();
     if let Some(db) = &a.db {
         req.db = db.clone();
@@ -337,7 +338,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Result<kopt_engine::TuneRequest, Error>
             .collect::<Vec<_>>()
     });
     req.top = a.top;
-    apply_measure!(req, &a.measure);
+    req.measure = measurement(&a.measure);
     if let Some(db) = &a.db {
         req.db = db.clone();
     }

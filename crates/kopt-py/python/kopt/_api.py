@@ -27,6 +27,34 @@ def tracer_path() -> Optional[str]:
     return bundled if os.path.isfile(bundled) else None
 
 
+# The measuring keywords bench and tune share; the engine takes them as one
+# dict (its Measurement), so each signature lists them once for users and
+# hands them on with measure_kwargs(locals()).
+MEASURE_KEYS = (
+    "threshold",
+    "noise",
+    "warmup",
+    "min_samples",
+    "min_time",
+    "max_time",
+    "noise_target",
+    "seed",
+    "timing",
+    "range",
+    "tracer",
+    "check",
+    "tol",
+)
+
+
+def measure_kwargs(ns: dict) -> dict:
+    """The measuring keywords out of a caller's ``locals()``, paths as str."""
+    m = {k: ns.get(k) for k in MEASURE_KEYS}
+    for k in ("tracer", "check"):
+        m[k] = _opt_path(m[k])
+    return m
+
+
 def _opt_path(p: Optional[PathLike]) -> Optional[str]:
     return None if p is None else os.fspath(p)
 
@@ -126,22 +154,11 @@ def bench(
         variants = [("baseline", baseline), ("candidate", candidate)]
     elif baseline is not None or candidate is not None:
         raise _kopt.UsageError("give baseline and candidate, or variants, not both")
+    tracer = tracer_path()
     return BenchResult(
         _kopt.bench(
             [(str(n), str(c)) for n, c in variants],
-            threshold=threshold,
-            noise=noise,
-            warmup=warmup,
-            min_samples=min_samples,
-            min_time=min_time,
-            max_time=max_time,
-            noise_target=noise_target,
-            seed=seed,
-            timing=timing,
-            range=range,
-            tracer=tracer_path(),
-            check=_opt_path(check),
-            tol=tol,
+            measure_kwargs(locals()),
             journal=journal,
             db=_opt_path(db),
         )

@@ -8,6 +8,7 @@ import json
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _kopt
+from ._api import measure_kwargs
 
 ParamValues = Union[str, Sequence[Any]]
 
@@ -150,19 +151,7 @@ def tune(
         key=key,
         fresh=fresh,
         top=top,
-        threshold=threshold,
-        noise=noise,
-        warmup=warmup,
-        min_samples=min_samples,
-        min_time=min_time,
-        max_time=max_time,
-        noise_target=noise_target,
-        seed=seed,
-        timing=timing,
-        range=range,
-        tracer=None if tracer is None else str(tracer),
-        check=None if check is None else str(check),
-        tol=tol,
+        measure=measure_kwargs(locals()),
         db=None if db is None else str(db),
     )
     if executor == "local":
