@@ -53,11 +53,17 @@ pub struct Attribution {
 /// None when the timeline has no op ranges.
 pub fn attribute(t: &Timeline, total_ns: f64) -> Option<Attribution> {
     let mut ranges: Vec<(i64, i64, usize)> = Vec::new();
+    // Each distinct (op, shapes) once: every call of an op is its own range,
+    // and a kernel's launchers are counted per op and shapes, not per call.
     let mut parsed: Vec<(String, Option<String>)> = Vec::new();
+    let mut index: HashMap<(String, Option<String>), usize> = HashMap::new();
     for r in &t.ranges {
         if let Some(p) = parse_op(&r.name) {
-            ranges.push((r.start_ns, r.end_ns, parsed.len()));
-            parsed.push(p);
+            let id = *index.entry(p).or_insert_with_key(|p| {
+                parsed.push(p.clone());
+                parsed.len() - 1
+            });
+            ranges.push((r.start_ns, r.end_ns, id));
         }
     }
     if ranges.is_empty() {
@@ -418,6 +424,41 @@ mod tests {
             start_ns: s,
             end_ns: e,
         }
+    }
+
+    /// Every call of an op is a range of its own; a kernel launched by the
+    /// same op and shapes in every layer lists that op once, with the count.
+    #[test]
+    fn calls_of_one_op_and_shapes_add_up() {
+        let mut t = Timeline::default();
+        for layer in 0..4i64 {
+            let at = layer * 1000;
+            let seq = layer + 1;
+            t.ranges.push(range(
+                &format!("aten::mm, seq = {seq}, sizes = [[4, 8], [8, 8]]"),
+                at,
+                at + 100,
+            ));
+            t.api_calls.push(launch(layer as u64 + 1, at + 10));
+            t.activities
+                .push(kernel("gemm", layer as u64 + 1, at + 50_000));
+        }
+        // The same op with other shapes stays apart.
+        t.ranges.push(range(
+            "aten::mm, seq = 9, sizes = [[4, 8], [8, 16]]",
+            9000,
+            9100,
+        ));
+        t.api_calls.push(launch(9, 9010));
+        t.activities.push(kernel("gemm", 9, 60_000));
+        let a = attribute(&t, 500.0).unwrap();
+        let shares = &a.by_kernel["gemm"];
+        assert_eq!(shares.len(), 2, "{shares:?}");
+        assert_eq!(shares[0].launches, 4);
+        assert_eq!(shares[0].shapes.as_deref(), Some("[[4, 8], [8, 8]]"));
+        assert_eq!(shares[1].launches, 1);
+        assert_eq!(a.table.len(), 2);
+        assert_eq!(a.table[0].launches, 4);
     }
 
     #[test]

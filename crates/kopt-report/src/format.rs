@@ -425,7 +425,12 @@ pub fn ops_line(k: &kopt_model::KernelVerdict) -> Option<String> {
                 .shapes
                 .as_deref()
                 .map_or(String::new(), |s| format!(" {s}"));
-            format!("{}{} ({} launches)", o.op, shapes, o.launches)
+            let n = o.launches;
+            format!(
+                "{}{shapes} ({n} launch{})",
+                o.op,
+                if n == 1 { "" } else { "es" }
+            )
         })
         .collect();
     let more = k.ops.len().saturating_sub(3);
