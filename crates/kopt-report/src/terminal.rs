@@ -195,6 +195,19 @@ impl TerminalExporter {
         }
         let rule = w.iter().sum::<usize>() + GUTTER * (w.len() - 1);
         writeln!(out, "{}", "─".repeat(rule))?;
+        // One cause shared by every row (a trace without counters) is said
+        // once, above the rows, instead of under each of them.
+        let shared = shared_root_cause(d);
+        if let Some(cause) = shared {
+            let all = d.kernels.iter().all(|k| k.root_cause == cause);
+            let lead = if all {
+                "Every kernel"
+            } else {
+                "Unless its row says otherwise"
+            };
+            para(out, width, "", "", &safe(&format!("{lead}: {cause}")))?;
+            writeln!(out, "{}", "─".repeat(rule))?;
+        }
         for (row, k) in d.kernels.iter().enumerate() {
             let cells: Vec<String> = cols
                 .iter()
@@ -210,7 +223,7 @@ impl TerminalExporter {
                 })
                 .collect();
             writeln!(out, "{}", cells.join(&gutter).trim_end())?;
-            if !k.root_cause.is_empty() {
+            if !k.root_cause.is_empty() && shared != Some(k.root_cause.as_str()) {
                 para(out, width, INDENT, INDENT, &safe(&k.root_cause))?;
             }
             for f in &k.findings {
@@ -381,4 +394,17 @@ impl TerminalExporter {
         }
         Ok(())
     }
+}
+
+/// The root cause most kernel rows share (at least three rows and half of
+/// them: a trace without counters), said once above the rows.
+fn shared_root_cause(d: &Diagnosis) -> Option<&str> {
+    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for k in d.kernels.iter().filter(|k| !k.root_cause.is_empty()) {
+        *counts.entry(k.root_cause.as_str()).or_default() += 1;
+    }
+    let (cause, n) = counts
+        .into_iter()
+        .max_by_key(|&(c, n)| (n, std::cmp::Reverse(c)))?;
+    (n >= 3 && 2 * n >= d.kernels.len()).then_some(cause)
 }

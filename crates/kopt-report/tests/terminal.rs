@@ -260,3 +260,32 @@ fn column_names_agree_across_formats() {
     }
     assert!(!md.contains("Latency |"), "one name for the time column");
 }
+
+/// A trace without counters of a real model (GPT-2, H200): the cause most
+/// rows share is said once above them; rows with a cause of their own keep it.
+#[test]
+fn a_cause_most_rows_share_is_said_once() {
+    let rel = "ops-gpt2-h200/gpt2.trace.jsonl.gz";
+    let t = kopt_ingest::read_kopt_trace(&fixture(rel)).unwrap();
+    let d = analyze(
+        &kopt_ingest::profile_from_timeline(t.timeline, rel, "kopt trace"),
+        &AnalyzeOptions::default(),
+    );
+    let shared = "Timeline only: no counters";
+    let rows = d
+        .kernels
+        .iter()
+        .filter(|k| k.root_cause.starts_with(shared))
+        .count();
+    assert!(rows >= 3 && rows < d.kernels.len(), "{rows} rows");
+    let text = render(&d, 120, false);
+    assert_eq!(text.matches(shared).count(), 1, "{text}");
+    assert!(text.contains("Unless its row says otherwise: Timeline only"));
+    let own = d
+        .kernels
+        .iter()
+        .find(|k| !k.root_cause.starts_with(shared))
+        .unwrap();
+    let head: String = own.root_cause.chars().take(20).collect();
+    assert!(text.contains(&head), "{head} missing");
+}
