@@ -211,6 +211,8 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         ncu_disagreement: None,
         checks_not_run: crate::rules::checks_not_run(&rep.metrics),
         ops: Vec::new(),
+        library: crate::library::classify(name),
+        covered_by: None,
     };
     let mut group = KernelGroup {
         verdict,
