@@ -99,6 +99,22 @@ pub const CATALOGUE: &[Strategy] = &[
         source: "vectorized loads and block-size tuning; rocprof-compute's roofline (AMD)",
     },
     Strategy {
+        id: "library_call_settings",
+        title: "Library kernel: change what it is handed (shapes, dtype, layout, settings), not its code",
+        triggered_by: &[
+            C::Memory,
+            C::Compute,
+            C::Latency,
+            C::Occupancy,
+            C::BankConflict,
+            C::Uncoalesced,
+            C::SmallGrid,
+            C::Sync,
+            C::Balanced,
+        ],
+        source: "library kernels: aligned shapes, bf16/TF32, channels_last, cudnn.benchmark, fused ops and torch.compile, graph capture",
+    },
+    Strategy {
         id: "autotune_config",
         title: "Autotune the launch configuration",
         triggered_by: &[C::Balanced, C::Memory, C::Compute],
@@ -153,6 +169,27 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
         });
     };
     let sms = m.sm_count.unwrap_or(0.0);
+    if let Some(lib) = v.library.as_ref().filter(|l| !l.caller_can_edit) {
+        // Library code: the class is a measurement, but the fixes of the
+        // kernel's own code (access pattern, tiles, occupancy) are not the
+        // caller's to make.
+        if class != C::Unknown && class != C::LaunchOverhead {
+            push(
+                "library_call_settings",
+                v.root_cause.clone(),
+                crate::library::caller_advice(lib),
+                None,
+            );
+            if let Some(r) = out.last_mut() {
+                r.title = format!(
+                    "{} {} kernel: change its inputs or settings, not its code",
+                    lib.library,
+                    lib.family.as_str()
+                );
+            }
+        }
+        return out;
+    }
     if let Some(local) = crate::rules::local_memory(m).filter(|l| l.primary) {
         push(
             "cut_local_memory",

@@ -2,6 +2,8 @@
 //! primary bottleneck and ranked recommendations. Prints nothing.
 
 pub mod catalogue;
+pub mod fusion;
+pub mod library;
 pub mod ncu_rules;
 pub mod ops;
 pub mod rollup;
@@ -27,7 +29,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .iter()
         .filter_map(|l| l.metrics.duration_ns)
         .sum();
-    let groups = rollup::group(&profile.launches, total_ns);
+    let mut groups = rollup::group(&profile.launches, total_ns);
     let timeline = profile
         .timeline
         .as_ref()
@@ -42,14 +44,41 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .timeline
         .as_ref()
         .and_then(|t| ops::attribute(t, total_ns));
+    let padding: Vec<_> = attribution
+        .as_ref()
+        .map(|a| ops::gemm_alignment(a, total_ns))
+        .unwrap_or_default();
+    for g in groups
+        .iter_mut()
+        .filter(|g| g.verdict.bottleneck.class != kopt_model::BottleneckClass::Unknown)
+    {
+        library_root_cause(&mut g.verdict, &padding);
+    }
+    // PyTorch's eager elementwise chains: one finding for all of them, in
+    // place of each kernel's own advice.
+    let pointwise = fusion::members(&groups);
+    let fused = fusion::recommend(
+        &profile.launches,
+        &pointwise,
+        total_ns,
+        profile.device.peaks.dram_bytes_per_s,
+        attribution.as_ref().map(|a| &a.by_kernel),
+    );
+    if let Some(f) = &fused {
+        for g in groups
+            .iter_mut()
+            .filter(|g| pointwise.contains(&g.verdict.name))
+        {
+            g.verdict.covered_by = Some(f.id.clone());
+        }
+    }
     let mut recommendations: Vec<_> = groups
         .iter()
-        .filter(|g| !g.tiny)
+        .filter(|g| !g.tiny && g.verdict.covered_by.is_none())
         .flat_map(|g| catalogue::recommend(g, total_ns))
         .collect();
-    if let Some(a) = &attribution {
-        recommendations.extend(ops::gemm_alignment(a, total_ns));
-    }
+    recommendations.extend(padding.iter().cloned());
+    recommendations.extend(fused.iter().cloned());
     let tiny_groups: Vec<&rollup::KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
     recommendations.extend(catalogue::recommend_tiny(
         &tiny_groups,
@@ -112,6 +141,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // The primary bottleneck is what tops the recommendations: the finding
     // with the most recoverable time.
     let primary = match recommendations.first() {
+        Some(r) if r.id == fusion::ID => Some(fusion_primary(r)),
         Some(r) if r.id == "capture_cuda_graph" => timeline
             .as_ref()
             .map(|t| launch_primary(t, r))
@@ -165,6 +195,16 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
     for k in &mut kernels {
         explain_missing_counters(k, counters_collected);
+        if k.bottleneck.class == kopt_model::BottleneckClass::Unknown {
+            library_root_cause(k, &padding);
+        }
+        if let Some(f) = fused.as_ref().filter(|_| k.covered_by.is_some()) {
+            k.root_cause = format!(
+                "{} Part of an eager elementwise chain: see \"{}\" for the fix and its gain.",
+                k.root_cause.trim_end_matches('.').to_string() + ".",
+                f.title
+            );
+        }
         if let Some(t) = timeline.as_ref() {
             for f in k
                 .findings
@@ -292,6 +332,29 @@ fn launch_primary(
     }
 }
 
+/// The primary bottleneck when the eager elementwise chains top the list.
+fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
+    let gain = r.gain.as_ref();
+    PrimaryBottleneck {
+        component: r.kernel.clone(),
+        component_short: r.kernel_short.clone(),
+        class: r.class,
+        // The members' share: saved / their time against saved / all time.
+        pct_of_total: gain.map_or(0.0, |g| {
+            if g.kernel_pct > 0.0 {
+                100.0 * g.workload_pct / g.kernel_pct
+            } else {
+                0.0
+            }
+        }),
+        insight: format!(
+            "{}. Fusing them could save up to {:.1}% of kernel time.",
+            r.evidence,
+            gain.map_or(0.0, |g| g.workload_pct)
+        ),
+    }
+}
+
 /// The primary bottleneck when the top recommendation covers several tiny kernels.
 fn aggregate_primary(
     r: &kopt_model::Recommendation,
@@ -321,6 +384,29 @@ fn aggregate_primary(
             r.gain.as_ref().map_or(0.0, |g| g.workload_pct)
         ),
     }
+}
+
+/// A library kernel's root cause says whose code it is, and leads with a
+/// shape finding about the call when one names this kernel: the measured
+/// class stays, as a measurement.
+fn library_root_cause(k: &mut kopt_model::KernelVerdict, padding: &[kopt_model::Recommendation]) {
+    let Some(lib) = k.library.as_ref().filter(|l| !l.caller_can_edit) else {
+        return;
+    };
+    let whose = format!(
+        "{} {} kernel (library code)",
+        lib.library,
+        lib.family.as_str()
+    );
+    k.root_cause = match padding.iter().find(|r| r.kernel == k.name) {
+        Some(r) => format!(
+            "{whose}. Likely cause: {} (see \"{}\"). Measured: {}",
+            r.evidence,
+            r.title,
+            lowercase_first(&k.root_cause)
+        ),
+        None => format!("{whose}: {}", lowercase_first(&k.root_cause)),
+    };
 }
 
 /// A kernel without counters says why: not profiled in depth (below the
@@ -407,10 +493,14 @@ fn primary_of(
     })
 }
 
+/// The first letter in lower case, unless the word is an acronym ("DRAM").
 fn lowercase_first(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
-        Some(f) => f.to_lowercase().chain(c).collect(),
+        Some(f) if !c.clone().next().is_some_and(char::is_uppercase) => {
+            f.to_lowercase().chain(c).collect()
+        }
+        Some(_) => s.to_string(),
         None => String::new(),
     }
 }

@@ -36,14 +36,6 @@ fn weighted(
     (weight > 0.0).then(|| sum / weight)
 }
 
-fn summed(
-    launches: &[(&KernelLaunch, f64)],
-    f: impl Fn(&KernelLaunch) -> Option<f64>,
-) -> Option<f64> {
-    let vals: Vec<f64> = launches.iter().filter_map(|(l, _)| f(l)).collect();
-    (!vals.is_empty()).then(|| vals.iter().sum())
-}
-
 pub fn group(launches: &[KernelLaunch], total_ns: f64) -> Vec<KernelGroup<'_>> {
     let mut order: Vec<&str> = Vec::new();
     let mut by_name: HashMap<&str, Vec<&KernelLaunch>> = HashMap::new();
@@ -153,19 +145,62 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
     }
 
     let m = |f: fn(&kopt_model::Metrics) -> Option<f64>| weighted(&timed, |l| f(&l.metrics));
-    let dram_total = summed(&timed, |l| {
+    // Rates come from counts and durations of the same launches: a launch
+    // whose counters were copied from its configuration's sample pairs with
+    // the sample's time; one copied from another configuration is not joined.
+    let joined: Vec<(&KernelLaunch, f64)> = timed
+        .iter()
+        .filter(|(l, _)| !l.metrics.counters_from_other_config)
+        .map(|(l, d)| (*l, l.metrics.counters_duration_ns.unwrap_or(*d)))
+        .collect();
+    let bytes_of = |l: &KernelLaunch| {
         Some(l.metrics.dram_bytes_read? + l.metrics.dram_bytes_write.unwrap_or(0.0))
-    })
-    .or_else(|| {
-        // The details page gives a rate, not bytes.
-        summed(&timed, |l| {
-            Some(l.metrics.dram_bytes_per_s? * l.metrics.duration_ns? * 1e-9)
-        })
-    });
-    let flops = summed(&timed, |l| {
+    };
+    let flops_of = |l: &KernelLaunch| {
         let mm = &l.metrics;
         Some(2.0 * mm.inst_ffma? + mm.inst_fadd.unwrap_or(0.0) + mm.inst_fmul.unwrap_or(0.0))
+    };
+    // (count, paired time, launches) over the joined launches that have it.
+    let paired = |f: &dyn Fn(&KernelLaunch) -> Option<f64>| {
+        let mut acc: Option<(f64, f64, f64)> = None;
+        for (l, d) in &joined {
+            if let Some(v) = f(l) {
+                let a = acc.get_or_insert((0.0, 0.0, 0.0));
+                a.0 += v;
+                a.1 += d;
+                a.2 += 1.0;
+            }
+        }
+        acc
+    };
+    let bytes = paired(&bytes_of).or_else(|| {
+        // The details page gives a rate, not bytes.
+        paired(&|l: &KernelLaunch| {
+            Some(
+                l.metrics.dram_bytes_per_s?
+                    * l.metrics.counters_duration_ns.or(l.metrics.duration_ns)?
+                    * 1e-9,
+            )
+        })
     });
+    let flops = paired(&flops_of);
+    let unjoined = bytes.is_none()
+        && flops.is_none()
+        && timed.iter().any(|(l, _)| {
+            l.metrics.counters_from_other_config
+                && (bytes_of(l).is_some()
+                    || flops_of(l).is_some()
+                    || l.metrics.dram_bytes_per_s.is_some())
+        });
+    let rate = |a: Option<(f64, f64, f64)>| {
+        a.filter(|(v, t, _)| *v > 0.0 && *t > 0.0)
+            .map(|(v, t, _)| v / (t * 1e-9))
+    };
+    let dram_total = bytes.map(|(b, _, _)| b);
+    let mut checks_not_run = crate::rules::checks_not_run(&rep.metrics);
+    if unjoined {
+        checks_not_run.push("bandwidth and FLOP/s: the counters come from a launch of another configuration (grid/block) of this kernel, so no rate is shown (profile this configuration to get one)".into());
+    }
     let n = launches.len() as f64;
     let verdict = KernelVerdict {
         name: name.to_string(),
@@ -180,10 +215,8 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         },
         grid: rep.grid.to_string(),
         block: rep.block.to_string(),
-        dram_bytes_per_s: dram_total
-            .filter(|_| kernel_ns > 0.0)
-            .map(|b| b / (kernel_ns * 1e-9)),
-        dram_bytes: dram_total.map(|b| b / n),
+        dram_bytes_per_s: rate(bytes),
+        dram_bytes: bytes.map(|(b, _, k)| b / k),
         memory_sol_pct: weighted(&timed, |l| {
             (!crate::rules::has_no_counters(&l.metrics))
                 .then(|| crate::rules::Signals::of(&l.metrics).m)
@@ -194,13 +227,11 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         occupancy_achieved_pct: m(|x| x.occupancy_achieved_pct),
         occupancy_theoretical_pct: m(|x| x.occupancy_theoretical_pct),
         occupancy_limiter: occupancy_limiter(&rep.metrics).map(str::to_string),
-        arithmetic_intensity: match (flops, dram_total) {
+        arithmetic_intensity: match (flops.map(|f| f.0), dram_total) {
             (Some(f), Some(b)) if b > 0.0 && f > 0.0 => Some(f / b),
             _ => None,
         },
-        fp32_flops_per_s: flops
-            .filter(|f| *f > 0.0 && kernel_ns > 0.0)
-            .map(|f| f / (kernel_ns * 1e-9)),
+        fp32_flops_per_s: rate(flops),
         bottleneck: rep_verdict.bottleneck,
         root_cause: crate::rules::with_partial_evidence(
             &rep_verdict.root_cause,
@@ -209,8 +240,10 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         ),
         findings,
         ncu_disagreement: None,
-        checks_not_run: crate::rules::checks_not_run(&rep.metrics),
+        checks_not_run,
         ops: Vec::new(),
+        library: crate::library::classify(name),
+        covered_by: None,
     };
     let mut group = KernelGroup {
         verdict,
@@ -265,5 +298,83 @@ fn disambiguate_short_names(groups: &mut [KernelGroup]) {
         if *n > 1 {
             g.verdict.short_name = format!("{} #{}", g.verdict.short_name, n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kopt_model::{Dim3, Metrics};
+
+    // Synthetic: one kernel at two launch configurations, as `kopt profile`
+    // merges them: each launch keeps its own (trace) time; counters were
+    // copied from the targeted pass's sample of each configuration.
+    fn launch(
+        id: u64,
+        grid: u32,
+        own_ns: f64,
+        bytes: f64,
+        sample_ns: f64,
+        other: bool,
+    ) -> KernelLaunch {
+        KernelLaunch {
+            id,
+            name: "conv_like".into(),
+            grid: Dim3 {
+                x: grid,
+                y: 1,
+                z: 1,
+            },
+            block: Dim3 { x: 256, y: 1, z: 1 },
+            stream: None,
+            metrics: Metrics {
+                duration_ns: Some(own_ns),
+                dram_bytes_read: Some(bytes),
+                dram_bytes_write: Some(0.0),
+                counters_duration_ns: Some(sample_ns),
+                counters_from_other_config: other,
+                ..Default::default()
+            },
+            ncu_rules: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn rates_pair_counts_with_the_time_of_the_launches_they_came_from() {
+        // 4 MB in 2 us under ncu (2 TB/s); the traced launch ran 1 us (warm
+        // cache): bytes over the trace's time would claim 4 TB/s.
+        let l = [launch(0, 100, 1_000.0, 4e6, 2_000.0, false)];
+        let g = group(&l, 1_000.0);
+        let bw = g[0].verdict.dram_bytes_per_s.unwrap();
+        assert!((bw - 2e12).abs() < 1e3, "{bw}");
+        assert_eq!(g[0].verdict.dram_bytes, Some(4e6));
+    }
+
+    #[test]
+    fn counters_of_another_configuration_give_no_rate_and_say_so() {
+        // The large configuration's 40 MB, copied onto a small
+        // configuration's 5 us launches, would read 8 TB/s.
+        let l = [
+            launch(0, 10, 5_000.0, 40e6, 20_000.0, true),
+            launch(1, 10, 5_000.0, 40e6, 20_000.0, true),
+        ];
+        let g = group(&l, 10_000.0);
+        assert_eq!(g[0].verdict.dram_bytes_per_s, None);
+        assert!(
+            g[0].verdict
+                .checks_not_run
+                .iter()
+                .any(|c| c.contains("another configuration")),
+            "{:?}",
+            g[0].verdict.checks_not_run
+        );
+        // Mixed: only the joined configuration's launches make the rate.
+        let l = [
+            launch(0, 100, 20_000.0, 40e6, 20_000.0, false),
+            launch(1, 10, 5_000.0, 40e6, 20_000.0, true),
+        ];
+        let g = group(&l, 25_000.0);
+        let bw = g[0].verdict.dram_bytes_per_s.unwrap();
+        assert!((bw - 2e12).abs() < 1e3, "{bw}");
     }
 }

@@ -63,3 +63,154 @@ fn the_misaligned_vocabulary_gets_the_padding_fix_within_1_5x() {
         "predicted {predicted:.2}x, measured {measured:.2}x"
     );
 }
+
+/// The GPT-2 trace with counters attached to the LM head's cuBLAS kernel.
+/// Synthetic: the fixture is a timeline; the counters are those of the
+/// labeled suite's strided gather (fixtures/labeled-suite-h100, measured,
+/// class `uncoalesced`), the class a real `kopt profile` of GPT-2 gave
+/// `Kernel2`. Each launch keeps its own time from the trace.
+fn gpt2_with_uncoalesced_head() -> Diagnosis {
+    let t = read_kopt_trace(&fixture("gpt2.trace.jsonl.gz")).unwrap();
+    let mut profile = profile_from_timeline(t.timeline, "gpt2", "kopt trace");
+    let suite = kopt_ingest::read_ncu_csv(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv"),
+    )
+    .unwrap();
+    let gather = suite
+        .launches
+        .iter()
+        .find(|l| l.name.contains("kopt_gather_strided"))
+        .unwrap();
+    for l in profile
+        .launches
+        .iter_mut()
+        .filter(|l| l.name.contains("Kernel2"))
+    {
+        let own = l.metrics.duration_ns;
+        l.metrics = gather.metrics.clone();
+        l.metrics.duration_ns = own;
+    }
+    analyze(&profile, &AnalyzeOptions::default())
+}
+
+#[test]
+fn the_cublas_head_gets_library_advice_led_by_the_padding_fix() {
+    let d = gpt2_with_uncoalesced_head();
+    let k = d
+        .kernels
+        .iter()
+        .find(|k| k.short_name == "Kernel2")
+        .unwrap();
+    // The class is a measurement and stays.
+    assert_eq!(k.bottleneck.class, kopt_model::BottleneckClass::Uncoalesced);
+    let lib = k.library.as_ref().expect("Kernel2 is known");
+    assert_eq!(lib.library, "cuBLAS");
+    assert!(!lib.caller_can_edit);
+    // The cause says whose code it is and leads with the shape.
+    assert!(
+        k.root_cause
+            .starts_with("cuBLAS GEMM kernel (library code)"),
+        "{}",
+        k.root_cause
+    );
+    let likely = k
+        .root_cause
+        .find("Likely cause")
+        .expect("the padding cause");
+    let measured = k.root_cause.find("Measured").unwrap();
+    assert!(likely < measured, "{}", k.root_cause);
+    assert!(k.root_cause.contains("50257"), "{}", k.root_cause);
+    // No advice about rewriting the kernel's memory access.
+    let for_head: Vec<_> = d
+        .recommendations
+        .iter()
+        .filter(|r| r.kernel == k.name)
+        .collect();
+    let ids: Vec<&str> = for_head.iter().map(|r| r.id.as_str()).collect();
+    assert!(!ids.contains(&"coalesce_global_access"), "{ids:?}");
+    assert_eq!(ids.first(), Some(&"pad_gemm_dims"), "{ids:?}");
+    let lib_rec = for_head
+        .iter()
+        .find(|r| r.id == "library_call_settings")
+        .expect("library advice");
+    for banned in [
+        "shared memory",
+        "neighbouring threads",
+        "structure of arrays",
+    ] {
+        assert!(
+            !lib_rec.action.contains(banned),
+            "{banned}: {}",
+            lib_rec.action
+        );
+    }
+    for wanted in ["multiples of 8", "allow_tf32", "bf16"] {
+        assert!(
+            lib_rec.action.contains(wanted),
+            "{wanted}: {}",
+            lib_rec.action
+        );
+    }
+}
+
+#[test]
+fn the_eager_elementwise_chains_are_one_finding_bounded_by_their_time() {
+    let d = gpt2();
+    let r = d
+        .recommendations
+        .iter()
+        .find(|r| r.id == "fuse_eager_elementwise")
+        .expect("the fusion finding");
+    // The members: every ATen elementwise kernel that is not a tiny launch,
+    // and nothing else (GEMMs, layer norm, attention, copies stay out).
+    let covered: Vec<_> = d
+        .kernels
+        .iter()
+        .filter(|k| k.covered_by.is_some())
+        .collect();
+    assert!(covered.len() >= 6, "{}", covered.len());
+    for k in &d.kernels {
+        let ew = k.name.contains("at::native::vectorized_elementwise_kernel")
+            || k.name.contains("at::native::elementwise_kernel");
+        let tiny = k.bottleneck.class == kopt_model::BottleneckClass::SmallGrid;
+        assert_eq!(k.covered_by.is_some(), ew && !tiny, "{}", k.short_name);
+    }
+    let members_ns: f64 = covered.iter().map(|k| k.total_ns).sum();
+    let share = 100.0 * members_ns / d.total_kernel_ns;
+    assert!(
+        r.evidence
+            .contains(&format!("({share:.1}% of kernel time)")),
+        "{share:.1}: {}",
+        r.evidence
+    );
+    // The gain is real and bounded by the members' share of the time.
+    let g = r.gain.as_ref().unwrap();
+    assert!(
+        g.workload_pct > 1.0 && g.workload_pct < share,
+        "{} vs {share}",
+        g.workload_pct
+    );
+    assert!(g.saved_ns < members_ns);
+    let sp = r.predicted_speedup.as_ref().unwrap();
+    assert!(sp.low <= sp.estimate && sp.estimate <= sp.high);
+    assert!(sp.estimate <= d.total_kernel_ns / (d.total_kernel_ns - members_ns));
+    // It names the ops and the fused op for the GELU written out.
+    for op in ["aten::pow", "aten::tanh", "aten::mul", "aten::add"] {
+        assert!(r.evidence.contains(op), "{op}");
+    }
+    assert!(r.action.contains("torch.compile") && r.action.contains("F.gelu"));
+    // Those kernels' rows point to it instead of advice of their own.
+    for k in covered {
+        assert!(
+            k.root_cause.contains("eager elementwise chain"),
+            "{}",
+            k.root_cause
+        );
+        assert!(
+            !d.recommendations.iter().any(|x| x.kernel == k.name),
+            "{} has its own advice",
+            k.short_name
+        );
+    }
+}

@@ -103,8 +103,13 @@ pub fn merge_tiered(
             if let Some(s) = sample {
                 let own_time = l.metrics.duration_ns;
                 let own_stream = l.stream;
+                let same_config = s.grid == l.grid && s.block == l.block;
                 l.metrics = s.metrics.clone();
                 l.metrics.duration_ns = own_time.or(s.metrics.duration_ns);
+                // Rates pair the sample's counts with the sample's own time;
+                // another configuration's counts pair with nothing here.
+                l.metrics.counters_duration_ns = s.metrics.duration_ns;
+                l.metrics.counters_from_other_config = !same_config;
                 l.stream = own_stream.or(s.stream);
             }
         }

@@ -179,6 +179,17 @@ pub struct Metrics {
     /// DRAM peak): a kernel left of it is memory bound on the roofline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ridge_flop_per_byte: Option<f64>,
+    /// Where the counters were copied from a sampled launch of the same
+    /// kernel and launch configuration (`kopt profile`'s targeted pass):
+    /// that launch's duration, which rates (bytes/s, FLOP/s) pair with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters_duration_ns: Option<f64>,
+    /// True when the counters were copied from a launch of another
+    /// configuration (grid/block) of the same kernel: its class stands in for
+    /// this launch's, but its byte and instruction counts are not this
+    /// launch's and no rate is computed from them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counters_from_other_config: bool,
 }
 
 /// One result of Nsight Compute's own rules (details page), kept so the

@@ -19,9 +19,9 @@ pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
 pub use device::{AmdDevice, Device, PeakSource, Peaks};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
-    IdleGap, KernelVerdict, NcuDisagreement, OpShare, OpSummary, PredictedSpeedup,
-    PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, SteadyState, StepDetection,
-    StepSource, StripLane, TimelineStrip, TimelineSummary,
+    IdleGap, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare, OpSummary,
+    PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, SteadyState,
+    StepDetection, StepSource, StripLane, TimelineStrip, TimelineSummary,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

@@ -325,6 +325,9 @@ pub fn gain(r: &kopt_model::Recommendation) -> String {
         None if r.id == "fuse_or_graph_launches" => {
             "not measurable from counters: launch overhead needs a timeline".into()
         }
+        None if r.id == "library_call_settings" => {
+            "no figure: library code, the gain depends on the setting or shape changed".into()
+        }
         None => "no tuning gain at the roofline; gain depends on the work removed".into(),
     }
 }
