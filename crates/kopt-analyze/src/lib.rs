@@ -193,6 +193,13 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .iter()
         .any(|l| !rules::has_no_counters(&l.metrics));
     let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
+    if !counters_collected
+        && kernels
+            .iter()
+            .any(|k| k.bottleneck.class == kopt_model::BottleneckClass::Unknown)
+    {
+        notes.push("Timeline only: no counters were collected for this input, so a kernel without a timeline finding is classed unknown; kopt profile (or ncu with kopt's metric list) gives each kernel's cause.".into());
+    }
     for k in &mut kernels {
         explain_missing_counters(k, counters_collected);
         if k.bottleneck.class == kopt_model::BottleneckClass::Unknown {
@@ -417,11 +424,12 @@ fn explain_missing_counters(k: &mut kopt_model::KernelVerdict, counters_collecte
     }
     k.root_cause = if counters_collected {
         format!(
-            "Not profiled in depth: {:.1}% of kernel time, below the cut of the targeted pass (kopt profile --top N or --kernel REGEX includes it); only its time is known",
+            "Not profiled in depth: {:.1}% of kernel time, below the cut of the targeted pass (kopt profile --profile-top N or --kernel REGEX includes it); only its time is known",
             k.pct_of_total
         )
     } else {
-        "Timeline only: no counters were collected for this input, only the kernel's time is known (kopt profile, or ncu with kopt's metric list, gives its cause)".into()
+        // The why and the way out are said once, in the report's notes.
+        "No counters (timeline only), only its time is known".into()
     };
 }
 

@@ -878,7 +878,36 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         } else {
             kernels.len() as f64 / n
         };
-        let overhead = per_launch * launches_per_step;
+        // Framework op ranges (emit_nvtx) in the steps: each costs host
+        // time the bare step does not pay.
+        let op_ranges_per_step = match (&steps, &steady) {
+            (Some(s), Some(st)) => {
+                let from = s.starts[st.first];
+                let to = s
+                    .starts
+                    .get(st.last + 1)
+                    .copied()
+                    .unwrap_or(end)
+                    .max(s.ends[st.last]);
+                let k = t
+                    .ranges
+                    .iter()
+                    .filter(|r| r.start_ns >= from && r.start_ns < to)
+                    .filter(|r| crate::ops::parse_op(&r.name).is_some())
+                    .count();
+                k as f64 / (st.last + 1 - st.first) as f64
+            }
+            _ => {
+                t.ranges
+                    .iter()
+                    .filter(|r| crate::ops::parse_op(&r.name).is_some())
+                    .count() as f64
+                    / n
+            }
+        };
+        let launch_overhead = per_launch * launches_per_step;
+        let op_overhead = op_ranges_per_step * kopt_model::NVTX_OP_RANGE_NS;
+        let overhead = launch_overhead + op_overhead;
         // The mean step period from one step's start to the next: the last
         // step has no next start, and its end (the GPU's last activity)
         // misses the host time that follows it.
@@ -899,10 +928,11 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         let corrected = (eager - overhead).max(busy_step);
         let graph = busy_step + kernels_step * c;
         let estimate = corrected / graph.max(1.0);
-        let e_lo =
-            (percentile(&eager_steps, 0.25) - 1.25 * overhead).max(percentile(&busy_steps, 0.25));
-        let e_hi =
-            (percentile(&eager_steps, 0.75) - 0.75 * overhead).max(percentile(&busy_steps, 0.75));
+        // The op-range cost is one workload's figure: a wider band.
+        let e_lo = (percentile(&eager_steps, 0.25) - 1.25 * launch_overhead - 1.5 * op_overhead)
+            .max(percentile(&busy_steps, 0.25));
+        let e_hi = (percentile(&eager_steps, 0.75) - 0.75 * launch_overhead - 0.5 * op_overhead)
+            .max(percentile(&busy_steps, 0.75));
         let g_lo = percentile(&busy_steps, 0.25) + kernels_step * c * 0.5;
         let g_hi = percentile(&busy_steps, 0.75) + kernels_step * c * 2.0;
         let low = (e_lo / g_hi.max(1.0)).min(estimate);
@@ -912,8 +942,17 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         } else {
             "the Hopper figure, used for cards kopt has no figure for"
         };
+        let ops_term = if op_ranges_per_step > 0.0 {
+            format!(
+                " - {:.0} op ranges x {} (PyTorch's op recording, x0.5-1.5 in the range)",
+                op_ranges_per_step,
+                fmt(kopt_model::NVTX_OP_RANGE_NS)
+            )
+        } else {
+            String::new()
+        };
         let model = format!(
-            "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}) = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x0.75-1.25, replay cost x0.5-2 ({} us per kernel is {card}).",
+            "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x0.75-1.25, replay cost x0.5-2 ({} us per kernel is {card}).",
             fmt(eager),
             launches_per_step,
             fmt(per_launch),
@@ -930,6 +969,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             recorder_overhead_per_step_ns: overhead,
             recorder_ns_per_launch: per_launch,
             launches_per_step,
+            op_ranges_per_step,
             eager_corrected_per_step_ns: corrected,
             busy_per_step_ns: busy_step,
             kernels_per_step: kernels_step,

@@ -207,7 +207,7 @@ fn kernels_left_out_of_the_targeted_pass_say_why() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/labeled-suite-h200-profile");
     let timing = read_ncu_csv(&dir.join("profile_pass1_timing.csv")).unwrap();
     let mut targeted = read_ncu_csv(&dir.join("profile_pass2_targeted.csv")).unwrap();
-    // Leave one kernel out of the targeted pass, as its --top cut would.
+    // Leave one kernel out of the targeted pass, as its --profile-top cut would.
     targeted
         .launches
         .retain(|l| !l.name.starts_with("kopt_fma_loop"));
@@ -224,7 +224,7 @@ fn kernels_left_out_of_the_targeted_pass_say_why() {
         "{}",
         k.root_cause
     );
-    assert!(k.root_cause.contains("--top") && k.root_cause.contains("--kernel"));
+    assert!(k.root_cause.contains("--profile-top") && k.root_cause.contains("--kernel"));
     assert!(k.root_cause.contains(&format!("{:.1}%", k.pct_of_total)));
     assert_eq!(k.checks_not_run.len(), 1);
 }

@@ -449,6 +449,10 @@ pub struct GraphPrediction {
     pub recorder_overhead_per_step_ns: f64,
     pub recorder_ns_per_launch: f64,
     pub launches_per_step: f64,
+    /// Framework op ranges per step (PyTorch's emit_nvtx), each costing
+    /// host time that is taken out with the recorder's.
+    #[serde(default)]
+    pub op_ranges_per_step: f64,
     /// Eager per-step time without the recorder's cost (never below GPU-busy time).
     pub eager_corrected_per_step_ns: f64,
     pub busy_per_step_ns: f64,

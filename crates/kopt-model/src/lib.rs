@@ -33,7 +33,7 @@ pub use peaks::{
 };
 pub use timeline::{
     range_family, ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Recorder, Timeline,
-    KINETO_NS_PER_LAUNCH, KOPT_TRACER_NS_PER_LAUNCH,
+    KINETO_NS_PER_LAUNCH, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
 };
 
 /// Version tag of every JSON document kopt writes for machines.

@@ -139,6 +139,14 @@ pub const KOPT_TRACER_NS_PER_LAUNCH: f64 = 4_800.0;
 /// for the decode step. 6 us sits between the steps that are mostly
 /// launches; the prediction errs high where the profiler cost more.
 pub const KINETO_NS_PER_LAUNCH: f64 = 6_000.0;
+/// Host time one framework op range costs when PyTorch records them
+/// (`emit_nvtx(record_shapes=True)`, `kopt profile --ops`), ns, beyond the
+/// recorder's per-launch cost. Measured once, on an H200 (2026-11-26,
+/// fixtures/ops-gpt2-h200): GPT-2 prefill recorded 11.45 ms per step with
+/// 1,087 op ranges, 10.33 ms less the tracer's launch cost, against 7.25 ms
+/// bare: 2.8 us a range. One workload: the prediction's range gives it
+/// x0.5-1.5.
+pub const NVTX_OP_RANGE_NS: f64 = 2_800.0;
 
 impl Recorder {
     /// The recorder's own host cost per kernel launch, ns.
