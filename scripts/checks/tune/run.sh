@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # kopt tune on a Triton matmul (GPU machine with two GPUs, target/release/kopt
-# carried): 16 configs (BLOCK_M x BLOCK_N x BLOCK_K x WARPS), the baseline
+# carried): 24 configs (BLOCK_M x BLOCK_N x BLOCK_K x WARPS), the baseline
 # the Triton tutorial's first config (128x256x64, 8 warps, 3 stages). The
 # same sweep runs on GPU 0, then on GPUs 0,1 (--fresh); each with an empty
 # Triton cache so both compile every config. Records wall times, winners,
 # the speed-up over the baseline and over the worst config.
 # Every timed run is a fresh Python + torch + Triton process (about 2 s), so
-# the sweep is sized to fit both halves in one 600 s device call: 24 configs
-# at 10 samples took 23 s a config on an H200.
+# the samples are sized to fit both halves in one 600 s device call (24
+# configs at 10 samples took 23 s a config on an H200): three samples a
+# config, more only while the noise is above 1% (each sample is the
+# kernel's own median over many launches, so three are usually enough).
 # Usage: scripts/checks/tune/run.sh OUT_DIR
 set -uo pipefail
 out=${1:?OUT_DIR}
@@ -26,9 +28,9 @@ sweep() { # NAME GPUS EXTRA...
   PYTHONUNBUFFERED=1 "$kopt" tune --db "$work/history.db" --key matmul-4096-fp16 \
     --gpus "$gpus" --timing reported --check out.npy --tol 1e-2 \
     --baseline BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS=8,STAGES=3 \
-    -p BLOCK_M=64,128 -p BLOCK_N=128,256 -p BLOCK_K=32,64 -p WARPS=4,8 -p STAGES=3 \
+    -p BLOCK_M=64,128 -p BLOCK_N=64,128,256 -p BLOCK_K=32,64 -p WARPS=4,8 -p STAGES=3 \
     --constraint 'BLOCK_M * BLOCK_N <= 128 * 256' \
-    --min-samples 5 --min-time 0 --max-time 30 --noise-target 0.01 \
+    --min-samples 3 --min-time 0 --max-time 30 --noise-target 0.01 \
     -f json -o "$out/$name.json" "$@" \
     -- python3 "$here/triton_matmul.py" --block-m {BLOCK_M} --block-n {BLOCK_N} \
        --block-k {BLOCK_K} --warps {WARPS} --stages {STAGES} --out {CHECK} \
@@ -43,9 +45,9 @@ sweep two_gpus 0,1 --fresh
 TRITON_CACHE_DIR=$work/triton-two_gpus "$kopt" tune --db "$work/history.db" --key matmul-4096-fp16 \
   --gpus 0,1 --timing reported --check out.npy --tol 1e-2 \
   --baseline BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS=8,STAGES=3 \
-  -p BLOCK_M=64,128 -p BLOCK_N=128,256 -p BLOCK_K=32,64 -p WARPS=4,8 -p STAGES=3 \
+  -p BLOCK_M=64,128 -p BLOCK_N=64,128,256 -p BLOCK_K=32,64 -p WARPS=4,8 -p STAGES=3 \
   --constraint 'BLOCK_M * BLOCK_N <= 128 * 256' \
-  --min-samples 5 --min-time 0 --max-time 30 --noise-target 0.01 --emit triton -o "$out/cached.txt" \
+  --min-samples 3 --min-time 0 --max-time 30 --noise-target 0.01 --emit triton -o "$out/cached.txt" \
   -- python3 "$here/triton_matmul.py" --block-m {BLOCK_M} --block-n {BLOCK_N} \
      --block-k {BLOCK_K} --warps {WARPS} --stages {STAGES} --out {CHECK} \
   > "$out/triton_config.txt" 2> "$out/cached.log"
