@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use kopt_model::{ActivityKind, ApiCall, ApiKind, GpuActivity};
-use rusqlite::types::Value;
+use rusqlite::types::{Value, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 
 use super::parse::{kernel_name, MAX_TIME_NS};
@@ -251,7 +251,15 @@ fn query_rows(
         n += 1;
         let mut cells = Vec::with_capacity(cols.len());
         for i in 0..cols.len() {
-            cells.push(r.get::<_, Value>(i).map_err(fail)?);
+            // Through ValueRef: rusqlite's Value panics on TEXT that is not
+            // UTF-8 (fuzz/regressions/rocpd/text-not-utf8.db).
+            cells.push(match r.get_ref(i).map_err(fail)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(v) => Value::Integer(v),
+                ValueRef::Real(v) => Value::Real(v),
+                ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+            });
         }
         let id = match &cells[0] {
             Value::Integer(v) => v.to_string(),
