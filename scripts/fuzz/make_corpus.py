@@ -322,6 +322,90 @@ def run_folder_seeds():
     write("run_folder", "two_processes", run_folder([one, None, None, None, two]))
 
 
+# ---------------------------------------------------------------- AMD: rocprofv3 JSON, rocpd
+
+
+def rocprofv3_json_seeds():
+    """The synthetic rocprofv3 JSON files, and a trimmed kernel trace."""
+    for name in ["results.json", "counters_results.json"]:
+        write("rocprofv3_json", name, fixture(f"amd/synthetic-rocprofv3-json/{name}"))
+    import json
+
+    doc = json.loads(fixture("amd/synthetic-rocprofv3-json/results.json"))
+    proc = doc["rocprofiler-sdk-tool"][0]
+    for key in ["kernel_dispatch", "hip_api"]:
+        proc["buffer_records"][key] = proc["buffer_records"][key][:4]
+    write("rocprofv3_json", "trace_4.json", json.dumps(doc).encode())
+
+
+def rocpd_seeds():
+    """Small rocpd databases on the real schema (fixtures/amd/rocpd-schema/):
+    a kernel trace with HIP calls and a copy, and a counter collection."""
+    import sqlite3
+    import tempfile
+
+    def build(rows):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "seed.db")
+            c = sqlite3.connect(path)
+            # Small pages keep the seed small (the schema alone is ~35 pages).
+            c.execute("PRAGMA page_size = 512")
+            for f in ["rocpd_tables.sql", "rocpd_views.sql", "data_views.sql"]:
+                sql = fixture(f"amd/rocpd-schema/{f}").decode()
+                sql = sql.replace("{{uuid}}", "_0001").replace("{{guid}}", "g0")
+                c.executescript(sql)
+            c.executescript(
+                """
+                INSERT INTO rocpd_info_node_0001 (id, hash, machine_id) VALUES (1, 1, 'm');
+                INSERT INTO rocpd_info_process_0001 (id, nid, pid) VALUES (1, 1, 7);
+                INSERT INTO rocpd_info_thread_0001 (id, nid, pid, tid) VALUES (1, 1, 1, 7);
+                INSERT INTO rocpd_info_agent_0001 (id, nid, pid, type, absolute_index, name, product_name, extdata)
+                  VALUES (2, 1, 1, 'GPU', 2, 'gfx942', 'AMD Instinct MI300X', '{"cu_count":304,"num_xcc":8,"wave_front_size":64}');
+                INSERT INTO rocpd_info_queue_0001 (id, nid, pid, name) VALUES (1, 1, 1, 'q');
+                INSERT INTO rocpd_info_stream_0001 (id, nid, pid, name) VALUES (0, 1, 1, 's');
+                INSERT INTO rocpd_info_code_object_0001 (id, nid, pid, agent_id) VALUES (1, 1, 1, 2);
+                INSERT INTO rocpd_info_kernel_symbol_0001 (id, nid, pid, code_object_id, display_name, arch_vgpr_count)
+                  VALUES (1, 1, 1, 1, 'void add<float>(float*, int)', 16);
+                INSERT INTO rocpd_string_0001 (id, string) VALUES (1, 'KERNEL_DISPATCH'), (2, 'HIP_RUNTIME_API_EXT'),
+                  (3, 'hipLaunchKernel'), (4, 'MEMORY_COPY_HOST_TO_DEVICE'), (5, 'r');
+                INSERT INTO rocpd_info_pmc_0001 (id, nid, pid, agent_id, name, symbol) VALUES (1, 1, 1, 2, 'FETCH_SIZE', 'FETCH_SIZE'),
+                  (2, 1, 1, 2, 'GRBM_GUI_ACTIVE', 'GRBM_GUI_ACTIVE');
+                """
+            )
+            for i in range(4):
+                t = 1000 + i * 8000
+                c.execute("INSERT INTO rocpd_event_0001 (id, category_id, correlation_id) VALUES (?, 1, ?)", (10 + i, i))
+                c.execute(
+                    "INSERT INTO rocpd_kernel_dispatch_0001 (nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id, stream_id, start, end,"
+                    " workgroup_size_x, workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id, event_id)"
+                    " VALUES (1, 1, 1, 2, 1, ?, 1, 0, ?, ?, 256, 1, 1, 4096, 1, 1, 5, ?)",
+                    (i + 1, t + 6000, t + 8000, 10 + i),
+                )
+                if rows == "trace":
+                    c.execute("INSERT INTO rocpd_event_0001 (id, category_id, correlation_id) VALUES (?, 2, ?)", (50 + i, i))
+                    c.execute(
+                        "INSERT INTO rocpd_region_0001 (nid, pid, tid, start, end, name_id, event_id) VALUES (1, 1, 1, ?, ?, 3, ?)",
+                        (t, t + 5000, 50 + i),
+                    )
+                else:
+                    c.execute("INSERT INTO rocpd_pmc_event_0001 (event_id, pmc_id, value) VALUES (?, 1, 512.0)", (10 + i,))
+                    c.execute("INSERT INTO rocpd_pmc_event_0001 (event_id, pmc_id, value) VALUES (?, 2, 9000.0)", (10 + i,))
+            if rows == "trace":
+                c.execute("INSERT INTO rocpd_event_0001 (id, category_id) VALUES (99, 1)")
+                c.execute(
+                    "INSERT INTO rocpd_memory_copy_0001 (nid, pid, tid, start, end, name_id, dst_agent_id, src_agent_id, size, event_id)"
+                    " VALUES (1, 1, 1, 10, 500, 4, 2, 2, 4096, 99)"
+                )
+            c.commit()
+            c.execute("VACUUM")
+            c.close()
+            with open(path, "rb") as f:
+                return f.read()
+
+    write("rocpd", "trace.db", build("trace"))
+    write("rocpd", "counters.db", build("counters"))
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
@@ -330,6 +414,8 @@ def main():
     kopt_trace_seeds()
     tensor_seeds()
     run_folder_seeds()
+    rocprofv3_json_seeds()
+    rocpd_seeds()
     total = 0
     for target in sorted(os.listdir(OUT)):
         files = sorted(os.listdir(os.path.join(OUT, target)))

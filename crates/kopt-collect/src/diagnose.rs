@@ -17,6 +17,8 @@ pub enum PassFailure {
     NoKernels,
     #[error("ncu failed: {0}")]
     Ncu(String),
+    #[error("rocprofv3: {0}")]
+    Rocprof(String),
 }
 
 /// Classify a finished ncu run. `Ok(())` when the pass produced a report.

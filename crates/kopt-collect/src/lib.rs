@@ -4,11 +4,13 @@
 
 pub mod diagnose;
 pub mod passes;
+pub mod rocprof;
 pub mod runner;
 pub mod trace;
 
 pub use diagnose::PassFailure;
 pub use passes::{CapturedPass, Pass, PassError, Workload};
+pub use rocprof::{CapturedRocPass, RocPass, Rocprof, RocprofError};
 pub use runner::Stream;
 
 use std::path::{Path, PathBuf};

@@ -222,7 +222,7 @@ pub enum InputKind {
     Kineto,
     NcuReport,
     NcuCsv,
-    /// rocprofv3 / legacy rocprof CSV, rocminfo text, a rocpd database.
+    /// rocprofv3 / legacy rocprof CSV, rocprofv3 JSON, rocminfo text, a rocpd database.
     Rocprof,
     /// A rocprof-compute (Omniperf) workload folder.
     RocprofCompute,
@@ -250,22 +250,30 @@ pub fn sniff(path: &Path) -> Result<InputKind> {
     if path.to_string_lossy().ends_with(".jsonl.gz") {
         return Ok(InputKind::KoptTrace);
     }
+    use std::io::Read;
+    let mut first = vec![0u8; 4096];
+    let head = |first: &mut Vec<u8>| {
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read(first))
+            .unwrap_or(0)
+    };
     match ext {
         "jsonl" => return Ok(InputKind::KoptTrace),
-        "json" | "gz" => return Ok(InputKind::Kineto),
+        // rocprofv3's JSON output by its top-level key; any other JSON is a
+        // Kineto / Chrome trace.
+        "json" => {
+            let n = head(&mut first);
+            if kopt_ingest::rocprof::sniff_json(&first[..n]) {
+                return Ok(InputKind::Rocprof);
+            }
+            return Ok(InputKind::Kineto);
+        }
+        "gz" => return Ok(InputKind::Kineto),
         "ncu-rep" => return Ok(InputKind::NcuReport),
         _ => {}
     }
-    use std::io::Read;
-    let mut first = vec![0u8; 4096];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut first))
-        .unwrap_or(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if kopt_ingest::rocprof::sniff(&first[..n], &name) {
+    let n = head(&mut first);
+    if kopt_ingest::rocprof::sniff(&first[..n]) {
         return Ok(InputKind::Rocprof);
     }
     let head = &first[..n.min(64)];
@@ -354,6 +362,24 @@ mod tests {
         assert_eq!(
             sniff(&write("c", "\"ID\",\"x\"")).unwrap(),
             InputKind::NcuCsv
+        );
+        // .json: rocprofv3's by its top-level key, Kineto / Chrome otherwise.
+        assert_eq!(
+            sniff(&write("r.json", "{\n  \"rocprofiler-sdk-tool\": [")).unwrap(),
+            InputKind::Rocprof
+        );
+        assert_eq!(
+            sniff(&write("k.json", "{\"schemaVersion\":1,\"traceEvents\":[]}")).unwrap(),
+            InputKind::Kineto
+        );
+        assert_eq!(
+            sniff(&write("x.json", "{\"rocprofiler-sdk-tools\": []}")).unwrap(),
+            InputKind::Kineto
+        );
+        // A SQLite database under any name goes to the rocpd reader.
+        assert_eq!(
+            sniff(&write("results", "SQLite format 3\0rest")).unwrap(),
+            InputKind::Rocprof
         );
         assert_eq!(sniff(d.path()).unwrap(), InputKind::RunFolder);
         let fifo = d.path().join("fifo");

@@ -79,6 +79,12 @@ impl From<TraceError> for Error {
     }
 }
 
+impl From<kopt_collect::RocprofError> for Error {
+    fn from(e: kopt_collect::RocprofError) -> Self {
+        Error::ToolMissing(e.to_string())
+    }
+}
+
 impl From<PassError> for Error {
     fn from(e: PassError) -> Self {
         match e {

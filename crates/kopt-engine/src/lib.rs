@@ -14,6 +14,7 @@ pub mod journal;
 pub mod module_script;
 pub mod optimize;
 pub mod profile;
+mod profile_rocprof;
 pub mod progress;
 pub mod record;
 pub mod run_folder;
@@ -25,7 +26,7 @@ pub use bench::{bench, run_bench, BenchRequest, Measurement, Sampler, TimingChoi
 pub use compare::{compare, CompareRequest};
 pub use error::{Error, Result};
 pub use optimize::{optimize, Candidate, OptimizeRequest};
-pub use profile::{profile, ProfileRequest, TimingPass, WorkloadOptions};
+pub use profile::{profile, Backend, ProfileRequest, TimingPass, WorkloadOptions};
 pub use progress::{Progress, Silent};
 pub use record::RecordPaths;
 pub use trace::{trace, TraceRequest, Traced};

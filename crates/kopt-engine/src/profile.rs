@@ -18,7 +18,7 @@ use crate::run_folder::{create_run_dir, utc_timestamp, PassRecord, RunRecord};
 
 /// Share of kernel time the targeted pass covers (within `top`): the last
 /// percent is spread over kernels too small to be worth a replay.
-const TARGET_COVERAGE: f64 = 0.99;
+pub(crate) const TARGET_COVERAGE: f64 = 0.99;
 
 /// What times every launch in pass 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,6 +29,37 @@ pub enum TimingPass {
     Tracer,
     /// ncu's serialised replay: no timeline.
     Ncu,
+}
+
+/// Which profiler collects: NVIDIA's ncu (with kopt's CUPTI tracer) or
+/// AMD's rocprofv3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum Backend {
+    /// rocprofv3 when it is on PATH and no NVIDIA GPU is (no nvidia-smi on
+    /// PATH, no /dev/nvidia0); ncu otherwise.
+    #[default]
+    Auto,
+    /// Nsight Compute (and kopt's tracer for pass 1).
+    Ncu,
+    /// rocprofv3 (ROCprofiler-SDK): kernel trace, then counter passes.
+    Rocprof,
+}
+
+impl Backend {
+    /// `Auto` resolved against a PATH.
+    pub fn resolve(self, path_var: Option<&std::ffi::OsStr>) -> Backend {
+        match self {
+            Backend::Auto
+                if kopt_collect::rocprof::rocprofv3_on_path(path_var)
+                    && !kopt_collect::rocprof::nvidia_present(path_var) =>
+            {
+                Backend::Rocprof
+            }
+            Backend::Auto => Backend::Ncu,
+            b => b,
+        }
+    }
 }
 
 /// How a workload runs (shared by profile and trace).
@@ -121,6 +152,10 @@ pub struct ProfileRequest {
     pub deep_top: Option<usize>,
     pub ncu: Option<PathBuf>,
     pub timing_pass: TimingPass,
+    /// ncu, rocprofv3, or picked from what is installed.
+    pub backend: Backend,
+    /// rocprofv3 binary (default: PATH, then /opt/rocm/bin).
+    pub rocprof: Option<PathBuf>,
     pub analysis: AnalysisOptions,
 }
 
@@ -142,6 +177,8 @@ impl ProfileRequest {
             deep_top: None,
             ncu: None,
             timing_pass: TimingPass::Tracer,
+            backend: Backend::Auto,
+            rocprof: None,
             analysis: AnalysisOptions::default(),
         }
     }
@@ -167,6 +204,9 @@ impl ProfileRequest {
 /// Profile a workload; the diagnosis names the run (its folder, argv, wall time).
 pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {
     req.validate()?;
+    if req.backend.resolve(std::env::var_os("PATH").as_deref()) == Backend::Rocprof {
+        return crate::profile_rocprof::profile_rocprof(req, progress);
+    }
     let ncu = Ncu::locate(req.ncu.as_deref(), std::env::var_os("PATH").as_deref())?;
     let (id, dir) = req.run.create_run_dir()?;
     let started = Instant::now();

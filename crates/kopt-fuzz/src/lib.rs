@@ -67,6 +67,14 @@ pub const TARGETS: &[Target] = &[
         name: "rocprof",
         run: fuzz_rocprof,
     },
+    Target {
+        name: "rocprofv3_json",
+        run: fuzz_rocprofv3_json,
+    },
+    Target {
+        name: "rocpd",
+        run: fuzz_rocpd,
+    },
 ];
 
 pub fn target(name: &str) -> Option<Target> {
@@ -138,6 +146,43 @@ pub fn fuzz_rocprof(data: &[u8]) -> bool {
     }
     downstream(profile);
     true
+}
+
+/// Parsed AMD files merged as `kopt analyze` merges them (with a timeline)
+/// and as a counter capture (without), then analysed and exported.
+fn amd_downstream(label: &str, files: Vec<kopt_ingest::AmdFile>) {
+    let files: Vec<_> = files.into_iter().map(|f| (label.to_string(), f)).collect();
+    let _ = kopt_ingest::rocprof::merge_rocprof(files.clone(), false);
+    let Ok(profile) = kopt_ingest::rocprof::merge_rocprof(files, true) else {
+        return;
+    };
+    if let Some(t) = &profile.timeline {
+        timeline_consumers(t);
+    }
+    downstream(profile);
+}
+
+/// rocprofv3's JSON output (`--output-format json`).
+pub fn fuzz_rocprofv3_json(data: &[u8]) -> bool {
+    match kopt_ingest::rocprof::parse_rocprofv3_json(data, "fuzz.json") {
+        Ok(files) => {
+            amd_downstream("fuzz.json", files);
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+/// A rocpd SQLite database (rocprofv3 `--output-format rocpd`), loaded from
+/// memory and read through its views.
+pub fn fuzz_rocpd(data: &[u8]) -> bool {
+    match kopt_ingest::rocprof::parse_rocpd(data, "fuzz.db") {
+        Ok(files) => {
+            amd_downstream("fuzz.db", files);
+            true
+        }
+        Err(_) => false,
+    }
 }
 
 /// A Kineto / torch.profiler trace through `parse_kineto`: a well-formed one

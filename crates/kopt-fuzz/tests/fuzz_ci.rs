@@ -74,6 +74,16 @@ fn fuzz_rocprof() {
 }
 
 #[test]
+fn fuzz_rocprofv3_json() {
+    fuzz("rocprofv3_json");
+}
+
+#[test]
+fn fuzz_rocpd() {
+    fuzz("rocpd");
+}
+
+#[test]
 fn every_target_has_a_test() {
     let this = include_str!("fuzz_ci.rs");
     for t in kopt_fuzz::TARGETS {

@@ -117,7 +117,7 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
 }
 
 /// Fill `buf` from `r` as far as the input goes; how many bytes came.
-fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while let Some(rest) = buf.get_mut(got..).filter(|b| !b.is_empty()) {
         match r.read(rest) {

@@ -250,6 +250,8 @@ fn profile(
         deep_top,
         ncu,
         timing_pass,
+        backend: kopt_engine::Backend::Auto,
+        rocprof: None,
         analysis: analysis(device, None, top),
     };
     let d = py

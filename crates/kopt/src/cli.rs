@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use kopt_engine::{Candidate, TimingChoice, TimingPass};
+use kopt_engine::{Backend, Candidate, TimingChoice, TimingPass};
 use kopt_report::Format;
 
 #[derive(Debug, Parser)]
@@ -186,6 +186,16 @@ pub struct ProfileArgs {
     /// Nsight Compute binary
     #[arg(long, value_name = "PATH")]
     pub ncu: Option<PathBuf>,
+
+    /// Profiler: ncu (NVIDIA), rocprof (AMD rocprofv3: a kernel trace, then
+    /// counter passes on the kernels that carry the time), or auto (rocprof
+    /// when rocprofv3 is on PATH and no NVIDIA GPU is, else ncu)
+    #[arg(long, value_enum, default_value = "auto", value_name = "BACKEND")]
+    pub backend: Backend,
+
+    /// rocprofv3 binary (default: PATH, then /opt/rocm/bin/rocprofv3)
+    #[arg(long, value_name = "PATH")]
+    pub rocprof: Option<PathBuf>,
 
     /// Pass 1 (every launch's time): tracer (kopt's CUPTI tracer: the real
     /// timeline; falls back to ncu when the tracer library is missing, records

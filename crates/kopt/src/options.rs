@@ -162,6 +162,8 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
         deep_top: a.deep.then_some(a.deep_top),
         ncu: a.ncu.clone(),
         timing_pass: a.timing_pass,
+        backend: a.backend,
+        rocprof: a.rocprof.clone(),
         analysis: analysis(&a.report, a.top),
     };
     req.validate()?;

@@ -9,9 +9,14 @@
 //! dispatch of a kernel in one pass is its n-th in the others), so passes
 //! from separate runs of a deterministic workload line up.
 
+mod json;
 mod metrics;
 mod parse;
+mod rocpd;
 mod table;
+
+pub use json::{parse_rocprofv3_json, sniff_json};
+pub use rocpd::{parse_rocpd, read_rocpd, SQLITE_MAGIC};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -156,11 +161,15 @@ impl AmdFile {
     }
 }
 
-/// Does the start of a file look like rocprof output kopt reads? (`head`:
-/// the first bytes; `name`: the file name.)
-pub fn sniff(head: &[u8], name: &str) -> bool {
-    if head.starts_with(b"SQLite format 3\0") {
-        return name.ends_with(".db");
+/// Does the start of a file look like AMD profiler output kopt reads?
+/// (`head`: the first bytes.) Any SQLite database counts: the rocpd reader
+/// says so when it lacks rocpd's views.
+pub fn sniff(head: &[u8]) -> bool {
+    if head.starts_with(SQLITE_MAGIC) {
+        return true;
+    }
+    if sniff_json(head) {
+        return true;
     }
     let text = String::from_utf8_lossy(head);
     if text.starts_with("CMD: rocminfo") || text.contains("HSA System Attributes") {
@@ -199,13 +208,37 @@ pub fn parse_rocprof(bytes: &[u8], label: &str) -> Result<AmdFile, IngestError> 
     parse::parse_csv(bytes, label)
 }
 
+/// Parse one AMD input from disk into what it holds: a rocpd database is
+/// read in place (by its SQLite header), rocprofv3 JSON and every CSV or text
+/// flavour from their bytes.
+pub fn read_rocprof_file(path: &Path) -> Result<Vec<AmdFile>, IngestError> {
+    let label = path.display().to_string();
+    let mut head = [0u8; 16];
+    let n = {
+        let mut f = crate::open_regular(path, &label)?;
+        crate::read_up_to(&mut f, &mut head).map_err(|source| IngestError::Io {
+            path: label.clone(),
+            source,
+        })?
+    };
+    if head[..n].starts_with(SQLITE_MAGIC) {
+        return read_rocpd(path, &label);
+    }
+    let bytes = crate::read_regular(path, &label)?;
+    if sniff_json(&bytes[..bytes.len().min(4096)]) {
+        return parse_rocprofv3_json(&bytes, &label);
+    }
+    Ok(vec![parse_rocprof(&bytes, &label)?])
+}
+
 /// Read, parse and merge AMD files of one run.
 pub fn read_rocprof_files(paths: &[PathBuf]) -> Result<Profile, IngestError> {
     let mut files = Vec::new();
     for p in paths {
         let label = p.display().to_string();
-        let bytes = crate::read_regular(p, &label)?;
-        files.push((label.clone(), parse_rocprof(&bytes, &label)?));
+        for f in read_rocprof_file(p)? {
+            files.push((label.clone(), f));
+        }
     }
     merge_rocprof(files, true)
 }
@@ -577,11 +610,15 @@ pub fn merge_rocprof(
         // The file the dispatches came from, else every input.
         let label = match sources.iter().find(|s| s.launches > 0) {
             Some(s) => s.path.clone(),
-            None => sources
-                .iter()
-                .map(|s| s.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+            None => {
+                let mut paths: Vec<&str> = Vec::new();
+                for s in &sources {
+                    if !paths.contains(&s.path.as_str()) {
+                        paths.push(&s.path);
+                    }
+                }
+                paths.join(", ")
+            }
         };
         let why = if launches.is_empty() {
             "no kernel dispatches"

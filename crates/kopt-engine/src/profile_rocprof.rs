@@ -1,0 +1,163 @@
+//! `kopt profile --backend rocprof`: the AMD path. Pass 1 is rocprofv3's
+//! kernel trace (every dispatch timed, HIP runtime calls, agent info); the
+//! kernels that carry the time then get kopt's counter groups, one rocprofv3
+//! run per group (`--pmc`, restricted with `--kernel-include-regex`). The
+//! CSVs are merged by kopt-ingest's rocprof reader (counters joined onto the
+//! trace by kernel and occurrence) and diagnosed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
+
+use kopt_analyze::top_kernel_functions;
+use kopt_collect::rocprof::counter_groups;
+use kopt_collect::{RocPass, Rocprof, Stream};
+use kopt_model::{Diagnosis, RunInfo};
+
+use crate::analyze::diagnose;
+use crate::error::{Error, Result};
+use crate::profile::{finish_run, ProfileRequest, TARGET_COVERAGE};
+use crate::progress::Progress;
+use crate::run_folder::{utc_timestamp, PassRecord, RunRecord};
+
+/// Profile a workload with rocprofv3.
+pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {
+    if req.deep_top.is_some() {
+        return Err(Error::Usage(
+            "--deep-top is ncu's --set full: there is no rocprofv3 equivalent; use rocprof-compute for a full AMD analysis and `kopt analyze` its workload folder".into(),
+        ));
+    }
+    let rocprof = Rocprof::locate(req.rocprof.as_deref(), std::env::var_os("PATH").as_deref())?;
+    let filter = req
+        .kernel_regex
+        .as_deref()
+        .map(regex::Regex::new)
+        .transpose()
+        .map_err(|e| Error::Usage(format!("--kernel: {e}")))?;
+    let (id, dir) = req.run.create_run_dir()?;
+    let started = Instant::now();
+    let mut record = RunRecord {
+        schema: "kopt/1",
+        id,
+        kopt_version: env!("CARGO_PKG_VERSION"),
+        started_utc: utc_timestamp(SystemTime::now()),
+        cwd: std::env::current_dir()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        argv: req.run.argv.clone(),
+        module: req.module.clone(),
+        cuda_visible_devices: req.run.gpu.clone(),
+        // The profiler that ran the passes (rocprofv3 here).
+        ncu: rocprof.path.display().to_string(),
+        ncu_version: rocprof.version(),
+        passes: Vec::new(),
+        status: "running".into(),
+        wall_s: None,
+    };
+    record.save(&dir)?;
+    let result = run_passes(req, &rocprof, &dir, &mut record, progress, filter.as_ref());
+    progress.finished();
+    record.wall_s = Some(started.elapsed().as_secs_f64());
+    match result {
+        Ok(diagnosis) => {
+            record.status = "ok".into();
+            record.save(&dir)?;
+            let run = RunInfo {
+                module: req.module.clone(),
+                argv: req.run.argv.clone(),
+                run_dir: dir.display().to_string(),
+                wall_s: started.elapsed().as_secs_f64(),
+            };
+            finish_run(diagnosis, run, "profile", &req.run.db, progress)
+        }
+        Err(e) => {
+            record.status = format!("failed: {e}");
+            let _ = record.save(&dir);
+            Err(e)
+        }
+    }
+}
+
+fn run_passes(
+    req: &ProfileRequest,
+    rocprof: &Rocprof,
+    dir: &Path,
+    record: &mut RunRecord,
+    progress: &dyn Progress,
+    filter: Option<&regex::Regex>,
+) -> Result<Diagnosis> {
+    let workload = req.run.workload();
+    let groups_for = |arch: Option<&str>| counter_groups(arch);
+    // The total is known once the trace names the GPU; the group count does
+    // not depend on it.
+    let total = 1 + groups_for(None).len();
+    let mut step = |n: usize, pass: RocPass, passthrough: bool| -> Result<Vec<PathBuf>> {
+        progress.pass_started(n, total, &pass.describe());
+        let t = Instant::now();
+        let on_line = |s: Stream, l: &str| progress.workload_line(s, l, passthrough);
+        let captured = rocprof.capture(&pass, &workload, dir, &on_line)?;
+        record.passes.push(PassRecord {
+            name: pass.file_stem(),
+            description: pass.describe(),
+            command: captured.command.clone(),
+            elapsed_s: t.elapsed().as_secs_f64(),
+            exit_code: captured.outcome.code,
+            csv: captured
+                .csvs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+        record.save(dir)?;
+        progress.pass_done(n, total, t.elapsed().as_secs_f64());
+        Ok(captured.csvs)
+    };
+
+    // Pass 1: the kernel trace; the workload's own output is shown here only.
+    let trace_files = step(1, RocPass::Trace, !req.run.quiet)?;
+    let mut trace = kopt_ingest::read_rocprof_files(&trace_files)?;
+    if let Some(re) = filter {
+        if !trace.launches.iter().any(|l| re.is_match(&l.name)) {
+            let mut names: Vec<String> = trace
+                .launches
+                .iter()
+                .map(|l| kopt_model::kernel_short_name(&l.name))
+                .collect();
+            names.sort();
+            names.dedup();
+            names.truncate(8);
+            return Err(Error::Input(format!(
+                "--kernel {}: no traced kernel matches (kernels seen: {})",
+                re.as_str(),
+                names.join(", ")
+            )));
+        }
+        trace.launches.retain(|l| re.is_match(&l.name));
+    }
+    let functions = top_kernel_functions(&trace, req.profile_top, TARGET_COVERAGE);
+    if functions.is_empty() {
+        return Err(Error::WorkloadFailed(format!(
+            "{}: the kernel trace recorded no kernel time",
+            trace_files
+                .first()
+                .map_or_else(|| dir.display().to_string(), |p| p.display().to_string())
+        )));
+    }
+    let arch = trace.device.amd.as_ref().and_then(|a| a.arch.clone());
+
+    // Counter passes on the kernels that carry the time.
+    let mut files = trace_files;
+    for (i, counters) in groups_for(arch.as_deref()).into_iter().enumerate() {
+        let pass = RocPass::Counters {
+            index: i,
+            counters,
+            functions: functions.clone(),
+        };
+        files.extend(step(i + 2, pass, false)?);
+    }
+    let mut profile = kopt_ingest::read_rocprof_files(&files)?;
+    if let Some(re) = filter {
+        profile.launches.retain(|l| re.is_match(&l.name));
+    }
+    Ok(diagnose(profile, &req.analysis))
+}

@@ -1,0 +1,591 @@
+//! rocpd databases: rocprofv3's SQLite output (`--output-format rocpd`, the
+//! default of recent rocprofv3, `*_results.db`). Read through the views
+//! rocprofv3 creates (ROCprofiler-SDK `data_views.sql`): `kernels` (one row
+//! per dispatch), `counters_collection` (one row per counter per dispatch,
+//! instances summed), `memory_copies`, `regions` (HIP API calls) and the
+//! `rocpd_info_agent` view for the device (its `extdata` JSON holds the
+//! agent record: CUs, clock, wave size, XCDs).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use kopt_model::{ActivityKind, ApiCall, ApiKind, GpuActivity};
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, OpenFlags};
+
+use super::parse::{kernel_name, MAX_TIME_NS};
+use super::{AgentInfo, AmdFile, Dispatch};
+use crate::IngestError;
+
+/// The first bytes of every SQLite database file.
+pub const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+
+/// Flavours of the dispatch lists a database gives.
+const KERNELS: &str = "rocpd database (kernels view)";
+const KERNELS_COUNTED: &str = "rocpd database (kernels view with counters_collection)";
+const COUNTERS_ONLY: &str = "rocpd database (counters_collection view)";
+
+/// Read a rocpd database from disk, read-only.
+pub fn read_rocpd(path: &Path, label: &str) -> Result<Vec<AmdFile>, IngestError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| sql_error(label, "cannot open as SQLite", &e))?;
+    read_conn(&conn, label)
+}
+
+/// Parse a rocpd database held in memory (fuzzing, tests).
+pub fn parse_rocpd(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, IngestError> {
+    if !bytes.starts_with(SQLITE_MAGIC) {
+        return Err(IngestError::format(
+            label,
+            "not a rocpd database: no SQLite header (\"SQLite format 3\")",
+        ));
+    }
+    // SQLite sizes its buffer with a C int.
+    if bytes.len() > i32::MAX as usize {
+        return Err(IngestError::format(
+            label,
+            "rocpd database over 2 GiB held in memory: read it from disk",
+        ));
+    }
+    let mut conn =
+        Connection::open_in_memory().map_err(|e| sql_error(label, "cannot open SQLite", &e))?;
+    conn.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), true)
+        .map_err(|e| sql_error(label, "cannot load as SQLite", &e))?;
+    read_conn(&conn, label)
+}
+
+fn sql_error(label: &str, what: &str, e: &rusqlite::Error) -> IngestError {
+    IngestError::format(label, format!("{what}: {e}"))
+}
+
+/// Which of the views kopt reads the database has.
+fn objects(conn: &Connection, label: &str) -> Result<Vec<String>, IngestError> {
+    let q = "SELECT name FROM sqlite_master WHERE type IN ('view', 'table')";
+    let mut stmt = conn
+        .prepare(q)
+        .map_err(|e| sql_error(label, "not a readable SQLite database", &e))?;
+    let names = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| sql_error(label, "not a readable SQLite database", &e))?;
+    Ok(names)
+}
+
+fn read_conn(conn: &Connection, label: &str) -> Result<Vec<AmdFile>, IngestError> {
+    let have = objects(conn, label)?;
+    let has = |n: &str| have.iter().any(|h| h == n);
+    if !has("kernels") && !has("counters_collection") {
+        return Err(IngestError::format(
+            label,
+            "SQLite database without the rocpd views kopt reads (kernels, counters_collection): not a rocprofv3 rocpd database (rocprofv3 --output-format rocpd writes them)",
+        ));
+    }
+    let mut kernels = if has("kernels") {
+        query_kernels(conn, label)?
+    } else {
+        Vec::new()
+    };
+    let mut flavor = KERNELS;
+    if has("counters_collection") {
+        let counted = query_counters(conn, label)?;
+        if !counted.is_empty() {
+            let index: HashMap<(String, u64), usize> = kernels
+                .iter()
+                .enumerate()
+                .map(|(i, (guid, d))| ((guid.clone(), d.id), i))
+                .collect();
+            let mut extra = Vec::new();
+            for (guid, c) in counted {
+                match index.get(&(guid.clone(), c.id)) {
+                    Some(&i) => kernels[i].1.counters = c.counters,
+                    // A dispatch the kernels view leaves out (its joins
+                    // found no event, thread or region row) keeps its
+                    // counters with the counters view's own fields.
+                    None => extra.push((guid, c)),
+                }
+            }
+            flavor = if kernels.is_empty() {
+                COUNTERS_ONLY
+            } else {
+                KERNELS_COUNTED
+            };
+            kernels.extend(extra);
+        }
+    }
+    let mut out = Vec::new();
+    if has("rocpd_info_agent") {
+        let agents = query_agents(conn, label, &kernels)?;
+        if !agents.is_empty() {
+            out.push(AmdFile::Agents(agents));
+        }
+    }
+    let mut dispatches: Vec<Dispatch> = kernels.into_iter().map(|(_, d)| d).collect();
+    for d in &mut dispatches {
+        d.finish_counters();
+    }
+    out.push(AmdFile::Dispatches(flavor, dispatches));
+    if has("memory_copies") {
+        let copies = query_copies(conn, label)?;
+        if !copies.is_empty() {
+            out.push(AmdFile::Copies(copies));
+        }
+    }
+    if has("regions") {
+        let api = query_api(conn, label)?;
+        if !api.is_empty() {
+            out.push(AmdFile::Api(api));
+        }
+    }
+    Ok(out)
+}
+
+/// One row of a view, its cells checked one by one with messages that name
+/// the view, the row's id and the column.
+struct Row<'a> {
+    label: &'a str,
+    view: &'a str,
+    id: String,
+    cells: Vec<Value>,
+    names: &'a [&'a str],
+}
+
+impl Row<'_> {
+    fn at(&self, message: String) -> IngestError {
+        IngestError::format(
+            self.label,
+            format!("{} view, row id {}: {message}", self.view, self.id),
+        )
+    }
+
+    fn cell(&self, col: &str) -> &Value {
+        let i = self.names.iter().position(|n| *n == col).unwrap_or(0);
+        self.cells.get(i).unwrap_or(&Value::Null)
+    }
+
+    /// A number cell; NULL is `None`.
+    fn num(&self, col: &str) -> Result<Option<f64>, IngestError> {
+        match self.cell(col) {
+            Value::Null => Ok(None),
+            Value::Integer(v) => Ok(Some(*v as f64)),
+            Value::Real(v) if v.is_finite() => Ok(Some(*v)),
+            Value::Real(v) => Err(self.at(format!("{col} is {v}, not a finite number"))),
+            Value::Text(t) => match t.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(Some(v)),
+                _ => Err(self.at(format!(
+                    "{col}: expected a number, found \"{}\"",
+                    crate::echo(t)
+                ))),
+            },
+            Value::Blob(b) => Err(self.at(format!(
+                "{col}: expected a number, found a {}-byte blob",
+                b.len()
+            ))),
+        }
+    }
+
+    /// A non-negative integer cell (ids, sizes, timestamps); NULL is `None`.
+    fn uint(&self, col: &str) -> Result<Option<u64>, IngestError> {
+        if let Value::Integer(v) = self.cell(col) {
+            return u64::try_from(*v)
+                .map(Some)
+                .map_err(|_| self.at(format!("{col} is negative ({v})")));
+        }
+        match self.num(col)? {
+            None => Ok(None),
+            Some(v) if v < 0.0 => Err(self.at(format!("{col} is negative ({v})"))),
+            Some(v) if v >= 1.8e19 => Err(self.at(format!("{col}: {v} is out of range"))),
+            Some(v) => Ok(Some(v.round() as u64)),
+        }
+    }
+
+    fn required(&self, col: &str) -> Result<u64, IngestError> {
+        self.uint(col)?
+            .ok_or_else(|| self.at(format!("{col} is NULL")))
+    }
+
+    fn text(&self, col: &str) -> Option<String> {
+        match self.cell(col) {
+            Value::Text(t) => Some(t.clone()),
+            Value::Integer(v) => Some(v.to_string()),
+            _ => None,
+        }
+    }
+
+    /// start and end: both present, in range and in order.
+    fn span(&self, what: &str) -> Result<(i64, i64), IngestError> {
+        let start = self.required("start")?;
+        let end = self.required("end")?;
+        if start > MAX_TIME_NS || end > MAX_TIME_NS {
+            return Err(self.at(format!("{what}: timestamp out of range")));
+        }
+        if end < start {
+            return Err(self.at(format!(
+                "{what}: end ({end}) before start ({start}), a negative duration"
+            )));
+        }
+        Ok((start as i64, end as i64))
+    }
+}
+
+/// Run `sql` on a view; each row handed to `each` as a checked [`Row`].
+fn query_rows(
+    conn: &Connection,
+    label: &str,
+    view: &str,
+    cols: &[&str],
+    rest: &str,
+    mut each: impl FnMut(Row) -> Result<(), IngestError>,
+) -> Result<(), IngestError> {
+    // Backquotes: a double-quoted name SQLite cannot resolve would be read
+    // as a string literal, hiding a missing column.
+    let quoted: Vec<String> = cols.iter().map(|c| format!("`{c}`")).collect();
+    let sql = format!("SELECT {} FROM `{view}` {rest}", quoted.join(", "));
+    let fail = |e: rusqlite::Error| sql_error(label, &format!("{view} view"), &e);
+    let mut stmt = conn.prepare(&sql).map_err(fail)?;
+    let mut rows = stmt.query([]).map_err(fail)?;
+    let mut n = 0u64;
+    while let Some(r) = rows.next().map_err(fail)? {
+        n += 1;
+        let mut cells = Vec::with_capacity(cols.len());
+        for i in 0..cols.len() {
+            // Through ValueRef: rusqlite's Value panics on TEXT that is not
+            // UTF-8 (fuzz/regressions/rocpd/text-not-utf8.db).
+            cells.push(match r.get_ref(i).map_err(fail)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(v) => Value::Integer(v),
+                ValueRef::Real(v) => Value::Real(v),
+                ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+            });
+        }
+        let id = match &cells[0] {
+            Value::Integer(v) => v.to_string(),
+            _ => format!("? (result row {n})"),
+        };
+        each(Row {
+            label,
+            view,
+            id,
+            cells,
+            names: cols,
+        })?;
+    }
+    Ok(())
+}
+
+const KERNEL_COLS: &[&str] = &[
+    "id",
+    "guid",
+    "dispatch_id",
+    "name",
+    "agent_abs_index",
+    "queue_id",
+    "stream_id",
+    "start",
+    "end",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "workgroup_x",
+    "workgroup_y",
+    "workgroup_z",
+    "lds_size",
+    "scratch_size",
+    "vgpr_count",
+    "accum_vgpr_count",
+    "sgpr_count",
+    "corr_id",
+];
+
+fn dispatch_name(row: &Row, col: &str) -> Result<(String, bool), IngestError> {
+    let raw = row.text(col).unwrap_or_default();
+    let (name, cut) = kernel_name(&raw);
+    if name.is_empty() {
+        return Err(row.at(format!("{col} is NULL or empty")));
+    }
+    Ok((name, cut))
+}
+
+/// The `kernels` view: (guid, dispatch) in start order.
+fn query_kernels(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatch)>, IngestError> {
+    let mut out = Vec::new();
+    query_rows(
+        conn,
+        label,
+        "kernels",
+        KERNEL_COLS,
+        "ORDER BY `start`, `id`",
+        |row| {
+            let (name, name_cut) = dispatch_name(&row, "name")?;
+            let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
+            let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
+                let mut v = [1u64; 3];
+                for k in 0..3 {
+                    if let Some(x) = row.uint(c[k])? {
+                        v[k] = x;
+                    }
+                }
+                Ok(v)
+            };
+            let d = Dispatch {
+                id: row.required("dispatch_id")?,
+                name,
+                name_cut,
+                agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
+                queue: row.uint("queue_id")?,
+                stream: row.uint("stream_id")?,
+                correlation: row.uint("corr_id")?,
+                grid: dim(["grid_x", "grid_y", "grid_z"])?,
+                workgroup: dim(["workgroup_x", "workgroup_y", "workgroup_z"])?,
+                lds_bytes: row.num("lds_size")?,
+                scratch_bytes: row.num("scratch_size")?,
+                arch_vgpr: row.num("vgpr_count")?,
+                accum_vgpr: row.num("accum_vgpr_count")?,
+                sgpr: row.num("sgpr_count")?,
+                wave_size: None,
+                start_ns: Some(start),
+                end_ns: Some(end),
+                counters: Vec::new(),
+                line: row.uint("id")?.unwrap_or(0),
+            };
+            out.push((row.text("guid").unwrap_or_default(), d));
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+const COUNTER_COLS: &[&str] = &[
+    "id",
+    "guid",
+    "dispatch_id",
+    "kernel_name",
+    "agent_abs_index",
+    "queue_id",
+    "grid_size_x",
+    "grid_size_y",
+    "grid_size_z",
+    "workgroup_size_x",
+    "workgroup_size_y",
+    "workgroup_size_z",
+    "lds_block_size",
+    "scratch_size",
+    "vgpr_count",
+    "accum_vgpr_count",
+    "sgpr_count",
+    "correlation_id",
+    "counter_name",
+    "value",
+    "start",
+    "end",
+];
+
+/// The `counters_collection` view grouped into dispatches, in first-row order.
+fn query_counters(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatch)>, IngestError> {
+    let mut out: Vec<(String, Dispatch)> = Vec::new();
+    let mut index: HashMap<(String, u64), usize> = HashMap::new();
+    query_rows(
+        conn,
+        label,
+        "counters_collection",
+        COUNTER_COLS,
+        "ORDER BY `start`, `dispatch_id`, `counter_name`",
+        |row| {
+            let guid = row.text("guid").unwrap_or_default();
+            let dispatch = row.required("dispatch_id")?;
+            let counter = row.text("counter_name").unwrap_or_default();
+            if counter.is_empty() {
+                return Err(row.at("counter_name is NULL or empty".into()));
+            }
+            let Some(value) = row.num("value")? else {
+                return Err(row.at(format!("value of {} is NULL", crate::echo(&counter))));
+            };
+            let key = (guid.clone(), dispatch);
+            let at = match index.get(&key) {
+                Some(&i) => i,
+                None => {
+                    let (name, name_cut) = dispatch_name(&row, "kernel_name")?;
+                    let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
+                    let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
+                        let mut v = [1u64; 3];
+                        for k in 0..3 {
+                            if let Some(x) = row.uint(c[k])? {
+                                v[k] = x;
+                            }
+                        }
+                        Ok(v)
+                    };
+                    let d = Dispatch {
+                        id: dispatch,
+                        name,
+                        name_cut,
+                        agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
+                        queue: row.uint("queue_id")?,
+                        stream: None,
+                        correlation: row.uint("correlation_id")?,
+                        grid: dim(["grid_size_x", "grid_size_y", "grid_size_z"])?,
+                        workgroup: dim([
+                            "workgroup_size_x",
+                            "workgroup_size_y",
+                            "workgroup_size_z",
+                        ])?,
+                        lds_bytes: row.num("lds_block_size")?,
+                        scratch_bytes: row.num("scratch_size")?,
+                        arch_vgpr: row.num("vgpr_count")?,
+                        accum_vgpr: row.num("accum_vgpr_count")?,
+                        sgpr: row.num("sgpr_count")?,
+                        wave_size: None,
+                        start_ns: Some(start),
+                        end_ns: Some(end),
+                        counters: Vec::new(),
+                        line: row.uint("id")?.unwrap_or(0),
+                    };
+                    index.insert(key, out.len());
+                    out.push((guid, d));
+                    out.len() - 1
+                }
+            };
+            let d = &mut out[at].1;
+            match d.counters.iter_mut().find(|(n, _)| *n == counter) {
+                // The view sums instances per dispatch and counter; a
+                // database merged from several agents may still repeat one.
+                Some((_, v)) => *v += value,
+                None => d.counters.push((counter, value)),
+            }
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// GPU agents, the one most dispatches ran on first.
+fn query_agents(
+    conn: &Connection,
+    label: &str,
+    kernels: &[(String, Dispatch)],
+) -> Result<Vec<AgentInfo>, IngestError> {
+    let cols = &[
+        "id",
+        "type",
+        "absolute_index",
+        "name",
+        "model_name",
+        "product_name",
+        "extdata",
+    ];
+    let mut found: Vec<(Option<u64>, AgentInfo)> = Vec::new();
+    query_rows(
+        conn,
+        label,
+        "rocpd_info_agent",
+        cols,
+        "ORDER BY `absolute_index`",
+        |row| {
+            if row.text("type").as_deref() != Some("GPU") {
+                return Ok(());
+            }
+            let ext: serde_json::Value = match row.cell("extdata") {
+                Value::Text(t) => serde_json::from_str(t).unwrap_or(serde_json::Value::Null),
+                _ => serde_json::Value::Null,
+            };
+            let arch = row.text("name").filter(|n| n.starts_with("gfx"));
+            let product = [row.text("product_name"), row.text("model_name")]
+                .into_iter()
+                .flatten()
+                .find(|s| !s.trim().is_empty())
+                .or_else(|| arch.clone())
+                .unwrap_or_default();
+            let mut a = super::json::agent_from_record(&ext);
+            a.product = crate::cap_name(product.trim()).0.into_owned();
+            a.arch = arch.or(a.arch);
+            a.source = "rocpd rocpd_info_agent".into();
+            found.push((row.uint("absolute_index")?, a));
+            Ok(())
+        },
+    )?;
+    let mut uses: HashMap<String, usize> = HashMap::new();
+    for (_, d) in kernels {
+        if let Some(a) = &d.agent {
+            *uses.entry(a.clone()).or_default() += 1;
+        }
+    }
+    let count =
+        |i: &Option<u64>| i.map_or(0, |i| uses.get(&format!("Agent {i}")).copied().unwrap_or(0));
+    found.sort_by_key(|(i, _)| std::cmp::Reverse(count(i)));
+    Ok(found.into_iter().map(|(_, a)| a).collect())
+}
+
+fn query_copies(conn: &Connection, label: &str) -> Result<Vec<GpuActivity>, IngestError> {
+    let cols = &[
+        "id",
+        "name",
+        "start",
+        "end",
+        "size",
+        "dst_agent_abs_index",
+        "stream_id",
+        "corr_id",
+    ];
+    let mut out = Vec::new();
+    query_rows(
+        conn,
+        label,
+        "memory_copies",
+        cols,
+        "ORDER BY `start`",
+        |row| {
+            let (start_ns, end_ns) = row.span("memory copy")?;
+            let name = row.text("name").unwrap_or_default();
+            let direction = name.trim_start_matches("MEMORY_COPY_");
+            out.push(GpuActivity {
+                kind: ActivityKind::Memcpy,
+                name: format!("Memcpy {}", crate::echo(direction)),
+                start_ns,
+                end_ns,
+                device: row
+                    .uint("dst_agent_abs_index")?
+                    .map_or(0, |v| v.min(u32::MAX as u64) as u32),
+                stream: row.uint("stream_id")?.unwrap_or(0),
+                correlation: row.uint("corr_id")?.unwrap_or(0),
+                grid: None,
+                block: None,
+                bytes: row.uint("size")?,
+            });
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
+
+/// HIP API calls: the `regions` view's rows of a HIP category
+/// (`HIP_RUNTIME_API_EXT`, `HIP_COMPILER_API_EXT`, as `rocpd convert` names
+/// the domain).
+fn query_api(conn: &Connection, label: &str) -> Result<Vec<ApiCall>, IngestError> {
+    let cols = &["id", "category", "name", "tid", "start", "end", "corr_id"];
+    let mut out = Vec::new();
+    query_rows(
+        conn,
+        label,
+        "regions",
+        cols,
+        "WHERE `category` LIKE 'HIP%' ORDER BY `start`",
+        |row| {
+            let (start_ns, end_ns) = row.span("HIP API call")?;
+            let raw = row.text("name").unwrap_or_default();
+            let (name, _) = crate::cap_name(&raw);
+            out.push(ApiCall {
+                kind: ApiKind::of(&name),
+                name: name.into_owned(),
+                start_ns,
+                end_ns,
+                thread: row.uint("tid")?.unwrap_or(0),
+                correlation: row.uint("corr_id")?.unwrap_or(0),
+            });
+            Ok(())
+        },
+    )?;
+    Ok(out)
+}
