@@ -9,6 +9,7 @@ pub mod ops;
 pub mod rollup;
 pub mod rules;
 pub mod timeline;
+pub mod warmup;
 
 use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
 
@@ -17,6 +18,9 @@ use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
 pub struct AnalyzeOptions {
     /// Keep only the N kernels with the most time (the rest still count in the total).
     pub top: Option<usize>,
+    /// Keep warm-up / autotuning trial kernels (launched only before the
+    /// steady state) in the table, totals and gains; they are left out by default.
+    pub keep_warmup: bool,
 }
 
 /// A kernel whose recoverable time is under this share of the workload is
@@ -24,12 +28,23 @@ pub struct AnalyzeOptions {
 const PRIMARY_MIN_GAIN_PCT: f64 = 1.0;
 
 pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
-    let total_ns: f64 = profile
-        .launches
-        .iter()
-        .filter_map(|l| l.metrics.duration_ns)
-        .sum();
-    let mut groups = rollup::group(&profile.launches, total_ns);
+    let warmup = warmup::find(profile);
+    let left_out = warmup.as_ref().filter(|_| !options.keep_warmup);
+    let steady_launches: Vec<kopt_model::KernelLaunch>;
+    let launches: &[kopt_model::KernelLaunch] = match left_out {
+        Some(w) => {
+            steady_launches = profile
+                .launches
+                .iter()
+                .filter(|l| !w.is_trial_launch(l))
+                .cloned()
+                .collect();
+            &steady_launches
+        }
+        None => &profile.launches,
+    };
+    let total_ns: f64 = launches.iter().filter_map(|l| l.metrics.duration_ns).sum();
+    let mut groups = rollup::group(launches, total_ns);
     let timeline = profile
         .timeline
         .as_ref()
@@ -40,10 +55,11 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     };
 
     // Kernels traced back to the framework ops that launched them.
-    let attribution = profile
-        .timeline
-        .as_ref()
-        .and_then(|t| ops::attribute(t, total_ns));
+    let attribution = profile.timeline.as_ref().and_then(|t| {
+        ops::attribute_where(t, total_ns, |a| {
+            left_out.is_none_or(|w| !w.is_trial_activity(a))
+        })
+    });
     let padding: Vec<_> = attribution
         .as_ref()
         .map(|a| ops::gemm_alignment(a, total_ns))
@@ -58,7 +74,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // place of each kernel's own advice.
     let pointwise = fusion::members(&groups);
     let fused = fusion::recommend(
-        &profile.launches,
+        launches,
         &pointwise,
         total_ns,
         profile.device.peaks.dram_bytes_per_s,
@@ -188,10 +204,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         rules::ATTAINABLE_PCT
     ));
 
-    let counters_collected = profile
-        .launches
-        .iter()
-        .any(|l| !rules::has_no_counters(&l.metrics));
+    let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
     let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
     if !counters_collected
         && kernels
@@ -254,15 +267,25 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         strip,
         notes,
         ops,
+        warmup_trials: warmup.map(|w| kopt_model::WarmupTrials {
+            kept: options.keep_warmup,
+            ..w.trials
+        }),
     }
 }
 
 /// Bare function names of the distinct kernels carrying the most time, the
 /// fewest needed to cover `coverage` (0..=1) of it, at most `max`: what
-/// `kopt profile` examines in depth.
+/// `kopt profile` examines in depth. Warm-up trials never run again: they
+/// are not worth a pass.
 pub fn top_kernel_functions(profile: &Profile, max: usize, coverage: f64) -> Vec<String> {
+    let warmup = warmup::find(profile);
     let mut by_fn: Vec<(String, f64)> = Vec::new();
-    for l in &profile.launches {
+    for l in profile
+        .launches
+        .iter()
+        .filter(|l| warmup.as_ref().is_none_or(|w| !w.is_trial_launch(l)))
+    {
         let f = kopt_model::kernel_function_name(&l.name);
         let d = l.metrics.duration_ns.unwrap_or(0.0);
         match by_fn.iter_mut().find(|(n, _)| *n == f) {
