@@ -1,6 +1,7 @@
 //! kopt's analysis: per-launch rules, per-kernel roll-up, the workload's
 //! primary bottleneck and ranked recommendations. Prints nothing.
 
+pub mod batchnorm;
 pub mod catalogue;
 pub mod fusion;
 pub mod library;
@@ -72,7 +73,22 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     }
     // PyTorch's eager elementwise chains: one finding for all of them, in
     // place of each kernel's own advice.
-    let pointwise = fusion::members(&groups);
+    // Batch norm in inference: one finding, the kernels fold away.
+    let by_kernel = attribution.as_ref().map(|a| &a.by_kernel);
+    let bn_members = batchnorm::members(&groups, by_kernel);
+    let folded = batchnorm::recommend(&groups, &bn_members, total_ns, by_kernel);
+    if let Some(f) = &folded {
+        for g in groups
+            .iter_mut()
+            .filter(|g| bn_members.contains(&g.verdict.name))
+        {
+            g.verdict.covered_by = Some(f.id.clone());
+        }
+    }
+    let mut pointwise = fusion::members(&groups);
+    if folded.is_some() {
+        pointwise.retain(|m| !bn_members.contains(m));
+    }
     let fused = fusion::recommend(
         launches,
         &pointwise,
@@ -95,7 +111,11 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .collect();
     recommendations.extend(padding.iter().cloned());
     recommendations.extend(fused.iter().cloned());
-    let tiny_groups: Vec<&rollup::KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
+    recommendations.extend(folded.iter().cloned());
+    let tiny_groups: Vec<&rollup::KernelGroup> = groups
+        .iter()
+        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
+        .collect();
     recommendations.extend(catalogue::recommend_tiny(
         &tiny_groups,
         total_ns,
@@ -157,7 +177,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // The primary bottleneck is what tops the recommendations: the finding
     // with the most recoverable time.
     let primary = match recommendations.first() {
-        Some(r) if r.id == fusion::ID => Some(fusion_primary(r)),
+        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID => Some(fusion_primary(r)),
         Some(r) if r.id == "capture_cuda_graph" => timeline
             .as_ref()
             .map(|t| launch_primary(t, r))
@@ -218,7 +238,16 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         if k.bottleneck.class == kopt_model::BottleneckClass::Unknown {
             library_root_cause(k, &padding);
         }
-        if let Some(f) = fused.as_ref().filter(|_| k.covered_by.is_some()) {
+        if let Some(f) = folded
+            .as_ref()
+            .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
+        {
+            k.root_cause = format!(
+                "{} Batch norm in inference: see \"{}\" for the fix and its gain.",
+                k.root_cause.trim_end_matches('.').to_string() + ".",
+                f.title
+            );
+        } else if let Some(f) = fused.as_ref().filter(|_| k.covered_by.is_some()) {
             k.root_cause = format!(
                 "{} Part of an eager elementwise chain: see \"{}\" for the fix and its gain.",
                 k.root_cause.trim_end_matches('.').to_string() + ".",
@@ -362,7 +391,8 @@ fn launch_primary(
     }
 }
 
-/// The primary bottleneck when the eager elementwise chains top the list.
+/// The primary bottleneck when a finding over several kernels (the eager
+/// elementwise chains, the batch norms to fold) tops the list.
 fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
     let gain = r.gain.as_ref();
     PrimaryBottleneck {
@@ -378,8 +408,13 @@ fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
             }
         }),
         insight: format!(
-            "{}. Fusing them could save up to {:.1}% of kernel time.",
+            "{}. {} could save up to {:.1}% of kernel time.",
             r.evidence,
+            if r.id == batchnorm::ID {
+                "Folding them into the convolutions"
+            } else {
+                "Fusing them"
+            },
             gain.map_or(0.0, |g| g.workload_pct)
         ),
     }
