@@ -1,6 +1,7 @@
 //! kopt's analysis: per-launch rules, per-kernel roll-up, the workload's
 //! primary bottleneck and ranked recommendations. Prints nothing.
 
+pub mod batchnorm;
 pub mod catalogue;
 pub mod fusion;
 pub mod library;
@@ -9,6 +10,7 @@ pub mod ops;
 pub mod rollup;
 pub mod rules;
 pub mod timeline;
+pub mod warmup;
 
 use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
 
@@ -17,6 +19,9 @@ use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
 pub struct AnalyzeOptions {
     /// Keep only the N kernels with the most time (the rest still count in the total).
     pub top: Option<usize>,
+    /// Keep warm-up / autotuning trial kernels (launched only before the
+    /// steady state) in the table, totals and gains; they are left out by default.
+    pub keep_warmup: bool,
 }
 
 /// A kernel whose recoverable time is under this share of the workload is
@@ -24,12 +29,23 @@ pub struct AnalyzeOptions {
 const PRIMARY_MIN_GAIN_PCT: f64 = 1.0;
 
 pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
-    let total_ns: f64 = profile
-        .launches
-        .iter()
-        .filter_map(|l| l.metrics.duration_ns)
-        .sum();
-    let mut groups = rollup::group(&profile.launches, total_ns);
+    let warmup = warmup::find(profile);
+    let left_out = warmup.as_ref().filter(|_| !options.keep_warmup);
+    let steady_launches: Vec<kopt_model::KernelLaunch>;
+    let launches: &[kopt_model::KernelLaunch] = match left_out {
+        Some(w) => {
+            steady_launches = profile
+                .launches
+                .iter()
+                .filter(|l| !w.is_trial_launch(l))
+                .cloned()
+                .collect();
+            &steady_launches
+        }
+        None => &profile.launches,
+    };
+    let total_ns: f64 = launches.iter().filter_map(|l| l.metrics.duration_ns).sum();
+    let mut groups = rollup::group(launches, total_ns);
     let timeline = profile
         .timeline
         .as_ref()
@@ -40,10 +56,11 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     };
 
     // Kernels traced back to the framework ops that launched them.
-    let attribution = profile
-        .timeline
-        .as_ref()
-        .and_then(|t| ops::attribute(t, total_ns));
+    let attribution = profile.timeline.as_ref().and_then(|t| {
+        ops::attribute_where(t, total_ns, |a| {
+            left_out.is_none_or(|w| !w.is_trial_activity(a))
+        })
+    });
     let padding: Vec<_> = attribution
         .as_ref()
         .map(|a| ops::gemm_alignment(a, total_ns))
@@ -56,9 +73,24 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     }
     // PyTorch's eager elementwise chains: one finding for all of them, in
     // place of each kernel's own advice.
-    let pointwise = fusion::members(&groups);
+    // Batch norm in inference: one finding, the kernels fold away.
+    let by_kernel = attribution.as_ref().map(|a| &a.by_kernel);
+    let bn_members = batchnorm::members(&groups, by_kernel);
+    let folded = batchnorm::recommend(&groups, &bn_members, total_ns, by_kernel);
+    if let Some(f) = &folded {
+        for g in groups
+            .iter_mut()
+            .filter(|g| bn_members.contains(&g.verdict.name))
+        {
+            g.verdict.covered_by = Some(f.id.clone());
+        }
+    }
+    let mut pointwise = fusion::members(&groups);
+    if folded.is_some() {
+        pointwise.retain(|m| !bn_members.contains(m));
+    }
     let fused = fusion::recommend(
-        &profile.launches,
+        launches,
         &pointwise,
         total_ns,
         profile.device.peaks.dram_bytes_per_s,
@@ -79,7 +111,11 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .collect();
     recommendations.extend(padding.iter().cloned());
     recommendations.extend(fused.iter().cloned());
-    let tiny_groups: Vec<&rollup::KernelGroup> = groups.iter().filter(|g| g.tiny).collect();
+    recommendations.extend(folded.iter().cloned());
+    let tiny_groups: Vec<&rollup::KernelGroup> = groups
+        .iter()
+        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
+        .collect();
     recommendations.extend(catalogue::recommend_tiny(
         &tiny_groups,
         total_ns,
@@ -141,7 +177,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // The primary bottleneck is what tops the recommendations: the finding
     // with the most recoverable time.
     let primary = match recommendations.first() {
-        Some(r) if r.id == fusion::ID => Some(fusion_primary(r)),
+        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID => Some(fusion_primary(r)),
         Some(r) if r.id == "capture_cuda_graph" => timeline
             .as_ref()
             .map(|t| launch_primary(t, r))
@@ -188,10 +224,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         rules::ATTAINABLE_PCT
     ));
 
-    let counters_collected = profile
-        .launches
-        .iter()
-        .any(|l| !rules::has_no_counters(&l.metrics));
+    let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
     let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
     if !counters_collected
         && kernels
@@ -205,7 +238,16 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         if k.bottleneck.class == kopt_model::BottleneckClass::Unknown {
             library_root_cause(k, &padding);
         }
-        if let Some(f) = fused.as_ref().filter(|_| k.covered_by.is_some()) {
+        if let Some(f) = folded
+            .as_ref()
+            .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
+        {
+            k.root_cause = format!(
+                "{} Batch norm in inference: see \"{}\" for the fix and its gain.",
+                k.root_cause.trim_end_matches('.').to_string() + ".",
+                f.title
+            );
+        } else if let Some(f) = fused.as_ref().filter(|_| k.covered_by.is_some()) {
             k.root_cause = format!(
                 "{} Part of an eager elementwise chain: see \"{}\" for the fix and its gain.",
                 k.root_cause.trim_end_matches('.').to_string() + ".",
@@ -254,15 +296,25 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         strip,
         notes,
         ops,
+        warmup_trials: warmup.map(|w| kopt_model::WarmupTrials {
+            kept: options.keep_warmup,
+            ..w.trials
+        }),
     }
 }
 
 /// Bare function names of the distinct kernels carrying the most time, the
 /// fewest needed to cover `coverage` (0..=1) of it, at most `max`: what
-/// `kopt profile` examines in depth.
+/// `kopt profile` examines in depth. Warm-up trials never run again: they
+/// are not worth a pass.
 pub fn top_kernel_functions(profile: &Profile, max: usize, coverage: f64) -> Vec<String> {
+    let warmup = warmup::find(profile);
     let mut by_fn: Vec<(String, f64)> = Vec::new();
-    for l in &profile.launches {
+    for l in profile
+        .launches
+        .iter()
+        .filter(|l| warmup.as_ref().is_none_or(|w| !w.is_trial_launch(l)))
+    {
         let f = kopt_model::kernel_function_name(&l.name);
         let d = l.metrics.duration_ns.unwrap_or(0.0);
         match by_fn.iter_mut().find(|(n, _)| *n == f) {
@@ -339,7 +391,8 @@ fn launch_primary(
     }
 }
 
-/// The primary bottleneck when the eager elementwise chains top the list.
+/// The primary bottleneck when a finding over several kernels (the eager
+/// elementwise chains, the batch norms to fold) tops the list.
 fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
     let gain = r.gain.as_ref();
     PrimaryBottleneck {
@@ -355,8 +408,13 @@ fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
             }
         }),
         insight: format!(
-            "{}. Fusing them could save up to {:.1}% of kernel time.",
+            "{}. {} could save up to {:.1}% of kernel time.",
             r.evidence,
+            if r.id == batchnorm::ID {
+                "Folding them into the convolutions"
+            } else {
+                "Fusing them"
+            },
             gain.map_or(0.0, |g| g.workload_pct)
         ),
     }

@@ -52,6 +52,15 @@ pub struct Attribution {
 /// Attribute every kernel of `t` whose launch call falls inside an op range.
 /// None when the timeline has no op ranges.
 pub fn attribute(t: &Timeline, total_ns: f64) -> Option<Attribution> {
+    attribute_where(t, total_ns, |_| true)
+}
+
+/// `attribute` over the kernel activities `keep` accepts (warm-up trials left out).
+pub fn attribute_where(
+    t: &Timeline,
+    total_ns: f64,
+    keep: impl Fn(&kopt_model::GpuActivity) -> bool,
+) -> Option<Attribution> {
     let mut ranges: Vec<(i64, i64, usize)> = Vec::new();
     // Each distinct (op, shapes) once: every call of an op is its own range,
     // and a kernel's launchers are counted per op and shapes, not per call.
@@ -80,7 +89,7 @@ pub fn attribute(t: &Timeline, total_ns: f64) -> Option<Attribution> {
     let mut kernels: Vec<(i64, &str, i64)> = t
         .activities
         .iter()
-        .filter(|a| a.kind == ActivityKind::Kernel)
+        .filter(|a| a.kind == ActivityKind::Kernel && keep(a))
         .filter_map(|a| {
             let at = launch_at.get(&a.correlation)?;
             Some((*at, a.name.as_str(), a.duration_ns()))

@@ -624,6 +624,67 @@ fn steady_steps(t: &Timeline, steps: &Steps, calls: &HashMap<u64, (i64, i64)>) -
     }
 }
 
+/// Where an activity falls against the steady-state window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Start-up before the first step, or a warm-up step that was cut.
+    Before,
+    /// A steady step, or between two of them.
+    Steady,
+    /// After the last steady step.
+    After,
+}
+
+/// Each activity's phase (in `t.activities` order), with the steps behind it.
+pub struct Phases {
+    pub phase: Vec<Phase>,
+    pub source: StepSource,
+    pub steady_steps: usize,
+    pub warmup_steps: usize,
+}
+
+/// The phase of every activity against the steady state the summary uses;
+/// None without steps.
+pub fn phases(t: &Timeline) -> Option<Phases> {
+    let spliced = t.spliced();
+    let t: &Timeline = &spliced;
+    let calls = launch_spans(t);
+    let steps = find_steps(t)?;
+    let st = steady_steps(t, &steps, &calls);
+    let from = steps.starts[st.first];
+    let until = steps
+        .starts
+        .get(st.last + 1)
+        .copied()
+        .unwrap_or(steps.ends[st.last])
+        .max(steps.ends[st.last]);
+    let phase = t
+        .activities
+        .iter()
+        .zip(&st.step_of)
+        .map(|(a, k)| match k {
+            Some(i) if *i < st.first => Phase::Before,
+            Some(_) => Phase::Steady,
+            None => {
+                let at = launched_at(a, &calls).0;
+                if at < from {
+                    Phase::Before
+                } else if at <= until {
+                    Phase::Steady
+                } else {
+                    Phase::After
+                }
+            }
+        })
+        .collect();
+    Some(Phases {
+        phase,
+        source: steps.source,
+        steady_steps: st.last + 1 - st.first,
+        warmup_steps: st.first,
+    })
+}
+
 pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<TimelineSummary> {
     if t.activities.is_empty() {
         return None;

@@ -23,6 +23,9 @@ pub struct AnalysisOptions {
     pub measured_peaks: Peaks,
     /// Show only the N kernels with the most time (all still count).
     pub top: Option<usize>,
+    /// Keep warm-up / autotuning trial kernels in the table and totals
+    /// (they are left out by default and summarised in one line).
+    pub keep_warmup: bool,
     /// A history whose `kopt optimize` runs calibrate the predictions: once a
     /// rule has enough checked predictions, its recommendations quote them.
     pub calibration_db: Option<PathBuf>,
@@ -206,7 +209,13 @@ pub fn diagnose(mut profile: Profile, opts: &AnalysisOptions) -> Diagnosis {
         profile.device.resolve_peaks();
     }
     profile.device.apply_measured_peaks(&opts.measured_peaks);
-    let mut diagnosis = kopt_analyze::analyze(&profile, &AnalyzeOptions { top: opts.top });
+    let mut diagnosis = kopt_analyze::analyze(
+        &profile,
+        &AnalyzeOptions {
+            top: opts.top,
+            keep_warmup: opts.keep_warmup,
+        },
+    );
     drop_in_background(profile);
     if let Some(db) = &opts.calibration_db {
         crate::history::apply_calibration(&mut diagnosis, db);

@@ -341,7 +341,7 @@ fn timeline_consumers(t: &Timeline) {
 /// The analysis and every exporter, as `kopt analyze` runs them.
 fn downstream(profile: Profile) {
     let _ = kopt_analyze::top_kernel_functions(&profile, 8, 0.9);
-    let d = kopt_analyze::analyze(&profile, &AnalyzeOptions { top: None });
+    let d = kopt_analyze::analyze(&profile, &AnalyzeOptions::default());
     render(&d);
 }
 

@@ -315,6 +315,40 @@ pub struct Diagnosis {
     /// timeline has op ranges: PyTorch's emit_nvtx).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ops: Vec<OpSummary>,
+    /// Kernels that ran only before the steady state (cuDNN's algorithm
+    /// search, Triton's autotuning, a first call's one-off work) and never
+    /// again: left out of the table, totals, gains and primary bottleneck
+    /// unless kept on request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_trials: Option<WarmupTrials>,
+}
+
+/// Warm-up / autotuning trial kernels and how they were told apart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WarmupTrials {
+    /// One entry per kernel name and launch configuration, most time first.
+    pub kernels: Vec<WarmupKernel>,
+    pub launches: u64,
+    pub total_ns: f64,
+    /// The evidence, in one sentence.
+    pub how_found: String,
+    /// True when they were kept in the table and totals (`--keep-warmup`).
+    #[serde(default)]
+    pub kept: bool,
+}
+
+/// One warm-up trial kernel (a name and launch configuration).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WarmupKernel {
+    pub name: String,
+    pub short_name: String,
+    /// Grid and block, e.g. `(120, 1, 1)`, where the input records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<String>,
+    pub launches: u64,
+    pub total_ns: f64,
 }
 
 /// Seed 000's "key insight": component and type of the workload's main bottleneck.

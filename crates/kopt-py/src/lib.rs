@@ -175,6 +175,7 @@ fn analysis(
     device: Option<String>,
     peak_dram_gbs: Option<f64>,
     top: Option<usize>,
+    keep_warmup: bool,
 ) -> AnalysisOptions {
     AnalysisOptions {
         device,
@@ -183,13 +184,14 @@ fn analysis(
             ..Peaks::default()
         },
         top,
+        keep_warmup,
         calibration_db: Some(RecordPaths::current().db),
     }
 }
 
 /// Diagnose existing profiler output; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (paths, *, device=None, top=None, ncu=None, peak_dram_gbs=None))]
+#[pyo3(signature = (paths, *, device=None, top=None, ncu=None, peak_dram_gbs=None, keep_warmup=false))]
 fn analyze(
     py: Python<'_>,
     paths: Vec<PathBuf>,
@@ -197,11 +199,12 @@ fn analyze(
     top: Option<usize>,
     ncu: Option<PathBuf>,
     peak_dram_gbs: Option<f64>,
+    keep_warmup: bool,
 ) -> PyResult<DiagnosisHandle> {
     let req = AnalyzeRequest {
         files: paths,
         ncu,
-        analysis: analysis(device, peak_dram_gbs, top),
+        analysis: analysis(device, peak_dram_gbs, top, keep_warmup),
     };
     let d = py
         .detach(|| kopt_engine::analyze(&req))
@@ -252,7 +255,7 @@ fn profile(
         timing_pass,
         backend: kopt_engine::Backend::Auto,
         rocprof: None,
-        analysis: analysis(device, None, top),
+        analysis: analysis(device, None, top, false),
     };
     let d = py
         .detach(|| kopt_engine::profile(&req, &StderrProgress))

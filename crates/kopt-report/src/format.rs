@@ -299,7 +299,29 @@ pub fn header_lines(d: &Diagnosis) -> Vec<String> {
         ));
     }
     v.push(summary_line(d));
+    if let Some(w) = &d.warmup_trials {
+        v.push(warmup_line(w));
+    }
     v.into_iter().map(|l| safe(&l).into_owned()).collect()
+}
+
+/// One line on the warm-up / autotuning trials: left out, or kept on request.
+pub fn warmup_line(w: &kopt_model::WarmupTrials) -> String {
+    let n = w.kernels.len();
+    // Start-up work (an input generated once) falls under the same rule as
+    // cuDNN's algorithm search: run before the steady state, never again.
+    let what = format!(
+        "{n} kernel{} that ran only before the steady state, never again (start-up, warm-up or autotuning trials: {} launch{}, {})",
+        if n == 1 { "" } else { "s" },
+        w.launches,
+        if w.launches == 1 { "" } else { "es" },
+        duration(w.total_ns)
+    );
+    if w.kept {
+        format!("Kept (--keep-warmup): {what}; they count in the table and totals")
+    } else {
+        format!("Left out: {what}")
+    }
 }
 
 pub fn summary_line(d: &Diagnosis) -> String {

@@ -105,6 +105,10 @@ pub struct ReportArgs {
     /// Terminal table with every column (launches, mean, bandwidth, SOL, tensor, occupancy, AI), not the compact default
     #[arg(long)]
     pub wide: bool,
+
+    /// Keep warm-up / autotuning trial kernels (launched only before the steady state, e.g. cuDNN's benchmark search) in the table and totals; by default they are left out and summarised in one line
+    #[arg(long)]
+    pub keep_warmup: bool,
 }
 
 /// How a workload is run (shared by profile and trace).

@@ -80,6 +80,7 @@ fn analysis(a: &ReportArgs, top: Option<usize>) -> AnalysisOptions {
             tensor_bf16_flops: scaled(a.peak_tensor_tflops, 1e12),
         },
         top,
+        keep_warmup: a.keep_warmup,
         calibration_db: Some(RecordPaths::current().db),
     }
 }

@@ -375,3 +375,51 @@ fn an_amd_pipeline_gets_the_hip_graph() {
         .unwrap()
         .contains("HIP graph"));
 }
+
+/// A whole-program trace whose input is generated once before the loop
+/// (`torch.randn`: one launch of the distribution kernel): that kernel ran
+/// before the steady state and never again, so it is left out of the
+/// table and named in one line in every format; `--keep-warmup` keeps it.
+#[test]
+fn warmup_kernels_are_left_out_and_said_in_every_format() {
+    let trace = fixture("kopt-trace-h200/moe_trace.jsonl");
+    let path = trace.to_str().unwrap();
+    let line = "Left out: 1 kernel that ran only before the steady state, never again (start-up, warm-up or autotuning trials: 1 launch, ";
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("r.html");
+    for format in ["term", "md"] {
+        let mut args = vec!["analyze", path, "-f", format];
+        if format == "term" {
+            args.extend(["--html", html.to_str().unwrap()]);
+        }
+        let o = kopt(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        // The terminal wraps the line at its width.
+        let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(line), "{format}: {out}");
+        assert!(!out.contains("distribution_elementwise"), "{format}: {out}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains(line), "html");
+    let o = kopt(&["analyze", path, "-f", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let w = &v["warmup_trials"];
+    assert_eq!(w["launches"], 1);
+    assert!(w["kernels"][0]["name"]
+        .as_str()
+        .unwrap()
+        .contains("distribution_elementwise_grid_stride_kernel"));
+    assert!(v["kernels"].as_array().unwrap().iter().all(|k| !k["name"]
+        .as_str()
+        .unwrap()
+        .contains("distribution_elementwise")));
+    let o = kopt(&["analyze", path, "-f", "json", "--keep-warmup"]);
+    let kept: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(kept["warmup_trials"]["kept"], true);
+    assert!(kept["kernels"].as_array().unwrap().iter().any(|k| k["name"]
+        .as_str()
+        .unwrap()
+        .contains("distribution_elementwise")));
+    assert!(kept["total_kernel_ns"].as_f64() > v["total_kernel_ns"].as_f64());
+}

@@ -65,13 +65,17 @@ def analyze(
     top: Optional[int] = None,
     ncu: Optional[PathLike] = None,
     peak_dram_gbs: Optional[float] = None,
+    keep_warmup: bool = False,
 ) -> Analysis:
     """Diagnose profiler output you already have.
 
     ``paths``: ncu CSV pages (``--page raw`` or ``details``), ``.ncu-rep``
     reports (needs ncu), torch.profiler / Kineto traces, kopt traces
     (``.jsonl``) or ``kopt profile`` run folders. Raises :class:`InputError`
-    for unreadable or malformed input.
+    for unreadable or malformed input. ``keep_warmup=True`` keeps warm-up /
+    autotuning trial kernels (launched only before the steady state) in the
+    table and totals; by default they are left out and listed in
+    ``warmup_trials``.
     """
     if not paths:
         raise _kopt.UsageError("analyze() needs at least one path")
@@ -82,6 +86,7 @@ def analyze(
             top=top,
             ncu=_opt_path(ncu),
             peak_dram_gbs=peak_dram_gbs,
+            keep_warmup=keep_warmup,
         )
     )
 

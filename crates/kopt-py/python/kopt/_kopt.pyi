@@ -38,6 +38,7 @@ def analyze(
     top: Optional[int] = None,
     ncu: Optional[str] = None,
     peak_dram_gbs: Optional[float] = None,
+    keep_warmup: bool = False,
 ) -> Diagnosis: ...
 def profile(
     argv: Sequence[str],
