@@ -50,6 +50,20 @@ def test_analyze_matches_the_cli_field_by_field(fixtures, inputs):
     ]
 
 
+def test_warmup_trials_are_left_out_and_kept_on_request(fixtures):
+    # A whole-program trace whose input is generated once before the loop.
+    trace = fixtures / "kopt-trace-h200/moe_trace.jsonl"
+    a = kopt.analyze(trace)
+    w = a.warmup_trials
+    assert w is not None and not w["kept"] and w["launches"] == 1
+    left_out = w["kernels"][0]["name"]
+    assert all(k.name != left_out for k in a.kernels)
+    kept = kopt.analyze(trace, keep_warmup=True)
+    assert kept.warmup_trials["kept"]
+    assert any(k.name == left_out for k in kept.kernels)
+    assert kopt.analyze(fixtures / SUITE).warmup_trials is None
+
+
 def test_analysis_objects_read_well(fixtures):
     a = kopt.analyze(fixtures / SUITE)
     assert a.primary_bottleneck_component and a.primary_bottleneck_type

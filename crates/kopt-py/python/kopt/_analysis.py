@@ -151,6 +151,14 @@ class Analysis:
             self._kernels = [Kernel(k) for k in self._d.kernels()]
         return self._kernels
 
+    @property
+    def warmup_trials(self) -> "Optional[Dict[str, Any]]":
+        """Kernels that ran only before the steady state (start-up, warm-up,
+        autotuning trials) and were left out of the table and the gains:
+        ``kernels`` (name, launches, total_ns), ``launches``, ``total_ns``,
+        ``how_found``, ``kept``; None when there were none."""
+        return self._d.to_dict().get("warmup_trials")
+
     def to_dict(self) -> "Dict[str, Any]":
         """The ``kopt/1`` document as a dict (a fresh copy)."""
         return self._d.to_dict()
