@@ -6,7 +6,7 @@
 //! trace by kernel and occurrence) and diagnosed.
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use kopt_analyze::top_kernel_functions;
 use kopt_collect::rocprof::counter_groups;
@@ -17,7 +17,7 @@ use crate::analyze::diagnose;
 use crate::error::{Error, Result};
 use crate::profile::{finish_run, ProfileRequest, TARGET_COVERAGE};
 use crate::progress::Progress;
-use crate::run_folder::{utc_timestamp, PassRecord, RunRecord};
+use crate::run_folder::{PassRecord, Profiler, RunRecord};
 
 /// Profile a workload with rocprofv3.
 pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {
@@ -35,24 +35,15 @@ pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> 
         .map_err(|e| Error::Usage(format!("--kernel: {e}")))?;
     let (id, dir) = req.run.create_run_dir()?;
     let started = Instant::now();
-    let mut record = RunRecord {
-        schema: "kopt/1",
+    let mut record = RunRecord::start(
         id,
-        kopt_version: env!("CARGO_PKG_VERSION"),
-        started_utc: utc_timestamp(SystemTime::now()),
-        cwd: std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        argv: req.run.argv.clone(),
-        module: req.module.clone(),
-        cuda_visible_devices: req.run.gpu.clone(),
-        // The profiler that ran the passes (rocprofv3 here).
-        ncu: rocprof.path.display().to_string(),
-        ncu_version: rocprof.version(),
-        passes: Vec::new(),
-        status: "running".into(),
-        wall_s: None,
-    };
+        req.run.argv.clone(),
+        Profiler::Rocprofv3,
+        &rocprof.path,
+        rocprof.version(),
+    );
+    record.module = req.module.clone();
+    record.visible_devices = req.run.gpu.clone();
     record.save(&dir)?;
     let result = run_passes(req, &rocprof, &dir, &mut record, progress, filter.as_ref());
     progress.finished();

@@ -142,7 +142,16 @@ fn assert_rocprof_run(env: &Env, o: &Output) {
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(rec["status"], "ok");
     assert_eq!(rec["passes"].as_array().unwrap().len(), 1 + groups.len());
-    assert!(rec["ncu_version"].as_str().unwrap().contains("rocprofv3"));
+    assert_eq!(rec["profiler"], "rocprofv3");
+    assert!(rec["profiler_path"]
+        .as_str()
+        .unwrap()
+        .ends_with("/bin/rocprofv3"));
+    assert!(rec["profiler_version"]
+        .as_str()
+        .unwrap()
+        .contains("rocprofv3"));
+    assert!(rec.get("ncu").is_none() && rec.get("ncu_version").is_none());
     assert!(rec["passes"][1]["command"]
         .as_array()
         .unwrap()
