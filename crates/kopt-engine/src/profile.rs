@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use kopt_analyze::top_kernel_functions;
 use kopt_collect::{CapturedPass, Ncu, Pass, Stream, Workload};
-use kopt_ingest::{merge_profile, read_ncu_csv, read_run_folder};
+use kopt_ingest::{merge_profile, read_ncu_csv};
 use kopt_model::{Diagnosis, RunInfo};
 
 use crate::analyze::{diagnose, AnalysisOptions};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-use crate::run_folder::{create_run_dir, PassRecord, Profiler, RunRecord};
+use crate::run_folder::{create_run_dir, read_run_folder, PassRecord, Profiler, RunRecord};
 
 /// Share of kernel time the targeted pass covers (within `top`): the last
 /// percent is spread over kernels too small to be worth a replay.

@@ -67,6 +67,11 @@ pub struct RunRecord {
     /// Its `--version` line.
     #[serde(default, alias = "ncu_version")]
     pub profiler_version: Option<String>,
+    /// rocprofv3 runs: `--kernel`. rocprofv3's trace records every kernel,
+    /// so the regex is applied whenever the folder is read, by `kopt
+    /// profile` and by `kopt analyze` alike (ncu applies it while profiling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_filter: Option<String>,
     #[serde(default)]
     pub passes: Vec<PassRecord>,
     /// "running", "ok", or "failed: <reason>".
@@ -101,6 +106,7 @@ impl RunRecord {
             profiler,
             profiler_path: profiler_path.display().to_string(),
             profiler_version,
+            kernel_filter: None,
             passes: Vec::new(),
             status: "running".into(),
             wall_s: None,
@@ -145,6 +151,39 @@ impl RunRecord {
             .map(Some)
             .map_err(|e| bad(format!("not a kopt run record: {e}")))
     }
+}
+
+/// Read a run folder back into a profile, as `kopt profile` read it when
+/// the run ended: ncu folders (the tracer's or ncu's timing pass, targeted,
+/// deep) and rocprofv3 folders (kernel trace and counter passes) alike, with
+/// a rocprofv3 run's `--kernel` applied again.
+pub fn read_run_folder(dir: &Path) -> Result<kopt_model::Profile> {
+    let record = RunRecord::load(dir)?;
+    let mut profile = kopt_ingest::read_run_folder(dir)?;
+    if let Some(pattern) = record.as_ref().and_then(|r| r.kernel_filter.as_deref()) {
+        let re = regex::Regex::new(pattern).map_err(|e| {
+            Error::Input(format!(
+                "{}: kernel_filter \"{}\" is not a regex: {}",
+                dir.join("run.json").display(),
+                kopt_ingest::echo(pattern),
+                regex_error(&e)
+            ))
+        })?;
+        profile.launches.retain(|l| re.is_match(&l.name));
+    }
+    Ok(profile)
+}
+
+/// A regex error on one line: the regex crate's syntax errors quote the
+/// pattern over several lines with a caret, then say what is wrong last.
+pub(crate) fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("invalid regex");
+    kopt_ingest::one_line(last.strip_prefix("error: ").unwrap_or(last))
 }
 
 /// Seconds since the epoch as "YYYY-MM-DDTHH:MM:SSZ" (no time-zone database needed).
@@ -254,6 +293,7 @@ mod tests {
             );
             assert_eq!(r.status, "ok");
             assert!(!r.passes.is_empty());
+            assert_eq!(r.kernel_filter, None);
         }
         let r = RunRecord::load(&fixture("profile-module-h200/run"))
             .unwrap()
@@ -265,13 +305,14 @@ mod tests {
     #[test]
     fn run_records_round_trip_with_profiler_neutral_names() {
         let d = tempfile::tempdir().unwrap();
-        let r = RunRecord::start(
+        let mut r = RunRecord::start(
             "x".into(),
             vec!["./app".into()],
             Profiler::Rocprofv3,
             Path::new("/opt/rocm/bin/rocprofv3"),
             Some("rocprofv3 1.0.0".into()),
         );
+        r.kernel_filter = Some("gemm".into());
         r.save(d.path()).unwrap();
         let json: serde_json::Value =
             serde_json::from_slice(&std::fs::read(d.path().join("run.json")).unwrap()).unwrap();
@@ -279,12 +320,14 @@ mod tests {
         assert_eq!(json["profiler"], "rocprofv3");
         assert_eq!(json["profiler_path"], "/opt/rocm/bin/rocprofv3");
         assert_eq!(json["profiler_version"], "rocprofv3 1.0.0");
+        assert_eq!(json["kernel_filter"], "gemm");
         assert!(json.get("ncu").is_none() && json.get("ncu_version").is_none());
         assert_eq!(RunRecord::load(d.path()).unwrap(), Some(r));
+        // No filter, no key.
         let r = RunRecord::start("y".into(), vec![], Profiler::Ncu, Path::new("ncu"), None);
         r.save(d.path()).unwrap();
         let text = std::fs::read_to_string(d.path().join("run.json")).unwrap();
-        assert!(text.contains("\"profiler\": \"ncu\""), "{text}");
+        assert!(text.contains("\"profiler\": \"ncu\"") && !text.contains("kernel_filter"));
     }
 
     #[test]
@@ -315,6 +358,39 @@ mod tests {
         assert!(status.success());
         let msg = RunRecord::load(d.path()).unwrap_err().to_string();
         assert!(msg.contains("run.json: not a regular file"), "{msg}");
+    }
+
+    /// run.json's kernel_filter is applied whenever the folder is read; a
+    /// filter that is no regex names run.json.
+    #[test]
+    fn reading_a_folder_applies_its_kernel_filter() {
+        let d = tempfile::tempdir().unwrap();
+        let src = fixture("moe-route-h200-profile");
+        for f in ["pass1-timing.csv", "pass2-targeted.csv", "run.json"] {
+            std::fs::copy(src.join(f), d.path().join(f)).unwrap();
+        }
+        let all = read_run_folder(d.path()).unwrap();
+        assert_eq!(all, kopt_ingest::read_run_folder(d.path()).unwrap());
+        let mut r = RunRecord::load(d.path()).unwrap().unwrap();
+        let first = all.launches[0].name.clone();
+        let function = kopt_model::kernel_function_name(&first);
+        r.kernel_filter = Some(regex::escape(&function));
+        r.save(d.path()).unwrap();
+        let some = read_run_folder(d.path()).unwrap();
+        assert!(!some.launches.is_empty() && some.launches.len() < all.launches.len());
+        assert!(some.launches.iter().all(|l| l.name.contains(&function)));
+
+        r.kernel_filter = Some("gemm(".into());
+        r.save(d.path()).unwrap();
+        let msg = read_run_folder(d.path()).unwrap_err().to_string();
+        assert!(
+            msg.starts_with(&format!(
+                "{}: kernel_filter \"gemm(\" is not a regex: unclosed group",
+                d.path().join("run.json").display()
+            )),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'), "{msg}");
     }
 
     #[test]
