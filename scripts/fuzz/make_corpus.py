@@ -2,6 +2,10 @@
 """Write the fuzz seed corpus (fuzz/corpus/<target>/) from the repository's
 fixtures plus small hand-made .npy / .safetensors files.
 
+Only the folders of the targets in GENERATED are emptied and rewritten; any
+other corpus folder (fuzz/corpus/rocprof/, whose seeds were made by hand) is
+left as it is.
+
 Seeds are cut small (a few KB to ~60 KB): the fuzzers mutate faster, and
 libFuzzer's default -max_len follows the largest seed. Standard library only.
 Run from anywhere: python3 scripts/fuzz/make_corpus.py
@@ -18,6 +22,19 @@ FIX = os.path.join(ROOT, "fixtures")
 OUT = os.path.join(ROOT, "fuzz", "corpus")
 SEP = b"\n@@@@\n"  # kopt_fuzz::FILE_SEPARATOR
 
+# The targets whose corpus this script writes, and so may delete first.
+GENERATED = (
+    "ncu_csv",
+    "kineto",
+    "kineto_serde",
+    "kopt_trace",
+    "npy",
+    "safetensors",
+    "run_folder",
+    "rocprofv3_json",
+    "rocpd",
+)
+
 
 def fixture(rel):
     with open(os.path.join(FIX, rel), "rb") as f:
@@ -25,6 +42,11 @@ def fixture(rel):
 
 
 def write(target, name, data):
+    if target not in GENERATED:
+        raise SystemExit(
+            f"make_corpus.py: {target}: not in GENERATED, so its old seeds "
+            "would never be cleared; add it there"
+        )
     d = os.path.join(OUT, target)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name), "wb") as f:
@@ -407,8 +429,11 @@ def rocpd_seeds():
 
 
 def main():
-    if os.path.isdir(OUT):
-        shutil.rmtree(OUT)
+    # Clear only what this script writes: hand-made seeds of other targets stay.
+    for target in GENERATED:
+        d = os.path.join(OUT, target)
+        if os.path.isdir(d):
+            shutil.rmtree(d)
     ncu_seeds()
     kineto_seeds()
     kopt_trace_seeds()
@@ -418,11 +443,14 @@ def main():
     rocpd_seeds()
     total = 0
     for target in sorted(os.listdir(OUT)):
+        if not os.path.isdir(os.path.join(OUT, target)):
+            continue
         files = sorted(os.listdir(os.path.join(OUT, target)))
-        sizes = [os.path.getsize(os.path.join(OUT, target, f)) for f in files]
+        sizes = [os.path.getsize(os.path.join(OUT, target, f)) for f in files] or [0]
         total += sum(sizes)
         assert max(sizes) < 100_000, (target, files, sizes)
-        print(f"{target}: {len(files)} seeds, {sum(sizes)} bytes (largest {max(sizes)})")
+        kept = "" if target in GENERATED else " (not generated here: kept)"
+        print(f"{target}: {len(files)} seeds, {sum(sizes)} bytes (largest {max(sizes)}){kept}")
     assert total < 2_000_000, total
     print(f"total {total} bytes")
 

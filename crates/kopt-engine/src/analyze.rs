@@ -7,8 +7,7 @@ use kopt_analyze::AnalyzeOptions;
 use kopt_collect::{CsvPage, Ncu};
 use kopt_ingest::{
     merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
-    read_kopt_trace_set, read_ncu_csv, read_rocprof_compute_dir, read_rocprof_files,
-    read_run_folder, NcuFile,
+    read_kopt_trace_set, read_ncu_csv, read_rocprof_compute_dir, read_rocprof_files, NcuFile,
 };
 use kopt_model::{Diagnosis, Peaks, Profile};
 
@@ -118,7 +117,8 @@ pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
             }
             InputKind::Rocprof => amd.push(path.clone()),
             InputKind::RunFolder => {
-                let p = read_run_folder(path)?;
+                // ncu and rocprofv3 run folders, as `kopt profile` read them.
+                let p = crate::run_folder::read_run_folder(path)?;
                 named(&label, &p.device);
                 profiles.push(p);
             }

@@ -4,17 +4,17 @@
 //! folder, then diagnose.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use kopt_analyze::top_kernel_functions;
 use kopt_collect::{CapturedPass, Ncu, Pass, Stream, Workload};
-use kopt_ingest::{merge_profile, read_ncu_csv, read_run_folder};
+use kopt_ingest::{merge_profile, read_ncu_csv};
 use kopt_model::{Diagnosis, RunInfo};
 
 use crate::analyze::{diagnose, AnalysisOptions};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-use crate::run_folder::{create_run_dir, utc_timestamp, PassRecord, RunRecord};
+use crate::run_folder::{create_run_dir, read_run_folder, PassRecord, Profiler, RunRecord};
 
 /// Share of kernel time the targeted pass covers (within `top`): the last
 /// percent is spread over kernels too small to be worth a replay.
@@ -210,23 +210,15 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
     let ncu = Ncu::locate(req.ncu.as_deref(), std::env::var_os("PATH").as_deref())?;
     let (id, dir) = req.run.create_run_dir()?;
     let started = Instant::now();
-    let mut record = RunRecord {
-        schema: "kopt/1",
+    let mut record = RunRecord::start(
         id,
-        kopt_version: env!("CARGO_PKG_VERSION"),
-        started_utc: utc_timestamp(SystemTime::now()),
-        cwd: std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        argv: req.run.argv.clone(),
-        module: req.module.clone(),
-        cuda_visible_devices: req.run.gpu.clone(),
-        ncu: ncu.path.display().to_string(),
-        ncu_version: ncu.version(),
-        passes: Vec::new(),
-        status: "running".into(),
-        wall_s: None,
-    };
+        req.run.argv.clone(),
+        Profiler::Ncu,
+        &ncu.path,
+        ncu.version(),
+    );
+    record.module = req.module.clone();
+    record.visible_devices = req.run.gpu.clone();
     record.save(&dir)?;
     let total = if req.deep_top.is_some() { 3 } else { 2 };
     let mut passes = Passes {

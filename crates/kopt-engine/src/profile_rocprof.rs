@@ -2,11 +2,12 @@
 //! kernel trace (every dispatch timed, HIP runtime calls, agent info); the
 //! kernels that carry the time then get kopt's counter groups, one rocprofv3
 //! run per group (`--pmc`, restricted with `--kernel-include-regex`). The
-//! CSVs are merged by kopt-ingest's rocprof reader (counters joined onto the
-//! trace by kernel and occurrence) and diagnosed.
+//! run folder is then read back as `kopt analyze` reads it (kopt-ingest's
+//! rocprof reader joins the counters onto the trace by kernel and
+//! occurrence) and diagnosed.
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use kopt_analyze::top_kernel_functions;
 use kopt_collect::rocprof::counter_groups;
@@ -17,7 +18,7 @@ use crate::analyze::diagnose;
 use crate::error::{Error, Result};
 use crate::profile::{finish_run, ProfileRequest, TARGET_COVERAGE};
 use crate::progress::Progress;
-use crate::run_folder::{utc_timestamp, PassRecord, RunRecord};
+use crate::run_folder::{read_run_folder, PassRecord, Profiler, RunRecord};
 
 /// Profile a workload with rocprofv3.
 pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {
@@ -32,27 +33,20 @@ pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> 
         .as_deref()
         .map(regex::Regex::new)
         .transpose()
-        .map_err(|e| Error::Usage(format!("--kernel: {e}")))?;
+        .map_err(|e| Error::Usage(format!("--kernel: {}", crate::run_folder::regex_error(&e))))?;
     let (id, dir) = req.run.create_run_dir()?;
     let started = Instant::now();
-    let mut record = RunRecord {
-        schema: "kopt/1",
+    let mut record = RunRecord::start(
         id,
-        kopt_version: env!("CARGO_PKG_VERSION"),
-        started_utc: utc_timestamp(SystemTime::now()),
-        cwd: std::env::current_dir()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        argv: req.run.argv.clone(),
-        module: req.module.clone(),
-        cuda_visible_devices: req.run.gpu.clone(),
-        // The profiler that ran the passes (rocprofv3 here).
-        ncu: rocprof.path.display().to_string(),
-        ncu_version: rocprof.version(),
-        passes: Vec::new(),
-        status: "running".into(),
-        wall_s: None,
-    };
+        req.run.argv.clone(),
+        Profiler::Rocprofv3,
+        &rocprof.path,
+        rocprof.version(),
+    );
+    record.module = req.module.clone();
+    record.visible_devices = req.run.gpu.clone();
+    // rocprofv3 traces every kernel: the filter is applied on reading.
+    record.kernel_filter = req.kernel_regex.clone();
     record.save(&dir)?;
     let result = run_passes(req, &rocprof, &dir, &mut record, progress, filter.as_ref());
     progress.finished();
@@ -146,18 +140,16 @@ fn run_passes(
     let arch = trace.device.amd.as_ref().and_then(|a| a.arch.clone());
 
     // Counter passes on the kernels that carry the time.
-    let mut files = trace_files;
     for (i, counters) in groups_for(arch.as_deref()).into_iter().enumerate() {
         let pass = RocPass::Counters {
             index: i,
             counters,
             functions: functions.clone(),
         };
-        files.extend(step(i + 2, pass, false)?);
+        step(i + 2, pass, false)?;
     }
-    let mut profile = kopt_ingest::read_rocprof_files(&files)?;
-    if let Some(re) = filter {
-        profile.launches.retain(|l| re.is_match(&l.name));
-    }
+    // The folder read back the way `kopt analyze` reads it (run.json's
+    // kernel_filter included), so both give the same diagnosis.
+    let profile = read_run_folder(dir)?;
     Ok(diagnose(profile, &req.analysis))
 }

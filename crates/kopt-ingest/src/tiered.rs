@@ -138,15 +138,23 @@ pub fn merge_tiered(
     }
 }
 
-/// Read a `kopt profile` run folder (`.kopt/runs/<id>/`) back into a profile.
+/// Read a `kopt profile` run folder (`.kopt/runs/<id>/`) back into a
+/// profile: an ncu run's passes (tracer or ncu timing, targeted, deep) or a
+/// rocprofv3 run's (`pass1-trace_*.csv`, `pass<N>-counters_*.csv`).
 pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
     let timing_path = dir.join(TIMING_CSV);
     let trace_path = dir.join(TIMING_TRACE);
     if !timing_path.exists() && !trace_path.exists() {
+        // `kopt profile --backend rocprof`: rocprofv3's CSVs by pass.
+        let files = crate::rocprof::run_folder_files(dir);
+        if !files.is_empty() {
+            return crate::rocprof::read_rocprof_files(&files);
+        }
         return Err(IngestError::Format {
             path: dir.display().to_string(),
             message: format!(
-                "not a kopt run folder: no {TIMING_TRACE} or {TIMING_CSV} (the timing pass did not finish?)"
+                "not a kopt run folder: no {TIMING_TRACE}, {TIMING_CSV} or {}_*.csv (the first pass did not finish?)",
+                crate::rocprof::TRACE_PASS
             ),
         });
     }

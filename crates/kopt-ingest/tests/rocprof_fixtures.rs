@@ -317,3 +317,64 @@ fn fuzz_regression_huge_timestamp_is_refused_at_its_line() {
     let e = err(t.as_bytes());
     assert!(e.starts_with("bad.csv:2: timestamp out of range"), "{e}");
 }
+
+/// A `kopt profile --backend rocprof` run folder reads back through
+/// `read_run_folder`: every pass's CSVs (one pass in a rocprofv3-made
+/// subfolder), in pass order, as `kopt profile` merged them; logs, run.json
+/// and other files are left out.
+#[test]
+fn rocprof_run_folder_reads_every_pass_in_order() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let copy = |from: &str, to: &Path| {
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(fixture(from), to).unwrap();
+    };
+    let agent = "synthetic-rocprofv3-moe-route/agent_info.csv";
+    copy(
+        "rocprofv3-docs/kernel_trace.csv",
+        &dir.join("pass1-trace_kernel_trace.csv"),
+    );
+    copy(agent, &dir.join("pass1-trace_agent_info.csv"));
+    copy(
+        "rocprofv3-docs/counter_collection.csv",
+        &dir.join("host0/4242/pass2-counters_counter_collection.csv"),
+    );
+    copy(agent, &dir.join("pass10-counters_agent_info.csv"));
+    std::fs::write(dir.join("pass1-trace.log"), "log").unwrap();
+    std::fs::write(dir.join("run.json"), "{}").unwrap();
+    std::fs::write(dir.join("passX-counters_x.csv"), "not a pass").unwrap();
+
+    let files = kopt_ingest::rocprof::run_folder_files(dir);
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "pass1-trace_agent_info.csv",
+            "pass1-trace_kernel_trace.csv",
+            "host0/4242/pass2-counters_counter_collection.csv",
+            "pass10-counters_agent_info.csv",
+        ]
+    );
+    let folder = kopt_ingest::read_run_folder(dir).unwrap();
+    assert_eq!(folder, read_rocprof_files(&files).unwrap());
+    assert_eq!(folder.device.name, "AMD Instinct MI300X");
+    assert_eq!(folder.launches.len(), 9);
+    assert!(folder
+        .sources
+        .iter()
+        .any(|s| s.path.ends_with("pass2-counters_counter_collection.csv")));
+
+    // Counter passes without the trace pass: not a run folder kopt can read.
+    std::fs::remove_file(dir.join("pass1-trace_kernel_trace.csv")).unwrap();
+    std::fs::remove_file(dir.join("pass1-trace_agent_info.csv")).unwrap();
+    assert!(kopt_ingest::rocprof::run_folder_files(dir).is_empty());
+    let err = kopt_ingest::read_run_folder(dir).unwrap_err().to_string();
+    assert!(
+        err.contains("not a kopt run folder") && err.contains("pass1-trace_*.csv"),
+        "{err}"
+    );
+}

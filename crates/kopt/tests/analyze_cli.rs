@@ -4,6 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// rocpd databases built on ROCprofiler-SDK's real schema (shared with
+/// kopt-ingest's rocpd tests).
+#[path = "../../kopt-ingest/tests/support/rocpd.rs"]
+mod rocpd;
+
 fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures")
@@ -422,4 +427,98 @@ fn warmup_kernels_are_left_out_and_said_in_every_format() {
         .unwrap()
         .contains("distribution_elementwise")));
     assert!(kept["total_kernel_ns"].as_f64() > v["total_kernel_ns"].as_f64());
+}
+
+/// rocprofv3's JSON output and a rocpd database are recognised by their
+/// content, no flag: the synthetic launch-bound JSON trace and a rocpd
+/// database built on the real schema (200 tiny kernels behind 6 us launch
+/// calls) both come out launch-bound on an MI300X, in HIP's words.
+#[test]
+fn rocprofv3_json_and_rocpd_databases_are_sniffed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("bench_results.db");
+    rocpd::trace_db(&db);
+    // The name does not matter: the SQLite header does.
+    let renamed = dir.path().join("capture");
+    std::fs::copy(&db, &renamed).unwrap();
+    let json = fixture("amd/synthetic-rocprofv3-json/results.json");
+    for (input, kernels) in [(&json, 60), (&db, 200), (&renamed, 200)] {
+        let o = kopt(&["analyze", input.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}: {}",
+            input.display(),
+            stderr(&o)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            v["device"]["name"],
+            "AMD Instinct MI300X",
+            "{}",
+            input.display()
+        );
+        assert_eq!(
+            v["primary"]["type"],
+            "launch_overhead",
+            "{}",
+            input.display()
+        );
+        assert_eq!(v["timeline"]["launch_bound"], true);
+        let launches: u64 = v["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["launches"].as_u64().unwrap())
+            .sum();
+        assert_eq!(launches, kernels, "{}", input.display());
+        let expected = if input == &json {
+            "rocprofv3 JSON"
+        } else {
+            "rocpd database"
+        };
+        let sources = v["sources"].to_string();
+        assert!(sources.contains(expected), "{}: {sources}", input.display());
+        assert!(v["recommendations"][0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("HIP graph"));
+    }
+}
+
+/// A cut-off rocpd database and broken rocprofv3 JSON: exit 1, one line
+/// naming the file, no panic.
+#[test]
+fn truncated_rocpd_and_malformed_rocprofv3_json_are_clean_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full.db");
+    rocpd::trace_db(&full);
+    let bytes = std::fs::read(&full).unwrap();
+    // The SQLite header survives, the schema pages do not: an interrupted copy.
+    for (name, len) in [
+        ("cut_results.db", 100),
+        ("half_results.db", bytes.len() / 2),
+    ] {
+        let cut = write(dir.path(), name, &bytes[..len]);
+        let o = kopt(&["analyze", cut.to_str().unwrap()]);
+        assert_clean_error(&o, &cut, "not a readable SQLite database");
+        assert!(stderr(&o).starts_with("kopt: error: "), "{}", stderr(&o));
+    }
+
+    let json = std::fs::read(fixture("amd/synthetic-rocprofv3-json/results.json")).unwrap();
+    // Cut in the middle of the records, as a killed writer leaves it.
+    let broken = write(dir.path(), "broken_results.json", &json[..json.len() / 2]);
+    let o = kopt(&["analyze", broken.to_str().unwrap()]);
+    assert_clean_error(&o, &broken, "not valid JSON");
+    assert!(stderr(&o).starts_with("kopt: error: "), "{}", stderr(&o));
+
+    // Valid JSON with rocprofv3's top-level key but no records in it.
+    let empty = write(
+        dir.path(),
+        "empty_results.json",
+        br#"{"rocprofiler-sdk-tool": [{"agents": []}]}"#,
+    );
+    let o = kopt(&["analyze", empty.to_str().unwrap()]);
+    assert_clean_error(&o, &empty, "no kernel dispatches");
+    assert!(stderr(&o).starts_with("kopt: error: "), "{}", stderr(&o));
 }

@@ -128,7 +128,12 @@ fn two_passes_a_run_folder_and_a_report() {
     assert_eq!(rec["status"], "ok");
     assert_eq!(rec["passes"].as_array().unwrap().len(), 2);
     assert_eq!(rec["argv"][0], "/bin/echo");
-    assert!(rec["ncu_version"].as_str().unwrap().contains("2025.3.1"));
+    assert_eq!(rec["profiler"], "ncu");
+    assert!(rec["profiler_path"].as_str().unwrap().ends_with("/ncu"));
+    assert!(rec["profiler_version"]
+        .as_str()
+        .unwrap()
+        .contains("2025.3.1"));
 
     // argv reaches the workload as given, after kopt's ncu options.
     let log = std::fs::read_to_string(env.args_log()).unwrap();

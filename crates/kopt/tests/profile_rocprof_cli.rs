@@ -142,7 +142,16 @@ fn assert_rocprof_run(env: &Env, o: &Output) {
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(rec["status"], "ok");
     assert_eq!(rec["passes"].as_array().unwrap().len(), 1 + groups.len());
-    assert!(rec["ncu_version"].as_str().unwrap().contains("rocprofv3"));
+    assert_eq!(rec["profiler"], "rocprofv3");
+    assert!(rec["profiler_path"]
+        .as_str()
+        .unwrap()
+        .ends_with("/bin/rocprofv3"));
+    assert!(rec["profiler_version"]
+        .as_str()
+        .unwrap()
+        .contains("rocprofv3"));
+    assert!(rec.get("ncu").is_none() && rec.get("ncu_version").is_none());
     assert!(rec["passes"][1]["command"]
         .as_array()
         .unwrap()
@@ -165,6 +174,103 @@ fn rocprof_backend_traces_then_counts_the_hot_kernels() {
         text.contains("rocprofv3 counter collection"),
         "{}",
         &text[..text.len().min(3000)]
+    );
+}
+
+/// `kopt analyze RUN_FOLDER` on the folder a rocprof run left.
+fn analyze_folder(dir: &Path) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", dir.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// What the diagnosis of a run says, without the run's own record (the
+/// folder, argv and wall time that only `kopt profile` knows) and with each
+/// source named by its file name (profile names the folder as `--runs-dir`
+/// gave it, analyze as its argument does).
+fn diagnosis_of(report: &serde_json::Value) -> serde_json::Value {
+    let mut r = report.clone();
+    r.as_object_mut().unwrap().remove("run");
+    for s in r["sources"].as_array_mut().unwrap() {
+        let name = Path::new(s["path"].as_str().unwrap())
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        s["path"] = name.into();
+    }
+    r
+}
+
+#[test]
+fn analyze_reads_a_rocprof_run_folder_as_profile_did() {
+    let env = Env::with_rocprof();
+    let o = profile(&env, &["--backend", "rocprof"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let dir = env.only_run_dir();
+    let again = analyze_folder(&dir);
+    assert!(report["primary"].is_object(), "{report}");
+    assert_eq!(again["primary"], report["primary"]);
+    assert_eq!(again["kernels"], report["kernels"]);
+    assert_eq!(again["device"], report["device"]);
+    // Every pass's CSVs are inputs again: the trace and the counter passes.
+    let sources = again["sources"].to_string();
+    for f in [
+        "pass1-trace_kernel_trace.csv",
+        "pass2-counters_counter_collection.csv",
+        "pass5-counters_counter_collection.csv",
+    ] {
+        assert!(sources.contains(f), "{f} not in {sources}");
+    }
+    assert_eq!(diagnosis_of(&again), diagnosis_of(&report));
+}
+
+/// `--kernel`: rocprofv3 traced every kernel, so run.json keeps the filter
+/// and `kopt analyze` applies it again.
+#[test]
+fn analyze_applies_a_rocprof_runs_kernel_filter() {
+    let env = Env::with_rocprof();
+    let o = profile(
+        &env,
+        &["--backend", "rocprof", "--kernel", "addition_kernel"],
+        "",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["short_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["addition_kernel"], "{report}");
+    let dir = env.only_run_dir();
+    let rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(rec["kernel_filter"], "addition_kernel");
+    let again = analyze_folder(&dir);
+    assert_eq!(diagnosis_of(&again), diagnosis_of(&report));
+
+    // A run.json that is not one names itself.
+    std::fs::write(dir.join("run.json"), "{\"schema\": ").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with("kopt: error: ")
+            && e.contains(&format!(
+                "{}: not a kopt run record",
+                dir.join("run.json").display()
+            )),
+        "{e}"
     );
 }
 
@@ -241,6 +347,14 @@ fn rocprof_failures_are_one_line_each() {
         "{}",
         stderr(&o)
     );
+
+    // --kernel that is no regex: one line saying why.
+    let env = Env::with_rocprof();
+    let o = profile(&env, &["--backend", "rocprof", "--kernel", "gemm("], "");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("--kernel: unclosed group"), "{e}");
 
     // --kernel that matches nothing in the trace.
     let env = Env::with_rocprof();

@@ -243,6 +243,56 @@ pub fn read_rocprof_files(paths: &[PathBuf]) -> Result<Profile, IngestError> {
     merge_rocprof(files, true)
 }
 
+/// The first pass of a `kopt profile --backend rocprof` run folder: the
+/// kernel trace, written as `pass1-trace_<kind>.csv` (kopt-collect's
+/// `RocPass::file_stem`; the counter passes are `pass<N>-counters`).
+pub const TRACE_PASS: &str = "pass1-trace";
+
+/// The rocprofv3 CSVs of a `kopt profile --backend rocprof` run folder, in
+/// the order `kopt profile` read them: by pass number, then by path. Like
+/// kopt-collect's `rocprof::output_files`, folders up to three levels down
+/// count (rocprofv3 may add `%hostname%/%pid%`-style folders); links and
+/// anything but regular files are left alone. Empty when the kernel-trace
+/// pass left nothing: not a rocprofv3 run folder.
+pub fn run_folder_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<(u32, PathBuf)> = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() && depth < 3 {
+                stack.push((e.path(), depth + 1));
+            } else if ft.is_file() {
+                if let Some(n) = pass_number(&e.file_name().to_string_lossy()) {
+                    out.push((n, e.path()));
+                }
+            }
+        }
+    }
+    if !out.iter().any(|(n, _)| *n == 1) {
+        return Vec::new();
+    }
+    out.sort();
+    out.into_iter().map(|(_, p)| p).collect()
+}
+
+/// `pass3-counters_counter_collection.csv` -> 3; `pass1-trace_*.csv` -> 1;
+/// anything else (an ncu pass's `pass2-targeted.csv`, a log) -> None.
+fn pass_number(name: &str) -> Option<u32> {
+    let (stem, _) = name.strip_suffix(".csv")?.split_once('_')?;
+    if stem == TRACE_PASS {
+        return Some(1);
+    }
+    let n = stem.strip_prefix("pass")?.strip_suffix("-counters")?;
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok().filter(|n| *n >= 2)
+}
+
 /// Is `dir` a rocprof-compute (Omniperf) workload folder?
 pub fn is_rocprof_compute_dir(dir: &Path) -> bool {
     compute_files(dir).is_ok_and(|f| f.iter().any(|p| file_name(p).starts_with("pmc_perf")))
