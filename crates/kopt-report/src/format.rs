@@ -338,10 +338,23 @@ pub fn summary_line(d: &Diagnosis) -> String {
 
 pub fn gain(r: &kopt_model::Recommendation) -> String {
     match &r.gain {
+        // A finding over the whole step (graph capture) has no kernel share
+        // apart from the workload's; one over several kernels (a fusion
+        // chain, batch norm) gives the share of their time.
+        Some(g) if (g.kernel_pct - g.workload_pct).abs() < 0.05 => format!(
+            "up to {:.1}% of the workload ({})",
+            g.workload_pct,
+            duration(g.saved_ns)
+        ),
         Some(g) => format!(
-            "up to {:.1}% of the workload ({:.0}% of this kernel, {})",
+            "up to {:.1}% of the workload ({:.0}% of {}, {})",
             g.workload_pct,
             g.kernel_pct,
+            if r.kernel_short.ends_with(" kernels") {
+                "their time"
+            } else {
+                "this kernel"
+            },
             duration(g.saved_ns)
         ),
         None if r.id == "fuse_or_graph_launches" => {
