@@ -198,8 +198,11 @@ impl TerminalExporter {
         // One cause shared by every row (a trace without counters) is said
         // once, above the rows, instead of under each of them.
         let shared = shared_root_cause(d);
-        if let Some(cause) = shared {
-            let all = d.kernels.iter().all(|k| k.root_cause == cause);
+        if let Some(cause) = shared.as_deref() {
+            let all = d
+                .kernels
+                .iter()
+                .all(|k| row_cause(&k.root_cause, Some(cause)).is_none());
             let lead = if all {
                 "Every kernel"
             } else {
@@ -223,8 +226,10 @@ impl TerminalExporter {
                 })
                 .collect();
             writeln!(out, "{}", cells.join(&gutter).trim_end())?;
-            if !k.root_cause.is_empty() && shared != Some(k.root_cause.as_str()) {
-                para(out, width, INDENT, INDENT, &safe(&k.root_cause))?;
+            if let Some(cause) =
+                row_cause(&k.root_cause, shared.as_deref()).filter(|c| !c.is_empty())
+            {
+                para(out, width, INDENT, INDENT, &safe(&cause))?;
             }
             for f in &k.findings {
                 let text = format!("also: {} ({})", safe(&f.evidence), f.class);
@@ -396,15 +401,72 @@ impl TerminalExporter {
     }
 }
 
+/// A root cause as (label, rest): "cuBLAS GEMM kernel (library code): no
+/// counters ..." is a short label and what was found; a cause without such a
+/// label is all rest.
+fn cause_parts(cause: &str) -> (Option<&str>, &str) {
+    match cause.split_once(": ") {
+        Some((label, rest)) if label.chars().count() <= 60 && !label.contains(". ") => {
+            (Some(label), rest)
+        }
+        _ => (None, cause),
+    }
+}
+
+/// `text` starts with `sentence`, ignoring the case of its first letter:
+/// what follows it, if so.
+fn after_sentence<'a>(text: &'a str, sentence: &str) -> Option<&'a str> {
+    let mut t = text.chars();
+    let mut s = sentence.chars();
+    match (t.next(), s.next()) {
+        (Some(p), Some(q)) if p.to_lowercase().eq(q.to_lowercase()) => {
+            t.as_str().strip_prefix(s.as_str())
+        }
+        _ => None,
+    }
+}
+
+/// What a row still prints when `shared` is said above the table: nothing
+/// when its cause is the shared one, its label alone when only the label
+/// differs, the rest of its cause when more follows the shared sentence.
+fn row_cause(cause: &str, shared: Option<&str>) -> Option<String> {
+    let Some(shared) = shared else {
+        return Some(cause.to_string());
+    };
+    let (label, rest) = cause_parts(cause);
+    let more = after_sentence(rest, shared)
+        .map(|m| m.trim_start_matches(['.', ' ']))
+        .filter(|m| {
+            m.is_empty() || rest.len() > shared.len() && rest[shared.len()..].starts_with(". ")
+        });
+    match (label, more) {
+        (None, Some("")) => None,
+        (Some(l), Some("")) => Some(l.to_string()),
+        (None, Some(m)) => Some(m.to_string()),
+        (Some(l), Some(m)) => Some(format!("{l}. {m}")),
+        (_, None) => Some(cause.to_string()),
+    }
+}
+
 /// The root cause most kernel rows share (at least three rows and half of
-/// them: a trace without counters), said once above the rows.
-fn shared_root_cause(d: &Diagnosis) -> Option<&str> {
-    let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+/// them: a trace without counters), with or without a row's own label in
+/// front ("cuBLAS GEMM kernel (library code): ..."), said once above the rows.
+fn shared_root_cause(d: &Diagnosis) -> Option<String> {
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for k in d.kernels.iter().filter(|k| !k.root_cause.is_empty()) {
-        *counts.entry(k.root_cause.as_str()).or_default() += 1;
+        // The first sentence after the label: what rows with more to say
+        // share with the others.
+        let rest = cause_parts(&k.root_cause).1;
+        let first = rest.split_once(". ").map_or(rest, |(f, _)| f);
+        let mut chars = first.chars();
+        let key: String = chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
+        *counts.entry(key).or_default() += 1;
     }
     let (cause, n) = counts
         .into_iter()
-        .max_by_key(|&(c, n)| (n, std::cmp::Reverse(c)))?;
+        .max_by(|a, b| a.1.cmp(&b.1).then_with(|| b.0.cmp(&a.0)))?;
     (n >= 3 && 2 * n >= d.kernels.len()).then_some(cause)
 }

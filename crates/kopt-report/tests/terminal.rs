@@ -296,3 +296,39 @@ fn a_cause_most_rows_share_is_said_once() {
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert_eq!(flat.matches(shared).count(), 2, "{text}");
 }
+
+/// Rows whose cause is a label and the shared sentence print the label
+/// alone; a row with more after the shared sentence keeps the rest; the
+/// shared sentence is told apart from its label-prefixed copies whatever
+/// the case of its first letter (GPT-2's trace-only report, real rows).
+#[test]
+fn a_shared_sentence_leaves_labels_and_the_rest() {
+    let rel = "ops-gpt2-h200/gpt2.trace.jsonl.gz";
+    let t = kopt_ingest::read_kopt_trace(&fixture(rel)).unwrap();
+    let mut d = analyze(
+        &kopt_ingest::profile_from_timeline(t.timeline, rel, "kopt trace"),
+        &AnalyzeOptions::default(),
+    );
+    d.kernels.truncate(5);
+    let shared = "No counters (timeline only), only its time is known";
+    d.kernels[0].root_cause = shared.into();
+    d.kernels[1].root_cause =
+        "cuBLAS GEMM kernel (library code): no counters (timeline only), only its time is known"
+            .into();
+    d.kernels[2].root_cause = "PyTorch (ATen) elementwise kernel (library code): no counters (timeline only), only its time is known. Part of a chain: see the fusion finding.".into();
+    d.kernels[3].root_cause = shared.into();
+    d.kernels[4].root_cause = "Small grid: 8 blocks fill 0.8% of one wave".into();
+    let text = render(&d, 200, false);
+    let table = text.split("Kernel time by framework op").next().unwrap();
+    assert_eq!(table.matches("only its time is known").count(), 1, "{text}");
+    assert!(text.contains("Unless its row says otherwise: No counters (timeline only)"));
+    assert!(
+        text.contains("\n    cuBLAS GEMM kernel (library code)\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n    PyTorch (ATen) elementwise kernel (library code). Part of a chain: see the fusion finding.\n"), "{text}");
+    assert!(
+        text.contains("\n    Small grid: 8 blocks fill 0.8% of one wave\n"),
+        "{text}"
+    );
+}
