@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Real models against kopt's findings (GPU machine; target/release/kopt and
+# target/release/libkopt_tracer.so carried). One part per call, each within
+# the 600 s limit:
+#   scripts/checks/models/run.sh OUT resnet256   kopt profile of ResNet-50 at
+#       batch 256 (cuDNN benchmark on): warm-up trials left out, BW at or
+#       below the peak, batch-norm folding; then eager vs folded, bare.
+#   scripts/checks/models/run.sh OUT resnet1     kopt trace of ResNet-50 at
+#       batch 1 and eager vs graph replay, bare.
+#   scripts/checks/models/run.sh OUT gpt2        GPT-2 prefill eager vs
+#       torch.compile, bare (the elementwise-chain finding's prediction is
+#       in fixtures/ops-gpt2-h200).
+set -uo pipefail
+out=${1:?OUT_DIR}
+part=${2:?PART: resnet256, resnet1 or gpt2}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+kopt=$PWD/target/release/kopt
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/card.txt"
+cd "$out"
+case $part in
+resnet256)
+  KOPT_BATCH=256 "$kopt" profile --script "$here/resnet50.py" --module resnet50_b256 \
+    --runs-dir runs --db h.db -q --timeout 420 -f json -o resnet256.report.json \
+    --html resnet256.html > resnet256.log 2>&1
+  echo "exit $?" >> resnet256.log
+  "$kopt" analyze resnet256.report.json --width 120 > resnet256.txt 2>&1 || true
+  run=$(ls -td runs/*/ | head -1)
+  tar czf resnet256.run.tgz -C "$run" . 2>/dev/null
+  timeout 150 python3 "$here/measure.py" bn 256 > bn_measured.json 2> bn.log
+  ;;
+resnet1)
+  "$kopt" trace --runs-dir runs --db h.db -q --timeout 200 -f json -o resnet1.report.json \
+    -- python3 "$here/measure.py" steps 1 60 > resnet1.log 2>&1
+  echo "exit $?" >> resnet1.log
+  run=$(ls -td runs/*/ | head -1)
+  gzip -9c "$run/trace.jsonl" > resnet1.trace.jsonl.gz 2>/dev/null
+  timeout 200 python3 "$here/measure.py" graph 1 > graph_measured.json 2> graph.log
+  ;;
+gpt2)
+  timeout 500 python3 "$here/measure.py" compile > compile_measured.json 2> compile.log
+  ;;
+*)
+  echo "unknown part $part" >&2
+  exit 2
+  ;;
+esac
+rm -rf runs h.db
+ls -la "$out"
