@@ -239,6 +239,18 @@ pub struct Profile {
     pub timeline: Option<crate::Timeline>,
 }
 
+impl Metrics {
+    /// AMD when the launch was read from AMD profiler output (it carries its
+    /// wavefront size; NVIDIA launches never do), else NVIDIA.
+    pub fn vendor(&self) -> crate::Vendor {
+        if self.wavefront_size.is_some() {
+            crate::Vendor::Amd
+        } else {
+            crate::Vendor::Nvidia
+        }
+    }
+}
+
 impl Profile {
     /// Keep only the kernels whose name `keep` accepts: the launches, the
     /// timeline's kernel activities and the launch calls that made them

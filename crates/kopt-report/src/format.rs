@@ -244,7 +244,7 @@ pub fn class(k: &KernelVerdict) -> String {
 pub fn device_line(d: &Device) -> String {
     let mut parts = vec![d.name.clone()];
     if let Some(sm) = d.sm_count {
-        parts.push(format!("{sm} SMs"));
+        parts.push(format!("{sm} {}", d.vendor().units()));
     }
     if let Some(cc) = &d.compute_capability {
         parts.push(format!("CC {cc}"));
