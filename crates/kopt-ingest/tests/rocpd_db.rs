@@ -36,7 +36,7 @@ fn kernel_trace_database_gives_timeline_device_and_launch_overhead() {
     assert_eq!(amd.max_waves_per_cu, Some(32));
     assert_eq!(amd.xcds, Some(8));
     assert!(
-        amd.source.contains("rocpd rocpd_info_agent"),
+        amd.source.starts_with("rocpd_info_agent view (CUs, clock)"),
         "{}",
         amd.source
     );
@@ -63,10 +63,15 @@ fn kernel_trace_database_gives_timeline_device_and_launch_overhead() {
         .any(|a| a.name == "Memcpy HOST_TO_DEVICE" && a.bytes == Some(1_048_576) && a.device == 2));
     assert_eq!(tl.api_calls.len(), 200);
     assert_eq!(tl.api_calls[0].name, "hipLaunchKernel");
-    assert!(profile
-        .sources
-        .iter()
-        .any(|s| s.format.contains("rocpd database (kernels view)") && s.launches == 200));
+    // One database, one input: its agents, copies and API calls are part of it.
+    assert_eq!(profile.sources.len(), 1, "{:?}", profile.sources);
+    let source = &profile.sources[0];
+    assert_eq!(source.path, p.display().to_string());
+    assert_eq!(
+        source.format,
+        "rocpd database (kernels view) + agent info + 1 memory copy + 200 HIP API calls"
+    );
+    assert_eq!(source.launches, 200);
 
     // The GPU is busy 2 us of every 8: launch overhead, with HIP graph advice.
     let diag = kopt_analyze::analyze(&profile, &AnalyzeOptions::default());

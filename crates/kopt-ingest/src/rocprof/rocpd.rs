@@ -501,7 +501,7 @@ fn query_agents(
             let mut a = super::json::agent_from_record(&ext);
             a.product = crate::cap_name(product.trim()).0.into_owned();
             a.arch = arch.or(a.arch);
-            a.source = "rocpd rocpd_info_agent".into();
+            a.source = "rocpd_info_agent view".into();
             found.push((row.uint("absolute_index")?, a));
             Ok(())
         },
