@@ -136,6 +136,9 @@ pub struct AgentInfo {
     pub hbm_bytes_per_s: Option<f64>,
     pub memory_bytes: Option<u64>,
     pub source: String,
+    /// What could not be read from the description (then kopt's table
+    /// fills in), said where the input is named.
+    pub unread: Option<String>,
 }
 
 /// What one AMD file holds.
@@ -411,18 +414,27 @@ pub fn amd_device(agent: Option<&AgentInfo>) -> Device {
                 None => None,
             }),
         fp8_flops: spec.and_then(|s| s.fp8_matrix_flops),
-        source: format!(
-            "{} (CUs, clock{}); peaks and the rest from {}",
-            from(true),
-            if a.hbm_bytes_per_s.is_some() {
-                ", HBM bandwidth"
-            } else {
-                ""
-            },
-            spec.map_or("nowhere (part not in kopt's AMD table)".to_string(), |s| {
+        source: {
+            let table = spec.map_or("nowhere (part not in kopt's AMD table)".to_string(), |s| {
                 format!("{}: {}", from(false), s.source)
-            })
-        ),
+            });
+            match &a.unread {
+                // The name came from the file, the figures did not.
+                Some(why) => format!(
+                    "{} (name only: {why}); CUs, clock, peaks and the rest from {table}",
+                    from(true)
+                ),
+                None => format!(
+                    "{} (CUs, clock{}); peaks and the rest from {table}",
+                    from(true),
+                    if a.hbm_bytes_per_s.is_some() {
+                        ", HBM bandwidth"
+                    } else {
+                        ""
+                    }
+                ),
+            }
+        },
     });
     d
 }
@@ -478,7 +490,14 @@ pub fn merge_rocprof(
             }
             AmdFile::Agents(a) => {
                 let from = a.first().map_or("no GPU agent", |a| a.source.as_str());
-                sources.extra(&label, format!("{what} ({from})"), "agent info".into());
+                let (format, extra) = match a.first().and_then(|a| a.unread.as_deref()) {
+                    Some(why) => (
+                        format!("{what} ({from}; {why})"),
+                        format!("agent info ({why})"),
+                    ),
+                    None => (format!("{what} ({from})"), "agent info".to_string()),
+                };
+                sources.extra(&label, format, extra);
                 agents.extend(a);
             }
         }
