@@ -212,7 +212,7 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
             let wave = per_sm.map_or(String::new(), |b| format!(" (one wave here is {:.0} blocks: {sms:.0} SMs x {b:.0} blocks/SM)", sms * b));
             push(
                 "fill_the_gpu",
-                format!("grid {} on {sms:.0} SMs: {}", v.grid, v.root_cause),
+                format!("grid {} on {sms:.0} {}: {}", v.grid, m.vendor().units(), v.root_cause),
                 if is_amd(m) {
                     format!(
                         "Size the grid from the device, not a constant: at least one workgroup per CU ({sms:.0} CUs here), ideally a full wave of workgroups{wave}. For a grid-stride loop launch hipDeviceProp_t::multiProcessorCount x hipOccupancyMaxActiveBlocksPerMultiprocessor workgroups; for a GEMM with few output tiles, split K or use stream-K (hipBLASLt / composable_kernel)."
@@ -496,7 +496,10 @@ pub fn recommend_tiny(
         action: format!(
             "Fuse these launches (and their neighbours) into one kernel, or {graph} and replay it; remove launches whose result is never used. {}",
             match timeline {
-                None => "Measure the host launch cost with a timeline (kopt trace, torch.profiler): ncu cannot see it.".to_string(),
+                None => {
+                    let vendor = if amd { kopt_model::Vendor::Amd } else { kopt_model::Vendor::Nvidia };
+                    format!("Measure the host launch cost with a timeline ({}): {} cannot see it.", vendor.timeline_tools(), vendor.counter_profiler())
+                }
                 Some(t) => format!(
                     "The timeline shows the host cost: a median launch call of {}, the GPU busy {:.1}% of the steady-state window.",
                     t.median_launch_ns.map_or("-".into(), kopt_model::format_duration_ns),

@@ -204,11 +204,14 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     if !tiny.is_empty() && timeline.is_none() {
         let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
         let ns: f64 = tiny.iter().map(|g| g.verdict.total_ns).sum();
+        let vendor = profile.device.vendor();
         notes.push(format!(
-            "{launches} launches of {} kernel(s) run under {:.0} us each ({:.1}% of kernel time). Counters cannot show launch overhead: ncu serialises kernels, so the gaps between them are invisible. A timeline (kopt trace, torch.profiler) measures it; graph capture of such a pipeline is often worth 2x or more.",
+            "{launches} launches of {} kernel(s) run under {:.0} us each ({:.1}% of kernel time). Counters cannot show launch overhead: {} serialises kernels, so the gaps between them are invisible. A timeline ({}) measures it; graph capture of such a pipeline is often worth 2x or more.",
             tiny.len(),
             rules::TINY_KERNEL_NS / 1e3,
-            if total_ns > 0.0 { 100.0 * ns / total_ns } else { 0.0 }
+            if total_ns > 0.0 { 100.0 * ns / total_ns } else { 0.0 },
+            vendor.counter_profiler(),
+            vendor.timeline_tools()
         ));
     }
     if profile.device.peak_source == PeakSource::Unknown {
@@ -231,7 +234,8 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             .iter()
             .any(|k| k.bottleneck.class == kopt_model::BottleneckClass::Unknown)
     {
-        notes.push("Timeline only: no counters were collected for this input, so a kernel without a timeline finding is classed unknown; kopt profile (or ncu with kopt's metric list) gives each kernel's cause.".into());
+        let vendor = profile.device.vendor();
+        notes.push(format!("Timeline only: no counters were collected for this input, so a kernel without a timeline finding is classed unknown; {} (or {}) gives each kernel's cause.", vendor.profile_command(), vendor.manual_counters()));
     }
     for k in &mut kernels {
         explain_missing_counters(k, counters_collected);
@@ -539,10 +543,16 @@ fn primary_of(
             lowercase_first(&v.root_cause),
             p
         ) + &tiny_note,
-        None if v.bottleneck.class == kopt_model::BottleneckClass::Unknown => format!(
-            "{} takes {:.1}% of kernel time, but no counters were collected for it: profile it (kopt profile, or ncu with kopt's metric list) to learn why it is slow.",
-            v.short_name, v.pct_of_total
-        ),
+        None if v.bottleneck.class == kopt_model::BottleneckClass::Unknown => {
+            let vendor = g.representative.metrics.vendor();
+            format!(
+                "{} takes {:.1}% of kernel time, but no counters were collected for it: profile it ({}, or {}) to learn why it is slow.",
+                v.short_name,
+                v.pct_of_total,
+                vendor.profile_command(),
+                vendor.manual_counters()
+            )
+        }
         None => format!(
             "{} takes {:.1}% of kernel time and {}. No kernel has a large recoverable share: the remaining gains come from moving fewer bytes or doing less work.",
             v.short_name,

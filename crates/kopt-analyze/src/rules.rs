@@ -72,7 +72,7 @@ pub fn local_memory(m: &Metrics) -> Option<LocalMemory> {
 /// AMD: a launch read from rocprof output carries its wavefront size (64
 /// on CDNA); NVIDIA launches never do. Decides the HIP / CDNA wording.
 pub fn is_amd(m: &Metrics) -> bool {
-    m.wavefront_size.is_some()
+    m.vendor() == kopt_model::Vendor::Amd
 }
 
 /// AMD roofline position (rocprof-compute's roofline): arithmetic intensity
@@ -378,9 +378,10 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                     at_roofline: false,
                 },
                 root_cause: format!(
-                    "Tiny launch: {} block(s) on {} SMs for {:.1} us (from the timeline; no counters)",
+                    "Tiny launch: {} block(s) on {} {} for {:.1} us (from the timeline; no counters)",
                     m.grid_size.map_or("?".into(), |g| format!("{g:.0}")),
                     m.sm_count.map_or("?".into(), |g| format!("{g:.0}")),
+                    m.vendor().units(),
                     duration / 1e3
                 ),
                 findings: Vec::new(),
@@ -434,18 +435,20 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
     if let Some(w) = s.waves.filter(|w| *w < 1.0) {
         let grid = m.grid_size.map_or("?".into(), |g| format!("{g:.0}"));
         let sms = m.sm_count.map_or("?".into(), |g| format!("{g:.0}"));
+        let units = m.vendor().units();
         if tiny {
             findings.push(Finding {
                 class: BottleneckClass::LaunchOverhead,
                 evidence: format!(
-                    "runs {:.1} us: at this size the launch itself (host API call and GPU scheduling) can cost more than the work; a timeline is needed to measure it (ncu serialises kernels)",
-                    duration / 1e3
+                    "runs {:.1} us: at this size the launch itself (host API call and GPU scheduling) can cost more than the work; a timeline is needed to measure it ({} serialises kernels)",
+                    duration / 1e3,
+                    m.vendor().counter_profiler()
                 ),
             });
             return verdict(
                 BottleneckClass::SmallGrid,
                 None,
-                format!("Tiny launch: {grid} block(s) on {sms} SMs for {:.1} us (latency / launch bound)", duration / 1e3),
+                format!("Tiny launch: {grid} block(s) on {sms} {units} for {:.1} us (latency / launch bound)", duration / 1e3),
                 None,
                 "",
                 findings,
@@ -455,7 +458,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         return verdict(
             BottleneckClass::SmallGrid,
             None,
-            format!("Small grid: {grid} blocks fill {} of one wave on {sms} SMs", pct(100.0 * w)),
+            format!("Small grid: {grid} blocks fill {} of one wave on {sms} {units}", pct(100.0 * w)),
             Some(recoverable),
             "time if the grid filled the GPU and ran at the attainable ceiling (min of roofline headroom and idle-SM share)",
             findings,

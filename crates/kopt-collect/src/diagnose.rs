@@ -19,6 +19,10 @@ pub enum PassFailure {
     Ncu(String),
     #[error("rocprofv3: {0}")]
     Rocprof(String),
+    /// HSA_STATUS_ERROR_OUT_OF_RESOURCES: the GPU is there, but something the
+    /// run asked for did not fit (counter hardware, or memory).
+    #[error("the GPU ran out of resources (HSA_STATUS_ERROR_OUT_OF_RESOURCES): {why}; rocprofv3 said: {line}")]
+    OutOfResources { why: &'static str, line: String },
 }
 
 /// Classify a finished ncu run. `Ok(())` when the pass produced a report.

@@ -277,7 +277,8 @@ impl Rocprof {
             failure,
             log: log.display().to_string(),
         };
-        diagnose(&outcome, workload.timeout.map(|t| t.as_secs())).map_err(failed)?;
+        let counters = matches!(pass, RocPass::Counters { .. });
+        diagnose(&outcome, workload.timeout.map(|t| t.as_secs()), counters).map_err(failed)?;
         let csvs = output_files(dir, &stem);
         if csvs.is_empty() {
             return Err(failed(crate::PassFailure::Rocprof(format!(
@@ -345,8 +346,12 @@ pub fn output_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Classify a finished rocprofv3 run.
-fn diagnose(outcome: &RunOutcome, timeout_s: Option<u64>) -> Result<(), crate::PassFailure> {
+/// Classify a finished rocprofv3 run; `counters`: a counter pass (`--pmc`).
+fn diagnose(
+    outcome: &RunOutcome,
+    timeout_s: Option<u64>,
+    counters: bool,
+) -> Result<(), crate::PassFailure> {
     use crate::PassFailure;
     if outcome.timed_out {
         return Err(PassFailure::Timeout(timeout_s.unwrap_or(0)));
@@ -355,11 +360,25 @@ fn diagnose(outcome: &RunOutcome, timeout_s: Option<u64>) -> Result<(), crate::P
         "No GPU agents",
         "hipErrorNoDevice",
         "no ROCm-capable device",
-        "HSA_STATUS_ERROR_OUT_OF_RESOURCES",
     ] {
         if let Some(line) = outcome.tail.iter().find(|l| l.contains(marker)) {
             return Err(PassFailure::NoGpu(line.trim().to_string()));
         }
+    }
+    // The GPU was found: a counter group that does not fit the hardware's
+    // counter slots, or the workload (with the profiler's buffers) out of
+    // GPU memory or queues.
+    let marker = "HSA_STATUS_ERROR_OUT_OF_RESOURCES";
+    if let Some(line) = outcome.tail.iter().find(|l| l.contains(marker)) {
+        let why = if counters {
+            "this pass's counters may not fit this GPU's counter hardware together, or the workload ran out of GPU memory under counter collection; run the workload alone to tell which, and see the log"
+        } else {
+            "the workload ran out of GPU memory or queues under tracing; check that it runs alone and fits in memory with rocprofv3's buffers"
+        };
+        return Err(PassFailure::OutOfResources {
+            why,
+            line: line.trim().to_string(),
+        });
     }
     match outcome.code {
         Some(0) => Ok(()),
@@ -439,5 +458,41 @@ mod tests {
         assert!(RocPass::Trace
             .rocprof_args()
             .contains(&"--kernel-trace".to_string()));
+    }
+
+    fn outcome(code: i32, tail: &[&str]) -> RunOutcome {
+        RunOutcome {
+            code: Some(code),
+            signal: None,
+            timed_out: false,
+            elapsed: std::time::Duration::from_secs(1),
+            tail: tail.iter().map(|l| l.to_string()).collect(),
+        }
+    }
+
+    /// HSA_STATUS_ERROR_OUT_OF_RESOURCES is not a missing GPU: it says what
+    /// ran out, per pass, and quotes rocprofv3's line.
+    #[test]
+    fn out_of_resources_is_not_a_missing_gpu() {
+        let line = "  E20260101 rocprofiler: HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.";
+        let counters = diagnose(&outcome(1, &["ok", line]), None, true).unwrap_err();
+        let text = counters.to_string();
+        assert!(
+            matches!(counters, crate::PassFailure::OutOfResources { .. }),
+            "{counters:?}"
+        );
+        assert!(!text.contains("no usable GPU"), "{text}");
+        assert!(text.contains("counter hardware"), "{text}");
+        assert!(text.contains("out of GPU memory"), "{text}");
+        assert!(text.ends_with(line.trim()), "{text}");
+        let trace = diagnose(&outcome(1, &[line]), None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(!trace.contains("counter hardware"), "{trace}");
+        assert!(trace.contains("out of GPU memory"), "{trace}");
+        // A missing GPU is still said so.
+        let none = diagnose(&outcome(1, &["hipErrorNoDevice"]), None, false).unwrap_err();
+        assert!(matches!(none, crate::PassFailure::NoGpu(_)), "{none:?}");
+        assert!(diagnose(&outcome(0, &["done"]), None, true).is_ok());
     }
 }

@@ -126,7 +126,7 @@ fn run_passes(
                 names.join(", ")
             )));
         }
-        trace.launches.retain(|l| re.is_match(&l.name));
+        trace.retain_kernels(|name| re.is_match(name));
     }
     let functions = top_kernel_functions(&trace, req.profile_top, TARGET_COVERAGE);
     if functions.is_empty() {

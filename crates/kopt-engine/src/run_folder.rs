@@ -169,7 +169,9 @@ pub fn read_run_folder(dir: &Path) -> Result<kopt_model::Profile> {
                 regex_error(&e)
             ))
         })?;
-        profile.launches.retain(|l| re.is_match(&l.name));
+        // The timeline too: the table, the timeline analysis and the graph
+        // prediction cover the same kernels, as ncu's filtered passes do.
+        profile.retain_kernels(|name| re.is_match(name));
     }
     Ok(profile)
 }

@@ -36,7 +36,7 @@ fn kernel_trace_database_gives_timeline_device_and_launch_overhead() {
     assert_eq!(amd.max_waves_per_cu, Some(32));
     assert_eq!(amd.xcds, Some(8));
     assert!(
-        amd.source.contains("rocpd rocpd_info_agent"),
+        amd.source.starts_with("rocpd_info_agent view (CUs, clock)"),
         "{}",
         amd.source
     );
@@ -63,10 +63,15 @@ fn kernel_trace_database_gives_timeline_device_and_launch_overhead() {
         .any(|a| a.name == "Memcpy HOST_TO_DEVICE" && a.bytes == Some(1_048_576) && a.device == 2));
     assert_eq!(tl.api_calls.len(), 200);
     assert_eq!(tl.api_calls[0].name, "hipLaunchKernel");
-    assert!(profile
-        .sources
-        .iter()
-        .any(|s| s.format.contains("rocpd database (kernels view)") && s.launches == 200));
+    // One database, one input: its agents, copies and API calls are part of it.
+    assert_eq!(profile.sources.len(), 1, "{:?}", profile.sources);
+    let source = &profile.sources[0];
+    assert_eq!(source.path, p.display().to_string());
+    assert_eq!(
+        source.format,
+        "rocpd database (kernels view) + agent info + 1 memory copy + 200 HIP API calls"
+    );
+    assert_eq!(source.launches, 200);
 
     // The GPU is busy 2 us of every 8: launch overhead, with HIP graph advice.
     let diag = kopt_analyze::analyze(&profile, &AnalyzeOptions::default());
@@ -228,7 +233,9 @@ fn malformed_databases_give_errors_naming_file_view_and_row() {
     drop(c);
     let e = error_of(&p);
     assert!(
-        e.contains("oldschema.db") && e.contains("kernels view") && e.contains("no such column"),
+        e.contains("oldschema.db")
+            && e.contains("kernels view has no `name` column, which kopt needs")
+            && e.contains("(its columns: id, start, end)"),
         "{e}"
     );
 
@@ -279,5 +286,120 @@ fn truncated_or_corrupt_databases_never_panic() {
     }
     if let Err(e) = parse_rocpd(&garbled, "garbled.db") {
         assert!(e.to_string().contains("garbled.db"), "{e}");
+    }
+}
+
+/// A kernels view (and a memory_copies view) from an older or newer schema
+/// that lacks columns kopt can do without: read, those fields unknown.
+#[test]
+fn views_missing_optional_columns_are_still_read() {
+    let d = tempfile::tempdir().unwrap();
+    let p = db_path(&d, "older_results.db");
+    trace_db(&p);
+    let full = read_rocprof_files(std::slice::from_ref(&p)).unwrap();
+    let c = Connection::open(&p).unwrap();
+    // The views' rows kept as tables, the views rebuilt without the columns.
+    c.execute_batch(
+        "CREATE TABLE kernels_rows AS SELECT * FROM kernels;
+         CREATE TABLE copies_rows AS SELECT * FROM memory_copies;
+         DROP VIEW kernels;
+         DROP VIEW memory_copies;
+         CREATE VIEW kernels AS SELECT id, guid, dispatch_id, name, agent_abs_index, queue_id,
+             start, end, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
+             lds_size, vgpr_count, sgpr_count FROM kernels_rows;
+         CREATE VIEW memory_copies AS SELECT id, name, start, end, size FROM copies_rows;",
+    )
+    .unwrap();
+    drop(c);
+    let older = read_rocprof_files(std::slice::from_ref(&p)).unwrap();
+    assert_eq!(older.launches.len(), 200);
+    assert_eq!(older.launches[0].name, full.launches[0].name);
+    assert_eq!(
+        older.launches[0].metrics.duration_ns,
+        full.launches[0].metrics.duration_ns
+    );
+    assert_eq!(older.launches[0].grid, full.launches[0].grid);
+    // No stream_id: the queue stands in, as for files without streams.
+    assert_eq!(older.launches[0].stream, Some(1));
+    let tl = older.timeline.as_ref().unwrap();
+    assert_eq!(tl.activities.len(), 201);
+    let copy = tl
+        .activities
+        .iter()
+        .find(|a| a.name == "Memcpy HOST_TO_DEVICE")
+        .unwrap();
+    assert_eq!(copy.bytes, Some(1_048_576));
+    // The launch calls still find their kernels by correlation (the
+    // dispatch id stands in for the missing corr_id).
+    let diag = kopt_analyze::analyze(&older, &AnalyzeOptions::default());
+    let t = diag.timeline.as_ref().unwrap();
+    assert!(t.launch_bound, "{}", t.verdict);
+
+    // Without dispatch_id, the row id numbers the dispatches.
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch(
+        "DROP VIEW kernels;
+         CREATE VIEW kernels AS SELECT id, name, start, end FROM kernels_rows;",
+    )
+    .unwrap();
+    drop(c);
+    let bare = read_rocprof_files(std::slice::from_ref(&p)).unwrap();
+    assert_eq!(bare.launches.len(), 200);
+    assert_eq!(bare.launches[0].grid.x, 1);
+}
+
+/// The agent's extdata as a BLOB: JSON bytes and SQLite's JSONB are read;
+/// bytes that are neither are said, not silently dropped.
+#[test]
+fn agent_extdata_stored_as_a_blob() {
+    let d = tempfile::tempdir().unwrap();
+    let agent = "UPDATE rocpd_info_agent_00001234 SET extdata = ";
+    // 300 CUs: not the table's 304, so a figure read from extdata shows.
+    let cus = "replace(extdata, '\"cu_count\":304', '\"cu_count\":300')";
+    for (name, set, read) in [
+        ("text", cus.to_string(), true),
+        ("bytes", format!("CAST({cus} AS BLOB)"), true),
+        ("jsonb", format!("jsonb({cus})"), true),
+        ("junk", "x'00ff10'".to_string(), false),
+    ] {
+        let p = db_path(&d, &format!("{name}_results.db"));
+        trace_db(&p);
+        let c = Connection::open(&p).unwrap();
+        c.execute(&format!("{agent}{set} WHERE type = 'GPU'"), [])
+            .unwrap();
+        let stored: String = c
+            .query_row(
+                "SELECT typeof(extdata) FROM rocpd_info_agent WHERE type = 'GPU'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            stored,
+            if name == "text" { "text" } else { "blob" },
+            "{name}"
+        );
+        drop(c);
+        let profile = read_rocprof_files(std::slice::from_ref(&p)).unwrap();
+        let amd = profile.device.amd.as_ref().unwrap();
+        let source = &profile.sources[0].format;
+        if read {
+            assert_eq!(profile.device.sm_count, Some(300), "{name}");
+            assert!(!source.contains("could not be read"), "{name}: {source}");
+        } else {
+            // The name still came from the view; the figures from the table.
+            assert_eq!(profile.device.name, "AMD Instinct MI300X");
+            assert_eq!(profile.device.sm_count, Some(304));
+            let why =
+                "its extdata could not be read (a 3-byte BLOB that is neither JSON nor JSONB)";
+            assert!(source.contains(&format!("agent info ({why})")), "{source}");
+            assert!(amd.source.contains(why), "{}", amd.source);
+            assert!(
+                amd.source
+                    .contains("CUs, clock, peaks and the rest from kopt's AMD table"),
+                "{}",
+                amd.source
+            );
+        }
     }
 }

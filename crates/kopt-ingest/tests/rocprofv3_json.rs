@@ -53,6 +53,13 @@ fn kernel_trace_gives_timeline_device_and_launch_overhead() {
     assert_eq!(first.metrics.duration_ns, Some(2_000.0));
     assert_eq!(first.grid.x, 16);
     assert_eq!(first.block.x, 256);
+    // One file, one input: agents, the copy and the API calls are part of it.
+    assert_eq!(p.sources.len(), 1, "{:?}", p.sources);
+    assert_eq!(
+        p.sources[0].format,
+        "rocprofv3 JSON (kernel_dispatch) + agent info + 1 memory copy + 60 HIP API calls"
+    );
+    assert_eq!(p.sources[0].launches, 60);
     let tl = p.timeline.as_ref().unwrap();
     assert_eq!(tl.activities.len(), 61);
     let copy = tl

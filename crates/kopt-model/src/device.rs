@@ -76,7 +76,66 @@ pub struct AmdDevice {
     pub source: String,
 }
 
+/// Whose GPU a profile describes: decides the words a report uses for its
+/// compute units and for the tools that profile it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vendor {
+    Nvidia,
+    Amd,
+}
+
+impl Vendor {
+    /// The GPU's compute units, plural: "SMs" or "CUs".
+    pub fn units(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "SMs",
+            Vendor::Amd => "CUs",
+        }
+    }
+
+    /// What collects counters and, while it does, serialises the kernels.
+    pub fn counter_profiler(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "ncu",
+            Vendor::Amd => "rocprofv3's counter collection",
+        }
+    }
+
+    /// The kopt command that profiles this GPU.
+    pub fn profile_command(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "kopt profile",
+            Vendor::Amd => "kopt profile --backend rocprof",
+        }
+    }
+
+    /// Collecting kopt's counters by hand.
+    pub fn manual_counters(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "ncu with kopt's metric list",
+            Vendor::Amd => "rocprofv3 --pmc with kopt's counter groups",
+        }
+    }
+
+    /// What records a timeline (launch gaps, host cost) on this GPU.
+    pub fn timeline_tools(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "kopt trace, torch.profiler",
+            Vendor::Amd => "rocprofv3 --kernel-trace --hip-runtime-trace, torch.profiler",
+        }
+    }
+}
+
 impl Device {
+    /// AMD when the device carries an AMD description, else NVIDIA.
+    pub fn vendor(&self) -> Vendor {
+        if self.amd.is_some() {
+            Vendor::Amd
+        } else {
+            Vendor::Nvidia
+        }
+    }
+
     pub fn unknown() -> Self {
         Device {
             name: "unknown GPU".into(),

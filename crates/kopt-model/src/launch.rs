@@ -238,3 +238,166 @@ pub struct Profile {
     /// A timeline (trace), when one of the inputs was a trace.
     pub timeline: Option<crate::Timeline>,
 }
+
+impl Metrics {
+    /// AMD when the launch was read from AMD profiler output (it carries its
+    /// wavefront size; NVIDIA launches never do), else NVIDIA.
+    pub fn vendor(&self) -> crate::Vendor {
+        if self.wavefront_size.is_some() {
+            crate::Vendor::Amd
+        } else {
+            crate::Vendor::Nvidia
+        }
+    }
+}
+
+impl Profile {
+    /// Keep only the kernels whose name `keep` accepts: the launches, the
+    /// timeline's kernel activities and the launch calls that made them
+    /// (joined by correlation), so the table, the timeline analysis and the
+    /// graph prediction all describe the same kernels. Memory copies, syncs
+    /// and other API calls stay: they are not kernels.
+    pub fn retain_kernels(&mut self, keep: impl Fn(&str) -> bool) {
+        self.launches.retain(|l| keep(&l.name));
+        let Some(t) = self.timeline.as_mut() else {
+            return;
+        };
+        use crate::{ActivityKind, ApiKind};
+        let mut dropped = std::collections::HashSet::new();
+        let mut kept = std::collections::HashSet::new();
+        t.activities.retain(|a| {
+            if a.kind != ActivityKind::Kernel {
+                return true;
+            }
+            let k = keep(&a.name);
+            if k {
+                kept.insert(a.correlation);
+            } else {
+                dropped.insert(a.correlation);
+            }
+            k
+        });
+        // A correlation shared by a kept kernel (a graph launch runs many)
+        // keeps its call.
+        t.api_calls.retain(|c| {
+            !matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch)
+                || !dropped.contains(&c.correlation)
+                || kept.contains(&c.correlation)
+        });
+    }
+}
+
+#[cfg(test)]
+mod retain_tests {
+    use super::*;
+    use crate::{ActivityKind, ApiCall, ApiKind, GpuActivity, Timeline};
+
+    fn launch(id: u64, name: &str) -> KernelLaunch {
+        KernelLaunch {
+            id,
+            name: name.into(),
+            grid: Dim3::default(),
+            block: Dim3::default(),
+            stream: None,
+            metrics: Metrics::default(),
+            ncu_rules: Vec::new(),
+        }
+    }
+
+    fn activity(kind: ActivityKind, name: &str, correlation: u64) -> GpuActivity {
+        GpuActivity {
+            kind,
+            name: name.into(),
+            start_ns: correlation as i64 * 100,
+            end_ns: correlation as i64 * 100 + 10,
+            device: 0,
+            stream: 0,
+            correlation,
+            grid: None,
+            block: None,
+            bytes: None,
+        }
+    }
+
+    fn call(name: &str, correlation: u64) -> ApiCall {
+        ApiCall {
+            kind: ApiKind::of(name),
+            name: name.into(),
+            start_ns: correlation as i64 * 100 - 50,
+            end_ns: correlation as i64 * 100 - 40,
+            thread: 1,
+            correlation,
+        }
+    }
+
+    #[test]
+    fn retain_kernels_filters_launches_activities_and_their_launch_calls() {
+        let mut p = Profile {
+            device: crate::Device::unknown(),
+            launches: vec![launch(1, "gemm"), launch(2, "softmax"), launch(3, "gemm")],
+            sources: Vec::new(),
+            timeline: Some(Timeline {
+                activities: vec![
+                    activity(ActivityKind::Kernel, "gemm", 1),
+                    activity(ActivityKind::Kernel, "softmax", 2),
+                    activity(ActivityKind::Memcpy, "Memcpy HtoD", 4),
+                    activity(ActivityKind::Kernel, "gemm", 3),
+                ],
+                api_calls: vec![
+                    call("hipLaunchKernel", 1),
+                    call("hipLaunchKernel", 2),
+                    call("hipLaunchKernel", 3),
+                    call("hipMemcpy", 4),
+                    // Same correlation as the dropped kernel, not a launch.
+                    call("hipStreamSynchronize", 2),
+                ],
+                ..Timeline::default()
+            }),
+        };
+        p.retain_kernels(|n| n == "gemm");
+        let ids: Vec<u64> = p.launches.iter().map(|l| l.id).collect();
+        assert_eq!(ids, [1, 3]);
+        let t = p.timeline.as_ref().unwrap();
+        let acts: Vec<(&str, u64)> = t
+            .activities
+            .iter()
+            .map(|a| (a.name.as_str(), a.correlation))
+            .collect();
+        assert_eq!(acts, [("gemm", 1), ("Memcpy HtoD", 4), ("gemm", 3)]);
+        let calls: Vec<(&str, u64)> = t
+            .api_calls
+            .iter()
+            .map(|c| (c.name.as_str(), c.correlation))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("hipLaunchKernel", 1),
+                ("hipLaunchKernel", 3),
+                ("hipMemcpy", 4),
+                ("hipStreamSynchronize", 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn retain_kernels_keeps_a_graph_launch_that_still_runs_a_kept_kernel() {
+        let mut p = Profile {
+            device: crate::Device::unknown(),
+            launches: Vec::new(),
+            sources: Vec::new(),
+            timeline: Some(Timeline {
+                activities: vec![
+                    activity(ActivityKind::Kernel, "gemm", 7),
+                    activity(ActivityKind::Kernel, "softmax", 7),
+                ],
+                api_calls: vec![call("hipGraphLaunch", 7)],
+                ..Timeline::default()
+            }),
+        };
+        p.retain_kernels(|n| n == "gemm");
+        let t = p.timeline.as_ref().unwrap();
+        assert_eq!(t.activities.len(), 1);
+        assert_eq!(t.api_calls.len(), 1);
+    }
+}

@@ -16,7 +16,7 @@ mod timeline;
 pub mod tune;
 
 pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
-pub use device::{AmdDevice, Device, PeakSource, Peaks};
+pub use device::{AmdDevice, Device, PeakSource, Peaks, Vendor};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
     IdleGap, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare, OpSummary,

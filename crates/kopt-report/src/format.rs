@@ -244,7 +244,7 @@ pub fn class(k: &KernelVerdict) -> String {
 pub fn device_line(d: &Device) -> String {
     let mut parts = vec![d.name.clone()];
     if let Some(sm) = d.sm_count {
-        parts.push(format!("{sm} SMs"));
+        parts.push(format!("{sm} {}", d.vendor().units()));
     }
     if let Some(cc) = &d.compute_capability {
         parts.push(format!("CC {cc}"));
@@ -294,8 +294,11 @@ pub fn header_lines(d: &Diagnosis) -> Vec<String> {
     }
     for s in &d.sources {
         v.push(format!(
-            "Input: {} ({}, {} launches)",
-            s.path, s.format, s.launches
+            "Input: {} ({}, {} launch{})",
+            s.path,
+            s.format,
+            s.launches,
+            if s.launches == 1 { "" } else { "es" }
         ));
     }
     v.push(summary_line(d));
@@ -570,6 +573,33 @@ mod tests {
                 "{name}:\n{text}"
             );
         }
+    }
+
+    /// One Input line per source; one launch is "1 launch".
+    #[test]
+    fn input_lines_count_launches_in_words() {
+        let trace = r#"{"t":"api","name":"cudaLaunchKernel","s":100,"e":105,"tid":1,"c":1}
+{"t":"kernel","name":"k","s":110,"e":120,"dev":0,"str":7,"c":1}
+{"t":"end","records":2,"dropped":0}
+"#;
+        let t = kopt_ingest::parse_kopt_trace(trace, "t.jsonl").unwrap();
+        let profile = kopt_ingest::profile_from_timeline(t.timeline, "one.jsonl", "kopt trace");
+        let mut d = kopt_analyze::analyze(&profile, &Default::default());
+        let mut second = d.sources[0].clone();
+        second.path = "two.csv".into();
+        second.launches = 2;
+        d.sources.push(second);
+        let inputs: Vec<String> = header_lines(&d)
+            .into_iter()
+            .filter(|l| l.starts_with("Input: "))
+            .collect();
+        assert_eq!(
+            inputs,
+            [
+                "Input: one.jsonl (kopt trace, 1 launch)",
+                "Input: two.csv (kopt trace, 2 launches)"
+            ]
+        );
     }
 
     #[test]

@@ -20,9 +20,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Diagnose existing profiler output: ncu CSV pages, .ncu-rep reports, torch.profiler traces, kopt traces and run folders
+    /// Diagnose existing profiler output: ncu CSV pages, .ncu-rep reports, rocprofv3 / rocprof / rocprof-compute output, torch.profiler traces, kopt traces and run folders
     Analyze(AnalyzeArgs),
-    /// Run a workload under Nsight Compute in cheap passes, then diagnose it
+    /// Run a workload under a profiler in cheap passes (ncu on NVIDIA, rocprofv3 on AMD), then diagnose it
     Profile(ProfileArgs),
     /// Record a timeline of any CUDA program (kopt's CUPTI tracer), then diagnose it
     Trace(TraceArgs),
@@ -51,7 +51,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// Profiler output: `ncu --csv --page raw|details` files, .ncu-rep reports (needs ncu), torch.profiler / Kineto trace JSON, kopt trace JSONL, or a `kopt profile` run folder
+    /// Profiler output: `ncu --csv --page raw|details` files, .ncu-rep reports (needs ncu), rocprofv3 CSV / JSON / rocpd .db output, legacy rocprof (v1/v2) CSVs, a rocprof-compute (Omniperf) workload folder, rocminfo text, torch.profiler / Kineto trace JSON, kopt trace JSONL, or a `kopt profile` run folder
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
 
@@ -114,7 +114,7 @@ pub struct ReportArgs {
 /// How a workload is run (shared by profile and trace).
 #[derive(Debug, Args, Clone)]
 pub struct RunArgs {
-    /// GPU to run on (sets CUDA_VISIBLE_DEVICES)
+    /// GPU to run on (sets CUDA_VISIBLE_DEVICES; HIP_VISIBLE_DEVICES under `--backend rocprof`)
     #[arg(long, value_name = "ID")]
     pub gpu: Option<String>,
 
@@ -137,7 +137,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  kopt profile -- python3 bench.py --size 4096\n  kopt profile --script topk_sort.py --module topk_sort --gpu 1\n  kopt profile --kernel 'gemm|softmax' --profile-top 5 -- ./my_cuda_app\n  kopt profile --deep -- python3 bench.py"
+    after_help = "Examples:\n  kopt profile -- python3 bench.py --size 4096\n  kopt profile --script topk_sort.py --module topk_sort --gpu 1\n  kopt profile --kernel 'gemm|softmax' --profile-top 5 -- ./my_cuda_app\n  kopt profile --deep -- python3 bench.py\n  kopt profile --backend rocprof --gpu 0 -- ./my_hip_app"
 )]
 pub struct ProfileArgs {
     /// The workload: a program and its arguments, passed as given (no shell)

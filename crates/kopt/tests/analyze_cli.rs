@@ -522,3 +522,97 @@ fn truncated_rocpd_and_malformed_rocprofv3_json_are_clean_errors() {
     assert_clean_error(&o, &empty, "no kernel dispatches");
     assert!(stderr(&o).starts_with("kopt: error: "), "{}", stderr(&o));
 }
+
+/// The terminal report with its wrapping undone, so phrases can be searched.
+fn flat_report(inputs: &[&Path]) -> String {
+    let mut args = vec!["analyze"];
+    args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
+    let o = kopt(&args);
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        inputs[0].display(),
+        stderr(&o)
+    );
+    stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// AMD inputs are told about AMD tools and CUs; NVIDIA reports keep ncu,
+/// kopt trace and SMs word for word.
+#[test]
+fn amd_reports_name_cus_and_amd_profilers() {
+    let nvidia_words = [
+        " SMs",
+        "ncu",
+        "kopt trace",
+        "kopt profile,",
+        "kopt profile (",
+    ];
+    // rocprof v1 kernel trace + rocminfo (MI250 GCD): timeline, no counters.
+    let v1 = flat_report(&[
+        &fixture("amd/rocprof-v1-mi250/results.csv"),
+        &fixture("amd/rocprof-v1-mi250/results.sysinfo.txt"),
+    ]);
+    assert!(
+        v1.contains("AMD Instinct MI250 (one GCD), 104 CUs;"),
+        "{v1}"
+    );
+    assert!(
+        v1.contains("kopt profile --backend rocprof (or rocprofv3 --pmc with kopt's counter groups) gives each kernel's cause"),
+        "{v1}"
+    );
+    // The rocprofv3 documentation's kernel trace: counters missing.
+    let docs = flat_report(&[&fixture("amd/rocprofv3-docs/kernel_trace.csv")]);
+    assert!(
+        docs.contains("profile it (kopt profile --backend rocprof, or rocprofv3 --pmc with kopt's counter groups) to learn why it is slow"),
+        "{docs}"
+    );
+    // rocprof-compute (Omniperf) workload folder.
+    let omniperf = flat_report(&[&fixture("amd/omniperf-vcopy-mi300x/original-c079f133")]);
+    assert!(
+        omniperf.contains("profile it (kopt profile --backend rocprof,"),
+        "{omniperf}"
+    );
+    // rocprofv3 counter collection of tiny kernels, no timeline (MI300X).
+    let counted = flat_report(&[&fixture(
+        "amd/synthetic-rocprofv3-json/counters_results.json",
+    )]);
+    for phrase in [
+        "AMD Instinct MI300X, 304 CUs;",
+        "Tiny launch: 16 block(s) on 304 CUs for 2.4 us",
+        "a timeline is needed to measure it (rocprofv3's counter collection serialises kernels)",
+        "Counters cannot show launch overhead: rocprofv3's counter collection serialises kernels",
+        "A timeline (rocprofv3 --kernel-trace --hip-runtime-trace, torch.profiler) measures it",
+        "Measure the host launch cost with a timeline (rocprofv3 --kernel-trace --hip-runtime-trace, torch.profiler): rocprofv3's counter collection cannot see it.",
+    ] {
+        assert!(counted.contains(phrase), "{phrase}: {counted}");
+    }
+    for (name, text) in [
+        ("v1", &v1),
+        ("docs", &docs),
+        ("omniperf", &omniperf),
+        ("counted", &counted),
+    ] {
+        for w in nvidia_words {
+            assert!(!text.contains(w), "{name}: NVIDIA wording {w:?}: {text}");
+        }
+    }
+
+    // NVIDIA: unchanged.
+    let h100 = flat_report(&[&fixture("labeled-suite-h100/ncu_raw_base.csv")]);
+    for phrase in [
+        "132 SMs, CC 9",
+        "on 132 SMs",
+        "ncu serialises kernels",
+        "A timeline (kopt trace, torch.profiler) measures it",
+        "(kopt trace, torch.profiler): ncu cannot see it.",
+    ] {
+        assert!(h100.contains(phrase), "{phrase}: {h100}");
+    }
+    assert!(!h100.contains("CUs") && !h100.contains("rocprof"), "{h100}");
+    let traced = flat_report(&[&fixture("kopt-trace-h200/moe_trace.jsonl")]);
+    assert!(
+        traced.contains("kopt profile (or ncu with kopt's metric list) gives each kernel's cause"),
+        "{traced}"
+    );
+}

@@ -57,3 +57,25 @@ fn man_page_is_roff() {
     assert!(text.contains(".SH NAME"));
     assert!(text.contains("analyze"));
 }
+
+/// The help names both backends: `kopt profile` is not ncu-only, `--gpu`
+/// says which variable each sets, `kopt analyze` lists the AMD formats.
+#[test]
+fn help_names_the_amd_backend_and_formats() {
+    let man = kopt(&["man"]);
+    assert!(
+        !man.contains("under Nsight Compute in cheap passes"),
+        "stale profile summary"
+    );
+    let profile = kopt(&["profile", "--help"]);
+    assert!(profile.contains("rocprofv3"), "{profile}");
+    assert!(profile.contains("HIP_VISIBLE_DEVICES"), "{profile}");
+    assert!(profile.contains("CUDA_VISIBLE_DEVICES"), "{profile}");
+    assert!(profile.contains("--backend rocprof"), "{profile}");
+    let analyze = kopt(&["analyze", "--help"]);
+    for format in ["rocprofv3", "rocpd", "rocprof-compute", "ncu --csv"] {
+        assert!(analyze.contains(format), "{format} missing: {analyze}");
+    }
+    let top = kopt(&["--help"]);
+    assert!(top.contains("ncu on NVIDIA, rocprofv3 on AMD"), "{top}");
+}

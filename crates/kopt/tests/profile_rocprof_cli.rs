@@ -227,6 +227,9 @@ fn analyze_reads_a_rocprof_run_folder_as_profile_did() {
         assert!(sources.contains(f), "{f} not in {sources}");
     }
     assert_eq!(diagnosis_of(&again), diagnosis_of(&report));
+    // Unfiltered, the timeline has every traced dispatch and launch call.
+    assert_eq!(report["timeline"]["kernels"], 9);
+    assert_eq!(report["timeline"]["kernel_launch_calls"], 9);
 }
 
 /// `--kernel`: rocprofv3 traced every kernel, so run.json keeps the filter
@@ -248,11 +251,21 @@ fn analyze_applies_a_rocprof_runs_kernel_filter() {
         .map(|k| k["short_name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["addition_kernel"], "{report}");
+    // The timeline is filtered too: only the 3 addition_kernel dispatches
+    // and their 3 hipLaunchKernel calls of the 9 traced, as the table.
+    let tl = &report["timeline"];
+    assert_eq!(tl["kernels"], 3, "{tl}");
+    assert_eq!(tl["kernel_launch_calls"], 3, "{tl}");
+    let gaps = tl["largest_gaps"].to_string();
+    for other in ["divide_kernel", "multiply_kernel", "subtract_kernel"] {
+        assert!(!gaps.contains(other), "{other} in the gaps: {gaps}");
+    }
     let dir = env.only_run_dir();
     let rec: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(rec["kernel_filter"], "addition_kernel");
     let again = analyze_folder(&dir);
+    assert_eq!(again["timeline"]["kernels"], 3);
     assert_eq!(diagnosis_of(&again), diagnosis_of(&report));
 
     // A run.json that is not one names itself.

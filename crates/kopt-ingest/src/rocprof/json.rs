@@ -70,6 +70,7 @@ pub(crate) fn agent_from_record(v: &Value) -> AgentInfo {
         hbm_bytes_per_s: None,
         memory_bytes: None,
         source: "rocprofv3 JSON agents".into(),
+        unread: None,
     }
 }
 

@@ -136,6 +136,9 @@ pub struct AgentInfo {
     pub hbm_bytes_per_s: Option<f64>,
     pub memory_bytes: Option<u64>,
     pub source: String,
+    /// What could not be read from the description (then kopt's table
+    /// fills in), said where the input is named.
+    pub unread: Option<String>,
 }
 
 /// What one AMD file holds.
@@ -411,18 +414,27 @@ pub fn amd_device(agent: Option<&AgentInfo>) -> Device {
                 None => None,
             }),
         fp8_flops: spec.and_then(|s| s.fp8_matrix_flops),
-        source: format!(
-            "{} (CUs, clock{}); peaks and the rest from {}",
-            from(true),
-            if a.hbm_bytes_per_s.is_some() {
-                ", HBM bandwidth"
-            } else {
-                ""
-            },
-            spec.map_or("nowhere (part not in kopt's AMD table)".to_string(), |s| {
+        source: {
+            let table = spec.map_or("nowhere (part not in kopt's AMD table)".to_string(), |s| {
                 format!("{}: {}", from(false), s.source)
-            })
-        ),
+            });
+            match &a.unread {
+                // The name came from the file, the figures did not.
+                Some(why) => format!(
+                    "{} (name only: {why}); CUs, clock, peaks and the rest from {table}",
+                    from(true)
+                ),
+                None => format!(
+                    "{} (CUs, clock{}); peaks and the rest from {table}",
+                    from(true),
+                    if a.hbm_bytes_per_s.is_some() {
+                        ", HBM bandwidth"
+                    } else {
+                        ""
+                    }
+                ),
+            }
+        },
     });
     d
 }
@@ -452,14 +464,7 @@ pub fn merge_rocprof(
     let mut stats: Vec<(String, Vec<KernelStat>)> = Vec::new();
     let mut copies = Vec::new();
     let mut api = Vec::new();
-    let mut sources = Vec::new();
-    let mut source = |path: &str, format: String, launches: usize| {
-        sources.push(Source {
-            path: path.to_string(),
-            format,
-            launches,
-        })
-    };
+    let mut sources = Sources::default();
     for (label, f) in files {
         let what = f.describe();
         match f {
@@ -472,22 +477,27 @@ pub fn merge_rocprof(
             }
             AmdFile::Stats(s) => stats.push((label, s)),
             AmdFile::Copies(c) => {
-                source(&label, what.to_string(), 0);
+                let n = c.len();
+                let extra = format!("{n} memory cop{}", if n == 1 { "y" } else { "ies" });
+                sources.extra(&label, what.to_string(), extra);
                 copies.extend(c);
             }
             AmdFile::Api(a) => {
-                source(&label, what.to_string(), 0);
+                let n = a.len();
+                let extra = format!("{n} HIP API call{}", if n == 1 { "" } else { "s" });
+                sources.extra(&label, what.to_string(), extra);
                 api.extend(a);
             }
             AmdFile::Agents(a) => {
-                source(
-                    &label,
-                    format!(
-                        "{what} ({})",
-                        a.first().map_or("no GPU agent", |a| a.source.as_str())
+                let from = a.first().map_or("no GPU agent", |a| a.source.as_str());
+                let (format, extra) = match a.first().and_then(|a| a.unread.as_deref()) {
+                    Some(why) => (
+                        format!("{what} ({from}; {why})"),
+                        format!("agent info ({why})"),
                     ),
-                    0,
-                );
+                    None => (format!("{what} ({from})"), "agent info".to_string()),
+                };
+                sources.extra(&label, format, extra);
                 agents.extend(a);
             }
         }
@@ -504,14 +514,14 @@ pub fn merge_rocprof(
     let mut base_rest: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
     if trace_based {
         for (label, flavor, ds) in traces {
-            source(&label, flavor.to_string(), ds.len());
+            sources.add(&label, flavor.to_string(), ds.len());
             base.extend(ds);
         }
     } else {
         base_rest = traces;
         if !counted.is_empty() {
             let (label, flavor, ds) = counted.remove(0);
-            source(&label, flavor.to_string(), ds.len());
+            sources.add(&label, flavor.to_string(), ds.len());
             base = ds;
         }
     }
@@ -544,7 +554,7 @@ pub fn merge_rocprof(
         } else {
             format!("{flavor}; joined onto the dispatches of the base file")
         };
-        source(&label, note, 0);
+        sources.add(&label, note, 0);
     }
 
     let mut launches: Vec<KernelLaunch> = base
@@ -607,7 +617,7 @@ pub fn merge_rocprof(
     // Stats only where no dispatch file gives the launches one by one.
     for (label, s) in stats {
         if !launches.is_empty() {
-            source(
+            sources.add(
                 &label,
                 "rocprof kernel stats (summary; the per-dispatch file gives the launches)".into(),
                 0,
@@ -647,7 +657,7 @@ pub fn merge_rocprof(
                 });
             }
         }
-        source(
+        sources.add(
             &label,
             "rocprof kernel stats (each call at the kernel's mean duration; no grid, no counters)"
                 .into(),
@@ -662,7 +672,7 @@ pub fn merge_rocprof(
             Some(s) => s.path.clone(),
             None => {
                 let mut paths: Vec<&str> = Vec::new();
-                for s in &sources {
+                for s in sources.iter() {
                     if !paths.contains(&s.path.as_str()) {
                         paths.push(&s.path);
                     }
@@ -687,7 +697,89 @@ pub fn merge_rocprof(
     Ok(Profile {
         device,
         launches,
-        sources,
+        sources: sources.per_file(),
         timeline: tl,
     })
+}
+
+/// The inputs of a merge, part by part: a file that holds several parts (a
+/// rocpd database, rocprofv3 JSON: dispatches, agents, copies, API calls)
+/// is still one input.
+#[derive(Default)]
+struct Sources(Vec<(Source, Option<String>)>);
+
+impl Sources {
+    /// A part that stands for its file: dispatches, stats, a counter pass.
+    fn add(&mut self, path: &str, format: String, launches: usize) {
+        self.0.push((
+            Source {
+                path: path.to_string(),
+                format,
+                launches,
+            },
+            None,
+        ));
+    }
+
+    /// A part that goes with a trace: `format` names it alone, `extra` as
+    /// part of the trace's file ("agent info", "200 HIP API calls"):
+    /// "rocpd database (kernels view) + agent info + 200 HIP API calls".
+    fn extra(&mut self, path: &str, format: String, extra: String) {
+        self.0.push((
+            Source {
+                path: path.to_string(),
+                format,
+                launches: 0,
+            },
+            Some(extra),
+        ));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Source> {
+        self.0.iter().map(|(s, _)| s)
+    }
+
+    /// One source per file, in the order the files first came: its main
+    /// parts' formats, then what else it held; launches summed.
+    fn per_file(self) -> Vec<Source> {
+        let mut files: Vec<Vec<(Source, Option<String>)>> = Vec::new();
+        for p in self.0 {
+            match files.iter_mut().find(|f| f[0].0.path == p.0.path) {
+                Some(f) => f.push(p),
+                None => files.push(vec![p]),
+            }
+        }
+        files
+            .into_iter()
+            .map(|mut parts| {
+                if parts.len() == 1 {
+                    return parts.remove(0).0;
+                }
+                let launches = parts.iter().map(|(s, _)| s.launches).sum();
+                let path = parts[0].0.path.clone();
+                let (mut main, mut extra): (Vec<_>, Vec<_>) =
+                    parts.into_iter().partition(|(_, e)| e.is_none());
+                if main.is_empty() && !extra.is_empty() {
+                    // No dispatches: the first part names the file in full.
+                    main.push(extra.remove(0));
+                }
+                let head = main
+                    .into_iter()
+                    .map(|(s, _)| s.format)
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                let with: Vec<String> = extra.into_iter().filter_map(|(_, e)| e).collect();
+                let format = if with.is_empty() {
+                    head
+                } else {
+                    format!("{head} + {}", with.join(" + "))
+                };
+                Source {
+                    path,
+                    format,
+                    launches,
+                }
+            })
+            .collect()
+    }
 }

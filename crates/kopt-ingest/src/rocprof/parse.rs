@@ -507,6 +507,7 @@ fn agents(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
             hbm_bytes_per_s: None,
             memory_bytes: None,
             source: "agent_info.csv".into(),
+            unread: None,
         });
     }
     Ok(AmdFile::Agents(out))
@@ -535,6 +536,7 @@ fn sysinfo(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
         hbm_bytes_per_s: num("hbm_bw")?.map(|gbs| gbs * 1e9),
         memory_bytes: None,
         source: "sysinfo.csv".into(),
+        unread: None,
     };
     Ok(AmdFile::Agents(vec![agent]))
 }
@@ -582,5 +584,6 @@ pub(crate) fn rocminfo(text: &str) -> Option<AgentInfo> {
         hbm_bytes_per_s: None,
         memory_bytes: None,
         source: "rocminfo".into(),
+        unread: None,
     })
 }

@@ -4,7 +4,9 @@
 //! per dispatch), `counters_collection` (one row per counter per dispatch,
 //! instances summed), `memory_copies`, `regions` (HIP API calls) and the
 //! `rocpd_info_agent` view for the device (its `extdata` JSON holds the
-//! agent record: CUs, clock, wave size, XCDs).
+//! agent record: CUs, clock, wave size, XCDs). A view from another schema
+//! version may lack columns: only those a row means nothing without (a
+//! kernel's name, start and end) are required, the rest read as unknown.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -160,9 +162,13 @@ impl Row<'_> {
         )
     }
 
+    /// The cell of `col`; NULL when the view has no such column.
     fn cell(&self, col: &str) -> &Value {
-        let i = self.names.iter().position(|n| *n == col).unwrap_or(0);
-        self.cells.get(i).unwrap_or(&Value::Null)
+        self.names
+            .iter()
+            .position(|n| *n == col)
+            .and_then(|i| self.cells.get(i))
+            .unwrap_or(&Value::Null)
     }
 
     /// A number cell; NULL is `None`.
@@ -230,27 +236,78 @@ impl Row<'_> {
     }
 }
 
-/// Run `sql` on a view; each row handed to `each` as a checked [`Row`].
+/// The columns a view has, in order (`SELECT * ... LIMIT 0`: no row read).
+fn view_columns(conn: &Connection, label: &str, view: &str) -> Result<Vec<String>, IngestError> {
+    let fail = |e: rusqlite::Error| sql_error(label, &format!("{view} view"), &e);
+    let stmt = conn
+        .prepare(&format!("SELECT * FROM `{view}` LIMIT 0"))
+        .map_err(fail)?;
+    Ok(stmt
+        .column_names()
+        .into_iter()
+        .map(str::to_string)
+        .collect())
+}
+
+/// What to read from a view: the columns wanted, those without which its
+/// rows mean nothing, and how to pick and order them. A wanted column the
+/// view lacks (an older or newer rocpd schema) reads as NULL; a required
+/// one missing is an error naming the view and the column.
+struct Query<'a> {
+    view: &'a str,
+    cols: &'a [&'a str],
+    required: &'a [&'a str],
+    /// A `WHERE` condition on required columns, or "".
+    filter: &'a str,
+    /// `ORDER BY` columns; those the view lacks are left out.
+    order: &'a [&'a str],
+}
+
+/// Run a [`Query`]; each row handed to `each` as a checked [`Row`].
 fn query_rows(
     conn: &Connection,
     label: &str,
-    view: &str,
-    cols: &[&str],
-    rest: &str,
+    q: &Query,
     mut each: impl FnMut(Row) -> Result<(), IngestError>,
 ) -> Result<(), IngestError> {
+    let view = q.view;
+    let have = view_columns(conn, label, view)?;
+    let has = |c: &str| have.iter().any(|h| h == c);
+    if let Some(missing) = q.required.iter().find(|c| !has(c)) {
+        return Err(IngestError::format(
+            label,
+            format!(
+                "{view} view has no `{missing}` column, which kopt needs (its columns: {}): not a rocpd schema kopt reads",
+                crate::echo(&have.join(", "))
+            ),
+        ));
+    }
+    let names: Vec<&str> = q.cols.iter().copied().filter(|c| has(c)).collect();
+    if names.is_empty() {
+        return Ok(());
+    }
     // Backquotes: a double-quoted name SQLite cannot resolve would be read
     // as a string literal, hiding a missing column.
-    let quoted: Vec<String> = cols.iter().map(|c| format!("`{c}`")).collect();
-    let sql = format!("SELECT {} FROM `{view}` {rest}", quoted.join(", "));
+    let quote = |c: &&str| format!("`{c}`");
+    let mut sql = format!(
+        "SELECT {} FROM `{view}`",
+        names.iter().map(quote).collect::<Vec<_>>().join(", ")
+    );
+    if !q.filter.is_empty() {
+        sql += &format!(" WHERE {}", q.filter);
+    }
+    let order: Vec<String> = q.order.iter().filter(|c| has(c)).map(quote).collect();
+    if !order.is_empty() {
+        sql += &format!(" ORDER BY {}", order.join(", "));
+    }
     let fail = |e: rusqlite::Error| sql_error(label, &format!("{view} view"), &e);
     let mut stmt = conn.prepare(&sql).map_err(fail)?;
     let mut rows = stmt.query([]).map_err(fail)?;
     let mut n = 0u64;
     while let Some(r) = rows.next().map_err(fail)? {
         n += 1;
-        let mut cells = Vec::with_capacity(cols.len());
-        for i in 0..cols.len() {
+        let mut cells = Vec::with_capacity(names.len());
+        for i in 0..names.len() {
             // Through ValueRef: rusqlite's Value panics on TEXT that is not
             // UTF-8 (fuzz/regressions/rocpd/text-not-utf8.db).
             cells.push(match r.get_ref(i).map_err(fail)? {
@@ -261,8 +318,9 @@ fn query_rows(
                 ValueRef::Blob(b) => Value::Blob(b.to_vec()),
             });
         }
-        let id = match &cells[0] {
-            Value::Integer(v) => v.to_string(),
+        let at = names.iter().position(|c| *c == "id");
+        let id = match at.and_then(|i| cells.get(i)) {
+            Some(Value::Integer(v)) => v.to_string(),
             _ => format!("? (result row {n})"),
         };
         each(Row {
@@ -270,7 +328,7 @@ fn query_rows(
             view,
             id,
             cells,
-            names: cols,
+            names: &names,
         })?;
     }
     Ok(())
@@ -312,49 +370,56 @@ fn dispatch_name(row: &Row, col: &str) -> Result<(String, bool), IngestError> {
 /// The `kernels` view: (guid, dispatch) in start order.
 fn query_kernels(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatch)>, IngestError> {
     let mut out = Vec::new();
-    query_rows(
-        conn,
-        label,
-        "kernels",
-        KERNEL_COLS,
-        "ORDER BY `start`, `id`",
-        |row| {
-            let (name, name_cut) = dispatch_name(&row, "name")?;
-            let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
-            let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
-                let mut v = [1u64; 3];
-                for k in 0..3 {
-                    if let Some(x) = row.uint(c[k])? {
-                        v[k] = x;
-                    }
+    let q = Query {
+        view: "kernels",
+        cols: KERNEL_COLS,
+        required: &["name", "start", "end"],
+        filter: "",
+        order: &["start", "id"],
+    };
+    let mut n = 0u64;
+    query_rows(conn, label, &q, |row| {
+        n += 1;
+        let (name, name_cut) = dispatch_name(&row, "name")?;
+        let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
+        let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
+            let mut v = [1u64; 3];
+            for k in 0..3 {
+                if let Some(x) = row.uint(c[k])? {
+                    v[k] = x;
                 }
-                Ok(v)
-            };
-            let d = Dispatch {
-                id: row.required("dispatch_id")?,
-                name,
-                name_cut,
-                agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
-                queue: row.uint("queue_id")?,
-                stream: row.uint("stream_id")?,
-                correlation: row.uint("corr_id")?,
-                grid: dim(["grid_x", "grid_y", "grid_z"])?,
-                workgroup: dim(["workgroup_x", "workgroup_y", "workgroup_z"])?,
-                lds_bytes: row.num("lds_size")?,
-                scratch_bytes: row.num("scratch_size")?,
-                arch_vgpr: row.num("vgpr_count")?,
-                accum_vgpr: row.num("accum_vgpr_count")?,
-                sgpr: row.num("sgpr_count")?,
-                wave_size: None,
-                start_ns: Some(start),
-                end_ns: Some(end),
-                counters: Vec::new(),
-                line: row.uint("id")?.unwrap_or(0),
-            };
-            out.push((row.text("guid").unwrap_or_default(), d));
-            Ok(())
-        },
-    )?;
+            }
+            Ok(v)
+        };
+        // An older schema without dispatch_id: the row id, else its place.
+        let id = match row.uint("dispatch_id")? {
+            Some(id) => id,
+            None => row.uint("id")?.unwrap_or(n),
+        };
+        let d = Dispatch {
+            id,
+            name,
+            name_cut,
+            agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
+            queue: row.uint("queue_id")?,
+            stream: row.uint("stream_id")?,
+            correlation: row.uint("corr_id")?,
+            grid: dim(["grid_x", "grid_y", "grid_z"])?,
+            workgroup: dim(["workgroup_x", "workgroup_y", "workgroup_z"])?,
+            lds_bytes: row.num("lds_size")?,
+            scratch_bytes: row.num("scratch_size")?,
+            arch_vgpr: row.num("vgpr_count")?,
+            accum_vgpr: row.num("accum_vgpr_count")?,
+            sgpr: row.num("sgpr_count")?,
+            wave_size: None,
+            start_ns: Some(start),
+            end_ns: Some(end),
+            counters: Vec::new(),
+            line: row.uint("id")?.unwrap_or(0),
+        };
+        out.push((row.text("guid").unwrap_or_default(), d));
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -387,78 +452,115 @@ const COUNTER_COLS: &[&str] = &[
 fn query_counters(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatch)>, IngestError> {
     let mut out: Vec<(String, Dispatch)> = Vec::new();
     let mut index: HashMap<(String, u64), usize> = HashMap::new();
-    query_rows(
-        conn,
-        label,
-        "counters_collection",
-        COUNTER_COLS,
-        "ORDER BY `start`, `dispatch_id`, `counter_name`",
-        |row| {
-            let guid = row.text("guid").unwrap_or_default();
-            let dispatch = row.required("dispatch_id")?;
-            let counter = row.text("counter_name").unwrap_or_default();
-            if counter.is_empty() {
-                return Err(row.at("counter_name is NULL or empty".into()));
-            }
-            let Some(value) = row.num("value")? else {
-                return Err(row.at(format!("value of {} is NULL", crate::echo(&counter))));
-            };
-            let key = (guid.clone(), dispatch);
-            let at = match index.get(&key) {
-                Some(&i) => i,
-                None => {
-                    let (name, name_cut) = dispatch_name(&row, "kernel_name")?;
-                    let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
-                    let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
-                        let mut v = [1u64; 3];
-                        for k in 0..3 {
-                            if let Some(x) = row.uint(c[k])? {
-                                v[k] = x;
-                            }
+    let q = Query {
+        view: "counters_collection",
+        cols: COUNTER_COLS,
+        required: &[
+            "dispatch_id",
+            "kernel_name",
+            "counter_name",
+            "value",
+            "start",
+            "end",
+        ],
+        filter: "",
+        order: &["start", "dispatch_id", "counter_name"],
+    };
+    query_rows(conn, label, &q, |row| {
+        let guid = row.text("guid").unwrap_or_default();
+        let dispatch = row.required("dispatch_id")?;
+        let counter = row.text("counter_name").unwrap_or_default();
+        if counter.is_empty() {
+            return Err(row.at("counter_name is NULL or empty".into()));
+        }
+        let Some(value) = row.num("value")? else {
+            return Err(row.at(format!("value of {} is NULL", crate::echo(&counter))));
+        };
+        let key = (guid.clone(), dispatch);
+        let at = match index.get(&key) {
+            Some(&i) => i,
+            None => {
+                let (name, name_cut) = dispatch_name(&row, "kernel_name")?;
+                let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
+                let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
+                    let mut v = [1u64; 3];
+                    for k in 0..3 {
+                        if let Some(x) = row.uint(c[k])? {
+                            v[k] = x;
                         }
-                        Ok(v)
-                    };
-                    let d = Dispatch {
-                        id: dispatch,
-                        name,
-                        name_cut,
-                        agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
-                        queue: row.uint("queue_id")?,
-                        stream: None,
-                        correlation: row.uint("correlation_id")?,
-                        grid: dim(["grid_size_x", "grid_size_y", "grid_size_z"])?,
-                        workgroup: dim([
-                            "workgroup_size_x",
-                            "workgroup_size_y",
-                            "workgroup_size_z",
-                        ])?,
-                        lds_bytes: row.num("lds_block_size")?,
-                        scratch_bytes: row.num("scratch_size")?,
-                        arch_vgpr: row.num("vgpr_count")?,
-                        accum_vgpr: row.num("accum_vgpr_count")?,
-                        sgpr: row.num("sgpr_count")?,
-                        wave_size: None,
-                        start_ns: Some(start),
-                        end_ns: Some(end),
-                        counters: Vec::new(),
-                        line: row.uint("id")?.unwrap_or(0),
-                    };
-                    index.insert(key, out.len());
-                    out.push((guid, d));
-                    out.len() - 1
-                }
-            };
-            let d = &mut out[at].1;
-            match d.counters.iter_mut().find(|(n, _)| *n == counter) {
-                // The view sums instances per dispatch and counter; a
-                // database merged from several agents may still repeat one.
-                Some((_, v)) => *v += value,
-                None => d.counters.push((counter, value)),
+                    }
+                    Ok(v)
+                };
+                let d = Dispatch {
+                    id: dispatch,
+                    name,
+                    name_cut,
+                    agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
+                    queue: row.uint("queue_id")?,
+                    stream: None,
+                    correlation: row.uint("correlation_id")?,
+                    grid: dim(["grid_size_x", "grid_size_y", "grid_size_z"])?,
+                    workgroup: dim(["workgroup_size_x", "workgroup_size_y", "workgroup_size_z"])?,
+                    lds_bytes: row.num("lds_block_size")?,
+                    scratch_bytes: row.num("scratch_size")?,
+                    arch_vgpr: row.num("vgpr_count")?,
+                    accum_vgpr: row.num("accum_vgpr_count")?,
+                    sgpr: row.num("sgpr_count")?,
+                    wave_size: None,
+                    start_ns: Some(start),
+                    end_ns: Some(end),
+                    counters: Vec::new(),
+                    line: row.uint("id")?.unwrap_or(0),
+                };
+                index.insert(key, out.len());
+                out.push((guid, d));
+                out.len() - 1
             }
-            Ok(())
-        },
-    )?;
+        };
+        let d = &mut out[at].1;
+        match d.counters.iter_mut().find(|(n, _)| *n == counter) {
+            // The view sums instances per dispatch and counter; a
+            // database merged from several agents may still repeat one.
+            Some((_, v)) => *v += value,
+            None => d.counters.push((counter, value)),
+        }
+        Ok(())
+    })?;
     Ok(out)
+}
+
+/// An agent's `extdata`, the JSON agent record (CUs, clocks, wave size):
+/// TEXT as rocprofv3 writes it, or a BLOB (JSON text stored as bytes, or
+/// SQLite's binary JSONB, turned back into text by SQLite's `json()`). When
+/// it cannot be read, why: the agent's details then come from kopt's table.
+fn extdata(conn: &Connection, cell: &Value) -> (serde_json::Value, Option<String>) {
+    let text = match cell {
+        Value::Null => return (serde_json::Value::Null, None),
+        Value::Text(t) => Some(t.clone()),
+        Value::Blob(b) => std::str::from_utf8(b)
+            .ok()
+            .filter(|t| serde_json::from_str::<serde_json::Value>(t).is_ok())
+            .map(str::to_string)
+            .or_else(|| {
+                conn.query_row("SELECT json(?1)", [b], |r| r.get::<_, String>(0))
+                    .ok()
+            }),
+        Value::Integer(_) | Value::Real(_) => None,
+    };
+    let what = match cell {
+        Value::Blob(b) => format!("a {}-byte BLOB that is neither JSON nor JSONB", b.len()),
+        _ => "not a JSON object".to_string(),
+    };
+    match text
+        .as_deref()
+        .map(serde_json::from_str::<serde_json::Value>)
+    {
+        Some(Ok(v)) if v.is_object() => (v, None),
+        _ => (
+            serde_json::Value::Null,
+            Some(format!("its extdata could not be read ({what})")),
+        ),
+    }
 }
 
 /// GPU agents, the one most dispatches ran on first.
@@ -477,35 +579,33 @@ fn query_agents(
         "extdata",
     ];
     let mut found: Vec<(Option<u64>, AgentInfo)> = Vec::new();
-    query_rows(
-        conn,
-        label,
-        "rocpd_info_agent",
+    let q = Query {
+        view: "rocpd_info_agent",
         cols,
-        "ORDER BY `absolute_index`",
-        |row| {
-            if row.text("type").as_deref() != Some("GPU") {
-                return Ok(());
-            }
-            let ext: serde_json::Value = match row.cell("extdata") {
-                Value::Text(t) => serde_json::from_str(t).unwrap_or(serde_json::Value::Null),
-                _ => serde_json::Value::Null,
-            };
-            let arch = row.text("name").filter(|n| n.starts_with("gfx"));
-            let product = [row.text("product_name"), row.text("model_name")]
-                .into_iter()
-                .flatten()
-                .find(|s| !s.trim().is_empty())
-                .or_else(|| arch.clone())
-                .unwrap_or_default();
-            let mut a = super::json::agent_from_record(&ext);
-            a.product = crate::cap_name(product.trim()).0.into_owned();
-            a.arch = arch.or(a.arch);
-            a.source = "rocpd rocpd_info_agent".into();
-            found.push((row.uint("absolute_index")?, a));
-            Ok(())
-        },
-    )?;
+        required: &["type"],
+        filter: "",
+        order: &["absolute_index"],
+    };
+    query_rows(conn, label, &q, |row| {
+        if row.text("type").as_deref() != Some("GPU") {
+            return Ok(());
+        }
+        let (ext, unread) = extdata(conn, row.cell("extdata"));
+        let arch = row.text("name").filter(|n| n.starts_with("gfx"));
+        let product = [row.text("product_name"), row.text("model_name")]
+            .into_iter()
+            .flatten()
+            .find(|s| !s.trim().is_empty())
+            .or_else(|| arch.clone())
+            .unwrap_or_default();
+        let mut a = super::json::agent_from_record(&ext);
+        a.product = crate::cap_name(product.trim()).0.into_owned();
+        a.arch = arch.or(a.arch);
+        a.source = "rocpd_info_agent view".into();
+        a.unread = unread;
+        found.push((row.uint("absolute_index")?, a));
+        Ok(())
+    })?;
     let mut uses: HashMap<String, usize> = HashMap::new();
     for (_, d) in kernels {
         if let Some(a) = &d.agent {
@@ -530,33 +630,33 @@ fn query_copies(conn: &Connection, label: &str) -> Result<Vec<GpuActivity>, Inge
         "corr_id",
     ];
     let mut out = Vec::new();
-    query_rows(
-        conn,
-        label,
-        "memory_copies",
+    let q = Query {
+        view: "memory_copies",
         cols,
-        "ORDER BY `start`",
-        |row| {
-            let (start_ns, end_ns) = row.span("memory copy")?;
-            let name = row.text("name").unwrap_or_default();
-            let direction = name.trim_start_matches("MEMORY_COPY_");
-            out.push(GpuActivity {
-                kind: ActivityKind::Memcpy,
-                name: format!("Memcpy {}", crate::echo(direction)),
-                start_ns,
-                end_ns,
-                device: row
-                    .uint("dst_agent_abs_index")?
-                    .map_or(0, |v| v.min(u32::MAX as u64) as u32),
-                stream: row.uint("stream_id")?.unwrap_or(0),
-                correlation: row.uint("corr_id")?.unwrap_or(0),
-                grid: None,
-                block: None,
-                bytes: row.uint("size")?,
-            });
-            Ok(())
-        },
-    )?;
+        required: &["start", "end"],
+        filter: "",
+        order: &["start"],
+    };
+    query_rows(conn, label, &q, |row| {
+        let (start_ns, end_ns) = row.span("memory copy")?;
+        let name = row.text("name").unwrap_or_default();
+        let direction = name.trim_start_matches("MEMORY_COPY_");
+        out.push(GpuActivity {
+            kind: ActivityKind::Memcpy,
+            name: format!("Memcpy {}", crate::echo(direction)),
+            start_ns,
+            end_ns,
+            device: row
+                .uint("dst_agent_abs_index")?
+                .map_or(0, |v| v.min(u32::MAX as u64) as u32),
+            stream: row.uint("stream_id")?.unwrap_or(0),
+            correlation: row.uint("corr_id")?.unwrap_or(0),
+            grid: None,
+            block: None,
+            bytes: row.uint("size")?,
+        });
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -566,26 +666,26 @@ fn query_copies(conn: &Connection, label: &str) -> Result<Vec<GpuActivity>, Inge
 fn query_api(conn: &Connection, label: &str) -> Result<Vec<ApiCall>, IngestError> {
     let cols = &["id", "category", "name", "tid", "start", "end", "corr_id"];
     let mut out = Vec::new();
-    query_rows(
-        conn,
-        label,
-        "regions",
+    let q = Query {
+        view: "regions",
         cols,
-        "WHERE `category` LIKE 'HIP%' ORDER BY `start`",
-        |row| {
-            let (start_ns, end_ns) = row.span("HIP API call")?;
-            let raw = row.text("name").unwrap_or_default();
-            let (name, _) = crate::cap_name(&raw);
-            out.push(ApiCall {
-                kind: ApiKind::of(&name),
-                name: name.into_owned(),
-                start_ns,
-                end_ns,
-                thread: row.uint("tid")?.unwrap_or(0),
-                correlation: row.uint("corr_id")?.unwrap_or(0),
-            });
-            Ok(())
-        },
-    )?;
+        required: &["category", "start", "end"],
+        filter: "`category` LIKE 'HIP%'",
+        order: &["start"],
+    };
+    query_rows(conn, label, &q, |row| {
+        let (start_ns, end_ns) = row.span("HIP API call")?;
+        let raw = row.text("name").unwrap_or_default();
+        let (name, _) = crate::cap_name(&raw);
+        out.push(ApiCall {
+            kind: ApiKind::of(&name),
+            name: name.into_owned(),
+            start_ns,
+            end_ns,
+            thread: row.uint("tid")?.unwrap_or(0),
+            correlation: row.uint("corr_id")?.unwrap_or(0),
+        });
+        Ok(())
+    })?;
     Ok(out)
 }

@@ -3,7 +3,8 @@
 # arguments the way kopt must pass them, runs the workload, then writes CSV
 # shaped like real rocprofv3 output:
 #   --kernel-trace: NAME_kernel_trace.csv (a copy of FAKE_ROC_TRACE, a real
-#     rocprofv3 kernel trace) and NAME_agent_info.csv (FAKE_ROC_AGENT);
+#     rocprofv3 kernel trace), NAME_agent_info.csv (FAKE_ROC_AGENT) and
+#     NAME_hip_api_trace.csv (one hipLaunchKernel per dispatch, made up);
 #   --pmc C...: NAME_counter_collection.csv with the columns of a real
 #     rocprofv3 counter collection, one row per counter per dispatch of
 #     FAKE_ROC_TRACE whose kernel matches --kernel-include-regex; every value
@@ -51,6 +52,14 @@ rc=$?
 cp "$FAKE_ROC_AGENT" "$dir/${name}_agent_info.csv" || exit 1
 if [ $trace = 1 ]; then
   cp "$FAKE_ROC_TRACE" "$dir/${name}_kernel_trace.csv" || exit 1
+  # --hip-runtime-trace: one hipLaunchKernel per dispatch (its correlation
+  # id), from 3 us to 1 us before the kernel starts.
+  api="$dir/${name}_hip_api_trace.csv"
+  echo '"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"' > "$api"
+  tail -n +2 "$FAKE_ROC_TRACE" | while IFS= read -r line; do
+    set -- $(printf '%s' "$line" | sed -E 's/^.*",//' | tr ',' ' ')
+    echo "\"HIP_RUNTIME_API\",\"hipLaunchKernel\",4242,4242,$1,$(($2 - 3000)),$(($2 - 1000))" >> "$api"
+  done
   exit 0
 fi
 out="$dir/${name}_counter_collection.csv"
