@@ -559,14 +559,36 @@ fn primary_of(
     })
 }
 
-/// The first letter in lower case, unless the word is an acronym ("DRAM").
+/// The first letter in lower case, unless the word is an acronym or a unit
+/// name: an upper-case letter or a digit second ("DRAM", "L2-bound",
+/// "L1/shared").
 fn lowercase_first(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
-        Some(f) if !c.clone().next().is_some_and(char::is_uppercase) => {
+        Some(f)
+            if !c
+                .clone()
+                .next()
+                .is_some_and(|n| n.is_uppercase() || n.is_ascii_digit()) =>
+        {
             f.to_lowercase().chain(c).collect()
         }
         Some(_) => s.to_string(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lowercase_first;
+
+    #[test]
+    fn acronyms_and_unit_names_keep_their_case() {
+        assert_eq!(lowercase_first("Memory-bound"), "memory-bound");
+        assert_eq!(lowercase_first("DRAM at 90%"), "DRAM at 90%");
+        assert_eq!(lowercase_first("L2-bound: hits"), "L2-bound: hits");
+        assert_eq!(lowercase_first("L1/shared at 80%"), "L1/shared at 80%");
+        assert_eq!(lowercase_first("A"), "a");
+        assert_eq!(lowercase_first(""), "");
     }
 }
