@@ -177,7 +177,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // The primary bottleneck is what tops the recommendations: the finding
     // with the most recoverable time.
     let primary = match recommendations.first() {
-        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID => Some(fusion_primary(r)),
+        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID => Some(fusion_primary(r, &groups)),
         Some(r) if r.id == "capture_cuda_graph" => timeline
             .as_ref()
             .map(|t| launch_primary(t, r))
@@ -391,12 +391,42 @@ fn launch_primary(
     }
 }
 
+/// Most member kernels a finding over several kernels names in its
+/// primary component; the rest are counted.
+const COMPONENT_MAX_NAMES: usize = 4;
+
 /// The primary bottleneck when a finding over several kernels (the eager
-/// elementwise chains, the batch norms to fold) tops the list.
-fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
+/// elementwise chains, the batch norms to fold) tops the list. Its
+/// component names the members by short name, most time first, a few at
+/// most (full names run to kilobytes).
+fn fusion_primary(
+    r: &kopt_model::Recommendation,
+    groups: &[rollup::KernelGroup],
+) -> PrimaryBottleneck {
     let gain = r.gain.as_ref();
+    let mut members: Vec<&rollup::KernelGroup> = groups
+        .iter()
+        .filter(|g| g.verdict.covered_by.as_deref() == Some(r.id.as_str()))
+        .collect();
+    members.sort_by(|a, b| b.verdict.total_ns.total_cmp(&a.verdict.total_ns));
+    let mut names: Vec<&str> = Vec::new();
+    for g in &members {
+        if !names.contains(&g.verdict.short_name.as_str()) {
+            names.push(&g.verdict.short_name);
+        }
+    }
+    let more = names.len().saturating_sub(COMPONENT_MAX_NAMES);
+    names.truncate(COMPONENT_MAX_NAMES);
+    let component = match more {
+        0 => names.join(", "),
+        n => format!("{} and {n} more", names.join(", ")),
+    };
     PrimaryBottleneck {
-        component: r.kernel.clone(),
+        component: if component.is_empty() {
+            r.kernel_short.clone()
+        } else {
+            component
+        },
         component_short: r.kernel_short.clone(),
         class: r.class,
         // The members' share: saved / their time against saved / all time.
@@ -413,7 +443,7 @@ fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
             if r.id == batchnorm::ID {
                 "Folding them into the convolutions"
             } else {
-                "Fusing them"
+                "Fusing the chains"
             },
             gain.map_or(0.0, |g| g.workload_pct)
         ),
