@@ -177,7 +177,7 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
             push(
                 "library_call_settings",
                 v.root_cause.clone(),
-                crate::library::caller_advice(lib),
+                crate::library::caller_advice(lib, &v.name),
                 None,
             );
             if let Some(r) = out.last_mut() {

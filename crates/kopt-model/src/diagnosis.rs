@@ -199,6 +199,9 @@ pub enum LibraryFamily {
     Softmax,
     Copy,
     OtherFramework,
+    /// A library's kernel of no family kopt knows (e.g. a cuDNN layout
+    /// transform): library code, with no family-specific advice.
+    OtherLibrary,
 }
 
 impl LibraryFamily {
@@ -215,6 +218,7 @@ impl LibraryFamily {
             LibraryFamily::Softmax => "softmax",
             LibraryFamily::Copy => "copy/index",
             LibraryFamily::OtherFramework => "framework",
+            LibraryFamily::OtherLibrary => "library",
         }
     }
 }
