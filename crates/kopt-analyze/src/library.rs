@@ -113,11 +113,17 @@ pub fn classify(full: &str) -> Option<KernelFamily> {
     {
         return Some(family(F::Gemm, "cuBLAS", false));
     }
-    // PyTorch's own kernels (ATen).
-    // An anonymous-namespace ATen kernel keeps `at::native` in its arguments.
-    let aten_anonymous = q.starts_with("::") && full.contains("at::native");
-    if in_ns("at::") || in_ns("at_cuda_detail") || aten_anonymous {
-        let fam = if lf.contains("elementwise_kernel") {
+    // PyTorch's own kernels (ATen). An anonymous-namespace ATen kernel
+    // keeps `at::` in its template arguments (`at::native::` where the
+    // profiler demangles in full, `at::` where ncu shortens it); ATen's
+    // softmax and topk kernels live outside `at::` in ncu's names
+    // (`<unnamed>::softmax_warp_forward`, `sbtopk::gatherTopK`).
+    let aten_anonymous = q.starts_with("::") && mentions_namespace(full, "at::");
+    let aten_outside = (q.starts_with("::") && f.starts_with("softmax_warp_")) || in_ns("sbtopk::");
+    if in_ns("at::") || in_ns("at_cuda_detail") || aten_anonymous || aten_outside {
+        let fam = if lf.contains("topk") || lf.contains("sort") {
+            F::OtherFramework
+        } else if lf.contains("elementwise_kernel") {
             F::Elementwise
         } else if lf.starts_with("reduce_kernel") || lf.contains("reduce") {
             F::Reduction
@@ -143,6 +149,17 @@ pub fn classify(full: &str) -> Option<KernelFamily> {
         return Some(family(F::Normalization, "PyTorch (ATen)", false));
     }
     None
+}
+
+/// True when `ns` (e.g. `at::`) names a namespace somewhere in `full`: not
+/// the tail of a longer name (`flat::`).
+fn mentions_namespace(full: &str, ns: &str) -> bool {
+    full.match_indices(ns).any(|(i, _)| {
+        !full[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// True for a kernel family that ATen launches once per eager op over a
@@ -269,6 +286,44 @@ mod tests {
         let bn = "void at::native::batch_norm_transform_input_kernel<float, float, float, true, int>(int)";
         assert!(!caller_advice(&classify(ln).unwrap(), ln).contains("batch norm"));
         assert!(caller_advice(&classify(bn).unwrap(), bn).contains("fold batch norm"));
+    }
+
+    #[test]
+    fn aten_kernels_read_alike_from_ncu_and_from_a_trace() {
+        // The same kernels of fixtures/h100-probe as ncu demangles them
+        // (ncu_raw.csv) and as the profiler does (torch_trace.json).
+        let pairs = [
+            (
+                "void <unnamed>::elementwise_kernel_with_index<int, at::arange_cuda_out(const c10::Scalar &, const c10::Scalar &, const c10::Scalar &, at::Tensor &)::[lambda() (instance 1)]::operator ()() const::[lambda() (instance 4)]::operator ()() const::[lambda(long) (instance 1)]>(T1, T2, function_traits<T2>::result_type *)",
+                "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}>(int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, function_traits<at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}>::result_type*)",
+                F::Elementwise,
+            ),
+            (
+                "void sbtopk::gatherTopK<float, unsigned int, 2, 0>(detail::TensorInfo<const T1, T2>, T2, T2, bool, T2, T2, detail::TensorInfo<T1, T2>, T2, detail::TensorInfo<long, T2>, T2, T1 *)",
+                "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float const, unsigned int>, unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, float*)",
+                F::OtherFramework,
+            ),
+            (
+                "void <unnamed>::softmax_warp_forward<float, float, float, 3, 0, 0>(T2 *, const T1 *, int, int, int, const bool *, int, bool)",
+                "void (anonymous namespace)::softmax_warp_forward<float, float, float, 3, false, false>(float*, float const*, int, int, int, bool const*, int, bool)",
+                F::Softmax,
+            ),
+            (
+                "void at::bitonicSortKVInPlace<2, (int)-1, 16, 16, float, long, at::GTOp<float, 1>, unsigned int>(detail::TensorInfo<T5, T8>, T8, T8, T8, detail::TensorInfo<T6, T8>, T8, T7)",
+                "void at::native::bitonicSortKVInPlace<2, -1, 16, 16, float, long, at::native::GTOp<float, true>, unsigned int>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, at::native::GTOp<float, true>)",
+                F::OtherFramework,
+            ),
+        ];
+        for (ncu, trace, want) in pairs {
+            for name in [ncu, trace] {
+                assert_eq!(fam(name), Some((want, "PyTorch (ATen)".into())), "{name}");
+            }
+        }
+        // `at::` as the tail of another name is not ATen's.
+        assert_eq!(
+            fam("void (anonymous namespace)::my_kernel<flat::Tile>(int)"),
+            None
+        );
     }
 
     #[test]
