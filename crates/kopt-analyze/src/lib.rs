@@ -19,8 +19,9 @@ use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
 pub struct AnalyzeOptions {
     /// Keep only the N kernels with the most time (the rest still count in the total).
     pub top: Option<usize>,
-    /// Keep warm-up / autotuning trial kernels (launched only before the
-    /// steady state) in the table, totals and gains; they are left out by default.
+    /// Keep warm-up / autotuning trial kernels (launched only in the warm-up
+    /// steps before the steady state) in the table, totals and gains; they
+    /// are left out by default.
     pub keep_warmup: bool,
 }
 
