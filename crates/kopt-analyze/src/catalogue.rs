@@ -172,12 +172,21 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
     if let Some(lib) = v.library.as_ref().filter(|l| !l.caller_can_edit) {
         // Library code: the class is a measurement, but the fixes of the
         // kernel's own code (access pattern, tiles, occupancy) are not the
-        // caller's to make.
+        // caller's to make. At its roofline the library did its part: the
+        // roofline advice, in what the caller controls, replaces the
+        // generic advice about shapes and settings.
+        if let Some((id, evidence, action)) = library_at_roofline(group, lib) {
+            push(id, evidence, action, None);
+            if let Some(r) = out.last_mut() {
+                r.source = "a library kernel at its roofline: less work around it and cheaper math, through what its caller controls (fusion by torch.compile or the library's epilogues, lower precision)".into();
+            }
+            return out;
+        }
         if class != C::Unknown && class != C::LaunchOverhead {
             push(
                 "library_call_settings",
                 v.root_cause.clone(),
-                crate::library::caller_advice(lib),
+                crate::library::caller_advice(lib, &v.name),
                 None,
             );
             if let Some(r) = out.last_mut() {
@@ -511,6 +520,53 @@ pub fn recommend_tiny(
         gain,
         predicted_speedup: None,
     })
+}
+
+/// The roofline recommendation for a library kernel at its roofline, worded
+/// for what its caller controls: (strategy id, evidence, action).
+fn library_at_roofline(
+    group: &KernelGroup,
+    lib: &kopt_model::KernelFamily,
+) -> Option<(&'static str, String, String)> {
+    let v = &group.verdict;
+    let m = &group.representative.metrics;
+    let b = &v.bottleneck;
+    if !b.at_roofline {
+        return None;
+    }
+    let whose = format!("{} {} kernel", lib.library, lib.family.as_str());
+    let at = |unit: &str| {
+        format!(
+            "{whose} with the {unit} at {:.0}% of peak; {} of the workload",
+            b.unit_pct.unwrap_or(0.0),
+            pct(v.pct_of_total)
+        )
+    };
+    let blas = if is_amd(m) { "hipBLASLt" } else { "cuBLASLt" };
+    match b.class {
+        C::Compute if b.unit == Some(HotUnit::Tensor) => Some((
+            "tensor_roofline_do_less",
+            at("tensor pipe"),
+            format!(
+                "The library kernel already runs the tensor cores at their roofline: tuning its shape or settings cannot make it faster. Remove the work around it or make the math cheaper: fuse the epilogue (bias, activation, residual) into the GEMM with torch.compile or {blas}'s epilogues (e.g. F.linear with its bias instead of a separate add), so no extra pass runs; use a lower precision (fp8 via torch._scaled_mm or Transformer Engine) where accuracy allows; or do less math (smaller or fewer matmuls)."
+            ),
+        )),
+        C::Compute => Some((
+            "use_tensor_cores",
+            at(&format!("{} pipe", b.unit.map_or("SM", |u| u.as_str()))),
+            "The library kernel saturates a pipe other than the tensor cores: hand it inputs that run on tensor cores instead (bf16/fp16 with torch.autocast, or TF32 for fp32 matmuls and convolutions: torch.backends.cuda.matmul.allow_tf32 / torch.set_float32_matmul_precision(\"high\")), or do less math.".into(),
+        )),
+        C::Memory => Some((
+            "move_fewer_bytes",
+            at(b.unit.map_or("memory", |u| u.as_str())),
+            format!(
+                "The library kernel already moves its bytes at the roofline: tuning cannot beat it. Move fewer bytes: fuse it with the op that produces or consumes its data (torch.compile, fused ops), keep the data in a narrower type (bf16/fp8), or skip the pass. Every 10% fewer bytes saves about {:.1} us here ({} of the workload).",
+                0.1 * v.total_ns / 1e3,
+                pct(0.1 * v.pct_of_total)
+            ),
+        )),
+        _ => None,
+    }
 }
 
 fn pct(v: f64) -> String {

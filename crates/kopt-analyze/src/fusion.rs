@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use kopt_model::{
-    BottleneckClass, GainEstimate, KernelLaunch, OpShare, PredictedSpeedup, Recommendation,
+    BottleneckClass, Dim3, GainEstimate, KernelLaunch, OpShare, PredictedSpeedup, Recommendation,
 };
 
 use crate::rollup::KernelGroup;
@@ -47,26 +47,51 @@ pub fn members(groups: &[KernelGroup]) -> Vec<String> {
         .collect()
 }
 
-/// A launch's fused-pass estimate: (estimate, pessimistic) nanoseconds.
+/// One chain: consecutive member launches on one stream over the same size.
 struct Chain {
     launches: usize,
     now_ns: f64,
-    /// The heaviest member: its bytes (when every member has them) and time.
-    max_bytes: Option<f64>,
+    /// The heaviest member by DRAM bytes, (bytes, its time); None where a
+    /// member has no byte counters.
+    heaviest: Option<(f64, f64)>,
+    /// The longest member launch.
     max_ns: f64,
+    /// Grid and block of its launches: ATen sizes an elementwise kernel's
+    /// grid from the tensor, so launches of one size work on tensors of one
+    /// size.
+    size: (Dim3, Dim3),
 }
+
+/// A fused pass takes at least this share of its chain's longest member:
+/// a member that moved few or no DRAM bytes (L2-resident data) is not made
+/// free by fusing, and a fused kernel still launches, reads and writes.
+const MIN_PASS_SHARE: f64 = 0.25;
+
+/// A fused chain takes at least this share of the chain's measured time.
+const MIN_CHAIN_SHARE: f64 = 0.1;
 
 /// Fused-time model of one chain: one read of its inputs and one write of
 /// its output is what its heaviest member already moves. With DRAM bytes
-/// from counters, that member's bytes at the achievable bandwidth; without,
-/// that member's measured time. Pessimistic end: twice that (a second
-/// input, e.g. a residual, read from memory). Never above the chain's time.
+/// from counters, that member's bytes at the achievable bandwidth (its
+/// measured time scaled by its DRAM throughput against the attainable
+/// one); without, the longest member's measured time. Floors: a quarter of
+/// the longest member, a tenth of the chain. Pessimistic end: twice that
+/// (a second input, e.g. a residual, read from memory). Never above the
+/// chain's time.
 fn fused_ns(c: &Chain, achievable_bw: Option<f64>) -> (f64, f64) {
-    let base = match (c.max_bytes, achievable_bw) {
-        (Some(b), Some(bw)) if bw > 0.0 => b / bw * 1e9,
+    let pass = match (c.heaviest, achievable_bw) {
+        (Some((b, _)), Some(bw)) if bw > 0.0 && b.is_finite() => b / bw * 1e9,
         _ => c.max_ns,
     };
+    let base = pass
+        .max(MIN_PASS_SHARE * c.max_ns)
+        .max(MIN_CHAIN_SHARE * c.now_ns);
     (base.min(c.now_ns), (2.0 * base).min(c.now_ns))
+}
+
+/// Whether a launch's size is known: a grid and block were recorded.
+fn known_size(l: &KernelLaunch) -> bool {
+    l.grid.product() > 0 && l.block.product() > 0
 }
 
 /// The finding over the member kernels, None when no chain of two or more
@@ -101,17 +126,29 @@ pub fn recommend(
             .metrics
             .dram_bytes_read
             .map(|r| r + l.metrics.dram_bytes_write.unwrap_or(0.0));
+        // A launch over another size (another tensor: a per-parameter loop
+        // of an optimizer, casts of many weights), or of unknown size, ends
+        // the chain: fusing runs of different tensors saves no pass.
+        let size = (l.grid, l.block);
+        if open
+            .get(&l.stream)
+            .is_some_and(|c| c.size != size || !known_size(l))
+        {
+            done.extend(open.remove(&l.stream));
+        }
         let c = open.entry(l.stream).or_insert(Chain {
             launches: 0,
             now_ns: 0.0,
-            max_bytes: Some(0.0),
+            heaviest: Some((0.0, 0.0)),
             max_ns: 0.0,
+            size,
         });
         c.launches += 1;
         c.now_ns += d;
         c.max_ns = c.max_ns.max(d);
-        c.max_bytes = match (c.max_bytes, bytes) {
-            (Some(a), Some(b)) => Some(a.max(b)),
+        c.heaviest = match (c.heaviest, bytes) {
+            (Some(h), Some(b)) if b > h.0 || c.launches == 1 => Some((b, d)),
+            (Some(h), Some(_)) => Some(h),
             _ => None,
         };
     }
@@ -131,10 +168,12 @@ pub fn recommend(
     }
     let saved = (chained_ns - fused).max(0.0);
     let saved_low = (chained_ns - fused_low).max(0.0);
-    if saved <= 0.0 {
+    // Nothing saved, or a model that would save all of the kernel time: no
+    // finding (never an infinite or undefined speed-up).
+    if !(saved > 0.0 && total_ns - saved > 0.0 && saved.is_finite()) {
         return None;
     }
-    let bytes_model = chains.iter().all(|c| c.max_bytes.is_some()) && achievable_bw.is_some();
+    let bytes_model = chains.iter().all(|c| c.heaviest.is_some()) && achievable_bw.is_some();
     let fmt = kopt_model::format_duration_ns;
     let per_pass = if bytes_model {
         format!(
@@ -143,10 +182,12 @@ pub fn recommend(
             achievable_bw.unwrap_or(0.0) / 1e12
         )
     } else {
-        "the heaviest member's measured time (no DRAM byte counters: it already reads the chain's input once and writes one output)".to_string()
+        "the longest member's measured time (no DRAM byte counters: it already reads the chain's input once and writes one output)".to_string()
     };
     let model = format!(
-        "chains = consecutive launches of PyTorch's elementwise/reduction kernels on one stream; a fused chain moves one read of its inputs and one write of its output: {per_pass}; speed-up = kernel time / (kernel time - saved); low: twice that per chain (a second input such as a residual read from memory)"
+        "chains = consecutive launches of PyTorch's elementwise/reduction kernels on one stream over the same size (grid and block); a fused chain moves one read of its inputs and one write of its output: {per_pass}, at least {:.0}% of its longest member and {:.0}% of the chain; speed-up = kernel time / (kernel time - saved); low: twice that per chain (a second input such as a residual read from memory)",
+        100.0 * MIN_PASS_SHARE,
+        100.0 * MIN_CHAIN_SHARE
     );
     // The ops behind the chains, most launches first.
     let mut op_launches: HashMap<&str, u64> = HashMap::new();
@@ -179,12 +220,21 @@ pub fn recommend(
         id: ID.into(),
         title: "Fuse the eager elementwise chains (torch.compile or fused ops)".into(),
         kernel: members.join(" | "),
-        kernel_short: format!("{} elementwise kernels", members.len()),
+        kernel_short: format!(
+            "{} elementwise kernel{}",
+            members.len(),
+            if members.len() == 1 { "" } else { "s" }
+        ),
         class: BottleneckClass::Memory,
         evidence: format!(
-            "{} of PyTorch's elementwise/reduction kernels ({}){named} take {} ({:.1}% of kernel time); {chained_launches} launches run in {} chain{} of two or more back to back ({}), each reading and writing whole tensors that the next one reads again",
-            members.len(),
+            "{} ({}){named} take{} {} ({:.1}% of kernel time); {chained_launches} launches run in {} chain{} of two or more back to back ({}), each reading and writing whole tensors that the next one reads again",
+            if members.len() == 1 {
+                "One of PyTorch's elementwise/reduction kernels".to_string()
+            } else {
+                format!("{} of PyTorch's elementwise/reduction kernels", members.len())
+            },
             shorts.join(", "),
+            if members.len() == 1 { "s" } else { "" },
             fmt(member_ns),
             100.0 * member_ns / total_ns,
             chains.len(),
@@ -322,6 +372,93 @@ mod tests {
         let mut l = vec![launch(0, "ew_a", 1e4, None), launch(1, "ew_b", 1e4, None)];
         l[1].stream = Some(8);
         assert!(recommend(&l, &members(), 2e4, None, None).is_none());
+    }
+
+    #[test]
+    fn members_without_dram_bytes_are_not_fused_to_nothing() {
+        // Synthetic: L2-resident members, counters say 0 DRAM bytes. The
+        // fused pass is floored at a quarter of the longest member (and a
+        // tenth of the chain), never 0 ns: the speed-up stays finite.
+        let mut l = sequence(true);
+        for x in &mut l[1..] {
+            x.metrics.dram_bytes_read = Some(0.0);
+            x.metrics.dram_bytes_write = Some(0.0);
+        }
+        let total: f64 = l.iter().map(|x| x.metrics.duration_ns.unwrap()).sum();
+        let r = recommend(&l, &members(), total, Some(4e12), None).unwrap();
+        let g = r.gain.unwrap();
+        // Chain of 40 us, longest member 20 us: fused 5 us, saved 35 us.
+        assert!((g.saved_ns - 35_000.0).abs() < 1e-6, "{}", g.saved_ns);
+        let sp = r.predicted_speedup.unwrap();
+        assert!(sp.estimate.is_finite() && sp.low.is_finite());
+        assert!(
+            !r.action.contains("inf") && !r.action.contains("NaN"),
+            "{}",
+            r.action
+        );
+        // A chain that is all of the kernel time still leaves its fused pass.
+        let only = &l[1..4];
+        let total: f64 = only.iter().map(|x| x.metrics.duration_ns.unwrap()).sum();
+        let r = recommend(only, &members(), total, Some(4e12), None).unwrap();
+        let sp = r.predicted_speedup.unwrap();
+        assert!(
+            sp.estimate.is_finite() && sp.estimate > 1.0,
+            "{}",
+            sp.estimate
+        );
+        // No time at all: no finding rather than 0/0.
+        let mut zero = only.to_vec();
+        for x in &mut zero {
+            x.metrics.duration_ns = Some(0.0);
+        }
+        assert!(recommend(&zero, &members(), 1.0, Some(4e12), None).is_none());
+    }
+
+    #[test]
+    fn launches_over_different_sizes_are_separate_chains() {
+        // Synthetic: a non-foreach optimizer step, one elementwise launch per
+        // parameter and each parameter of its own size: nothing to fuse.
+        let mut l: Vec<KernelLaunch> = (0..8)
+            .map(|i| {
+                let mut x = launch(i, "ew_a", 10_000.0, None);
+                x.grid.x = 100 + i as u32;
+                x
+            })
+            .collect();
+        assert!(recommend(&l, &members(), 80_000.0, None, None).is_none());
+        // Two ops per parameter on the same tensor: 8 chains of 2.
+        l = (0..16)
+            .map(|i| {
+                let mut x = launch(i, if i % 2 == 0 { "ew_a" } else { "ew_b" }, 10_000.0, None);
+                x.grid.x = 100 + (i / 2) as u32;
+                x
+            })
+            .collect();
+        let r = recommend(&l, &members(), 160_000.0, None, None).unwrap();
+        assert!(r.evidence.contains("in 8 chains"), "{}", r.evidence);
+        let g = r.gain.unwrap();
+        assert!((g.saved_ns - 80_000.0).abs() < 1e-6, "{}", g.saved_ns);
+        // Launches of unknown size do not chain.
+        let mut l = sequence(false);
+        for x in &mut l {
+            x.grid = Dim3::default();
+        }
+        let total: f64 = l.iter().map(|x| x.metrics.duration_ns.unwrap()).sum();
+        assert!(recommend(&l, &members(), total, None, None).is_none());
+    }
+
+    #[test]
+    fn one_member_kernel_is_said_in_the_singular() {
+        // Synthetic: one kernel launched three times back to back.
+        let l: Vec<_> = (0..3).map(|i| launch(i, "ew_a", 10_000.0, None)).collect();
+        let r = recommend(&l, &["ew_a".to_string()], 30_000.0, None, None).unwrap();
+        assert_eq!(r.kernel_short, "1 elementwise kernel");
+        assert!(
+            r.evidence
+                .starts_with("One of PyTorch's elementwise/reduction kernels (ew_a) takes "),
+            "{}",
+            r.evidence
+        );
     }
 
     #[test]

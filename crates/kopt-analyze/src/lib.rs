@@ -19,8 +19,9 @@ use kopt_model::{Diagnosis, PeakSource, PrimaryBottleneck, Profile, SCHEMA};
 pub struct AnalyzeOptions {
     /// Keep only the N kernels with the most time (the rest still count in the total).
     pub top: Option<usize>,
-    /// Keep warm-up / autotuning trial kernels (launched only before the
-    /// steady state) in the table, totals and gains; they are left out by default.
+    /// Keep warm-up / autotuning trial kernels (launched only in the warm-up
+    /// steps before the steady state) in the table, totals and gains; they
+    /// are left out by default.
     pub keep_warmup: bool,
 }
 
@@ -177,7 +178,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // The primary bottleneck is what tops the recommendations: the finding
     // with the most recoverable time.
     let primary = match recommendations.first() {
-        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID => Some(fusion_primary(r)),
+        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID => Some(fusion_primary(r, &groups)),
         Some(r) if r.id == "capture_cuda_graph" => timeline
             .as_ref()
             .map(|t| launch_primary(t, r))
@@ -395,12 +396,42 @@ fn launch_primary(
     }
 }
 
+/// Most member kernels a finding over several kernels names in its
+/// primary component; the rest are counted.
+const COMPONENT_MAX_NAMES: usize = 4;
+
 /// The primary bottleneck when a finding over several kernels (the eager
-/// elementwise chains, the batch norms to fold) tops the list.
-fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
+/// elementwise chains, the batch norms to fold) tops the list. Its
+/// component names the members by short name, most time first, a few at
+/// most (full names run to kilobytes).
+fn fusion_primary(
+    r: &kopt_model::Recommendation,
+    groups: &[rollup::KernelGroup],
+) -> PrimaryBottleneck {
     let gain = r.gain.as_ref();
+    let mut members: Vec<&rollup::KernelGroup> = groups
+        .iter()
+        .filter(|g| g.verdict.covered_by.as_deref() == Some(r.id.as_str()))
+        .collect();
+    members.sort_by(|a, b| b.verdict.total_ns.total_cmp(&a.verdict.total_ns));
+    let mut names: Vec<&str> = Vec::new();
+    for g in &members {
+        if !names.contains(&g.verdict.short_name.as_str()) {
+            names.push(&g.verdict.short_name);
+        }
+    }
+    let more = names.len().saturating_sub(COMPONENT_MAX_NAMES);
+    names.truncate(COMPONENT_MAX_NAMES);
+    let component = match more {
+        0 => names.join(", "),
+        n => format!("{} and {n} more", names.join(", ")),
+    };
     PrimaryBottleneck {
-        component: r.kernel.clone(),
+        component: if component.is_empty() {
+            r.kernel_short.clone()
+        } else {
+            component
+        },
         component_short: r.kernel_short.clone(),
         class: r.class,
         // The members' share: saved / their time against saved / all time.
@@ -417,7 +448,7 @@ fn fusion_primary(r: &kopt_model::Recommendation) -> PrimaryBottleneck {
             if r.id == batchnorm::ID {
                 "Folding them into the convolutions"
             } else {
-                "Fusing them"
+                "Fusing the chains"
             },
             gain.map_or(0.0, |g| g.workload_pct)
         ),
@@ -569,14 +600,36 @@ fn primary_of(
     })
 }
 
-/// The first letter in lower case, unless the word is an acronym ("DRAM").
+/// The first letter in lower case, unless the word is an acronym or a unit
+/// name: an upper-case letter or a digit second ("DRAM", "L2-bound",
+/// "L1/shared").
 fn lowercase_first(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
-        Some(f) if !c.clone().next().is_some_and(char::is_uppercase) => {
+        Some(f)
+            if !c
+                .clone()
+                .next()
+                .is_some_and(|n| n.is_uppercase() || n.is_ascii_digit()) =>
+        {
             f.to_lowercase().chain(c).collect()
         }
         Some(_) => s.to_string(),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lowercase_first;
+
+    #[test]
+    fn acronyms_and_unit_names_keep_their_case() {
+        assert_eq!(lowercase_first("Memory-bound"), "memory-bound");
+        assert_eq!(lowercase_first("DRAM at 90%"), "DRAM at 90%");
+        assert_eq!(lowercase_first("L2-bound: hits"), "L2-bound: hits");
+        assert_eq!(lowercase_first("L1/shared at 80%"), "L1/shared at 80%");
+        assert_eq!(lowercase_first("A"), "a");
+        assert_eq!(lowercase_first(""), "");
     }
 }

@@ -627,8 +627,12 @@ fn steady_steps(t: &Timeline, steps: &Steps, calls: &HashMap<u64, (i64, i64)>) -
 /// Where an activity falls against the steady-state window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
-    /// Start-up before the first step, or a warm-up step that was cut.
-    Before,
+    /// Start-up: before the loop's first step (the program's set-up, its
+    /// input), cut "steps" that run none of the steady state's kernels
+    /// included.
+    StartUp,
+    /// In a warm-up step that was cut (or between two of them).
+    Warmup,
     /// A steady step, or between two of them.
     Steady,
     /// After the last steady step.
@@ -652,6 +656,31 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
     let steps = find_steps(t)?;
     let st = steady_steps(t, &steps, &calls);
     let from = steps.starts[st.first];
+    // The loop starts at the first step that runs any of the steady
+    // state's kernels: a cut "step" of none of them (a burst of set-up
+    // launches, e.g. the input generated once) is start-up, not warm-up.
+    fn kernel_key(a: &GpuActivity) -> (&str, Option<kopt_model::Dim3>, Option<kopt_model::Dim3>) {
+        (a.name.as_str(), a.grid, a.block)
+    }
+    let in_steady: std::collections::HashSet<_> = t
+        .activities
+        .iter()
+        .zip(&st.step_of)
+        .filter(|(a, k)| {
+            a.kind == ActivityKind::Kernel && k.is_some_and(|i| (st.first..=st.last).contains(&i))
+        })
+        .map(|(a, _)| kernel_key(a))
+        .collect();
+    let loop_step = (0..st.first)
+        .find(|&j| {
+            t.activities.iter().zip(&st.step_of).any(|(a, k)| {
+                *k == Some(j)
+                    && a.kind == ActivityKind::Kernel
+                    && in_steady.contains(&kernel_key(a))
+            })
+        })
+        .unwrap_or(st.first);
+    let first_step = steps.starts[loop_step];
     let until = steps
         .starts
         .get(st.last + 1)
@@ -663,12 +692,15 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
         .iter()
         .zip(&st.step_of)
         .map(|(a, k)| match k {
-            Some(i) if *i < st.first => Phase::Before,
+            Some(i) if *i < loop_step => Phase::StartUp,
+            Some(i) if *i < st.first => Phase::Warmup,
             Some(_) => Phase::Steady,
             None => {
                 let at = launched_at(a, &calls).0;
-                if at < from {
-                    Phase::Before
+                if at < first_step {
+                    Phase::StartUp
+                } else if at < from {
+                    Phase::Warmup
                 } else if at <= until {
                     Phase::Steady
                 } else {
@@ -681,7 +713,7 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
         phase,
         source: steps.source,
         steady_steps: st.last + 1 - st.first,
-        warmup_steps: st.first,
+        warmup_steps: st.first - loop_step,
     })
 }
 

@@ -8,8 +8,11 @@
 //!
 //! Two kinds of evidence, the strongest first:
 //! - a timeline with steps: every launch of the kernel (name and launch
-//!   configuration) falls in the start-up or in the warm-up steps the
-//!   steady state cuts, none in or after the steady state;
+//!   configuration) falls in the warm-up steps the steady state cuts, none
+//!   in the start-up before the first step (the program's set-up: its
+//!   input, `torch.randn`'s kernel) and none in or after the steady state.
+//!   Steps found only as a repeating pattern of one kernel are no evidence
+//!   (every launch of that kernel is a "step");
 //! - launch records in order without a timeline (an ncu capture): the
 //!   workload repeats N times (most kernels launched a multiple of N times),
 //!   and the kernel ran fewer than N times, all inside the first iteration
@@ -20,8 +23,8 @@
 use std::collections::{HashMap, HashSet};
 
 use kopt_model::{
-    kernel_short_name, ActivityKind, Dim3, KernelLaunch, Profile, Timeline, WarmupKernel,
-    WarmupTrials,
+    kernel_short_name, ActivityKind, Dim3, KernelLaunch, Profile, StepSource, Timeline,
+    WarmupEvidence, WarmupKernel, WarmupTrials,
 };
 
 use crate::timeline::{self, Phase};
@@ -90,8 +93,11 @@ fn from_timeline(t: &Timeline) -> Option<Found> {
     if p.steady_steps < MIN_STEADY_STEPS {
         return None;
     }
+
     let mut by_key: HashMap<Key, Tally> = HashMap::new();
     let mut order: Vec<Key> = Vec::new();
+    let mut steady: HashSet<Key> = HashSet::new();
+    let mut steady_launches = 0usize;
     for (a, phase) in t.activities.iter().zip(&p.phase) {
         if a.kind != ActivityKind::Kernel {
             continue;
@@ -101,6 +107,10 @@ fn from_timeline(t: &Timeline) -> Option<Found> {
             a.grid.unwrap_or_default(),
             a.block.unwrap_or_default(),
         );
+        if *phase == Phase::Steady {
+            steady.insert(key.clone());
+            steady_launches += 1;
+        }
         let e = by_key.entry(key.clone()).or_insert_with(|| {
             order.push(key);
             Tally {
@@ -111,21 +121,31 @@ fn from_timeline(t: &Timeline) -> Option<Found> {
         e.seen = true;
         e.launches += 1;
         e.ns += a.duration_ns().max(0) as f64;
-        e.all_before &= *phase == Phase::Before;
+        // Start-up, steady state and after are kept; only launches all in
+        // the cut warm-up steps are trials.
+        e.all_before &= *phase == Phase::Warmup;
     }
     // The steady state must hold kernels of its own for the contrast to mean anything.
     if by_key.values().all(|e| e.all_before) {
         return None;
     }
+    // A repeating pattern of one kernel (one launch a step, or one kernel
+    // over and over) is launches, not the steps of a loop: nothing to call
+    // warm-up.
+    if p.source == StepSource::KernelPattern
+        && (steady.len() <= 1 || steady_launches <= p.steady_steps)
+    {
+        return None;
+    }
     let how = format!(
-        "every launch came before the steady state (the start-up and {} warm-up step{} cut of the steps found by {}; {} steady step{}) and none ran in or after it",
+        "every launch came in the {} warm-up step{} cut before the steady state (steps found by {}; {} steady step{}), none in the start-up before the first step and none in or after the steady state",
         p.warmup_steps,
         if p.warmup_steps == 1 { "" } else { "s" },
         timeline::step_source_words(p.source),
         p.steady_steps,
         if p.steady_steps == 1 { "" } else { "s" },
     );
-    build(order, by_key, how)
+    build(order, by_key, how, WarmupEvidence::WarmupSteps)
 }
 
 fn from_launch_order(launches: &[KernelLaunch]) -> Option<Found> {
@@ -199,7 +219,7 @@ fn from_launch_order(launches: &[KernelLaunch]) -> Option<Found> {
         first_start + 1,
         first_end + 1
     );
-    build(order, by_key, how)
+    build(order, by_key, how, WarmupEvidence::FirstIteration)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -210,7 +230,12 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-fn build(order: Vec<Key>, by_key: HashMap<Key, Tally>, how_found: String) -> Option<Found> {
+fn build(
+    order: Vec<Key>,
+    by_key: HashMap<Key, Tally>,
+    how_found: String,
+    evidence: WarmupEvidence,
+) -> Option<Found> {
     let mut kernels = Vec::new();
     let mut keys = HashSet::new();
     for key in order {
@@ -238,6 +263,7 @@ fn build(order: Vec<Key>, by_key: HashMap<Key, Tally>, how_found: String) -> Opt
             total_ns: kernels.iter().map(|k| k.total_ns).sum(),
             kernels,
             how_found,
+            evidence,
             kept: false,
         },
         keys,

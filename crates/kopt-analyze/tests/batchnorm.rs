@@ -198,3 +198,21 @@ fn batch_norm_is_known_by_its_op_where_the_kernel_name_says_nothing() {
     let d = analyze(&with_ops(true), &AnalyzeOptions::default());
     assert!(d.recommendations.iter().all(|r| r.id != "fold_batch_norm"));
 }
+
+#[test]
+fn a_finding_over_several_kernels_names_them_short_in_the_primary() {
+    // Synthetic (the eval-mode block above): the fold finding tops the list;
+    // its primary component lists the members' short names, not every full
+    // name joined (kilobytes of templates).
+    let d = analyze(&inference(), &AnalyzeOptions::default());
+    assert_eq!(d.recommendations[0].id, "fold_batch_norm");
+    let p = d.primary.as_ref().unwrap();
+    assert!(!p.component.contains(" | "), "{}", p.component);
+    assert!(!p.component.contains('<'), "{}", p.component);
+    assert!(p.component.len() < 200, "{}", p.component);
+    assert!(
+        p.component.contains("bn_fw_inf_1C11_kernel_NHWC"),
+        "{}",
+        p.component
+    );
+}

@@ -228,3 +228,37 @@ fn kernels_left_out_of_the_targeted_pass_say_why() {
     assert!(k.root_cause.contains(&format!("{:.1}%", k.pct_of_total)));
     assert_eq!(k.checks_not_run.len(), 1);
 }
+
+/// cuBLAS's GEMM (`nvjet_*`) runs at its tensor roofline: it keeps the
+/// roofline advice in what its caller controls (epilogue fusion, fp8), not
+/// the generic library advice about shapes that its own evidence
+/// contradicts.
+#[test]
+fn a_library_gemm_at_the_tensor_roofline_keeps_the_roofline_advice() {
+    let d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let k = d
+        .kernels
+        .iter()
+        .find(|k| k.name.starts_with("nvjet"))
+        .unwrap();
+    assert_eq!(
+        k.library.as_ref().map(|l| l.library.as_str()),
+        Some("cuBLAS")
+    );
+    let mine: Vec<_> = d
+        .recommendations
+        .iter()
+        .filter(|r| r.kernel == k.name)
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    let r = mine[0];
+    assert_eq!(r.id, "tensor_roofline_do_less");
+    assert!(r.title.starts_with("At the tensor roofline"), "{}", r.title);
+    for what in ["epilogue", "torch.compile", "cuBLASLt", "fp8"] {
+        assert!(r.action.contains(what), "{what}: {}", r.action);
+    }
+    // Nothing asks to change its code.
+    for banned in ["tile", "swizzle", "shared memory", "Autotune"] {
+        assert!(!r.action.contains(banned), "{banned}: {}", r.action);
+    }
+}

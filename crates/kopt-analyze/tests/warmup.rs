@@ -15,6 +15,7 @@ const TRIALS: [&str; 3] = [
     "void fft2d_r2c_32x32<float, false, 1u, false>(float2*, float const*, int, int, int, int, int, int, int, int, int, cudnn::reduced_divisor, bool, int2, int, int)",
     "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_stage5_warpsize2x2x1_g1_tensor16x8x16_kernel",
 ];
+const NORMAL: &str = "void at::native::(anonymous namespace)::distribution_elementwise_grid_stride_kernel<float, 4, void at::native::templates::cuda::normal_and_transform<float, float>(int)>(long, at::PhiloxCudaState)";
 const RELU: &str = "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#14}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, float, std::array<char*, 2ul>)";
 
 /// Appends kernels one after another, each with its launch call.
@@ -122,7 +123,8 @@ fn cudnn_benchmark_trials_are_left_out() {
         w.total_ns
     );
     assert!(
-        w.how_found.contains("before the steady state"),
+        w.how_found
+            .contains("warm-up step cut before the steady state"),
         "{}",
         w.how_found
     );
@@ -334,4 +336,74 @@ fn an_ncu_capture_without_clear_evidence_keeps_everything() {
     names.extend(std::iter::repeat_n(CHOSEN_B, 7));
     let d = analyze(&ncu(&names), &AnalyzeOptions::default());
     assert!(d.warmup_trials.is_none());
+}
+
+#[test]
+fn start_up_kernels_before_the_first_step_are_kept() {
+    // Synthetic: the cuDNN benchmark above, after a start-up that generates
+    // the input (torch.randn's kernel) and initialises the weights, once
+    // each before the first step: set-up, not warm-up; only the trials go.
+    let mut b = Builder::new(Recorder::Kineto, false);
+    b.kernel(NORMAL, 40_000, dim(1056), dim(256));
+    b.kernel("init_weights", 30_000, dim(64), dim(256));
+    b.now += 10_000;
+    for step in 0..6 {
+        b.range(&format!("ProfilerStep#{step}"), |b| {
+            for chosen in [CHOSEN_A, CHOSEN_B] {
+                if step == 0 {
+                    for trial in TRIALS {
+                        b.kernel(trial, 150_000, dim(120), dim(256));
+                    }
+                }
+                b.kernel(chosen, 100_000, dim(120), dim(256));
+                b.kernel(RELU, 20_000, dim(512), dim(128));
+            }
+        });
+    }
+    let d = analyze(&b.profile(), &AnalyzeOptions::default());
+    let w = d.warmup_trials.as_ref().expect("trials found");
+    assert_eq!(w.kernels.len(), 3, "{:?}", w.kernels);
+    assert_eq!(w.evidence, kopt_model::WarmupEvidence::WarmupSteps);
+    assert!(
+        w.how_found.contains("none in the start-up"),
+        "{}",
+        w.how_found
+    );
+    for kept in [NORMAL, "init_weights"] {
+        assert!(d.kernels.iter().any(|k| k.name == kept), "{kept} left out");
+    }
+}
+
+#[test]
+fn a_pattern_of_one_kernel_per_step_is_no_warmup_evidence() {
+    // Synthetic: a whole-program trace of one kernel launched in a loop,
+    // with another kernel once among its first launches: the "steps" are
+    // the loop kernel's own launches, not iterations with a warm-up.
+    let mut b = Builder::new(Recorder::KoptTracer, true);
+    for i in 0..12 {
+        b.kernel(MATMUL, 60_000, dim(128), dim(256));
+        if i == 1 {
+            b.kernel("reduce_once", 60_000, dim(128), dim(256));
+        }
+    }
+    let d = analyze(&b.profile(), &AnalyzeOptions::default());
+    assert!(d.warmup_trials.is_none(), "{:?}", d.warmup_trials);
+    assert!(d.kernels.iter().any(|k| k.name == "reduce_once"));
+}
+
+/// rocprof v1 on an MI250 (fixtures/amd/rocprof-v1-mi250): the app's input
+/// initialisation runs once (11.5 ms) before 100 iterations of 10 kernels.
+#[test]
+fn an_application_s_input_initialisation_is_kept() {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/amd/rocprof-v1-mi250/results.csv");
+    let p = kopt_ingest::read_rocprof_files(&[path]).unwrap();
+    let d = analyze(&p, &AnalyzeOptions::default());
+    assert!(d.warmup_trials.is_none(), "{:?}", d.warmup_trials);
+    let k = d
+        .kernels
+        .iter()
+        .find(|k| k.name == "initialize_polynomial_kernel")
+        .expect("kept");
+    assert_eq!(k.launches, 1);
 }

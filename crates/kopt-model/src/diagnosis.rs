@@ -199,6 +199,9 @@ pub enum LibraryFamily {
     Softmax,
     Copy,
     OtherFramework,
+    /// A library's kernel of no family kopt knows (e.g. a cuDNN layout
+    /// transform): library code, with no family-specific advice.
+    OtherLibrary,
 }
 
 impl LibraryFamily {
@@ -215,6 +218,7 @@ impl LibraryFamily {
             LibraryFamily::Softmax => "softmax",
             LibraryFamily::Copy => "copy/index",
             LibraryFamily::OtherFramework => "framework",
+            LibraryFamily::OtherLibrary => "library",
         }
     }
 }
@@ -315,9 +319,9 @@ pub struct Diagnosis {
     /// timeline has op ranges: PyTorch's emit_nvtx).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ops: Vec<OpSummary>,
-    /// Kernels that ran only before the steady state (cuDNN's algorithm
-    /// search, Triton's autotuning, a first call's one-off work) and never
-    /// again: left out of the table, totals, gains and primary bottleneck
+    /// Kernels that ran only in the warm-up steps before the steady state
+    /// (cuDNN's algorithm search, Triton's autotuning, a first call's
+    /// one-off work) and never again: left out of the table, totals, gains and primary bottleneck
     /// unless kept on request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_trials: Option<WarmupTrials>,
@@ -332,9 +336,26 @@ pub struct WarmupTrials {
     pub total_ns: f64,
     /// The evidence, in one sentence.
     pub how_found: String,
+    /// Which rule found them.
+    #[serde(default)]
+    pub evidence: WarmupEvidence,
     /// True when they were kept in the table and totals (`--keep-warmup`).
     #[serde(default)]
     pub kept: bool,
+}
+
+/// The rule that told warm-up trials apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupEvidence {
+    /// A timeline with steps: every launch in the warm-up steps cut before
+    /// the steady state.
+    #[default]
+    WarmupSteps,
+    /// Launch records in order (an ncu capture, no steady state): ran only
+    /// in the first iteration of a repeating capture, fewer times than the
+    /// loop.
+    FirstIteration,
 }
 
 /// One warm-up trial kernel (a name and launch configuration).

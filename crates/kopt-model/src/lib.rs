@@ -21,8 +21,8 @@ pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
     IdleGap, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare, OpSummary,
     PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, SteadyState,
-    StepDetection, StepSource, StripLane, TimelineStrip, TimelineSummary, WarmupKernel,
-    WarmupTrials,
+    StepDetection, StepSource, StripLane, TimelineStrip, TimelineSummary, WarmupEvidence,
+    WarmupKernel, WarmupTrials,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

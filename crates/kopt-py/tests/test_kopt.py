@@ -51,16 +51,23 @@ def test_analyze_matches_the_cli_field_by_field(fixtures, inputs):
 
 
 def test_warmup_trials_are_left_out_and_kept_on_request(fixtures):
-    # A whole-program trace whose input is generated once before the loop.
-    trace = fixtures / "kopt-trace-h200/moe_trace.jsonl"
+    # Synthetic: cuDNN's algorithm search in the first step (3 kernels, 12
+    # launches); the input generated once before the loop is start-up, kept.
+    trace = fixtures / "synthetic-timelines/kopt_cudnn_benchmark.jsonl"
     a = kopt.analyze(trace)
     w = a.warmup_trials
-    assert w is not None and not w["kept"] and w["launches"] == 1
-    left_out = w["kernels"][0]["name"]
-    assert all(k.name != left_out for k in a.kernels)
+    assert w is not None and not w["kept"] and w["launches"] == 12
+    assert w["evidence"] == "warmup_steps"
+    left_out = {k["name"] for k in w["kernels"]}
+    assert len(left_out) == 3
+    assert all(k.name not in left_out for k in a.kernels)
+    assert any("normal_kernel" in k.name for k in a.kernels)
+    assert "Left out: 3 kernels that ran only in warm-up steps" in a.to_text(width=200)
     kept = kopt.analyze(trace, keep_warmup=True)
     assert kept.warmup_trials["kept"]
-    assert any(k.name == left_out for k in kept.kernels)
+    assert left_out <= {k.name for k in kept.kernels}
+    text = kept.to_text(width=200)
+    assert "Kept on request" in text and "--keep-warmup" not in text
     assert kopt.analyze(fixtures / SUITE).warmup_trials is None
 
 

@@ -308,20 +308,31 @@ pub fn header_lines(d: &Diagnosis) -> Vec<String> {
     v.into_iter().map(|l| safe(&l).into_owned()).collect()
 }
 
-/// One line on the warm-up / autotuning trials: left out, or kept on request.
+/// One line on the warm-up / autotuning trials: left out, or kept on
+/// request. It says the rule that found them, and names no CLI flag (the
+/// Python API shows the same line).
 pub fn warmup_line(w: &kopt_model::WarmupTrials) -> String {
     let n = w.kernels.len();
-    // Start-up work (an input generated once) falls under the same rule as
-    // cuDNN's algorithm search: run before the steady state, never again.
+    let rule = match w.evidence {
+        kopt_model::WarmupEvidence::WarmupSteps => {
+            "ran only in warm-up steps, never in the steady state"
+        }
+        kopt_model::WarmupEvidence::FirstIteration => {
+            "ran only in the first iteration, fewer times than the loop"
+        }
+    };
     let what = format!(
-        "{n} kernel{} that ran only before the steady state, never again (start-up, warm-up or autotuning trials: {} launch{}, {})",
+        "{n} kernel{} that {rule} (warm-up or autotuning trials: {} launch{}, {})",
         if n == 1 { "" } else { "s" },
         w.launches,
         if w.launches == 1 { "" } else { "es" },
         duration(w.total_ns)
     );
     if w.kept {
-        format!("Kept (--keep-warmup): {what}; they count in the table and totals")
+        format!(
+            "Kept on request: {what}; {} in the table and totals",
+            if n == 1 { "it counts" } else { "they count" }
+        )
     } else {
         format!("Left out: {what}")
     }
@@ -495,6 +506,41 @@ mod tests {
         assert_eq!(duration(850.0), "850 ns");
         assert_eq!(duration(34_520.0), "34.52 us");
         assert_eq!(duration(1_525_984.0), "1.53 ms");
+    }
+
+    #[test]
+    fn the_warmup_line_says_its_rule_and_agrees_in_number() {
+        let one = kopt_model::WarmupTrials {
+            kernels: vec![kopt_model::WarmupKernel {
+                name: "trial".into(),
+                short_name: "trial".into(),
+                grid: None,
+                block: None,
+                launches: 1,
+                total_ns: 1_000.0,
+            }],
+            launches: 1,
+            total_ns: 1_000.0,
+            how_found: String::new(),
+            evidence: kopt_model::WarmupEvidence::FirstIteration,
+            kept: true,
+        };
+        assert_eq!(
+            warmup_line(&one),
+            "Kept on request: 1 kernel that ran only in the first iteration, fewer times than the loop (warm-up or autotuning trials: 1 launch, 1.00 us); it counts in the table and totals"
+        );
+        let mut two = one.clone();
+        two.kernels.push(two.kernels[0].clone());
+        two.launches = 2;
+        two.evidence = kopt_model::WarmupEvidence::WarmupSteps;
+        two.kept = false;
+        assert_eq!(
+            warmup_line(&two),
+            "Left out: 2 kernels that ran only in warm-up steps, never in the steady state (warm-up or autotuning trials: 2 launches, 1.00 us)"
+        );
+        two.kept = true;
+        assert!(warmup_line(&two).ends_with("; they count in the table and totals"));
+        assert!(!warmup_line(&two).contains("--"));
     }
 
     #[test]

@@ -106,7 +106,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub wide: bool,
 
-    /// Keep warm-up / autotuning trial kernels (launched only before the steady state, e.g. cuDNN's benchmark search) in the table and totals; by default they are left out and summarised in one line
+    /// Keep warm-up / autotuning trial kernels (launched only in the warm-up steps before the steady state, e.g. cuDNN's benchmark search) in the table and totals; by default they are left out and summarised in one line
     #[arg(long)]
     pub keep_warmup: bool,
 }

@@ -381,15 +381,19 @@ fn an_amd_pipeline_gets_the_hip_graph() {
         .contains("HIP graph"));
 }
 
-/// A whole-program trace whose input is generated once before the loop
-/// (`torch.randn`: one launch of the distribution kernel): that kernel ran
-/// before the steady state and never again, so it is left out of the
-/// table and named in one line in every format; `--keep-warmup` keeps it.
+/// Kernels that ran only in the warm-up steps (cuDNN's algorithm search)
+/// are left out of the table and named in one line in every format;
+/// `--keep-warmup` keeps them. A kernel of the start-up before the first
+/// step (the input generated once, `torch.randn`) is not a warm-up trial.
 #[test]
 fn warmup_kernels_are_left_out_and_said_in_every_format() {
-    let trace = fixture("kopt-trace-h200/moe_trace.jsonl");
+    // Synthetic (fixtures/synthetic-timelines/kopt_cudnn_benchmark.jsonl):
+    // cuDNN's algorithm search tries 3 kernels 12 times in the first step;
+    // the input generated once before the loop (normal_kernel) is start-up
+    // and stays.
+    let trace = fixture("synthetic-timelines/kopt_cudnn_benchmark.jsonl");
     let path = trace.to_str().unwrap();
-    let line = "Left out: 1 kernel that ran only before the steady state, never again (start-up, warm-up or autotuning trials: 1 launch, ";
+    let line = "Left out: 3 kernels that ran only in warm-up steps, never in the steady state (warm-up or autotuning trials: 12 launches, 1.80 ms)";
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("r.html");
     for format in ["term", "md"] {
@@ -403,30 +407,56 @@ fn warmup_kernels_are_left_out_and_said_in_every_format() {
         // The terminal wraps the line at its width.
         let flat = out.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(flat.contains(line), "{format}: {out}");
-        assert!(!out.contains("distribution_elementwise"), "{format}: {out}");
+        assert!(!out.contains("implicit_convolve_sgemm"), "{format}: {out}");
+        assert!(out.contains("normal_kernel"), "{format}: {out}");
     }
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains(line), "html");
     let o = kopt(&["analyze", path, "-f", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let w = &v["warmup_trials"];
-    assert_eq!(w["launches"], 1);
-    assert!(w["kernels"][0]["name"]
-        .as_str()
-        .unwrap()
-        .contains("distribution_elementwise_grid_stride_kernel"));
-    assert!(v["kernels"].as_array().unwrap().iter().all(|k| !k["name"]
-        .as_str()
-        .unwrap()
-        .contains("distribution_elementwise")));
+    assert_eq!(w["launches"], 12);
+    assert_eq!(w["evidence"], "warmup_steps");
+    assert_eq!(w["kernels"].as_array().unwrap().len(), 3);
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(names(&v)
+        .iter()
+        .all(|n| !n.contains("implicit_convolve_sgemm")));
+    assert!(names(&v).iter().any(|n| n.contains("normal_kernel")));
+    assert_eq!(names(&v).len(), 4);
     let o = kopt(&["analyze", path, "-f", "json", "--keep-warmup"]);
     let kept: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(kept["warmup_trials"]["kept"], true);
-    assert!(kept["kernels"].as_array().unwrap().iter().any(|k| k["name"]
-        .as_str()
-        .unwrap()
-        .contains("distribution_elementwise")));
+    assert!(names(&kept)
+        .iter()
+        .any(|n| n.contains("implicit_convolve_sgemm")));
     assert!(kept["total_kernel_ns"].as_f64() > v["total_kernel_ns"].as_f64());
+    let o = kopt(&["analyze", path, "--keep-warmup"]);
+    let flat = stdout(&o).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("Kept on request: 3 kernels that ran only in warm-up steps")
+            && flat.contains("they count in the table and totals"),
+        "{flat}"
+    );
+    // The input generated before the loop of a recorded trace is kept too.
+    let o = kopt(&[
+        "analyze",
+        fixture("kopt-trace-h200/moe_trace.jsonl").to_str().unwrap(),
+        "-f",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["warmup_trials"].is_null(), "{}", v["warmup_trials"]);
+    assert!(names(&v)
+        .iter()
+        .any(|n| n.contains("distribution_elementwise_grid_stride_kernel")));
 }
 
 /// rocprofv3's JSON output and a rocpd database are recognised by their

@@ -153,10 +153,13 @@ class Analysis:
 
     @property
     def warmup_trials(self) -> "Optional[Dict[str, Any]]":
-        """Kernels that ran only before the steady state (start-up, warm-up,
-        autotuning trials) and were left out of the table and the gains:
+        """Warm-up and autotuning trials: kernels that ran only in the cut
+        warm-up steps (or only in the first iteration of an ncu capture),
+        left out of the table and the gains unless ``keep_warmup=True``:
         ``kernels`` (name, launches, total_ns), ``launches``, ``total_ns``,
-        ``how_found``, ``kept``; None when there were none."""
+        ``how_found``, ``evidence`` (``"warmup_steps"`` or
+        ``"first_iteration"``), ``kept``; None when there were none. Kernels
+        of the start-up before the first step are kept."""
         return self._d.to_dict().get("warmup_trials")
 
     def to_dict(self) -> "Dict[str, Any]":

@@ -73,7 +73,7 @@ def analyze(
     reports (needs ncu), torch.profiler / Kineto traces, kopt traces
     (``.jsonl``) or ``kopt profile`` run folders. Raises :class:`InputError`
     for unreadable or malformed input. ``keep_warmup=True`` keeps warm-up /
-    autotuning trial kernels (launched only before the steady state) in the
+    autotuning trial kernels (launched only in the warm-up steps) in the
     table and totals; by default they are left out and listed in
     ``warmup_trials``.
     """
