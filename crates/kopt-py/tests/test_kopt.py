@@ -105,7 +105,7 @@ def test_profile_module_end_to_end_with_a_fake_ncu(fake_ncu, tmp_path):
     assert (run_dir / "report.json").is_file()
     run = json.loads((run_dir / "run.json").read_text())
     assert run["status"] == "ok" and run["module"] == "topk_sort"
-    assert run["cuda_visible_devices"] == "0"
+    assert run["visible_devices"] == "0"
     # The same call through GenericProfiler.
     b = kopt.GenericProfiler(gpu_id=1, runs_dir=tmp_path / "runs", quiet=True).profile(script, "topk_sort")
     assert b.primary_bottleneck_type == a.primary_bottleneck_type
