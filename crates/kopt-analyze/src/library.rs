@@ -6,24 +6,6 @@
 
 use kopt_model::{KernelFamily, LibraryFamily};
 
-/// The qualified function name: leading return type and template arguments
-/// and parameters dropped, namespaces kept (`void at::native::foo<8, ..>(..)`
-/// -> `at::native::foo`).
-fn qualified_function(full: &str) -> String {
-    let mut depth = 0i32;
-    let mut top = String::with_capacity(full.len().min(256));
-    for ch in full.chars() {
-        match ch {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' => depth = (depth - 1).max(0),
-            _ if depth == 0 => top.push(ch),
-            _ => {}
-        }
-    }
-    let top = top.trim();
-    top.rsplit(' ').next().unwrap_or(top).to_string()
-}
-
 fn family(family: LibraryFamily, library: &str, caller_can_edit: bool) -> KernelFamily {
     KernelFamily {
         family,
@@ -36,7 +18,7 @@ fn family(family: LibraryFamily, library: &str, caller_can_edit: bool) -> Kernel
 /// kopt does not recognise (the caller's own, as far as kopt can tell).
 pub fn classify(full: &str) -> Option<KernelFamily> {
     use LibraryFamily as F;
-    let q = qualified_function(full);
+    let q = kopt_model::qualified_function_name(full);
     let f = q.rsplit("::").next().unwrap_or(&q);
     let lower_full = full.to_ascii_lowercase();
     let lf = f.to_ascii_lowercase();
@@ -174,7 +156,7 @@ pub fn is_eager_pointwise(f: &KernelFamily) -> bool {
 
 /// Batch-norm kernels, by family and name.
 pub fn is_batch_norm(full: &str) -> bool {
-    let q = qualified_function(full).to_ascii_lowercase();
+    let q = kopt_model::qualified_function_name(full).to_ascii_lowercase();
     let f = q.rsplit("::").next().unwrap_or(&q).to_string();
     f.starts_with("batch_norm_")
         || f.starts_with("bn_fw_")

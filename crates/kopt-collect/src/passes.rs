@@ -134,7 +134,8 @@ pub fn function_regex(functions: &[String]) -> String {
     format!("regex:(^|:)({})$", alternatives.join("|"))
 }
 
-fn regex_escape(s: &str) -> String {
+/// `s` with the regex metacharacters ncu's and rocprofv3's filters share escaped.
+pub(crate) fn regex_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         if "\\^$.|?*+()[]{}".contains(c) {

@@ -156,22 +156,14 @@ impl RocPass {
 /// named functions as whole identifiers inside a full kernel signature
 /// (`void tiny_add<float>(float*, int)` for `tiny_add`).
 pub fn kernel_regex(functions: &[String]) -> String {
-    let alternatives: Vec<String> = functions.iter().map(|f| escape(f)).collect();
+    let alternatives: Vec<String> = functions
+        .iter()
+        .map(|f| crate::passes::regex_escape(f))
+        .collect();
     format!(
         "(^|[^A-Za-z0-9_])({})([^A-Za-z0-9_]|$)",
         alternatives.join("|")
     )
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\^$.|?*+()[]{}".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A located rocprofv3.

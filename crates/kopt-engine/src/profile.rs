@@ -230,12 +230,25 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
         total,
     };
     let result = passes.run();
+    conclude_profile(req, &dir, &mut record, started, result, progress)
+}
+
+/// A profile run's end, whichever profiler ran it: the record's status and
+/// wall time saved, the run put in the history, or the failure returned.
+pub(crate) fn conclude_profile(
+    req: &ProfileRequest,
+    dir: &Path,
+    record: &mut RunRecord,
+    started: Instant,
+    result: Result<Diagnosis>,
+    progress: &dyn Progress,
+) -> Result<Diagnosis> {
     progress.finished();
     record.wall_s = Some(started.elapsed().as_secs_f64());
     match result {
         Ok(diagnosis) => {
             record.status = "ok".into();
-            record.save(&dir)?;
+            record.save(dir)?;
             let run = RunInfo {
                 module: req.module.clone(),
                 argv: req.run.argv.clone(),
@@ -247,7 +260,7 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
         Err(e) => {
             record.status = format!("failed: {e}");
             // The failure is what the user needs; a second error saving the record would hide it.
-            let _ = record.save(&dir);
+            let _ = record.save(dir);
             Err(e)
         }
     }

@@ -12,11 +12,11 @@ use std::time::Instant;
 use kopt_analyze::top_kernel_functions;
 use kopt_collect::rocprof::counter_groups;
 use kopt_collect::{RocPass, Rocprof, Stream};
-use kopt_model::{Diagnosis, RunInfo};
+use kopt_model::Diagnosis;
 
 use crate::analyze::diagnose;
 use crate::error::{Error, Result};
-use crate::profile::{finish_run, ProfileRequest, TARGET_COVERAGE};
+use crate::profile::{conclude_profile, ProfileRequest, TARGET_COVERAGE};
 use crate::progress::Progress;
 use crate::run_folder::{read_run_folder, PassRecord, Profiler, RunRecord};
 
@@ -49,26 +49,7 @@ pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> 
     record.kernel_filter = req.kernel_regex.clone();
     record.save(&dir)?;
     let result = run_passes(req, &rocprof, &dir, &mut record, progress, filter.as_ref());
-    progress.finished();
-    record.wall_s = Some(started.elapsed().as_secs_f64());
-    match result {
-        Ok(diagnosis) => {
-            record.status = "ok".into();
-            record.save(&dir)?;
-            let run = RunInfo {
-                module: req.module.clone(),
-                argv: req.run.argv.clone(),
-                run_dir: dir.display().to_string(),
-                wall_s: started.elapsed().as_secs_f64(),
-            };
-            finish_run(diagnosis, run, "profile", &req.run.db, progress)
-        }
-        Err(e) => {
-            record.status = format!("failed: {e}");
-            let _ = record.save(&dir);
-            Err(e)
-        }
-    }
+    conclude_profile(req, &dir, &mut record, started, result, progress)
 }
 
 fn run_passes(

@@ -19,10 +19,10 @@ pub fn clip_chars(s: &str, max: usize) -> String {
     }
 }
 
-/// The bare function name: template arguments and parameter lists dropped at
-/// any depth, then the last namespace component kept (what ncu's
-/// `--kernel-name-base function` matches).
-pub fn kernel_function_name(full: &str) -> String {
+/// The qualified function name: template arguments and parameter lists
+/// dropped at any depth and a leading return type with them, namespaces
+/// kept (`void at::native::foo<8>(int)` -> `at::native::foo`).
+pub fn qualified_function_name(full: &str) -> String {
     let mut depth = 0i32;
     let mut top = String::with_capacity(full.len());
     for ch in full.chars() {
@@ -35,11 +35,17 @@ pub fn kernel_function_name(full: &str) -> String {
     }
     let top = top.trim();
     // Drop a leading return type ("void ", "static void ").
-    let last_word = top.rsplit(' ').next().unwrap_or(top);
-    let name = last_word
+    top.rsplit(' ').next().unwrap_or(top).to_string()
+}
+
+/// The bare function name: the qualified name's last namespace component
+/// (what ncu's `--kernel-name-base function` matches).
+pub fn kernel_function_name(full: &str) -> String {
+    let qualified = qualified_function_name(full);
+    let name = qualified
         .rsplit("::")
         .find(|part| !part.is_empty())
-        .unwrap_or(last_word);
+        .unwrap_or(&qualified);
     let name = if name.is_empty() { full.trim() } else { name };
     name.to_string()
 }
