@@ -239,14 +239,22 @@ impl Row<'_> {
 /// The columns a view has, in order (`SELECT * ... LIMIT 0`: no row read).
 fn view_columns(conn: &Connection, label: &str, view: &str) -> Result<Vec<String>, IngestError> {
     let fail = |e: rusqlite::Error| sql_error(label, &format!("{view} view"), &e);
-    let stmt = conn
-        .prepare(&format!("SELECT * FROM `{view}` LIMIT 0"))
+    // Preparing the view says whether it exists and compiles.
+    conn.prepare(&format!("SELECT * FROM `{view}` LIMIT 0"))
         .map_err(fail)?;
-    Ok(stmt
-        .column_names()
-        .into_iter()
-        .map(str::to_string)
-        .collect())
+    // Names read as values: rusqlite's column_names() panics on a name that
+    // is not UTF-8 (a damaged or hostile file), a value decodes lossily.
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info(?1)")
+        .map_err(fail)?;
+    let mut rows = stmt.query([view]).map_err(fail)?;
+    let mut names = Vec::new();
+    while let Some(row) = rows.next().map_err(fail)? {
+        if let rusqlite::types::ValueRef::Text(b) = row.get_ref(0).map_err(fail)? {
+            names.push(String::from_utf8_lossy(b).into_owned());
+        }
+    }
+    Ok(names)
 }
 
 /// What to read from a view: the columns wanted, those without which its
