@@ -455,19 +455,7 @@ impl Passes<'_> {
             if !profile.launches.is_empty()
                 && !profile.launches.iter().any(|l| re.is_match(&l.name))
             {
-                let mut names: Vec<String> = profile
-                    .launches
-                    .iter()
-                    .map(|l| kopt_model::kernel_short_name(&l.name))
-                    .collect();
-                names.sort();
-                names.dedup();
-                names.truncate(8);
-                return Err(Error::Input(format!(
-                    "--kernel {}: no traced kernel matches (kernels seen: {})",
-                    re.as_str(),
-                    names.join(", ")
-                )));
+                return Err(no_kernel_matches(re, &profile.launches));
             }
             profile.launches.retain(|l| re.is_match(&l.name));
         }
@@ -483,6 +471,23 @@ impl Passes<'_> {
 }
 
 /// ncu's own chatter stays in the log; its errors are reported by kopt.
+/// `--kernel` matched none of the traced kernels: the error names up to
+/// eight that were seen, so the user can correct the pattern.
+pub(crate) fn no_kernel_matches(re: &regex::Regex, launches: &[kopt_model::KernelLaunch]) -> Error {
+    let mut names: Vec<String> = launches
+        .iter()
+        .map(|l| kopt_model::kernel_short_name(&l.name))
+        .collect();
+    names.sort();
+    names.dedup();
+    names.truncate(8);
+    Error::Input(format!(
+        "--kernel {}: no traced kernel matches (kernels seen: {})",
+        re.as_str(),
+        names.join(", ")
+    ))
+}
+
 fn forward_ncu_line(progress: &dyn Progress, s: Stream, line: &str, passthrough: bool) {
     if line.starts_with("==PROF==") || line.starts_with("==ERROR==") {
         return;

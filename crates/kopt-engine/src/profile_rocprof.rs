@@ -16,7 +16,7 @@ use kopt_model::Diagnosis;
 
 use crate::analyze::diagnose;
 use crate::error::{Error, Result};
-use crate::profile::{conclude_profile, ProfileRequest, TARGET_COVERAGE};
+use crate::profile::{conclude_profile, no_kernel_matches, ProfileRequest, TARGET_COVERAGE};
 use crate::progress::Progress;
 use crate::run_folder::{read_run_folder, PassRecord, Profiler, RunRecord};
 
@@ -93,19 +93,7 @@ fn run_passes(
     let mut trace = kopt_ingest::read_rocprof_files(&trace_files)?;
     if let Some(re) = filter {
         if !trace.launches.iter().any(|l| re.is_match(&l.name)) {
-            let mut names: Vec<String> = trace
-                .launches
-                .iter()
-                .map(|l| kopt_model::kernel_short_name(&l.name))
-                .collect();
-            names.sort();
-            names.dedup();
-            names.truncate(8);
-            return Err(Error::Input(format!(
-                "--kernel {}: no traced kernel matches (kernels seen: {})",
-                re.as_str(),
-                names.join(", ")
-            )));
+            return Err(no_kernel_matches(re, &trace.launches));
         }
         trace.retain_kernels(|name| re.is_match(name));
     }
