@@ -140,6 +140,12 @@ impl History {
         })
     }
 
+    /// The connection, set up as `open` leaves it, for tables that live in
+    /// the same database (the tune cache).
+    pub(crate) fn into_connection(self) -> Connection {
+        self.conn
+    }
+
     /// Open an existing history for reading only. Nothing is created: a
     /// missing file (or folder), or a database without runs, is
     /// [`HistoryError::NoHistory`]; writing through the handle fails.

@@ -119,22 +119,14 @@ fn median(v: &[f64]) -> Option<f64> {
 impl TuneCache {
     /// Open (and create) the database and its tune tables.
     pub fn open(path: &Path) -> Result<TuneCache, HistoryError> {
-        // The history's own setup: folders, WAL, busy timeout, its tables.
-        drop(crate::History::open(path)?);
-        let label = path.display().to_string();
-        let conn = Connection::open(path).map_err(|source| HistoryError::Open {
-            path: label.clone(),
-            source,
-        })?;
-        let sql = |source| HistoryError::Sql {
-            path: label.clone(),
-            source,
-        };
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(sql)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(sql)?;
-        conn.execute_batch(SCHEMA).map_err(sql)?;
+        // The history's own connection and setup: folders, WAL, busy
+        // timeout, synchronous mode, its tables; then the tune tables.
+        let conn = crate::History::open(path)?.into_connection();
+        conn.execute_batch(SCHEMA)
+            .map_err(|source| HistoryError::Sql {
+                path: path.display().to_string(),
+                source,
+            })?;
         Ok(TuneCache {
             conn,
             path: path.to_path_buf(),
