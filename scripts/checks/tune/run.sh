@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # kopt tune on a Triton matmul (GPU machine with two GPUs, target/release/kopt
-# carried): 24 configs (BLOCK_M x BLOCK_N x BLOCK_K x WARPS), the baseline
-# the Triton tutorial's first config (128x256x64, 8 warps, 3 stages). The
-# same sweep runs on GPU 0, then on GPUs 0,1 (--fresh); each with an empty
-# Triton cache so both compile every config. Records wall times, winners,
-# the speed-up over the baseline and over the worst config.
-# Every timed run is a fresh Python + torch + Triton process (about 2 s), so
-# the samples are sized to fit both halves in one 600 s device call (24
-# configs at 10 samples took 23 s a config on an H200): three samples a
-# config, more only while the noise is above 1% (each sample is the
-# kernel's own median over many launches, so three are usually enough).
-# Usage: scripts/checks/tune/run.sh OUT_DIR
+# carried): 24 configs (BLOCK_M x BLOCK_N x BLOCK_K x WARPS) for a
+# 512 x 4096 x 4096 fp16 problem; the baseline is the Triton tutorial's first
+# config (128x256x64, 8 warps, 3 stages), tuned there for 4096^3. The same
+# sweep runs on GPU 0, then on GPUs 0,1 (--fresh); each with an empty Triton
+# cache so both compile every config. Records wall times, winners, the
+# speed-up over the baseline and over the worst config.
+# Every timed run is a fresh Python + torch + Triton process (6-8 s on an
+# H200), so each trial is one run of ten samples (each a do_bench median):
+# no untimed warm-up run (the script warms up itself) and a 5% noise target,
+# because the samples of one process drift by up to 10% as the card heats
+# (first call: 1% was never reached and the one-GPU sweep alone took 559 s).
 set -uo pipefail
 out=${1:?OUT_DIR}
 mkdir -p "$out"
@@ -21,20 +21,21 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$o
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$out/card.txt"
 work=$(mktemp -d)
 cd "$work"
+# The sweep's arguments, shared by both sweeps and the cached re-run.
+args=(--db "$work/history.db" --key matmul-512x4096x4096-fp16
+  --timing reported --check out.npy --tol 1e-2
+  --baseline BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS=8,STAGES=3
+  -p BLOCK_M=64,128 -p BLOCK_N=64,128,256 -p BLOCK_K=32,64 -p WARPS=4,8 -p STAGES=3
+  --warmup 0 --min-samples 10 --min-time 0 --max-time 20 --noise-target 0.05)
+cmd=(-- python3 "$here/triton_matmul.py" --m 512 --n 4096 --k 4096
+  --block-m {BLOCK_M} --block-n {BLOCK_N} --block-k {BLOCK_K} --warps {WARPS}
+  --stages {STAGES} --out {CHECK})
 sweep() { # NAME GPUS EXTRA...
   local name=$1 gpus=$2; shift 2
   export TRITON_CACHE_DIR=$work/triton-$name
   local t0=$(date +%s.%N)
-  PYTHONUNBUFFERED=1 "$kopt" tune --db "$work/history.db" --key matmul-4096-fp16 \
-    --gpus "$gpus" --timing reported --check out.npy --tol 1e-2 \
-    --baseline BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS=8,STAGES=3 \
-    -p BLOCK_M=64,128 -p BLOCK_N=64,128,256 -p BLOCK_K=32,64 -p WARPS=4,8 -p STAGES=3 \
-    --constraint 'BLOCK_M * BLOCK_N <= 128 * 256' \
-    --min-samples 3 --min-time 0 --max-time 30 --noise-target 0.01 \
-    -f json -o "$out/$name.json" "$@" \
-    -- python3 "$here/triton_matmul.py" --block-m {BLOCK_M} --block-n {BLOCK_N} \
-       --block-k {BLOCK_K} --warps {WARPS} --stages {STAGES} --out {CHECK} \
-    > "$out/$name.log" 2>&1
+  PYTHONUNBUFFERED=1 "$kopt" tune "${args[@]}" --gpus "$gpus" \
+    -f json -o "$out/$name.json" "$@" "${cmd[@]}" > "$out/$name.log" 2>&1
   echo "exit $?" >> "$out/$name.log"
   local t1=$(date +%s.%N)
   python3 -c "print(f'{$t1 - $t0:.1f}')" > "$out/$name.wall_s"
@@ -42,14 +43,8 @@ sweep() { # NAME GPUS EXTRA...
 sweep one_gpu 0
 sweep two_gpus 0,1 --fresh
 # The triton.Config entry of the last sweep's winner, from the cache (0 measured).
-TRITON_CACHE_DIR=$work/triton-two_gpus "$kopt" tune --db "$work/history.db" --key matmul-4096-fp16 \
-  --gpus 0,1 --timing reported --check out.npy --tol 1e-2 \
-  --baseline BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,WARPS=8,STAGES=3 \
-  -p BLOCK_M=64,128 -p BLOCK_N=64,128,256 -p BLOCK_K=32,64 -p WARPS=4,8 -p STAGES=3 \
-  --constraint 'BLOCK_M * BLOCK_N <= 128 * 256' \
-  --min-samples 3 --min-time 0 --max-time 30 --noise-target 0.01 --emit triton -o "$out/cached.txt" \
-  -- python3 "$here/triton_matmul.py" --block-m {BLOCK_M} --block-n {BLOCK_N} \
-     --block-k {BLOCK_K} --warps {WARPS} --stages {STAGES} --out {CHECK} \
+TRITON_CACHE_DIR=$work/triton-two_gpus "$kopt" tune "${args[@]}" --gpus 0,1 \
+  --emit triton -o "$out/cached.txt" "${cmd[@]}" \
   > "$out/triton_config.txt" 2> "$out/cached.log"
 "$kopt" tune show --db "$work/history.db" > "$out/show.txt" 2>&1
 python3 - "$out" <<'PY' | tee "$out/summary.txt"

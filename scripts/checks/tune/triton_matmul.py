@@ -54,20 +54,22 @@ def main():
     p.add_argument("--block-k", type=int, required=True)
     p.add_argument("--warps", type=int, required=True)
     p.add_argument("--stages", type=int, required=True)
-    p.add_argument("--size", type=int, default=4096, help="M = N = K")
+    p.add_argument("--m", type=int, default=4096)
+    p.add_argument("--n", type=int, default=4096)
+    p.add_argument("--k", type=int, default=4096)
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--rep-ms", type=int, default=25)
     p.add_argument("--out", help=".npy file: C[::16, ::16] as float32")
     a = p.parse_args()
     torch.manual_seed(0)
-    n = a.size
-    x = torch.randn((n, n), device="cuda", dtype=torch.float16)
-    y = torch.randn((n, n), device="cuda", dtype=torch.float16)
-    c = torch.empty((n, n), device="cuda", dtype=torch.float16)
+    m, n, k = a.m, a.n, a.k
+    x = torch.randn((m, k), device="cuda", dtype=torch.float16)
+    y = torch.randn((k, n), device="cuda", dtype=torch.float16)
+    c = torch.empty((m, n), device="cuda", dtype=torch.float16)
 
     def run():
-        grid = (triton.cdiv(n, a.block_m) * triton.cdiv(n, a.block_n),)
-        matmul_kernel[grid](x, y, c, n, n, n,
+        grid = (triton.cdiv(m, a.block_m) * triton.cdiv(n, a.block_n),)
+        matmul_kernel[grid](x, y, c, m, n, k,
                             x.stride(0), x.stride(1), y.stride(0), y.stride(1),
                             c.stride(0), c.stride(1),
                             BLOCK_M=a.block_m, BLOCK_N=a.block_n, BLOCK_K=a.block_k,
