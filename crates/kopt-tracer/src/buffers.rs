@@ -7,6 +7,7 @@
 //! `buffer_completed`; from then on it belongs to kopt: it is either queued
 //! for the drain thread or drained in place, and freed once, after `drain`.
 
+use std::collections::HashMap;
 use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -27,6 +28,23 @@ pub(crate) static RECORDS: AtomicU64 = AtomicU64::new(0);
 /// Buffers handed to CUPTI and handed back: after the final flush a
 /// difference means another CUPTI client (torch.profiler, nsys) took the
 /// activity callbacks over and received kopt's records.
+/// Runtime and driver calls CUPTI recorded, by name (`KOPT_TRACER_APIS=all`),
+/// written once at exit (`records::api_counts_line`).
+static API_CALL_COUNTS: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
+
+/// The call counts so far, by name (empty unless every call was recorded).
+pub(crate) fn take_api_call_counts() -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = API_CALL_COUNTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    counts.sort();
+    counts
+}
+
 pub(crate) static BUFFERS_OUT: AtomicU64 = AtomicU64::new(0);
 pub(crate) static BUFFERS_BACK: AtomicU64 = AtomicU64::new(0);
 
@@ -280,6 +298,12 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
                     sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
                 };
                 let name = api_name(domain, a.cbid);
+                *API_CALL_COUNTS
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(HashMap::new)
+                    .entry(name.clone())
+                    .or_insert(0) += 1;
                 if keep_api(&name) {
                     lines.push_str(&records::api_line(
                         &name,

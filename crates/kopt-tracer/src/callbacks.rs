@@ -13,7 +13,7 @@ use cudarc::cupti::sys;
 
 use crate::cupti::{c_text, cupti_now};
 use crate::records;
-use crate::sampling::detach_now;
+use crate::sampling::{detach_now, SAMPLING};
 
 /// API names by (domain, callback id), looked up once each.
 static NAMES: Mutex<Option<HashMap<(u32, u32), String>>> = Mutex::new(None);
@@ -117,8 +117,11 @@ struct Entered {
 /// callback on every API call checks it without the lock; it is cleared
 /// under the lock, before the sampler is woken.
 pub(crate) static DETACH_PENDING: AtomicBool = AtomicBool::new(false);
-/// API lines the callbacks wrote in the open window.
+/// API lines the callbacks wrote in the open window (or, for a whole run
+/// with `KOPT_TRACER_APIS=callbacks`, since the last hand-over).
 static API_LINES: Mutex<String> = Mutex::new(String::new());
+/// A whole run hands its API lines to the writer once they reach this size.
+const API_LINES_FLUSH_BYTES: usize = 1 << 20;
 
 thread_local! {
     /// Entry times of the API calls this thread is inside (a runtime call
@@ -243,10 +246,14 @@ pub(crate) unsafe extern "C" fn on_api_call(
         // SAFETY: gettid takes no arguments and touches no memory.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) };
         let line = records::api_line(&api_name(domain, cbid), start, now, tid as i64, correlation);
-        API_LINES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_str(&line);
+        let mut lines = API_LINES.lock().unwrap_or_else(|e| e.into_inner());
+        lines.push_str(&line);
+        // A whole run's calls go to the writer in pieces, not all at exit.
+        if lines.len() >= API_LINES_FLUSH_BYTES && !SAMPLING.load(Ordering::Relaxed) {
+            let full = std::mem::take(&mut *lines);
+            drop(lines);
+            crate::buffers::queue_line(full);
+        }
     });
 }
 

@@ -11,7 +11,7 @@
 //! | `KOPT_TRACER_HW_TRACE=1` | `attach` | hardware-event timestamps |
 //! | `KOPT_TRACER_PREALLOC=N` | `attach` | device buffers and semaphore pools up front |
 //! | `KOPT_TRACER_PER_THREAD_BUFFERS=1` | `attach` | one activity buffer per host thread |
-//! | `KOPT_TRACER_APIS=all\|off` | `attach` | which API calls are recorded |
+//! | `KOPT_TRACER_APIS=all\|off\|callbacks` | `attach` | which API calls are recorded |
 
 use crate::warn;
 
@@ -86,6 +86,9 @@ pub(crate) enum ApiMode {
     All,
     /// None: kernels and copies only, the lowest overhead.
     Off,
+    /// The selected calls, from CUPTI's callbacks for those calls only
+    /// rather than its API activity records (as a sampled window does).
+    Callbacks,
 }
 
 impl ApiMode {
@@ -93,6 +96,7 @@ impl ApiMode {
         match v {
             Some("all") => ApiMode::All,
             Some("off") | Some("none") => ApiMode::Off,
+            Some("callbacks") => ApiMode::Callbacks,
             _ => ApiMode::Select,
         }
     }

@@ -151,6 +151,10 @@ extern "C" fn at_exit() {
                     .load(Ordering::SeqCst)
                     .saturating_sub(BUFFERS_BACK.load(Ordering::SeqCst))
                     .saturating_sub(BUFFERS_LEFT_AT_DETACH.load(Ordering::SeqCst));
+                let counts = buffers::take_api_call_counts();
+                if !counts.is_empty() {
+                    let _ = w.write_all(records::api_counts_line(&counts).as_bytes());
+                }
                 let _ = w.write_all(
                     records::end_line(RECORDS.load(Ordering::Relaxed), dropped, lost).as_bytes(),
                 );

@@ -158,6 +158,20 @@ pub fn process_line(pid: u32) -> String {
     format!("{{\"t\":\"process\",\"pid\":{pid}}}\n")
 }
 
+/// `{"t":"api_counts","calls":{NAME:N,...}}`: every runtime and driver call
+/// CUPTI recorded, by name, including those not written as `api` lines
+/// (`KOPT_TRACER_APIS=all`): how many calls a step makes.
+pub fn api_counts_line(counts: &[(String, u64)]) -> String {
+    let calls: Vec<String> = counts
+        .iter()
+        .map(|(name, n)| format!("{}:{n}", json_str(name)))
+        .collect();
+    format!(
+        "{{\"t\":\"api_counts\",\"calls\":{{{}}}}}\n",
+        calls.join(",")
+    )
+}
+
 /// `{"t":"end",...}`: the last line, written by the exit handler.
 pub fn end_line(records: u64, dropped: u64, lost_buffers: u64) -> String {
     format!(
@@ -168,6 +182,18 @@ pub fn end_line(records: u64, dropped: u64, lost_buffers: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_counts_are_one_object() {
+        let line = api_counts_line(&[
+            ("cudaGetDevice_v3020".into(), 7),
+            ("cuLaunchKernel".into(), 2),
+        ]);
+        assert_eq!(
+            line,
+            "{\"t\":\"api_counts\",\"calls\":{\"cudaGetDevice_v3020\":7,\"cuLaunchKernel\":2}}\n"
+        );
+    }
 
     #[test]
     fn json_strings_are_escaped() {

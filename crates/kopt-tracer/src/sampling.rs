@@ -116,6 +116,12 @@ pub(crate) unsafe fn attach(first: bool) -> Option<u64> {
                 warn("CUPTI callbacks unavailable: the sampled windows have no launch calls");
             }
         }
+        ApiMode::Callbacks => {
+            // SAFETY: as above; a whole-run trace subscribes once.
+            if !unsafe { subscribe_api_callbacks() } {
+                warn("CUPTI callbacks unavailable: no launch calls are recorded");
+            }
+        }
         ApiMode::All => {
             kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME);
             kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER);
@@ -262,6 +268,12 @@ pub(crate) fn end_recording(window_start: Option<u64>) {
     if let Some(start) = window_start {
         queue_line(take_api_lines());
         queue_line(window_line(start, end));
+    } else {
+        // A whole run with KOPT_TRACER_APIS=callbacks: the calls left.
+        let lines = take_api_lines();
+        if !lines.is_empty() {
+            queue_line(lines);
+        }
     }
 }
 

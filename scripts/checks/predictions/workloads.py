@@ -5,6 +5,7 @@ decode step at batch 1, and a compute-bound pair of 8192-wide matmuls.
   python3 workloads.py NAME measure            eager vs CUDA-graph replay, bare (JSON line)
   python3 workloads.py NAME steps N            N steps in NVTX ranges (for kopt trace), eager
   python3 workloads.py NAME profile OUT.json   torch.profiler (wait 1, warm-up 2, active 10)
+  python3 workloads.py NAME timed N OUT.jsonl  N steps, time per step of the last 2/3 appended
   python3 workloads.py replay_cost             graph replay cost per kernel (JSON line)
 """
 
@@ -145,6 +146,30 @@ def steps(name, n):
         torch.cuda.synchronize()
 
 
+def timed(name, n, out):
+    """n steps in NVTX "step" ranges; the mean time per step of the last two
+    thirds (CUDA events) appended to `out` as one JSON line, tagged with
+    $KOPT_MODE: the same steps bare and under each tracer mode."""
+    import os
+
+    model, inputs = build(name)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    warm = n // 3
+    with torch.inference_mode():
+        for i in range(n):
+            if i == warm:
+                torch.cuda.synchronize()
+                start.record()
+            torch.cuda.nvtx.range_push("step")
+            model(*inputs)
+            torch.cuda.nvtx.range_pop()
+        end.record()
+        end.synchronize()
+    us = start.elapsed_time(end) * 1e3 / (n - warm)
+    with open(out, "a") as f:
+        f.write(json.dumps({"workload": name, "mode": os.environ.get("KOPT_MODE", "?"), "step_us": us}) + "\n")
+
+
 def profile(name, out):
     from torch.profiler import ProfilerActivity, profile as prof, schedule
 
@@ -192,5 +217,7 @@ if __name__ == "__main__":
         steps(name, int(sys.argv[3]))
     elif mode == "profile":
         profile(name, sys.argv[3])
+    elif mode == "timed":
+        timed(name, int(sys.argv[3]), sys.argv[4])
     else:
         raise SystemExit(__doc__)
