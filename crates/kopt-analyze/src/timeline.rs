@@ -543,6 +543,26 @@ fn pattern_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
     })
 }
 
+/// Step periods (one start to the next) of the bare run, when it timed the
+/// range family the traced steps came from: the first `warmup_steps` (at
+/// least one: module loading, first calls) left out as in the traced run.
+/// None with fewer than three periods left.
+fn bare_step_periods(t: &Timeline, family: Option<&str>, warmup_steps: usize) -> Option<Vec<f64>> {
+    let bare = t.bare_steps.as_ref()?;
+    if family? != kopt_model::range_family(&bare.range) {
+        return None;
+    }
+    let mut starts: Vec<i64> = bare.spans_ns.iter().map(|s| s.0).collect();
+    starts.sort_unstable();
+    let periods: Vec<f64> = starts
+        .windows(2)
+        .skip(warmup_steps.max(1))
+        .map(|w| (w[1] - w[0]) as f64)
+        .filter(|p| *p > 0.0)
+        .collect();
+    (periods.len() >= 3).then_some(periods)
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -1018,14 +1038,38 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         let busy_step = busy as f64 / n;
         let kernels_step = kernels.len() as f64 / n;
         let (c, from_table) = replay;
-        let corrected = (eager - overhead).max(busy_step);
+        let warmup_steps = steady.as_ref().map_or(0, |st| st.first);
+        let bare = bare_step_periods(
+            t,
+            steps.as_ref().and_then(|s| s.family.as_deref()),
+            warmup_steps,
+        );
+        let (corrected, overhead, per_launch, e_lo, e_hi) = match &bare {
+            // Measured without any recorder: nothing to take out.
+            Some(p) => {
+                let bare_eager = percentile(p, 0.5).max(busy_step);
+                let measured = (eager - bare_eager).max(0.0);
+                (
+                    bare_eager,
+                    measured,
+                    measured / launches_per_step.max(1.0),
+                    percentile(p, 0.25).max(percentile(&busy_steps, 0.25)),
+                    percentile(p, 0.75).max(percentile(&busy_steps, 0.75)),
+                )
+            }
+            None => (
+                (eager - overhead).max(busy_step),
+                overhead,
+                per_launch,
+                // The op-range cost is one workload's figure: a wider band.
+                (percentile(&eager_steps, 0.25) - 1.25 * launch_overhead - 1.5 * op_overhead)
+                    .max(percentile(&busy_steps, 0.25)),
+                (percentile(&eager_steps, 0.75) - 0.75 * launch_overhead - 0.5 * op_overhead)
+                    .max(percentile(&busy_steps, 0.75)),
+            ),
+        };
         let graph = busy_step + kernels_step * c;
         let estimate = corrected / graph.max(1.0);
-        // The op-range cost is one workload's figure: a wider band.
-        let e_lo = (percentile(&eager_steps, 0.25) - 1.25 * launch_overhead - 1.5 * op_overhead)
-            .max(percentile(&busy_steps, 0.25));
-        let e_hi = (percentile(&eager_steps, 0.75) - 0.75 * launch_overhead - 0.5 * op_overhead)
-            .max(percentile(&busy_steps, 0.75));
         let g_lo = percentile(&busy_steps, 0.25) + kernels_step * c * 0.5;
         let g_hi = percentile(&busy_steps, 0.75) + kernels_step * c * 2.0;
         let low = (e_lo / g_hi.max(1.0)).min(estimate);
@@ -1044,19 +1088,34 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         } else {
             String::new()
         };
-        let model = format!(
-            "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x0.75-1.25, replay cost x0.5-2 ({} us per kernel is {card}).",
-            fmt(eager),
-            launches_per_step,
-            fmt(per_launch),
-            recorder.as_str(),
-            fmt(corrected),
-            fmt(busy_step),
-            kernels_step,
-            fmt(c),
-            fmt(graph),
-            c / 1e3,
-        );
+        let model = match &bare {
+            Some(p) => format!(
+                "speed-up = eager time per step measured bare / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} eager (median of {} steps of a second run without CUPTI, only the step ranges timed; {} as traced, so {} cost {} a launch here); {} busy + {:.0} kernels x {} = {} after capture. Range: bare steps' 25th-75th percentiles, replay cost x0.5-2 ({} us per kernel is {card}).",
+                fmt(corrected),
+                p.len(),
+                fmt(eager),
+                recorder.as_str(),
+                fmt(per_launch),
+                fmt(busy_step),
+                kernels_step,
+                fmt(c),
+                fmt(graph),
+                c / 1e3,
+            ),
+            None => format!(
+                "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x0.75-1.25, replay cost x0.5-2 ({} us per kernel is {card}).",
+                fmt(eager),
+                launches_per_step,
+                fmt(per_launch),
+                recorder.as_str(),
+                fmt(corrected),
+                fmt(busy_step),
+                kernels_step,
+                fmt(c),
+                fmt(graph),
+                c / 1e3,
+            ),
+        };
         Some(kopt_model::GraphPrediction {
             eager_per_step_ns: eager,
             recorder_overhead_per_step_ns: overhead,
@@ -1064,6 +1123,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             launches_per_step,
             op_ranges_per_step,
             eager_corrected_per_step_ns: corrected,
+            eager_measured_bare: bare.is_some(),
             busy_per_step_ns: busy_step,
             kernels_per_step: kernels_step,
             replay_ns_per_kernel: c,

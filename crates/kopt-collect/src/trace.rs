@@ -183,6 +183,28 @@ pub fn run_traced(
     if let Some(s) = sampling {
         env.push(("KOPT_TRACER_SAMPLE".into(), s.env_value()));
     }
+    let outcome = run_checked(workload, env, &log, on_line)?;
+    if !trace.is_file() {
+        return Err(TraceError::NoTrace(
+            trace.display().to_string(),
+            log.display().to_string(),
+        ));
+    }
+    Ok(TracedRun {
+        trace,
+        log,
+        outcome,
+    })
+}
+
+/// Run the workload with `env` added, logging to `log`; a timeout, a
+/// non-zero exit or a fatal signal is an error that quotes its last lines.
+fn run_checked(
+    workload: &Workload,
+    env: Vec<(String, String)>,
+    log: &Path,
+    on_line: &(dyn Fn(Stream, &str) + Sync),
+) -> Result<RunOutcome, TraceError> {
     let (program, args) = workload
         .argv
         .split_first()
@@ -192,7 +214,7 @@ pub fn run_traced(
         args: args.to_vec(),
         env,
         timeout: workload.timeout,
-        log: log.clone(),
+        log: log.to_path_buf(),
     };
     let outcome = runner::run(&spec, on_line).map_err(|source| TraceError::Spawn {
         program: program.clone(),
@@ -230,17 +252,41 @@ pub fn run_traced(
             log: log.display().to_string(),
         });
     }
-    if !trace.is_file() {
-        return Err(TraceError::NoTrace(
-            trace.display().to_string(),
-            log.display().to_string(),
-        ));
+    Ok(outcome)
+}
+
+/// The bare run's step file in a run folder (kopt-ingest reads it beside
+/// the trace).
+pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
+
+/// Run the workload again without CUPTI: kopt's tracer is loaded as NVTX's
+/// injection only and times the ranges of the `range` family (the traced
+/// run's steps) into `dir/bare_steps.jsonl`. None when the program timed no
+/// such range (it opened none, or its NVTX did not load the tool).
+pub fn run_bare_steps(
+    workload: &Workload,
+    tracer: &Path,
+    range: &str,
+    dir: &Path,
+    on_line: &(dyn Fn(Stream, &str) + Sync),
+) -> Result<Option<PathBuf>, TraceError> {
+    let out = dir.join(BARE_STEPS_FILE);
+    let log = runner::log_path(dir, "bare");
+    let mut env = vec![
+        (
+            "NVTX_INJECTION64_PATH".to_string(),
+            tracer.display().to_string(),
+        ),
+        ("KOPT_BARE_STEPS_OUT".to_string(), out.display().to_string()),
+        ("KOPT_BARE_STEPS_RANGE".to_string(), range.to_string()),
+    ];
+    if let Some(g) = &workload.gpu {
+        env.push(("CUDA_VISIBLE_DEVICES".into(), g.clone()));
     }
-    Ok(TracedRun {
-        trace,
-        log,
-        outcome,
-    })
+    run_checked(workload, env, &log, on_line)?;
+    Ok(std::fs::metadata(&out)
+        .is_ok_and(|m| m.len() > 0)
+        .then_some(out))
 }
 
 /// The usual name of a fatal signal.

@@ -534,6 +534,8 @@ fn baseline(
         run,
         sample: None,
         keep_timeline: false,
+        // optimize measures the fixes bare itself.
+        bare_run: false,
         analysis: Default::default(),
     };
     let mut d = crate::trace::trace(&t, progress)?.diagnosis;

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use kopt_collect::trace::{locate_tracer, run_traced, Sampling};
+use kopt_collect::trace::{locate_tracer, run_bare_steps, run_traced, Sampling};
 use kopt_collect::Stream;
-use kopt_ingest::{profile_from_timeline, read_kopt_trace_set};
+use kopt_ingest::{profile_from_timeline, read_bare_steps, read_kopt_trace_set};
 use kopt_model::{Diagnosis, RunInfo, Timeline};
 
 use crate::analyze::{diagnose, AnalysisOptions};
@@ -21,6 +21,10 @@ pub struct TraceRequest {
     pub sample: Option<Sampling>,
     /// Return the timeline too (for an export); it is cloned, so only on request.
     pub keep_timeline: bool,
+    /// When the traced steps look launch bound, run the workload a second
+    /// time without CUPTI, timing only its step ranges, so the graph-capture
+    /// prediction starts from the bare eager step.
+    pub bare_run: bool,
     pub analysis: AnalysisOptions,
 }
 
@@ -39,6 +43,16 @@ pub struct Traced {
     pub trace: PathBuf,
 }
 
+/// The NVTX range family a bare run should time: the traced steps came
+/// from it and the timeline predicts a graph-capture gain.
+fn bare_run_range(d: &Diagnosis) -> Option<String> {
+    let t = d.timeline.as_ref()?;
+    let steps = t.steps.as_ref()?;
+    (t.launch_bound && t.graph_prediction.is_some() && steps.source == kopt_model::StepSource::Nvtx)
+        .then(|| steps.family.clone())
+        .flatten()
+}
+
 /// `--sample ON/PERIOD`, checked.
 pub fn parse_sampling(text: &str) -> Result<Sampling> {
     Sampling::parse(text).map_err(Error::Usage)
@@ -52,13 +66,41 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     let passthrough = !req.run.quiet;
     let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
     let traced = run_traced(&req.run.workload(), &tracer, req.sample, &dir, &on_line)?;
-    let trace = read_kopt_trace_set(&traced.trace)?;
+    let mut trace = read_kopt_trace_set(&traced.trace)?;
     let label = traced.trace.display().to_string();
-    let timeline = req.keep_timeline.then(|| trace.timeline.clone());
     let windows = trace.timeline.sampled_windows.len();
     let caught_nothing = trace.timeline.activities.is_empty();
-    let profile = profile_from_timeline(trace.timeline, &label, "kopt trace (CUPTI)");
-    let mut diagnosis = diagnose(profile, &req.analysis);
+    let diagnose_timeline = |t: Timeline| {
+        diagnose(
+            profile_from_timeline(t, &label, "kopt trace (CUPTI)"),
+            &req.analysis,
+        )
+    };
+    let bare_run = req.bare_run && req.sample.is_none();
+    // The timeline is still needed for a bare run's second diagnosis or an export.
+    let mut diagnosis = if bare_run || req.keep_timeline {
+        diagnose_timeline(trace.timeline.clone())
+    } else {
+        diagnose_timeline(std::mem::take(&mut trace.timeline))
+    };
+    if let Some(range) = bare_run.then(|| bare_run_range(&diagnosis)).flatten() {
+        progress.note(&format!(
+            "launch bound: running the workload again without the tracer, timing its '{range}' ranges, for the graph-capture prediction (--no-bare-run skips this)"
+        ));
+        match run_bare_steps(&req.run.workload(), &tracer, &range, &dir, &on_line) {
+            Ok(Some(path)) => {
+                trace.timeline.bare_steps = read_bare_steps(&path)?;
+                diagnosis = diagnose_timeline(trace.timeline.clone());
+            }
+            Ok(None) => diagnosis.notes.push(format!(
+                "The bare run (the workload again without the tracer) timed no '{range}' range: the graph-capture prediction takes the tracer's cost from its per-launch constant."
+            )),
+            Err(e) => diagnosis.notes.push(format!(
+                "The bare run (the workload again without the tracer) failed: {e}; the graph-capture prediction takes the tracer's cost from its per-launch constant."
+            )),
+        }
+    }
+    let timeline = req.keep_timeline.then_some(trace.timeline);
     if !trace.ended {
         diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
     }

@@ -569,7 +569,66 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         merged.timeline.api_calls.sort_by_key(|c| c.start_ns);
         merged.timeline.ranges.sort_by_key(|r| r.start_ns);
     }
+    let bare = dir.join(BARE_STEPS_FILE);
+    if bare.is_file() {
+        merged.timeline.bare_steps = read_bare_steps(&bare)?;
+    }
     Ok(merged)
+}
+
+/// The bare run's step ranges, beside the trace in a run folder.
+pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
+
+/// One line of `bare_steps.jsonl`: `{"t":"bare_step","name":N,"s":S,"e":E}`.
+#[derive(Deserialize)]
+struct BareStepLine {
+    t: String,
+    name: String,
+    s: i64,
+    e: i64,
+}
+
+/// Read the step ranges a bare run timed (kopt's tracer as NVTX injection
+/// only, no CUPTI). Lines of other kinds are skipped; a malformed line is
+/// an error with its line number. None when no step was recorded.
+pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, IngestError> {
+    let label = path.display().to_string();
+    let bytes = crate::read_regular(path, &label)?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        IngestError::at(
+            &label,
+            1,
+            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+        )
+    })?;
+    let mut names: std::collections::BTreeMap<String, Vec<(i64, i64)>> = Default::default();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let l: BareStepLine = serde_json::from_str(line).map_err(|e| {
+            IngestError::at(&label, i as u64 + 1, format!("not a bare-step line: {e}"))
+        })?;
+        if l.t != "bare_step" {
+            continue;
+        }
+        if !(usable_ns(l.s) && usable_ns(l.e)) || l.e < l.s {
+            return Err(IngestError::at(
+                &label,
+                i as u64 + 1,
+                format!("step times out of range: start {} ns, end {} ns", l.s, l.e),
+            ));
+        }
+        names.entry(l.name).or_default().push((l.s, l.e));
+    }
+    // One family is asked for; should several come, the most repeated.
+    Ok(names
+        .into_iter()
+        .max_by_key(|(_, v)| v.len())
+        .map(|(range, mut spans_ns)| {
+            spans_ns.sort_unstable();
+            kopt_model::BareSteps { range, spans_ns }
+        }))
 }
 
 /// The windows two processes' traces cover together. A continuous trace

@@ -18,7 +18,10 @@ use kopt_model::{Device, Profile, Source};
 
 pub use error::{echo, one_line, IngestError};
 pub use kineto::{parse_kineto, KinetoTrace};
-pub use kopt_trace::{parse_kopt_trace, read_kopt_trace, read_kopt_trace_set, KoptTrace};
+pub use kopt_trace::{
+    parse_kopt_trace, read_bare_steps, read_kopt_trace, read_kopt_trace_set, KoptTrace,
+    BARE_STEPS_FILE,
+};
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
 pub use rocprof::{
     is_rocprof_compute_dir, parse_rocprof, read_rocprof_compute_dir, read_rocprof_files, AmdFile,

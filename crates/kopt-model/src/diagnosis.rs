@@ -510,6 +510,10 @@ pub struct GraphPrediction {
     pub op_ranges_per_step: f64,
     /// Eager per-step time without the recorder's cost (never below GPU-busy time).
     pub eager_corrected_per_step_ns: f64,
+    /// Steps of a bare run (no CUPTI) gave the eager time, not the
+    /// recorder's estimated cost; then the recorder cost above is measured.
+    #[serde(default)]
+    pub eager_measured_bare: bool,
     pub busy_per_step_ns: f64,
     pub kernels_per_step: f64,
     /// The device model's replay cost per kernel.

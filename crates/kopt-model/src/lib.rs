@@ -34,8 +34,8 @@ pub use peaks::{
     DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL,
 };
 pub use timeline::{
-    range_family, ActivityKind, ApiCall, ApiKind, GpuActivity, Range, Recorder, Timeline,
-    KINETO_NS_PER_LAUNCH, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
+    range_family, ActivityKind, ApiCall, ApiKind, BareSteps, GpuActivity, Range, Recorder,
+    Timeline, KINETO_NS_PER_LAUNCH, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
 };
 
 /// Version tag of every JSON document kopt writes for machines.

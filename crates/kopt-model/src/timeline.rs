@@ -195,6 +195,19 @@ pub struct Timeline {
     /// recorded only inside them. Empty for a continuous trace.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sampled_windows: Vec<(i64, i64)>,
+    /// The steps of a second run of the workload without CUPTI (`kopt
+    /// trace`'s bare run), where only the step range's NVTX calls were
+    /// timed: the eager step time with no recorder cost in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bare_steps: Option<BareSteps>,
+}
+
+/// Step ranges timed in a bare run (no CUPTI): one NVTX range name, the
+/// start and end of each range in run order (host clock, ns).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BareSteps {
+    pub range: String,
+    pub spans_ns: Vec<(i64, i64)>,
 }
 
 /// A range's name with a trailing step number cut: `ProfilerStep#12` -> `ProfilerStep`.

@@ -265,7 +265,7 @@ fn profile(
 
 /// Trace a workload with kopt's CUPTI tracer; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (argv, *, gpu=None, timeout=None, sample=None, quiet=false, tracer=None, runs_dir=None, db=None, run_dir=None))]
+#[pyo3(signature = (argv, *, gpu=None, timeout=None, sample=None, quiet=false, tracer=None, runs_dir=None, db=None, run_dir=None, bare_run=true))]
 #[allow(clippy::too_many_arguments)]
 fn trace(
     py: Python<'_>,
@@ -278,6 +278,7 @@ fn trace(
     runs_dir: Option<PathBuf>,
     db: Option<PathBuf>,
     run_dir: Option<PathBuf>,
+    bare_run: bool,
 ) -> PyResult<DiagnosisHandle> {
     let req = TraceRequest {
         run: workload(argv, gpu, timeout, quiet, tracer, runs_dir, db, run_dir)?,
@@ -287,6 +288,7 @@ fn trace(
             .transpose()
             .map_err(engine_err)?,
         keep_timeline: false,
+        bare_run,
         analysis: AnalysisOptions::default(),
     };
     let t = py

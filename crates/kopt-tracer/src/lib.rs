@@ -29,6 +29,7 @@ mod buffers;
 mod callbacks;
 mod config;
 mod cupti;
+mod nvtx;
 mod output;
 pub mod records;
 mod sampling;

@@ -240,6 +240,10 @@ pub struct TraceArgs {
     #[arg(long, value_name = "ON/PERIOD")]
     pub sample: Option<String>,
 
+    /// Skip the bare run: when the traced steps (NVTX ranges) look launch bound, kopt runs the workload a second time without CUPTI, timing only those ranges, so the graph-capture prediction starts from the eager step as it runs untraced
+    #[arg(long)]
+    pub no_bare_run: bool,
+
     #[command(flatten)]
     pub run: RunArgs,
 

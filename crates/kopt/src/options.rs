@@ -196,6 +196,7 @@ pub fn trace(a: &TraceArgs) -> Result<(TraceRequest, ReportOptions, Option<PathB
             .map(kopt_engine::trace::parse_sampling)
             .transpose()?,
         keep_timeline: export.is_some(),
+        bare_run: !a.no_bare_run,
         analysis: analysis(&a.report, None),
     };
     req.validate()?;

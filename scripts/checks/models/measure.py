@@ -1,14 +1,18 @@
 """Bare per-step times, interleaved rounds, CUDA events; one JSON line.
 
   python3 measure.py bn BATCH        ResNet-50 eager vs batch norm folded
-                                     into the convolutions (torch.fx fuse)
+                                     into the convolutions, vs channels_last,
+                                     vs both
   python3 measure.py graph BATCH     ResNet-50 eager vs CUDA-graph replay
-  python3 measure.py compile         GPT-2 prefill (bf16, 8 x 512) eager vs
-                                     torch.compile (default mode)
+  python3 measure.py compile [VOCAB] GPT-2 prefill (bf16, 8 x 512) eager vs
+                                     torch.compile (default mode); VOCAB
+                                     50304 = padded, so compile's gain is
+                                     not the padding Inductor does itself
   python3 measure.py steps BATCH N   N ResNet-50 steps, each in an NVTX
                                      "step" range (for kopt trace)
 """
 
+import copy
 import json
 import sys
 
@@ -45,20 +49,70 @@ def resnet(batch):
     return m, x
 
 
-def bn(batch):
-    from torch.fx.experimental.optimization import fuse
+def fold_bn(model):
+    """A copy of a torchvision ResNet with every batch norm folded into the
+    convolution before it (eval mode: running statistics are constants)."""
+    m = copy.deepcopy(model)
 
+    def fold(conv, bn):
+        scale = bn.weight.float() / torch.sqrt(bn.running_var.float() + bn.eps)
+        w = conv.weight
+        conv.weight = torch.nn.Parameter((w.float() * scale.view(-1, 1, 1, 1)).to(w.dtype))
+        b = conv.bias.float() if conv.bias is not None else torch.zeros_like(scale)
+        conv.bias = torch.nn.Parameter(((b - bn.running_mean.float()) * scale + bn.bias.float()).to(w.dtype))
+
+    fold(m.conv1, m.bn1)
+    m.bn1 = torch.nn.Identity()
+    for layer in (m.layer1, m.layer2, m.layer3, m.layer4):
+        for blk in layer:
+            for i in (1, 2, 3):
+                fold(getattr(blk, f"conv{i}"), getattr(blk, f"bn{i}"))
+                setattr(blk, f"bn{i}", torch.nn.Identity())
+            if blk.downsample is not None:
+                fold(blk.downsample[0], blk.downsample[1])
+                blk.downsample[1] = torch.nn.Identity()
+    return m
+
+
+def bn(batch):
     m, x = resnet(batch)
-    folded = fuse(m)
+    folded = fold_bn(m)
+    left = sum(isinstance(t, torch.nn.BatchNorm2d) for t in folded.modules())
+    cl = torch.channels_last
+    x_cl = x.to(memory_format=cl)
+    m_cl = copy.deepcopy(m).to(memory_format=cl)
+    folded_cl = fold_bn(m).to(memory_format=cl)
     with torch.inference_mode():
-        err = (m(x).float() - folded(x).float()).abs().max().item()
-        med, rs = rounds({"eager": lambda: m(x), "folded": lambda: folded(x)}, 10)
-    return {"case": f"resnet50_b{batch}_bn", "step_ms": med, "speedup": med["eager"] / med["folded"], "max_abs_diff": err, "rounds": rs}
+        ref = m(x).float()
+        err = (ref - folded(x).float()).abs().max().item()
+        scale = ref.abs().max().item()
+        med, rs = rounds(
+            {
+                "eager": lambda: m(x),
+                "folded": lambda: folded(x),
+                "channels_last": lambda: m_cl(x_cl),
+                "channels_last_folded": lambda: folded_cl(x_cl),
+            },
+            10,
+        )
+    return {
+        "case": f"resnet50_b{batch}_bn",
+        "step_ms": med,
+        "speedup": med["eager"] / med["folded"],
+        "speedup_channels_last": med["eager"] / med["channels_last"],
+        "speedup_both": med["eager"] / med["channels_last_folded"],
+        "batch_norms_left": left,
+        "max_abs_diff": err,
+        "max_abs_output": scale,
+        "rounds": rs,
+    }
 
 
 def graph(batch):
     m, x = resnet(batch)
     with torch.inference_mode():
+        # Eager alone first: does capturing a graph change the eager step?
+        before, _ = rounds({"eager": lambda: m(x)}, 50)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -69,20 +123,20 @@ def graph(batch):
         with torch.cuda.graph(g):
             m(x)
         med, rs = rounds({"eager": lambda: m(x), "graph": g.replay}, 50)
-    return {"case": f"resnet50_b{batch}_graph", "step_ms": med, "speedup": med["eager"] / med["graph"], "rounds": rs}
+    return {"case": f"resnet50_b{batch}_graph", "step_ms": med, "eager_before_capture_ms": before["eager"], "speedup": med["eager"] / med["graph"], "rounds": rs}
 
 
-def compile_gpt2():
+def compile_gpt2(vocab=50257):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    m = GPT2LMHeadModel(GPT2Config()).to("cuda", torch.bfloat16).eval()
+    m = GPT2LMHeadModel(GPT2Config(vocab_size=vocab)).to("cuda", torch.bfloat16).eval()
     ids = torch.randint(0, 50257, (8, 512), device="cuda")
     c = torch.compile(m)
     with torch.inference_mode():
         for _ in range(3):
             c(input_ids=ids)
         med, rs = rounds({"eager": lambda: m(input_ids=ids), "compiled": lambda: c(input_ids=ids)}, 20)
-    return {"case": "gpt2_compile", "step_ms": med, "speedup": med["eager"] / med["compiled"], "rounds": rs}
+    return {"case": f"gpt2_compile_vocab{vocab}", "step_ms": med, "speedup": med["eager"] / med["compiled"], "rounds": rs}
 
 
 def steps(batch, n):
@@ -104,6 +158,6 @@ if __name__ == "__main__":
     elif what == "steps":
         steps(int(sys.argv[2]), int(sys.argv[3]))
     elif what == "compile":
-        print(json.dumps(compile_gpt2()))
+        print(json.dumps(compile_gpt2(int(sys.argv[2]) if len(sys.argv) > 2 else 50257)))
     else:
         raise SystemExit(__doc__)

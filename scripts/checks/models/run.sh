@@ -9,10 +9,14 @@
 #       batch 1 and eager vs graph replay, bare.
 #   scripts/checks/models/run.sh OUT gpt2        GPT-2 prefill eager vs
 #       torch.compile, bare (the elementwise-chain finding's prediction is
-#       in fixtures/ops-gpt2-h200).
+#       in fixtures/ops-gpt2-h200); gpt2pad: the same with the vocabulary
+#       padded to 50304 (Inductor pads GEMMs itself, so compile's gain on
+#       the unpadded model includes the padding fix).
+#   scripts/checks/models/run.sh OUT bn256       ResNet-50 at batch 256
+#       eager vs batch norm folded, channels_last, both (bare).
 set -uo pipefail
 out=${1:?OUT_DIR}
-[ $# -ge 2 ] || { echo "usage: $0 OUT_DIR PART... (resnet256, resnet1, gpt2)" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 OUT_DIR PART... (resnet256, resnet1, gpt2, gpt2pad, bn256)" >&2; exit 2; }
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -43,6 +47,12 @@ resnet1)
   ;;
 gpt2)
   timeout 500 python3 "$here/measure.py" compile > compile_measured.json 2> compile.log
+  ;;
+gpt2pad)
+  timeout 300 python3 "$here/measure.py" compile 50304 > compile_padded_measured.json 2> compile_padded.log
+  ;;
+bn256)
+  timeout 150 python3 "$here/measure.py" bn 256 > bn_measured.json 2> bn.log
   ;;
 *)
   echo "unknown part $part" >&2

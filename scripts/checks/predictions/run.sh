@@ -15,7 +15,10 @@ for w in moe mlp decode matmuls; do
   steps=60; [ "$w" = matmuls ] && steps=25
   python3 "$here/workloads.py" $w measure | tee -a ../measured.jsonl
   "$kopt" trace --runs-dir runs --db h.db -q -f json -o $w.kopt.json -- python3 "$here/workloads.py" $w steps $steps 2> $w.trace.log
-  cp "$(ls -td runs/*/ | head -1)trace.jsonl" $w.trace.jsonl
+  run=$(ls -td runs/*/ | head -1)
+  cp "${run}trace.jsonl" $w.trace.jsonl
+  # The bare run kopt trace made (launch-bound steps only).
+  [ -f "${run}bare_steps.jsonl" ] && cp "${run}bare_steps.jsonl" $w.bare_steps.jsonl
   python3 "$here/workloads.py" $w profile $w.pt.trace.json
   "$kopt" analyze $w.pt.trace.json -f json -o $w.torch.json 2> $w.analyze.log
 done
@@ -37,7 +40,9 @@ for w in ["moe", "mlp", "decode", "matmuls"]:
         rec = next((x for x in r["recommendations"] if x["id"] == "capture_cuda_graph"), None)
         p = (rec or {}).get("predicted_speedup")
         t = r.get("timeline") or {}
-        row.append(f"{src}: " + (f"{p['estimate']:.2f}x [{p['low']:.2f}, {p['high']:.2f}]" if p else "no graph recommendation") + f" (busy {t.get('busy_pct', 0):.1f}%, primary {r['primary']['type'] if r.get('primary') else '-'})")
+        g = t.get("graph_prediction") or {}
+        bare = " bare-run" if g.get("eager_measured_bare") else ""
+        row.append(f"{src}: " + (f"{p['estimate']:.2f}x [{p['low']:.2f}, {p['high']:.2f}]{bare}" if p else "no graph recommendation") + f" (busy {t.get('busy_pct', 0):.1f}%, primary {r['primary']['type'] if r.get('primary') else '-'})")
     print(" | ".join(row))
 PY
 rm -rf runs h.db

@@ -111,9 +111,13 @@ def trace(
     quiet: bool = False,
     runs_dir: Optional[PathLike] = None,
     db: Optional[PathLike] = None,
+    bare_run: bool = True,
 ) -> Analysis:
     """Run a program (argv list, command string, or a ``.py`` file run with
-    this interpreter) under kopt's CUPTI tracer and diagnose its timeline."""
+    this interpreter) under kopt's CUPTI tracer and diagnose its timeline.
+    With ``bare_run`` (default), a launch-bound program with NVTX step
+    ranges runs a second time untraced so the graph-capture prediction
+    starts from its bare step time."""
     return Analysis(
         _kopt.trace(
             _argv(command_or_script),
@@ -124,6 +128,7 @@ def trace(
             tracer=tracer_path(),
             runs_dir=_opt_path(runs_dir),
             db=_opt_path(db),
+            bare_run=bare_run,
         )
     )
 

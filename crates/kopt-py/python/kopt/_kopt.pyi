@@ -70,6 +70,7 @@ def trace(
     runs_dir: Optional[str] = None,
     db: Optional[str] = None,
     run_dir: Optional[str] = None,
+    bare_run: bool = True,
 ) -> Diagnosis: ...
 def bench(
     variants: Sequence[Tuple[str, str]],
