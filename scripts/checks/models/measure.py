@@ -3,6 +3,8 @@
   python3 measure.py bn BATCH        ResNet-50 eager vs batch norm folded
                                      into the convolutions, vs channels_last,
                                      vs both
+  python3 measure.py compile_resnet BATCH   ResNet-50 eager vs channels_last vs
+                                     torch.compile with freezing (both layouts)
   python3 measure.py graph BATCH     ResNet-50 eager vs CUDA-graph replay
   python3 measure.py compile [VOCAB] GPT-2 prefill (bf16, 8 x 512) eager vs
                                      torch.compile (default mode); VOCAB
@@ -108,6 +110,34 @@ def bn(batch):
     }
 
 
+def compile_resnet(batch):
+    """ResNet-50 eager vs channels_last vs torch.compile with freezing (batch
+    norm folded into the convolutions and the bias in their epilogue), NCHW
+    and channels_last."""
+    import torch._inductor.config as inductor
+
+    m, x = resnet(batch)
+    cl = torch.channels_last
+    m_cl, x_cl = copy.deepcopy(m).to(memory_format=cl), x.to(memory_format=cl)
+    inductor.freezing = True
+    c = torch.compile(copy.deepcopy(m))
+    c_cl = torch.compile(copy.deepcopy(m).to(memory_format=cl))
+    with torch.inference_mode():
+        for _ in range(3):
+            c(x)
+            c_cl(x_cl)
+        med, rs = rounds(
+            {
+                "eager": lambda: m(x),
+                "channels_last": lambda: m_cl(x_cl),
+                "compiled_frozen": lambda: c(x),
+                "compiled_frozen_channels_last": lambda: c_cl(x_cl),
+            },
+            10,
+        )
+    return {"case": f"resnet50_b{batch}_compile", "step_ms": med, "rounds": rs}
+
+
 def graph(batch):
     m, x = resnet(batch)
     with torch.inference_mode():
@@ -153,6 +183,8 @@ if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "bn":
         print(json.dumps(bn(int(sys.argv[2]))))
+    elif what == "compile_resnet":
+        print(json.dumps(compile_resnet(int(sys.argv[2]))))
     elif what == "graph":
         print(json.dumps(graph(int(sys.argv[2]))))
     elif what == "steps":

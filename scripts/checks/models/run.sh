@@ -13,10 +13,11 @@
 #       padded to 50304 (Inductor pads GEMMs itself, so compile's gain on
 #       the unpadded model includes the padding fix).
 #   scripts/checks/models/run.sh OUT bn256       ResNet-50 at batch 256
-#       eager vs batch norm folded, channels_last, both (bare).
+#       eager vs batch norm folded, channels_last, both (bare); compile256:
+#       eager vs channels_last vs torch.compile with freezing.
 set -uo pipefail
 out=${1:?OUT_DIR}
-[ $# -ge 2 ] || { echo "usage: $0 OUT_DIR PART... (resnet256, resnet1, gpt2, gpt2pad, bn256)" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 OUT_DIR PART... (resnet256, resnet1, gpt2, gpt2pad, bn256, compile256)" >&2; exit 2; }
 shift
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -53,6 +54,9 @@ gpt2pad)
   ;;
 bn256)
   timeout 150 python3 "$here/measure.py" bn 256 > bn_measured.json 2> bn.log
+  ;;
+compile256)
+  timeout 400 python3 "$here/measure.py" compile_resnet 256 > compile_resnet_measured.json 2> compile_resnet.log
   ;;
 *)
   echo "unknown part $part" >&2
