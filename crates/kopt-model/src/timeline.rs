@@ -124,21 +124,22 @@ pub enum Recorder {
     Kineto,
 }
 
-/// Host time kopt's tracer adds to a PyTorch step, per kernel launch, ns.
-/// Measured on an H200 (2026-11-26, `scripts/checks/predictions/run.sh`,
-/// traced step vs the same step bare): MoE routing 4.8 us, 6-layer MLP
-/// 6.4 us per launch; a CUDA C++ launch loop pays only CUPTI's 0.8 us
-/// (bench-results/2026-11-26-h200/cupti-floor). PyTorch calls several
-/// runtime functions per launch, each slowed by CUPTI: the cost follows the
-/// framework's calls, not the launches, so programs with many ops per
-/// kernel (a decode step: 5.5 ops per kernel, 19.8 us) are under-corrected.
+/// Host time kopt's tracer adds to a PyTorch step, per kernel launch, ns,
+/// used only when `kopt trace` had no bare run (the steps timed untraced,
+/// `Timeline::bare_steps`) to measure it. Measured on two H200s, traced
+/// step vs the same step bare: 4.8 (MoE routing), 6.4 (MLP) and 19.8 us
+/// (decode) in one session (2026-11-26 morning, fixtures/predictions-h200),
+/// 7.5, 2.4 and 1.7 us in another (fixtures/predictions-h200-bare). The
+/// cost follows the framework's runtime calls (a decode step makes 1,133
+/// a step, 670 of them cudaGetDevice) and the machine, not the launches:
+/// no constant fits both, which is why `kopt trace` measures it.
 pub const KOPT_TRACER_NS_PER_LAUNCH: f64 = 4_800.0;
-/// The same for torch.profiler (Kineto), ns. Measured on H200s: 9.2 us (MoE
-/// routing) and 9.4 us (MLP) per launch in fixtures/predictions-h200, 3.5 us
-/// for seed 000's MoE step in fixtures/seed000-h200 (an earlier torch), 41 us
-/// for the decode step. 6 us sits between the steps that are mostly
-/// launches; the prediction errs high where the profiler cost more.
-pub const KINETO_NS_PER_LAUNCH: f64 = 6_000.0;
+/// The same for torch.profiler (Kineto), ns; a trace file has no bare run.
+/// Measured on two H200s: 9.2 (MoE routing), 9.4 (MLP) and 41 us (decode)
+/// in fixtures/predictions-h200; 8, 13.8 and 16 us in
+/// fixtures/predictions-h200-bare. 12 us keeps five of the six within 1.5x
+/// of the measured speed-up; the 41 us decode step stays over-predicted.
+pub const KINETO_NS_PER_LAUNCH: f64 = 12_000.0;
 /// Host time one framework op range costs when PyTorch records them
 /// (`emit_nvtx(record_shapes=True)`, `kopt profile --ops`), ns, beyond the
 /// recorder's per-launch cost. Measured once, on an H200 (2026-11-26,

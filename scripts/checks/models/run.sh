@@ -44,6 +44,7 @@ resnet1)
   echo "exit $?" >> resnet1.log
   run=$(ls -td runs/*/ | head -1)
   gzip -9c "$run/trace.jsonl" > resnet1.trace.jsonl.gz 2>/dev/null
+  cp "$run/bare_steps.jsonl" resnet1.bare_steps.jsonl 2>/dev/null
   timeout 200 python3 "$here/measure.py" graph 1 > graph_measured.json 2> graph.log
   ;;
 gpt2)
