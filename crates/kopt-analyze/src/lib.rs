@@ -4,6 +4,7 @@
 pub mod batchnorm;
 pub mod catalogue;
 pub mod fusion;
+pub mod layout;
 pub mod library;
 pub mod ncu_rules;
 pub mod ops;
@@ -86,6 +87,17 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             g.verdict.covered_by = Some(f.id.clone());
         }
     }
+    // cuDNN's NCHW<->NHWC conversions: one finding, channels_last.
+    let layout_members = layout::members(&groups, by_kernel);
+    let relaid = layout::recommend(&groups, &layout_members, total_ns);
+    if let Some(f) = &relaid {
+        for g in groups
+            .iter_mut()
+            .filter(|g| layout_members.contains(&g.verdict.name))
+        {
+            g.verdict.covered_by = Some(f.id.clone());
+        }
+    }
     let mut pointwise = fusion::members(&groups);
     if folded.is_some() {
         pointwise.retain(|m| !bn_members.contains(m));
@@ -113,6 +125,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     recommendations.extend(padding.iter().cloned());
     recommendations.extend(fused.iter().cloned());
     recommendations.extend(folded.iter().cloned());
+    recommendations.extend(relaid.iter().cloned());
     let tiny_groups: Vec<&rollup::KernelGroup> = groups
         .iter()
         .filter(|g| g.tiny && g.verdict.covered_by.is_none())
@@ -178,7 +191,9 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     // The primary bottleneck is what tops the recommendations: the finding
     // with the most recoverable time.
     let primary = match recommendations.first() {
-        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID => Some(fusion_primary(r, &groups)),
+        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID || r.id == layout::ID => {
+            Some(fusion_primary(r, &groups))
+        }
         Some(r) if r.id == "capture_cuda_graph" => timeline
             .as_ref()
             .map(|t| launch_primary(t, r))
@@ -445,10 +460,10 @@ fn fusion_primary(
         insight: format!(
             "{}. {} could save up to {:.1}% of kernel time.",
             r.evidence,
-            if r.id == batchnorm::ID {
-                "Folding them into the convolutions"
-            } else {
-                "Fusing the chains"
+            match r.id.as_str() {
+                batchnorm::ID => "Folding them into the convolutions",
+                layout::ID => "Running the model in channels_last",
+                _ => "Fusing the chains",
             },
             gain.map_or(0.0, |g| g.workload_pct)
         ),

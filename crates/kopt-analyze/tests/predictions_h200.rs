@@ -92,8 +92,8 @@ fn the_time_after_capture_is_predicted_within_a_quarter() {
         for w in ["moe", "mlp", "decode"] {
             let (_, graph_us) = measured(set, w);
             for (recorder, d) in diagnoses(set, w) {
-                let (_, predicted_graph_us) = prediction(&d)
-                    .unwrap_or_else(|| panic!("{set} {w} {recorder}: no prediction"));
+                let (_, predicted_graph_us) =
+                    prediction(&d).unwrap_or_else(|| panic!("{set} {w} {recorder}: no prediction"));
                 let ratio = predicted_graph_us / graph_us;
                 assert!(
                     (0.8..1.25).contains(&ratio),
@@ -111,7 +111,13 @@ fn with_a_bare_run_every_step_is_within_1_5x() {
     for w in ["moe", "mlp", "decode"] {
         let (eager, graph) = measured(BARE, w);
         let [(_, d), _] = diagnoses(BARE, w);
-        let g = d.timeline.as_ref().unwrap().graph_prediction.as_ref().unwrap();
+        let g = d
+            .timeline
+            .as_ref()
+            .unwrap()
+            .graph_prediction
+            .as_ref()
+            .unwrap();
         assert!(g.eager_measured_bare, "{w}: the bare steps were not used");
         let (predicted, _) = prediction(&d).unwrap();
         assert!(
@@ -126,7 +132,10 @@ fn with_a_bare_run_every_step_is_within_1_5x() {
 /// from six steps on two H200s) has to hold for both sessions.
 #[test]
 fn torch_profiler_traces_are_within_1_5x_where_the_step_is_mostly_launches() {
-    for (set, workloads) in [(OLD, &["moe", "mlp"][..]), (BARE, &["moe", "mlp", "decode"][..])] {
+    for (set, workloads) in [
+        (OLD, &["moe", "mlp"][..]),
+        (BARE, &["moe", "mlp", "decode"][..]),
+    ] {
         for w in workloads {
             let (eager, graph) = measured(set, w);
             let [_, (_, d)] = diagnoses(set, w);

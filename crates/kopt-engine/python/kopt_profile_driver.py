@@ -1,6 +1,9 @@
 # Written by kopt: drives a module script for `kopt profile` /
-# `profile_module`: warm-up, then STEPS forward passes, each inside an NVTX
-# range `kopt_step`, so the profile's iterations are exact.
+# `profile_module`: WARMUP then STEPS forward passes, each inside an NVTX
+# range `kopt_step`, so the profile's iterations are exact. The warm-up
+# passes are steps too: kopt's steady-state detection cuts the slow first
+# ones, and kernels launched only there (cuDNN's benchmark search, Triton's
+# autotuner) are known as trials instead of passing for set-up.
 # With a fifth argument `ops`, the steps also run under PyTorch's
 # emit_nvtx(record_shapes=True): every op an NVTX range with its input
 # shapes, so kopt traces each kernel back to its op (at a host cost per op).
@@ -18,14 +21,12 @@ record_ops = len(sys.argv) > 5 and sys.argv[5] == "ops"
 device = torch.device("cuda:0")
 model, make_inputs = kopt_module.build(path, module_name, device)
 inputs = make_inputs()
-with torch.inference_mode():
-    for _ in range(warmup):
+ops = torch.autograd.profiler.emit_nvtx(record_shapes=True) if record_ops else contextlib.nullcontext()
+with torch.inference_mode(), ops:
+    for i in range(warmup + steps):
+        torch.cuda.nvtx.range_push("kopt_step")
         model(*inputs)
-    torch.cuda.synchronize()
-    ops = torch.autograd.profiler.emit_nvtx(record_shapes=True) if record_ops else contextlib.nullcontext()
-    with ops:
-        for _ in range(steps):
-            torch.cuda.nvtx.range_push("kopt_step")
-            model(*inputs)
-            torch.cuda.nvtx.range_pop()
+        torch.cuda.nvtx.range_pop()
+        if i + 1 == warmup:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()

@@ -71,7 +71,7 @@ fn stem(module: &str) -> String {
 }
 
 /// Copy `text` into `run_dir` as `<module>.py`; for a module script, write
-/// kopt's driver beside it and run that (warm-up, then `steps` NVTX steps;
+/// kopt's driver beside it and run that (`warmup` then `steps` passes, each an NVTX step;
 /// with `record_ops`, PyTorch's op ranges with input shapes too, so kernels
 /// can be traced back to ops: it costs host time per op).
 pub fn prepare(

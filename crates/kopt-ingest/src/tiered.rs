@@ -143,7 +143,15 @@ pub fn merge_tiered(
 /// rocprofv3 run's (`pass1-trace_*.csv`, `pass<N>-counters_*.csv`).
 pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
     let timing_path = dir.join(TIMING_CSV);
-    let trace_path = dir.join(TIMING_TRACE);
+    // A run folder kept small (a fixture, an attachment) may hold its
+    // trace gzipped; the trace reader tells gzip from its bytes.
+    let plain = dir.join(TIMING_TRACE);
+    let gzipped = dir.join(format!("{TIMING_TRACE}.gz"));
+    let trace_path = if !plain.exists() && gzipped.exists() {
+        gzipped
+    } else {
+        plain
+    };
     if !timing_path.exists() && !trace_path.exists() {
         // `kopt profile --backend rocprof`: rocprofv3's CSVs by pass.
         let files = crate::rocprof::run_folder_files(dir);
