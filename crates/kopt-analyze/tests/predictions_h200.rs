@@ -14,9 +14,11 @@ use kopt_ingest::{
 };
 use kopt_model::Diagnosis;
 
-/// The session without a bare run, and the one with it.
+/// The session without a bare run, and the ones with it (an H200, then an
+/// H100 whose host was noisy: its bare eager steps varied by a third).
 const OLD: &str = "predictions-h200";
 const BARE: &str = "predictions-h200-bare";
+const BARE_H100: &str = "predictions-h100-bare";
 
 fn fixture(set: &str, rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -88,7 +90,7 @@ fn off(predicted: f64, measured: f64) -> f64 {
 
 #[test]
 fn the_time_after_capture_is_predicted_within_a_quarter() {
-    for set in [OLD, BARE] {
+    for set in [OLD, BARE, BARE_H100] {
         for w in ["moe", "mlp", "decode"] {
             let (_, graph_us) = measured(set, w);
             for (recorder, d) in diagnoses(set, w) {
@@ -108,9 +110,12 @@ fn the_time_after_capture_is_predicted_within_a_quarter() {
 /// measured, the decode step (308 framework ops for 56 kernels) included.
 #[test]
 fn with_a_bare_run_every_step_is_within_1_5x() {
-    for w in ["moe", "mlp", "decode"] {
-        let (eager, graph) = measured(BARE, w);
-        let [(_, d), _] = diagnoses(BARE, w);
+    for (set, w) in [BARE, BARE_H100]
+        .into_iter()
+        .flat_map(|s| ["moe", "mlp", "decode"].map(|w| (s, w)))
+    {
+        let (eager, graph) = measured(set, w);
+        let [(_, d), _] = diagnoses(set, w);
         let g = d
             .timeline
             .as_ref()
@@ -118,20 +123,27 @@ fn with_a_bare_run_every_step_is_within_1_5x() {
             .graph_prediction
             .as_ref()
             .unwrap();
-        assert!(g.eager_measured_bare, "{w}: the bare steps were not used");
+        assert!(
+            g.eager_measured_bare,
+            "{set} {w}: the bare steps were not used"
+        );
         let (predicted, _) = prediction(&d).unwrap();
         assert!(
             off(predicted, eager / graph) <= 1.5,
-            "{w}: predicted {predicted:.2}x, measured {:.2}x",
+            "{set} {w}: predicted {predicted:.2}x, measured {:.2}x",
             eager / graph
         );
     }
 }
 
 /// torch.profiler traces have no bare run: its per-launch constant (12 us,
-/// from six steps on two H200s) has to hold for both sessions.
+/// the median of ten steps on three machines, which ranged 3.5 to 41 us)
+/// holds within 1.5x on the steps that are mostly launches of the morning's
+/// H200 and all three of the afternoon's; on the H100 (29 and 26 us a
+/// launch) it does not, and the prediction's range must still hold the
+/// measured speed-up.
 #[test]
-fn torch_profiler_traces_are_within_1_5x_where_the_step_is_mostly_launches() {
+fn torch_profiler_traces_are_within_1_5x_or_within_their_range() {
     for (set, workloads) in [
         (OLD, &["moe", "mlp"][..]),
         (BARE, &["moe", "mlp", "decode"][..]),
@@ -146,6 +158,16 @@ fn torch_profiler_traces_are_within_1_5x_where_the_step_is_mostly_launches() {
                 eager / graph
             );
         }
+    }
+    for w in ["moe", "mlp", "decode"] {
+        let (eager, graph) = measured(BARE_H100, w);
+        let [_, (_, d)] = diagnoses(BARE_H100, w);
+        let sp = d.recommendations[0].predicted_speedup.clone().unwrap();
+        let got = eager / graph;
+        assert!(
+            sp.low <= got && got <= sp.high,
+            "{w}: {got:.2}x outside {sp:?}"
+        );
     }
 }
 
@@ -177,7 +199,7 @@ fn without_a_bare_run_the_decode_step_is_over_predicted_not_under() {
 
 #[test]
 fn the_compute_bound_step_gets_no_graph_recommendation() {
-    for set in [OLD, BARE] {
+    for set in [OLD, BARE, BARE_H100] {
         for (recorder, d) in diagnoses(set, "matmuls") {
             assert!(
                 d.recommendations
@@ -188,4 +210,33 @@ fn the_compute_bound_step_gets_no_graph_recommendation() {
             );
         }
     }
+}
+
+/// Bare steps of another range family than the traced steps' are not the
+/// eager step: the prediction falls back to the per-launch constant.
+#[test]
+fn bare_steps_of_another_range_are_not_used() {
+    let mut kopt = read_kopt_trace(&fixture(BARE, "decode.trace.jsonl.gz")).unwrap();
+    let mut bare = read_bare_steps(&fixture(BARE, "decode.bare_steps.jsonl"))
+        .unwrap()
+        .unwrap();
+    bare.range = "not_the_step".into();
+    kopt.timeline.bare_steps = Some(bare);
+    let d = analyze(
+        &profile_from_timeline(kopt.timeline, "decode", "kopt trace"),
+        &AnalyzeOptions::default(),
+    );
+    let g = d
+        .timeline
+        .as_ref()
+        .unwrap()
+        .graph_prediction
+        .as_ref()
+        .unwrap();
+    assert!(!g.eager_measured_bare);
+    assert!(
+        g.speedup.model.contains("launches x"),
+        "{}",
+        g.speedup.model
+    );
 }

@@ -1,0 +1,56 @@
+//! The bare run's step file (`bare_steps.jsonl`): read beside a trace in a
+//! run folder, bad lines refused with their number.
+
+use kopt_ingest::{read_bare_steps, read_kopt_trace_set, BARE_STEPS_FILE};
+
+const TRACE: &str = r#"{"t":"process","pid":1}
+{"t":"kernel","name":"k","s":1000,"e":2000,"dev":0,"str":7,"c":1,"g":[1,1,1],"b":[32,1,1],"reg":16,"smem":0,"graph":0}
+{"t":"end","records":1,"dropped":0,"lost_buffers":0}
+"#;
+
+#[test]
+fn steps_beside_a_trace_join_its_timeline() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("trace.jsonl"), TRACE).unwrap();
+    std::fs::write(
+        d.path().join(BARE_STEPS_FILE),
+        "{\"t\":\"bare_step\",\"name\":\"step\",\"s\":300,\"e\":400}\n{\"t\":\"bare_step\",\"name\":\"step\",\"s\":100,\"e\":200}\n",
+    )
+    .unwrap();
+    let t = read_kopt_trace_set(&d.path().join("trace.jsonl")).unwrap();
+    let b = t.timeline.bare_steps.unwrap();
+    assert_eq!(b.range, "step");
+    assert_eq!(b.spans_ns, vec![(100, 200), (300, 400)]);
+}
+
+#[test]
+fn a_trace_without_the_file_has_no_bare_steps() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("trace.jsonl"), TRACE).unwrap();
+    let t = read_kopt_trace_set(&d.path().join("trace.jsonl")).unwrap();
+    assert!(t.timeline.bare_steps.is_none());
+}
+
+#[test]
+fn the_most_repeated_family_wins_and_bad_lines_say_where() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(BARE_STEPS_FILE);
+    std::fs::write(
+        &p,
+        "{\"t\":\"bare_step\",\"name\":\"a\",\"s\":1,\"e\":2}\n{\"t\":\"bare_step\",\"name\":\"b\",\"s\":3,\"e\":4}\n{\"t\":\"bare_step\",\"name\":\"b\",\"s\":5,\"e\":6}\n",
+    )
+    .unwrap();
+    assert_eq!(read_bare_steps(&p).unwrap().unwrap().range, "b");
+    std::fs::write(
+        &p,
+        "{\"t\":\"bare_step\",\"name\":\"a\",\"s\":1,\"e\":2}\nnot json\n",
+    )
+    .unwrap();
+    let e = read_bare_steps(&p).unwrap_err().to_string();
+    assert!(e.contains(":2") || e.contains("line 2"), "{e}");
+    std::fs::write(&p, "{\"t\":\"bare_step\",\"name\":\"a\",\"s\":9,\"e\":2}\n").unwrap();
+    let e = read_bare_steps(&p).unwrap_err().to_string();
+    assert!(e.contains("out of range"), "{e}");
+    std::fs::write(&p, "").unwrap();
+    assert!(read_bare_steps(&p).unwrap().is_none());
+}
