@@ -1048,7 +1048,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         let (corrected, overhead, per_launch, e_lo, e_hi) = match &bare {
             // Measured without any recorder: nothing to take out.
             Some(p) => {
-                let bare_eager = percentile(p, 0.5).max(busy_step);
+                // The mean period, as the traced eager time is.
+                let bare_eager = (p.iter().sum::<f64>() / p.len() as f64).max(busy_step);
                 let measured = (eager - bare_eager).max(0.0);
                 (
                     bare_eager,
@@ -1074,7 +1075,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         let estimate = corrected / graph.max(1.0);
         let g_lo = percentile(&busy_steps, 0.25) + kernels_step * c * 0.5;
         let g_hi = percentile(&busy_steps, 0.75) + kernels_step * c * 2.0;
-        let low = (e_lo / g_hi.max(1.0)).min(estimate);
+        // Replay never costs more than launching the same kernels eagerly.
+        let low = (e_lo / g_hi.max(1.0)).max(1.0).min(estimate);
         let high = (e_hi / g_lo.max(1.0)).max(estimate);
         let card = if from_table {
             "this card's figure"
@@ -1090,9 +1092,15 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         } else {
             String::new()
         };
+        // The recorder's cost is the prediction's largest unknown here.
+        let rerun = if recorder == kopt_model::Recorder::Kineto {
+            " torch.profiler's own cost ranged 3.5-41 us a launch across the machines measured: `kopt trace` times the steps untraced (a bare run) for a figure to plan with."
+        } else {
+            ""
+        };
         let model = match &bare {
             Some(p) => format!(
-                "speed-up = eager time per step measured bare / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} eager (median of {} steps of a second run without CUPTI, only the step ranges timed; {} as traced, so {} cost {} a launch here); {} busy + {:.0} kernels x {} = {} after capture. Range: bare steps' 25th-75th percentiles, replay cost x0.5-2 ({} us per kernel is {card}).",
+                "speed-up = eager time per step measured bare / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} eager (mean of {} steps of a second run without CUPTI, only the step ranges timed; {} as traced, so {} cost {} a launch here); {} busy + {:.0} kernels x {} = {} after capture. Range: bare steps' 25th-75th percentiles, replay cost x0.5-2 ({} us per kernel is {card}).",
                 fmt(corrected),
                 p.len(),
                 fmt(eager),
@@ -1105,7 +1113,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                 c / 1e3,
             ),
             None => format!(
-                "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).",
+                "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).{rerun}",
                 fmt(eager),
                 launches_per_step,
                 fmt(per_launch),

@@ -62,6 +62,9 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     req.validate()?;
     let tracer = locate_tracer(req.run.tracer.as_deref())?;
     let (_, dir) = req.run.create_run_dir()?;
+    // A reused run folder's bare steps are another run's.
+    let bare_file = dir.join(kopt_ingest::BARE_STEPS_FILE);
+    let _ = std::fs::remove_file(&bare_file);
     let started = Instant::now();
     let passthrough = !req.run.quiet;
     let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
@@ -87,17 +90,40 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
         progress.note(&format!(
             "launch bound: running the workload again without the tracer, timing its '{range}' ranges, for the graph-capture prediction (--no-bare-run skips this)"
         ));
+        let used = |d: &Diagnosis| {
+            d.timeline
+                .as_ref()
+                .and_then(|t| t.graph_prediction.as_ref())
+                .is_some_and(|g| g.eager_measured_bare)
+        };
         match run_bare_steps(&req.run.workload(), &tracer, &range, &dir, &on_line) {
-            Ok(Some(path)) => {
-                trace.timeline.bare_steps = read_bare_steps(&path)?;
-                diagnosis = diagnose_timeline(trace.timeline.clone());
-            }
+            Ok(Some(path)) => match read_bare_steps(&path) {
+                Ok(steps) => {
+                    trace.timeline.bare_steps = steps;
+                    diagnosis = diagnose_timeline(trace.timeline.clone());
+                    if !used(&diagnosis) {
+                        diagnosis.notes.push(format!(
+                            "The bare run timed too few '{range}' steps to use (three periods after warm-up are needed): the graph-capture prediction takes the tracer's cost from its per-launch constant."
+                        ));
+                    }
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_file(&path);
+                    diagnosis.notes.push(format!(
+                        "The bare run's steps could not be read ({e}): the graph-capture prediction takes the tracer's cost from its per-launch constant."
+                    ));
+                }
+            },
             Ok(None) => diagnosis.notes.push(format!(
                 "The bare run (the workload again without the tracer) timed no '{range}' range: the graph-capture prediction takes the tracer's cost from its per-launch constant."
             )),
-            Err(e) => diagnosis.notes.push(format!(
-                "The bare run (the workload again without the tracer) failed: {e}; the graph-capture prediction takes the tracer's cost from its per-launch constant."
-            )),
+            Err(e) => {
+                // A partial file would mislead a later `kopt analyze` of the folder.
+                let _ = std::fs::remove_file(&bare_file);
+                diagnosis.notes.push(format!(
+                    "The bare run (the workload again without the tracer) failed: {e}; the graph-capture prediction takes the tracer's cost from its per-launch constant."
+                ));
+            }
         }
     }
     let timeline = req.keep_timeline.then_some(trace.timeline);

@@ -579,19 +579,27 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
 /// The bare run's step ranges, beside the trace in a run folder.
 pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
 
-/// One line of `bare_steps.jsonl`: `{"t":"bare_step","name":N,"s":S,"e":E}`.
+/// One line of `bare_steps.jsonl`:
+/// `{"t":"bare_step","pid":P,"name":N,"s":S,"e":E}`.
 #[derive(Deserialize)]
 struct BareStepLine {
-    t: String,
+    #[serde(default)]
+    pid: u32,
     name: String,
     s: i64,
     e: i64,
 }
 
 /// Read the step ranges a bare run timed (kopt's tracer as NVTX injection
-/// only, no CUPTI). Lines of other kinds are skipped; a malformed line is
-/// an error with its line number. None when no step was recorded.
+/// only, no CUPTI). Lines of other kinds are skipped; a malformed step line
+/// is an error with its line number. Steps are grouped by process and range
+/// family (`step#3` is a `step`); the largest group is the run's. None when
+/// no step was recorded.
 pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, IngestError> {
+    #[derive(Deserialize)]
+    struct Kind {
+        t: String,
+    }
     let label = path.display().to_string();
     let bytes = crate::read_regular(path, &label)?;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
@@ -601,17 +609,18 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
             format!("invalid UTF-8 at byte {}", e.valid_up_to()),
         )
     })?;
-    let mut names: std::collections::BTreeMap<String, Vec<(i64, i64)>> = Default::default();
+    let mut groups: std::collections::BTreeMap<(u32, String), Vec<(i64, i64)>> = Default::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let l: BareStepLine = serde_json::from_str(line).map_err(|e| {
+        let at = |e: serde_json::Error| {
             IngestError::at(&label, i as u64 + 1, format!("not a bare-step line: {e}"))
-        })?;
-        if l.t != "bare_step" {
+        };
+        if serde_json::from_str::<Kind>(line).map_err(at)?.t != "bare_step" {
             continue;
         }
+        let l: BareStepLine = serde_json::from_str(line).map_err(at)?;
         if !(usable_ns(l.s) && usable_ns(l.e)) || l.e < l.s {
             return Err(IngestError::at(
                 &label,
@@ -619,13 +628,13 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
                 format!("step times out of range: start {} ns, end {} ns", l.s, l.e),
             ));
         }
-        names.entry(l.name).or_default().push((l.s, l.e));
+        let family = kopt_model::range_family(&l.name).to_string();
+        groups.entry((l.pid, family)).or_default().push((l.s, l.e));
     }
-    // One family is asked for; should several come, the most repeated.
-    Ok(names
+    Ok(groups
         .into_iter()
         .max_by_key(|(_, v)| v.len())
-        .map(|(range, mut spans_ns)| {
+        .map(|((_, range), mut spans_ns)| {
             spans_ns.sort_unstable();
             kopt_model::BareSteps { range, spans_ns }
         }))

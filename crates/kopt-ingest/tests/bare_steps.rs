@@ -54,3 +54,25 @@ fn the_most_repeated_family_wins_and_bad_lines_say_where() {
     std::fs::write(&p, "").unwrap();
     assert!(read_bare_steps(&p).unwrap().is_none());
 }
+
+/// `step#3` is a `step`: numbered ranges form one family; steps of another
+/// process are a group of their own (the largest is the run's).
+#[test]
+fn numbered_steps_are_one_family_per_process() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(BARE_STEPS_FILE);
+    let mut text = String::new();
+    for i in 0..4 {
+        text.push_str(&format!(
+            "{{\"t\":\"bare_step\",\"pid\":7,\"name\":\"step#{i}\",\"s\":{},\"e\":{}}}\n",
+            100 * i,
+            100 * i + 50
+        ));
+    }
+    text.push_str("{\"t\":\"bare_step\",\"pid\":8,\"name\":\"step#0\",\"s\":5,\"e\":6}\n");
+    text.push_str("{\"t\":\"other\"}\n");
+    std::fs::write(&p, text).unwrap();
+    let b = read_bare_steps(&p).unwrap().unwrap();
+    assert_eq!(b.range, "step");
+    assert_eq!(b.spans_ns.len(), 4);
+}

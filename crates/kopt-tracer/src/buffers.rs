@@ -25,12 +25,13 @@ const ALIGN: usize = 8;
 
 /// Records read from CUPTI's buffers (the `end` record's `records`).
 pub(crate) static RECORDS: AtomicU64 = AtomicU64::new(0);
-/// Buffers handed to CUPTI and handed back: after the final flush a
-/// difference means another CUPTI client (torch.profiler, nsys) took the
-/// activity callbacks over and received kopt's records.
 /// Runtime and driver calls CUPTI recorded, by name (`KOPT_TRACER_APIS=all`),
 /// written once at exit (`records::api_counts_line`).
 static API_CALL_COUNTS: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
+/// Set by `attach` when every call is recorded: only then are the counts
+/// every call's (in `select` mode CUPTI records the selected ones alone).
+pub(crate) static COUNT_API_CALLS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 /// The call counts so far, by name (empty unless every call was recorded).
 pub(crate) fn take_api_call_counts() -> Vec<(String, u64)> {
@@ -45,6 +46,9 @@ pub(crate) fn take_api_call_counts() -> Vec<(String, u64)> {
     counts
 }
 
+/// Buffers handed to CUPTI and handed back: after the final flush a
+/// difference means another CUPTI client (torch.profiler, nsys) took the
+/// activity callbacks over and received kopt's records.
 pub(crate) static BUFFERS_OUT: AtomicU64 = AtomicU64::new(0);
 pub(crate) static BUFFERS_BACK: AtomicU64 = AtomicU64::new(0);
 
@@ -298,12 +302,14 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
                     sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
                 };
                 let name = api_name(domain, a.cbid);
-                *API_CALL_COUNTS
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get_or_insert_with(HashMap::new)
-                    .entry(name.clone())
-                    .or_insert(0) += 1;
+                if COUNT_API_CALLS.load(Ordering::Relaxed) {
+                    *API_CALL_COUNTS
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert_with(HashMap::new)
+                        .entry(name.clone())
+                        .or_insert(0) += 1;
+                }
                 if keep_api(&name) {
                     lines.push_str(&records::api_line(
                         &name,

@@ -7,9 +7,10 @@
 //! Only push/pop and start/end ranges (core and domain) are handled; NVTX
 //! leaves every call the tool does not take as a no-op. A range whose name,
 //! `#N` suffix cut, is `$KOPT_BARE_STEPS_RANGE` becomes one line of
-//! `$KOPT_BARE_STEPS_OUT`: `{"t":"bare_step","name":N,"s":S,"e":E}` (host
-//! monotonic clock, ns), written when the range ends, one write per line
-//! (O_APPEND: processes of one workload share the file).
+//! `$KOPT_BARE_STEPS_OUT`: `{"t":"bare_step","pid":P,"name":N,"s":S,"e":E}`
+//! (host monotonic clock, ns), written when the range ends, one write per
+//! line (O_APPEND: processes of one workload share the file). Wide-string
+//! (W) ranges are pushed unnamed so pops stay balanced.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -27,9 +28,11 @@ const MODULE_CORE: c_int = 1;
 const MODULE_CORE2: c_int = 5;
 const CORE_RANGE_START_EX: usize = 4;
 const CORE_RANGE_START_A: usize = 5;
+const CORE_RANGE_START_W: usize = 6;
 const CORE_RANGE_END: usize = 7;
 const CORE_RANGE_PUSH_EX: usize = 8;
 const CORE_RANGE_PUSH_A: usize = 9;
+const CORE_RANGE_PUSH_W: usize = 10;
 const CORE_RANGE_POP: usize = 11;
 const CORE2_RANGE_START_EX: usize = 2;
 const CORE2_RANGE_END: usize = 3;
@@ -39,6 +42,9 @@ const CORE2_RANGE_POP: usize = 5;
 /// (a pointer-sized union) at byte 40; ASCII messages are type 1.
 const ATTR_MESSAGE_TYPE_OFFSET: usize = 32;
 const ATTR_MESSAGE_OFFSET: usize = 40;
+/// Bytes an attribute struct must declare (its `size`, at byte 2) to hold
+/// the message.
+const ATTR_MIN_SIZE: u16 = 48;
 const MESSAGE_TYPE_ASCII: i32 = 1;
 
 /// A slot of NVTX's function tables: a function pointer, stored untyped
@@ -93,7 +99,8 @@ fn step_name(message: Option<&str>) -> Option<String> {
 fn write_step(name: &str, start: i64, end: i64) {
     if let Some(sink) = SINK.get() {
         let line = format!(
-            "{{\"t\":\"bare_step\",\"name\":{},\"s\":{start},\"e\":{end}}}\n",
+            "{{\"t\":\"bare_step\",\"pid\":{},\"name\":{},\"s\":{start},\"e\":{end}}}\n",
+            std::process::id(),
             json_str(name)
         );
         if let Ok(mut f) = sink.file.lock() {
@@ -120,6 +127,11 @@ unsafe fn attr_message(attr: *const c_void) -> Option<&'static str> {
         return None;
     }
     let base = attr as *const u8;
+    // SAFETY: every nvtxEventAttributes_t starts with u16 version, u16 size.
+    let size = unsafe { (base.add(2) as *const u16).read_unaligned() };
+    if size < ATTR_MIN_SIZE {
+        return None;
+    }
     // SAFETY: nvtxEventAttributes_t (v2, 48 bytes) holds messageType at
     // byte 32 and the message union at byte 40; `attr` points to one.
     let kind = unsafe { (base.add(ATTR_MESSAGE_TYPE_OFFSET) as *const i32).read_unaligned() };
@@ -134,26 +146,31 @@ unsafe fn attr_message(attr: *const c_void) -> Option<&'static str> {
 
 fn push(domain: usize, message: Option<&str>) -> c_int {
     let entry = (domain, step_name(message), now_ns());
-    STACK.with(|s| {
-        let mut s = s.borrow_mut();
-        s.push(entry);
-        s.len() as c_int - 1
-    })
+    // try_with: a thread's last calls may come after its locals are gone.
+    STACK
+        .try_with(|s| {
+            let mut s = s.borrow_mut();
+            s.push(entry);
+            s.len() as c_int - 1
+        })
+        .unwrap_or(-1)
 }
 
 fn pop(domain: usize) -> c_int {
     let end = now_ns();
-    STACK.with(|s| {
-        let mut s = s.borrow_mut();
-        let Some(i) = s.iter().rposition(|e| e.0 == domain) else {
-            return -1;
-        };
-        let (_, name, start) = s.remove(i);
-        if let Some(name) = name {
-            write_step(&name, start, end);
-        }
-        i as c_int
-    })
+    STACK
+        .try_with(|s| {
+            let mut s = s.borrow_mut();
+            let Some(i) = s.iter().rposition(|e| e.0 == domain) else {
+                return -1;
+            };
+            let (_, name, start) = s.remove(i);
+            if let Some(name) = name {
+                write_step(&name, start, end);
+            }
+            i as c_int
+        })
+        .unwrap_or(-1)
 }
 
 fn start(message: Option<&str>) -> u64 {
@@ -185,6 +202,12 @@ unsafe extern "C" fn range_push_a(message: *const c_char) -> c_int {
 unsafe extern "C" fn range_push_ex(attr: *const c_void) -> c_int {
     // SAFETY: NVTX's argument for nvtxRangePushEx.
     catch_unwind(|| push(0, unsafe { attr_message(attr) })).unwrap_or(-1)
+}
+unsafe extern "C" fn range_push_w(_message: *const c_void) -> c_int {
+    catch_unwind(|| push(0, None)).unwrap_or(-1)
+}
+unsafe extern "C" fn range_start_w(_message: *const c_void) -> u64 {
+    catch_unwind(|| start(None)).unwrap_or(0)
 }
 unsafe extern "C" fn range_pop() -> c_int {
     catch_unwind(|| pop(0)).unwrap_or(-1)
@@ -255,6 +278,17 @@ unsafe fn init(get_export_table: Option<unsafe extern "C" fn(u32) -> *const c_vo
     ) else {
         return 0;
     };
+    // SAFETY: as the caller's contract.
+    unsafe { init_with(&out, family, get_export_table) }
+}
+
+/// # Safety
+/// As `InitializeInjectionNvtx2`.
+unsafe fn init_with(
+    out: &std::ffi::OsStr,
+    family: String,
+    get_export_table: Option<unsafe extern "C" fn(u32) -> *const c_void>,
+) -> c_int {
     let Some(get) = get_export_table else {
         return 0;
     };
@@ -265,13 +299,17 @@ unsafe fn init(get_export_table: Option<unsafe extern "C" fn(u32) -> *const c_vo
     }
     // SAFETY: not null; NVTX's NvtxExportTableCallbacks, which starts with
     // its size and the GetModuleFunctionTable pointer.
-    let Some(get_module) = (unsafe { &*table }).get_module_function_table else {
+    let callbacks = unsafe { &*table };
+    if callbacks.struct_size < std::mem::size_of::<ExportTableCallbacks>() {
+        return 0;
+    }
+    let Some(get_module) = callbacks.get_module_function_table else {
         return 0;
     };
     let file = match std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&out)
+        .open(out)
     {
         Ok(f) => f,
         Err(e) => {
@@ -288,7 +326,7 @@ unsafe fn init(get_export_table: Option<unsafe extern "C" fn(u32) -> *const c_vo
     });
     // Each function goes to the slot NVTX calls with its signature
     // (nvtxTypes.h), as NVTX's own table holds them.
-    let core: [(usize, Slot); 6] = [
+    let core: [(usize, Slot); 8] = [
         (
             CORE_RANGE_START_EX,
             range_start_ex as unsafe extern "C" fn(*const c_void) -> u64 as Slot,
@@ -312,6 +350,14 @@ unsafe fn init(get_export_table: Option<unsafe extern "C" fn(u32) -> *const c_vo
         (
             CORE_RANGE_POP,
             range_pop as unsafe extern "C" fn() -> c_int as Slot,
+        ),
+        (
+            CORE_RANGE_START_W,
+            range_start_w as unsafe extern "C" fn(*const c_void) -> u64 as Slot,
+        ),
+        (
+            CORE_RANGE_PUSH_W,
+            range_push_w as unsafe extern "C" fn(*const c_void) -> c_int as Slot,
         ),
     ];
     let core2: [(usize, Slot); 4] = [
@@ -402,8 +448,6 @@ mod tests {
     fn injection_fills_nvtx_slots_and_times_the_step_family() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("bare_steps.jsonl");
-        std::env::set_var("KOPT_BARE_STEPS_OUT", &out);
-        std::env::set_var("KOPT_BARE_STEPS_RANGE", "step");
         // SAFETY: test-only statics; one test thread sets the tables up
         // before the injection reads them.
         unsafe {
@@ -413,7 +457,11 @@ mod tests {
             for i in 0..16 {
                 CORE2_TABLE[i] = std::ptr::addr_of_mut!(CORE2_SLOTS[i]);
             }
-            assert_eq!(InitializeInjectionNvtx2(Some(fake_get_export_table)), 1);
+            // No environment here (tests run in parallel): the inner entry.
+            assert_eq!(
+                init_with(out.as_os_str(), "step".into(), Some(fake_get_export_table)),
+                1
+            );
             assert!(!CORE_SLOTS[CORE_RANGE_PUSH_A].is_null());
             assert!(!CORE_SLOTS[CORE_RANGE_POP].is_null());
             assert!(!CORE2_SLOTS[CORE2_RANGE_PUSH_EX].is_null());
@@ -438,7 +486,16 @@ mod tests {
         let text = std::fs::read_to_string(&out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
-        assert!(lines[0].starts_with("{\"t\":\"bare_step\",\"name\":\"step\",\"s\":"));
+        assert!(
+            lines[0].starts_with("{\"t\":\"bare_step\",\"pid\":"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].contains("\"name\":\"step\",\"s\":"),
+            "{}",
+            lines[0]
+        );
         assert!(lines[3].contains("\"name\":\"step#7\""));
     }
 

@@ -123,6 +123,7 @@ pub(crate) unsafe fn attach(first: bool) -> Option<u64> {
             }
         }
         ApiMode::All => {
+            crate::buffers::COUNT_API_CALLS.store(true, Ordering::SeqCst);
             kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_RUNTIME);
             kinds.push(sys::CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_DRIVER);
         }
