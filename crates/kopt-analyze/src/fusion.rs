@@ -6,9 +6,7 @@
 
 use std::collections::HashMap;
 
-use kopt_model::{
-    BottleneckClass, Dim3, GainEstimate, KernelLaunch, OpShare, PredictedSpeedup, Recommendation,
-};
+use kopt_model::{BottleneckClass, Dim3, KernelLaunch, OpShare, Recommendation};
 
 use crate::rollup::KernelGroup;
 
@@ -215,6 +213,13 @@ pub fn recommend(
         .collect();
     let estimate = total_ns / (total_ns - saved);
     let low = total_ns / (total_ns - saved_low);
+    let (gain, predicted_speedup) = crate::saved_time_gain(
+        saved,
+        total_ns,
+        100.0 * saved / member_ns.max(1.0),
+        low,
+        model,
+    );
     Some(Recommendation {
         rank: 0,
         id: ID.into(),
@@ -247,18 +252,8 @@ pub fn recommend(
             fmt(fused),
         ),
         source: "operator fusion: one pass over memory instead of one per op (torch.compile / Inductor, fused PyTorch ops)".into(),
-        gain: Some(GainEstimate {
-            kernel_pct: 100.0 * saved / member_ns.max(1.0),
-            workload_pct: 100.0 * saved / total_ns,
-            saved_ns: saved,
-            method: model.clone(),
-        }),
-        predicted_speedup: Some(PredictedSpeedup {
-            estimate,
-            low,
-            high: estimate,
-            model,
-        }),
+        gain,
+        predicted_speedup,
     })
 }
 

@@ -634,6 +634,36 @@ fn lowercase_first(s: &str) -> String {
     }
 }
 
+/// The gain and predicted speed-up of a finding that saves `saved_ns` of
+/// `total_ns` kernel time (`kernel_pct`: the share of its own kernels'
+/// time), the estimate removing all of it, `low` the cautious end.
+pub(crate) fn saved_time_gain(
+    saved_ns: f64,
+    total_ns: f64,
+    kernel_pct: f64,
+    low: f64,
+    model: String,
+) -> (
+    Option<kopt_model::GainEstimate>,
+    Option<kopt_model::PredictedSpeedup>,
+) {
+    let estimate = total_ns / (total_ns - saved_ns);
+    (
+        Some(kopt_model::GainEstimate {
+            kernel_pct,
+            workload_pct: 100.0 * saved_ns / total_ns,
+            saved_ns,
+            method: model.clone(),
+        }),
+        Some(kopt_model::PredictedSpeedup {
+            estimate,
+            low,
+            high: estimate,
+            model,
+        }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::lowercase_first;

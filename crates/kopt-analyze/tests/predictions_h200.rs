@@ -88,6 +88,14 @@ fn off(predicted: f64, measured: f64) -> f64 {
     (predicted / measured).max(measured / predicted)
 }
 
+fn assert_within_1_5x(set: &str, w: &str, d: &Diagnosis, measured: f64) {
+    let (predicted, _) = prediction(d).unwrap();
+    assert!(
+        off(predicted, measured) <= 1.5,
+        "{set} {w}: predicted {predicted:.2}x, measured {measured:.2}x"
+    );
+}
+
 #[test]
 fn the_time_after_capture_is_predicted_within_a_quarter() {
     for set in [OLD, BARE, BARE_H100] {
@@ -127,12 +135,7 @@ fn with_a_bare_run_every_step_is_within_1_5x() {
             g.eager_measured_bare,
             "{set} {w}: the bare steps were not used"
         );
-        let (predicted, _) = prediction(&d).unwrap();
-        assert!(
-            off(predicted, eager / graph) <= 1.5,
-            "{set} {w}: predicted {predicted:.2}x, measured {:.2}x",
-            eager / graph
-        );
+        assert_within_1_5x(set, w, &d, eager / graph);
     }
 }
 
@@ -151,12 +154,7 @@ fn torch_profiler_traces_are_within_1_5x_or_within_their_range() {
         for w in workloads {
             let (eager, graph) = measured(set, w);
             let [_, (_, d)] = diagnoses(set, w);
-            let (predicted, _) = prediction(&d).unwrap();
-            assert!(
-                off(predicted, eager / graph) <= 1.5,
-                "{set} {w}: predicted {predicted:.2}x, measured {:.2}x",
-                eager / graph
-            );
+            assert_within_1_5x(set, w, &d, eager / graph);
         }
     }
     for w in ["moe", "mlp", "decode"] {
@@ -181,12 +179,7 @@ fn without_a_bare_run_the_tracer_constant_holds_where_the_step_is_mostly_launche
     for w in ["moe", "mlp"] {
         let (eager, graph) = measured(OLD, w);
         let [(_, d), _] = diagnoses(OLD, w);
-        let (predicted, _) = prediction(&d).unwrap();
-        assert!(
-            off(predicted, eager / graph) <= 1.5,
-            "{w}: predicted {predicted:.2}x, measured {:.2}x",
-            eager / graph
-        );
+        assert_within_1_5x(OLD, w, &d, eager / graph);
     }
 }
 
