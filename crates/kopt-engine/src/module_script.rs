@@ -118,6 +118,17 @@ pub fn prepare(
     })
 }
 
+/// `argv` without the driver's `ops` argument: a bare run times the steps
+/// as they run unrecorded, and PyTorch's op ranges cost host time per op.
+/// Any other command is returned as it is.
+pub fn without_op_ranges(argv: &[String]) -> Vec<String> {
+    let driven = argv.get(1).is_some_and(|a| a.ends_with(PROFILE_DRIVER.0));
+    match argv.split_last() {
+        Some((last, rest)) if driven && last == "ops" && argv.len() == 7 => rest.to_vec(),
+        _ => argv.to_vec(),
+    }
+}
+
 /// The optimize harness's source (the Python package runs it in-process).
 pub fn optimize_harness_source() -> &'static str {
     OPTIMIZE_HARNESS.1
@@ -149,6 +160,8 @@ mod tests {
         let ops = prepare(d.path(), MODULE, "m", "python3", 3, 20, true).unwrap();
         assert_eq!(ops.argv.last().map(String::as_str), Some("ops"));
         assert!(d.path().join("kopt_module.py").is_file());
+        assert_eq!(without_op_ranges(&ops.argv), ops.argv[..6].to_vec());
+        assert_eq!(without_op_ranges(&p.argv), p.argv);
         let plain = prepare(d.path(), "print(1)\n", "m", "python3", 3, 20, false).unwrap();
         assert!(!plain.driven);
         assert_eq!(

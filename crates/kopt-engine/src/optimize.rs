@@ -522,6 +522,8 @@ fn baseline(
         p.run = run.clone();
         p.module = req.module.clone();
         p.ncu = req.ncu.clone();
+        // optimize measures the fixes bare itself.
+        p.bare_run = false;
         match crate::profile::profile(&p, progress) {
             Ok(d) => return Ok(d),
             Err(Error::ToolMissing(why)) => {

@@ -106,6 +106,8 @@ impl WorkloadOptions {
             Some(dir) => {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| crate::error::io_error(dir, "create", e))?;
+                // A named folder may hold an earlier run's bare steps.
+                let _ = std::fs::remove_file(dir.join(kopt_ingest::BARE_STEPS_FILE));
                 let id = dir
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -156,6 +158,10 @@ pub struct ProfileRequest {
     pub backend: Backend,
     /// rocprofv3 binary (default: PATH, then /opt/rocm/bin).
     pub rocprof: Option<PathBuf>,
+    /// After the tracer's pass, when its steps (NVTX ranges) look launch
+    /// bound, run the workload once more without CUPTI, timing only the
+    /// steps, so the graph-capture prediction starts from the bare step.
+    pub bare_run: bool,
     pub analysis: AnalysisOptions,
 }
 
@@ -179,6 +185,7 @@ impl ProfileRequest {
             timing_pass: TimingPass::Tracer,
             backend: Backend::Auto,
             rocprof: None,
+            bare_run: true,
             analysis: AnalysisOptions::default(),
         }
     }
@@ -324,7 +331,14 @@ impl Passes<'_> {
         let traced = match (req.timing_pass, filter) {
             (TimingPass::Tracer, Ok(filter)) => {
                 match kopt_collect::trace::locate_tracer(req.run.tracer.as_deref()) {
-                    Ok(tracer) => self.tracer_pass(&tracer, &workload, filter.as_ref())?,
+                    Ok(tracer) => self.tracer_pass(&tracer, &workload, filter.as_ref())?.map(
+                        |(functions, bare_range)| {
+                            if let Some(range) = bare_range.filter(|_| req.bare_run) {
+                                self.bare_pass(&tracer, &workload, &range);
+                            }
+                            functions
+                        },
+                    ),
                     Err(e) => {
                         self.progress
                             .note(&format!("{e}; timing every launch with ncu instead"));
@@ -413,15 +427,55 @@ impl Passes<'_> {
         Ok(captured)
     }
 
-    /// Pass 1 under kopt's tracer: the kernels covering the time, or None
-    /// when the tracer recorded no kernel (no CUPTI, another CUPTI client),
-    /// so ncu times them instead.
+    /// The bare run after the tracer's pass: the workload without CUPTI
+    /// (and without PyTorch's op ranges, which cost host time per op),
+    /// timing the `range` steps into the run folder, where reading the
+    /// folder back picks them up. A failure is a note: the prediction then
+    /// takes the tracer's cost from its constant.
+    fn bare_pass(&mut self, tracer: &Path, workload: &Workload, range: &str) {
+        let progress = self.progress;
+        progress.note(&format!(
+            "launch bound: running the workload again without the tracer, timing its '{range}' ranges, for the graph-capture prediction (--no-bare-run skips this)"
+        ));
+        let bare = Workload {
+            argv: crate::module_script::without_op_ranges(&workload.argv),
+            ..workload.clone()
+        };
+        let on_line = |s: Stream, l: &str| forward_ncu_line(progress, s, l, false);
+        let t = Instant::now();
+        match kopt_collect::trace::run_bare_steps(&bare, tracer, range, self.dir, &on_line) {
+            Ok(file) => {
+                self.record.passes.push(PassRecord {
+                    name: "bare-steps".into(),
+                    description: format!("the '{range}' steps timed without CUPTI"),
+                    command: bare.argv.clone(),
+                    elapsed_s: t.elapsed().as_secs_f64(),
+                    exit_code: Some(0),
+                    csv: file.map_or_else(String::new, |f| f.display().to_string()),
+                });
+                if let Err(e) = self.record.save(self.dir) {
+                    progress.note(&format!("run record not updated: {e}"));
+                }
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(self.dir.join(kopt_ingest::BARE_STEPS_FILE));
+                progress.note(&format!(
+                    "the bare run failed ({e}); the graph-capture prediction takes the tracer's cost from its per-launch constant"
+                ));
+            }
+        }
+    }
+
+    /// Pass 1 under kopt's tracer: the kernels covering the time and, when
+    /// the steps (NVTX ranges) look launch bound, their range family for a
+    /// bare run; None when the tracer recorded no kernel (no CUPTI, another
+    /// CUPTI client), so ncu times them instead.
     fn tracer_pass(
         &mut self,
         tracer: &Path,
         workload: &Workload,
         kernel_filter: Option<&regex::Regex>,
-    ) -> Result<Option<Vec<String>>> {
+    ) -> Result<Option<(Vec<String>, Option<String>)>> {
         let req = self.req;
         let passthrough = !req.run.quiet;
         let what = "timeline of every launch (kopt's CUPTI tracer)";
@@ -448,6 +502,14 @@ impl Passes<'_> {
         });
         self.record.save(self.dir)?;
         let trace = kopt_ingest::read_kopt_trace_set(&run.trace)?;
+        let bare_range = kopt_analyze::timeline::summarize(&trace.timeline).and_then(|t| {
+            let steps = t.steps?;
+            (t.launch_bound
+                && t.graph_prediction.is_some()
+                && steps.source == kopt_model::StepSource::Nvtx)
+                .then_some(steps.family)
+                .flatten()
+        });
         let label = run.trace.display().to_string();
         let (timing, _) = kopt_ingest::TimingPass::from_timeline(trace.timeline, &label);
         let mut profile = kopt_ingest::merge_tiered(timing, None, None, Vec::new());
@@ -466,7 +528,7 @@ impl Passes<'_> {
             return Ok(None);
         }
         progress.pass_done(1, self.total, t.elapsed().as_secs_f64());
-        Ok(Some(functions))
+        Ok(Some((functions, bare_range)))
     }
 }
 

@@ -62,9 +62,7 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     req.validate()?;
     let tracer = locate_tracer(req.run.tracer.as_deref())?;
     let (_, dir) = req.run.create_run_dir()?;
-    // A reused run folder's bare steps are another run's.
     let bare_file = dir.join(kopt_ingest::BARE_STEPS_FILE);
-    let _ = std::fs::remove_file(&bare_file);
     let started = Instant::now();
     let passthrough = !req.run.quiet;
     let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);

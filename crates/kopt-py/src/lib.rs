@@ -214,7 +214,7 @@ fn analyze(
 
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None))]
+#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -234,6 +234,7 @@ fn profile(
     db: Option<PathBuf>,
     run_dir: Option<PathBuf>,
     device: Option<String>,
+    bare_run: bool,
 ) -> PyResult<DiagnosisHandle> {
     let timing_pass = match timing_pass {
         "tracer" => TimingPass::Tracer,
@@ -255,6 +256,7 @@ fn profile(
         timing_pass,
         backend: kopt_engine::Backend::Auto,
         rocprof: None,
+        bare_run,
         analysis: analysis(device, None, top, false),
     };
     let d = py

@@ -166,6 +166,10 @@ pub struct ProfileArgs {
     #[arg(long, requires = "script")]
     pub ops: bool,
 
+    /// Skip the bare run: when the tracer's steps (NVTX ranges) look launch bound, kopt runs the workload once more without CUPTI (and without --ops' op ranges), timing only the steps, so the graph-capture prediction starts from the eager step as it runs untraced
+    #[arg(long)]
+    pub no_bare_run: bool,
+
     /// Profile in depth at most N distinct kernels (those carrying the time)
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub profile_top: usize,

@@ -165,6 +165,7 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
         timing_pass: a.timing_pass,
         backend: a.backend,
         rocprof: a.rocprof.clone(),
+        bare_run: !a.no_bare_run,
         analysis: analysis(&a.report, a.top),
     };
     req.validate()?;

@@ -58,6 +58,7 @@ def profile(
     db: Optional[str] = None,
     run_dir: Optional[str] = None,
     device: Optional[str] = None,
+    bare_run: bool = True,
 ) -> Diagnosis: ...
 def trace(
     argv: Sequence[str],
