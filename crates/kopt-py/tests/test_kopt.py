@@ -261,3 +261,13 @@ def test_optimize_without_torch_says_what_is_missing():
             kopt.optimize(lambda x: x, [1])
     else:
         pytest.skip("PyTorch is installed here")
+
+
+def test_bare_run_can_be_turned_off_from_python():
+    import inspect
+
+    from kopt import _kopt
+
+    assert inspect.signature(kopt.trace).parameters["bare_run"].default is True
+    for f in (_kopt.trace, _kopt.profile):
+        assert "bare_run=True" in (f.__text_signature__ or ""), f.__text_signature__

@@ -38,6 +38,7 @@ const CORE2_RANGE_START_EX: usize = 2;
 const CORE2_RANGE_END: usize = 3;
 const CORE2_RANGE_PUSH_EX: usize = 4;
 const CORE2_RANGE_POP: usize = 5;
+const CORE2_REGISTER_STRING_A: usize = 10;
 /// nvtxEventAttributes_t: messageType (int32) at byte 32, the message
 /// (a pointer-sized union) at byte 40; ASCII messages are type 1.
 const ATTR_MESSAGE_TYPE_OFFSET: usize = 32;
@@ -46,6 +47,9 @@ const ATTR_MESSAGE_OFFSET: usize = 40;
 /// the message.
 const ATTR_MIN_SIZE: u16 = 48;
 const MESSAGE_TYPE_ASCII: i32 = 1;
+/// A registered string (`nvtxDomainRegisterStringA`): the union holds the
+/// handle this library returned, a pointer to its own copy of the text.
+const MESSAGE_TYPE_REGISTERED: i32 = 3;
 
 /// A slot of NVTX's function tables: a function pointer, stored untyped
 /// (NVTX casts it back to the slot's signature when it calls it).
@@ -135,12 +139,14 @@ unsafe fn attr_message(attr: *const c_void) -> Option<&'static str> {
     // SAFETY: nvtxEventAttributes_t (v2, 48 bytes) holds messageType at
     // byte 32 and the message union at byte 40; `attr` points to one.
     let kind = unsafe { (base.add(ATTR_MESSAGE_TYPE_OFFSET) as *const i32).read_unaligned() };
-    if kind != MESSAGE_TYPE_ASCII {
+    if kind != MESSAGE_TYPE_ASCII && kind != MESSAGE_TYPE_REGISTERED {
         return None;
     }
-    // SAFETY: as above; for ASCII messages the union holds a char pointer.
+    // SAFETY: as above; for ASCII messages the union holds a char pointer,
+    // for registered ones the handle `register_string_a` returned, which is
+    // a pointer to a NUL-terminated copy this library never frees.
     let p = unsafe { (base.add(ATTR_MESSAGE_OFFSET) as *const *const c_char).read_unaligned() };
-    // SAFETY: NVTX's ASCII message: null or NUL-terminated.
+    // SAFETY: null or NUL-terminated (both cases above).
     unsafe { c_message(p) }
 }
 
@@ -233,6 +239,18 @@ unsafe extern "C" fn domain_pop(domain: *mut c_void) -> c_int {
 unsafe extern "C" fn domain_start_ex(_domain: *mut c_void, attr: *const c_void) -> u64 {
     // SAFETY: NVTX's argument for nvtxDomainRangeStartEx.
     catch_unwind(|| start(unsafe { attr_message(attr) })).unwrap_or(0)
+}
+/// nvtxDomainRegisterStringA: the handle is a pointer to a copy of the
+/// text, kept for the life of the process (NVTX has no unregister).
+unsafe extern "C" fn register_string_a(_domain: *mut c_void, text: *const c_char) -> *const c_char {
+    catch_unwind(|| {
+        // SAFETY: NVTX's argument: null or NUL-terminated.
+        let copy = unsafe { c_message(text) }
+            .and_then(|t| std::ffi::CString::new(t).ok())
+            .unwrap_or_default();
+        copy.into_raw() as *const c_char
+    })
+    .unwrap_or(std::ptr::null())
 }
 unsafe extern "C" fn domain_end(_domain: *mut c_void, id: u64) {
     let _ = catch_unwind(|| end(id));
@@ -360,7 +378,12 @@ unsafe fn init_with(
             range_push_w as unsafe extern "C" fn(*const c_void) -> c_int as Slot,
         ),
     ];
-    let core2: [(usize, Slot); 4] = [
+    let core2: [(usize, Slot); 5] = [
+        (
+            CORE2_REGISTER_STRING_A,
+            register_string_a as unsafe extern "C" fn(*mut c_void, *const c_char) -> *const c_char
+                as Slot,
+        ),
         (
             CORE2_RANGE_START_EX,
             domain_start_ex as unsafe extern "C" fn(*mut c_void, *const c_void) -> u64 as Slot,
@@ -482,10 +505,34 @@ mod tests {
             }
             push(c"step#7".as_ptr());
             pop();
+            // A registered string, pushed through a domain (the `nvtx`
+            // Python package's way).
+            let register: unsafe extern "C" fn(*mut c_void, *const c_char) -> *const c_char =
+                std::mem::transmute::<
+                    Slot,
+                    unsafe extern "C" fn(*mut c_void, *const c_char) -> *const c_char,
+                >(CORE2_SLOTS[CORE2_REGISTER_STRING_A]);
+            let domain_push: unsafe extern "C" fn(*mut c_void, *const c_void) -> c_int =
+                std::mem::transmute::<
+                    Slot,
+                    unsafe extern "C" fn(*mut c_void, *const c_void) -> c_int,
+                >(CORE2_SLOTS[CORE2_RANGE_PUSH_EX]);
+            let domain_pop: unsafe extern "C" fn(*mut c_void) -> c_int =
+                std::mem::transmute::<Slot, unsafe extern "C" fn(*mut c_void) -> c_int>(
+                    CORE2_SLOTS[CORE2_RANGE_POP],
+                );
+            let handle = register(std::ptr::null_mut(), c"step".as_ptr());
+            let mut attr = [0u8; 48];
+            attr[2..4].copy_from_slice(&48u16.to_ne_bytes());
+            attr[32..36].copy_from_slice(&MESSAGE_TYPE_REGISTERED.to_ne_bytes());
+            attr[40..48].copy_from_slice(&(handle as usize).to_ne_bytes());
+            let domain = 0x10 as *mut c_void;
+            domain_push(domain, attr.as_ptr().cast());
+            domain_pop(domain);
         }
         let text = std::fs::read_to_string(&out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(lines.len(), 5, "{text}");
         assert!(
             lines[0].starts_with("{\"t\":\"bare_step\",\"pid\":"),
             "{}",
