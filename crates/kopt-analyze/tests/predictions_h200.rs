@@ -84,6 +84,13 @@ fn prediction(d: &Diagnosis) -> Option<(f64, f64)> {
     ))
 }
 
+fn graph_prediction(d: &Diagnosis) -> &kopt_model::GraphPrediction {
+    d.timeline
+        .as_ref()
+        .and_then(|t| t.graph_prediction.as_ref())
+        .expect("a graph-capture prediction")
+}
+
 fn off(predicted: f64, measured: f64) -> f64 {
     (predicted / measured).max(measured / predicted)
 }
@@ -124,13 +131,7 @@ fn with_a_bare_run_every_step_is_within_1_5x() {
     {
         let (eager, graph) = measured(set, w);
         let [(_, d), _] = diagnoses(set, w);
-        let g = d
-            .timeline
-            .as_ref()
-            .unwrap()
-            .graph_prediction
-            .as_ref()
-            .unwrap();
+        let g = graph_prediction(&d);
         assert!(
             g.eager_measured_bare,
             "{set} {w}: the bare steps were not used"
@@ -224,13 +225,7 @@ fn bare_steps_of_another_range_are_not_used() {
         &profile_from_timeline(kopt.timeline, "decode", "kopt trace"),
         &AnalyzeOptions::default(),
     );
-    let g = d
-        .timeline
-        .as_ref()
-        .unwrap()
-        .graph_prediction
-        .as_ref()
-        .unwrap();
+    let g = graph_prediction(&d);
     assert!(!g.eager_measured_bare);
     assert!(
         g.speedup.model.contains("launches x"),

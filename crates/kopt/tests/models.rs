@@ -22,6 +22,15 @@ fn report() -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+fn recommendation<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    r["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["id"] == id)
+        .unwrap_or_else(|| panic!("no {id} recommendation"))
+}
+
 fn measured(rel: &str) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(fixture(rel)).unwrap()).unwrap()
 }
@@ -75,12 +84,7 @@ fn batch_norm_folding_and_channels_last_lead_the_findings() {
 #[test]
 fn channels_last_is_predicted_within_1_5x_of_the_measured_gain() {
     let r = report();
-    let rec = r["recommendations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["id"] == "use_channels_last")
-        .unwrap();
+    let rec = recommendation(&r, "use_channels_last");
     let predicted = rec["predicted_speedup"]["estimate"].as_f64().unwrap();
     let m = measured("measured-h100/bn_measured.json");
     let got = m["speedup_channels_last"].as_f64().unwrap();
@@ -93,12 +97,7 @@ fn channels_last_is_predicted_within_1_5x_of_the_measured_gain() {
 #[test]
 fn batch_norm_folding_states_what_eager_folding_gains() {
     let r = report();
-    let rec = r["recommendations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["id"] == "fold_batch_norm")
-        .unwrap();
+    let rec = recommendation(&r, "fold_batch_norm");
     assert_eq!(rec["predicted_speedup"]["low"].as_f64().unwrap(), 1.0);
     assert!(rec["action"].as_str().unwrap().contains("freezing"));
     for card in ["measured-h100", "measured-h200"] {
