@@ -276,12 +276,13 @@ pub fn fuzz_safetensors(data: &[u8]) -> bool {
 /// The files of a `kopt profile` run folder, in this order; the last is a
 /// second process's trace (`trace.jsonl.<pid>`), which `read_kopt_trace_set`
 /// merges.
-pub const RUN_FOLDER_FILES: [&str; 5] = [
+pub const RUN_FOLDER_FILES: [&str; 6] = [
     kopt_ingest::tiered::TIMING_TRACE,
     kopt_ingest::tiered::TIMING_CSV,
     kopt_ingest::tiered::TARGETED_CSV,
     kopt_ingest::tiered::DEEP_CSV,
     "trace.jsonl.4242",
+    kopt_ingest::BARE_STEPS_FILE,
 ];
 
 thread_local! {
