@@ -366,6 +366,74 @@ const KERNEL_COLS: &[&str] = &[
     "corr_id",
 ];
 
+/// Where a view keeps a dispatch's fields: the `kernels` and
+/// `counters_collection` views name the same fields differently.
+struct DispatchColumns {
+    name: &'static str,
+    stream: Option<&'static str>,
+    correlation: &'static str,
+    grid: [&'static str; 3],
+    workgroup: [&'static str; 3],
+    lds: &'static str,
+}
+
+const KERNELS_VIEW: DispatchColumns = DispatchColumns {
+    name: "name",
+    stream: Some("stream_id"),
+    correlation: "corr_id",
+    grid: ["grid_x", "grid_y", "grid_z"],
+    workgroup: ["workgroup_x", "workgroup_y", "workgroup_z"],
+    lds: "lds_size",
+};
+
+const COUNTERS_VIEW: DispatchColumns = DispatchColumns {
+    name: "kernel_name",
+    stream: None,
+    correlation: "correlation_id",
+    grid: ["grid_size_x", "grid_size_y", "grid_size_z"],
+    workgroup: ["workgroup_size_x", "workgroup_size_y", "workgroup_size_z"],
+    lds: "lds_block_size",
+};
+
+/// The dispatch a row of either view describes, its counters still empty.
+fn row_dispatch(row: &Row, cols: &DispatchColumns, id: u64) -> Result<Dispatch, IngestError> {
+    let (name, name_cut) = dispatch_name(row, cols.name)?;
+    let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
+    let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
+        let mut v = [1u64; 3];
+        for k in 0..3 {
+            if let Some(x) = row.uint(c[k])? {
+                v[k] = x;
+            }
+        }
+        Ok(v)
+    };
+    Ok(Dispatch {
+        id,
+        name,
+        name_cut,
+        agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
+        queue: row.uint("queue_id")?,
+        stream: match cols.stream {
+            Some(c) => row.uint(c)?,
+            None => None,
+        },
+        correlation: row.uint(cols.correlation)?,
+        grid: dim(cols.grid)?,
+        workgroup: dim(cols.workgroup)?,
+        lds_bytes: row.num(cols.lds)?,
+        scratch_bytes: row.num("scratch_size")?,
+        arch_vgpr: row.num("vgpr_count")?,
+        accum_vgpr: row.num("accum_vgpr_count")?,
+        sgpr: row.num("sgpr_count")?,
+        wave_size: None,
+        start_ns: Some(start),
+        end_ns: Some(end),
+        counters: Vec::new(),
+        line: row.uint("id")?.unwrap_or(0),
+    })
+}
+
 fn dispatch_name(row: &Row, col: &str) -> Result<(String, bool), IngestError> {
     let raw = row.text(col).unwrap_or_default();
     let (name, cut) = kernel_name(&raw);
@@ -388,43 +456,12 @@ fn query_kernels(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatch
     let mut n = 0u64;
     query_rows(conn, label, &q, |row| {
         n += 1;
-        let (name, name_cut) = dispatch_name(&row, "name")?;
-        let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
-        let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
-            let mut v = [1u64; 3];
-            for k in 0..3 {
-                if let Some(x) = row.uint(c[k])? {
-                    v[k] = x;
-                }
-            }
-            Ok(v)
-        };
         // An older schema without dispatch_id: the row id, else its place.
         let id = match row.uint("dispatch_id")? {
             Some(id) => id,
             None => row.uint("id")?.unwrap_or(n),
         };
-        let d = Dispatch {
-            id,
-            name,
-            name_cut,
-            agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
-            queue: row.uint("queue_id")?,
-            stream: row.uint("stream_id")?,
-            correlation: row.uint("corr_id")?,
-            grid: dim(["grid_x", "grid_y", "grid_z"])?,
-            workgroup: dim(["workgroup_x", "workgroup_y", "workgroup_z"])?,
-            lds_bytes: row.num("lds_size")?,
-            scratch_bytes: row.num("scratch_size")?,
-            arch_vgpr: row.num("vgpr_count")?,
-            accum_vgpr: row.num("accum_vgpr_count")?,
-            sgpr: row.num("sgpr_count")?,
-            wave_size: None,
-            start_ns: Some(start),
-            end_ns: Some(end),
-            counters: Vec::new(),
-            line: row.uint("id")?.unwrap_or(0),
-        };
+        let d = row_dispatch(&row, &KERNELS_VIEW, id)?;
         out.push((row.text("guid").unwrap_or_default(), d));
         Ok(())
     })?;
@@ -488,38 +525,7 @@ fn query_counters(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatc
         let at = match index.get(&key) {
             Some(&i) => i,
             None => {
-                let (name, name_cut) = dispatch_name(&row, "kernel_name")?;
-                let (start, end) = row.span(&format!("kernel {}", crate::echo(&name)))?;
-                let dim = |c: [&str; 3]| -> Result<[u64; 3], IngestError> {
-                    let mut v = [1u64; 3];
-                    for k in 0..3 {
-                        if let Some(x) = row.uint(c[k])? {
-                            v[k] = x;
-                        }
-                    }
-                    Ok(v)
-                };
-                let d = Dispatch {
-                    id: dispatch,
-                    name,
-                    name_cut,
-                    agent: row.uint("agent_abs_index")?.map(|a| format!("Agent {a}")),
-                    queue: row.uint("queue_id")?,
-                    stream: None,
-                    correlation: row.uint("correlation_id")?,
-                    grid: dim(["grid_size_x", "grid_size_y", "grid_size_z"])?,
-                    workgroup: dim(["workgroup_size_x", "workgroup_size_y", "workgroup_size_z"])?,
-                    lds_bytes: row.num("lds_block_size")?,
-                    scratch_bytes: row.num("scratch_size")?,
-                    arch_vgpr: row.num("vgpr_count")?,
-                    accum_vgpr: row.num("accum_vgpr_count")?,
-                    sgpr: row.num("sgpr_count")?,
-                    wave_size: None,
-                    start_ns: Some(start),
-                    end_ns: Some(end),
-                    counters: Vec::new(),
-                    line: row.uint("id")?.unwrap_or(0),
-                };
+                let d = row_dispatch(&row, &COUNTERS_VIEW, dispatch)?;
                 index.insert(key, out.len());
                 out.push((guid, d));
                 out.len() - 1
