@@ -211,15 +211,15 @@ pub fn recommend(
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let estimate = total_ns / (total_ns - saved);
     let low = total_ns / (total_ns - saved_low);
-    let (gain, predicted_speedup) = crate::saved_time_gain(
+    let (gain, speedup) = crate::saved_time_gain(
         saved,
         total_ns,
         100.0 * saved / member_ns.max(1.0),
         low,
         model,
     );
+    let predicted = crate::kernel_time_speedup_words(&speedup);
     Some(Recommendation {
         rank: 0,
         id: ID.into(),
@@ -247,13 +247,13 @@ pub fn recommend(
             fmt(chained_ns),
         ),
         action: format!(
-            "Compile the model or block with torch.compile so each chain becomes one kernel that reads its inputs once and writes one output{fused_ops}. Predicted: {} -> {} for these chains, {estimate:.2}x ({low:.2}-{estimate:.2}x) for the workload's kernel time.",
+            "Compile the model or block with torch.compile so each chain becomes one kernel that reads its inputs once and writes one output{fused_ops}. Predicted: {} -> {} for these chains, {predicted}.",
             fmt(chained_ns),
             fmt(fused),
         ),
         source: "operator fusion: one pass over memory instead of one per op (torch.compile / Inductor, fused PyTorch ops)".into(),
-        gain,
-        predicted_speedup,
+        gain: Some(gain),
+        predicted_speedup: Some(speedup),
     })
 }
 

@@ -643,24 +643,30 @@ pub(crate) fn saved_time_gain(
     kernel_pct: f64,
     low: f64,
     model: String,
-) -> (
-    Option<kopt_model::GainEstimate>,
-    Option<kopt_model::PredictedSpeedup>,
-) {
+) -> (kopt_model::GainEstimate, kopt_model::PredictedSpeedup) {
     let estimate = total_ns / (total_ns - saved_ns);
     (
-        Some(kopt_model::GainEstimate {
+        kopt_model::GainEstimate {
             kernel_pct,
             workload_pct: 100.0 * saved_ns / total_ns,
             saved_ns,
             method: model.clone(),
-        }),
-        Some(kopt_model::PredictedSpeedup {
+        },
+        kopt_model::PredictedSpeedup {
             estimate,
             low,
             high: estimate,
             model,
-        }),
+        },
+    )
+}
+
+/// "1.36x (1.00-1.36x) for the workload's kernel time": a finding's
+/// prediction as its action quotes it.
+pub(crate) fn kernel_time_speedup_words(sp: &kopt_model::PredictedSpeedup) -> String {
+    format!(
+        "{:.2}x ({:.2}-{:.2}x) for the workload's kernel time",
+        sp.estimate, sp.low, sp.estimate
     )
 }
 
