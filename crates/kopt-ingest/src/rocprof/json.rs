@@ -309,6 +309,13 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
             let num = |v: &Value, k: &str| -> Result<Option<f64>, IngestError> {
                 Ok(at.uint(v, k)?.map(|x| x as f64))
             };
+            // Register counts: the record's own, else its kernel symbol's.
+            let rec_or_symbol = |k: &str| -> Result<Option<f64>, IngestError> {
+                match num(rec, k)? {
+                    Some(v) => Ok(Some(v)),
+                    None => Ok(sym.map(|s| num(s, k)).transpose()?.flatten()),
+                }
+            };
             let corr = rec
                 .get("correlation_id")
                 .map(|c| at.uint(c, "internal"))
@@ -328,24 +335,9 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
                 workgroup: dim("workgroup_size")?,
                 lds_bytes: num(info, "group_segment_size")?,
                 scratch_bytes: num(info, "private_segment_size")?,
-                arch_vgpr: match num(rec, "arch_vgpr_count")? {
-                    Some(v) => Some(v),
-                    None => sym
-                        .map(|s| num(s, "arch_vgpr_count"))
-                        .transpose()?
-                        .flatten(),
-                },
-                accum_vgpr: match num(rec, "accum_vgpr_count")? {
-                    Some(v) => Some(v),
-                    None => sym
-                        .map(|s| num(s, "accum_vgpr_count"))
-                        .transpose()?
-                        .flatten(),
-                },
-                sgpr: match num(rec, "sgpr_count")? {
-                    Some(v) => Some(v),
-                    None => sym.map(|s| num(s, "sgpr_count")).transpose()?.flatten(),
-                },
+                arch_vgpr: rec_or_symbol("arch_vgpr_count")?,
+                accum_vgpr: rec_or_symbol("accum_vgpr_count")?,
+                sgpr: rec_or_symbol("sgpr_count")?,
                 wave_size: None,
                 start_ns: None,
                 end_ns: None,
