@@ -277,11 +277,8 @@ impl Ncu {
 
     /// `ncu --version`'s last line, for the run record.
     pub fn version(&self) -> Option<String> {
-        let out = std::process::Command::new(&self.path)
-            .arg("--version")
-            .output()
-            .ok()?;
-        String::from_utf8_lossy(&out.stdout)
+        let (stdout, _) = crate::runner::version_output(&self.path)?;
+        stdout
             .lines()
             .rev()
             .find(|l| !l.trim().is_empty())

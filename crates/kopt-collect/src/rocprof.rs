@@ -290,13 +290,9 @@ impl Rocprof {
 
     /// `rocprofv3 --version`'s first non-empty line, for the run record.
     pub fn version(&self) -> Option<String> {
-        let out = std::process::Command::new(&self.path)
-            .arg("--version")
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        text.lines()
+        let (stdout, stderr) = crate::runner::version_output(&self.path)?;
+        (stdout + &stderr)
+            .lines()
             .map(str::trim)
             .find(|l| !l.is_empty())
             .map(str::to_string)

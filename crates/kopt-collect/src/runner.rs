@@ -150,6 +150,19 @@ fn kill_group(pid: u32) {
     let _ = pid;
 }
 
+/// What `program --version` printed: (stdout, stderr); None when it cannot
+/// run. Each tool's caller picks its version line.
+pub fn version_output(program: &Path) -> Option<(String, String)> {
+    let out = std::process::Command::new(program)
+        .arg("--version")
+        .output()
+        .ok()?;
+    Some((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
 /// The file a log line of `name` goes to inside `dir`.
 pub fn log_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.log"))
