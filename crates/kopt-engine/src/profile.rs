@@ -208,6 +208,20 @@ impl ProfileRequest {
     }
 }
 
+/// The run folder and the record of a profiler run (not saved yet).
+pub(crate) fn start_run(
+    req: &ProfileRequest,
+    profiler: Profiler,
+    path: &Path,
+    version: Option<String>,
+) -> Result<(PathBuf, RunRecord)> {
+    let (id, dir) = req.run.create_run_dir()?;
+    let mut record = RunRecord::start(id, req.run.argv.clone(), profiler, path, version);
+    record.module = req.module.clone();
+    record.visible_devices = req.run.gpu.clone();
+    Ok((dir, record))
+}
+
 /// Profile a workload; the diagnosis names the run (its folder, argv, wall time).
 pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {
     req.validate()?;
@@ -215,17 +229,8 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
         return crate::profile_rocprof::profile_rocprof(req, progress);
     }
     let ncu = Ncu::locate(req.ncu.as_deref(), std::env::var_os("PATH").as_deref())?;
-    let (id, dir) = req.run.create_run_dir()?;
     let started = Instant::now();
-    let mut record = RunRecord::start(
-        id,
-        req.run.argv.clone(),
-        Profiler::Ncu,
-        &ncu.path,
-        ncu.version(),
-    );
-    record.module = req.module.clone();
-    record.visible_devices = req.run.gpu.clone();
+    let (dir, mut record) = start_run(req, Profiler::Ncu, &ncu.path, ncu.version())?;
     record.save(&dir)?;
     let total = if req.deep_top.is_some() { 3 } else { 2 };
     let mut passes = Passes {
@@ -333,7 +338,7 @@ impl Passes<'_> {
                 match kopt_collect::trace::locate_tracer(req.run.tracer.as_deref()) {
                     Ok(tracer) => self.tracer_pass(&tracer, &workload, filter.as_ref())?.map(
                         |(functions, bare_range)| {
-                            if let Some(range) = bare_range.filter(|_| req.bare_run) {
+                            if let Some(range) = bare_range {
                                 self.bare_pass(&tracer, &workload, &range);
                             }
                             functions
@@ -502,7 +507,12 @@ impl Passes<'_> {
         });
         self.record.save(self.dir)?;
         let trace = kopt_ingest::read_kopt_trace_set(&run.trace)?;
-        let bare_range = kopt_analyze::timeline::summarize(&trace.timeline).and_then(|t| {
+        // The timeline analysis decides on a bare run; none when it is off.
+        let summary = req
+            .bare_run
+            .then(|| kopt_analyze::timeline::summarize(&trace.timeline))
+            .flatten();
+        let bare_range = summary.and_then(|t| {
             let steps = t.steps?;
             (t.launch_bound
                 && t.graph_prediction.is_some()

@@ -34,17 +34,9 @@ pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> 
         .map(regex::Regex::new)
         .transpose()
         .map_err(|e| Error::Usage(format!("--kernel: {}", crate::run_folder::regex_error(&e))))?;
-    let (id, dir) = req.run.create_run_dir()?;
     let started = Instant::now();
-    let mut record = RunRecord::start(
-        id,
-        req.run.argv.clone(),
-        Profiler::Rocprofv3,
-        &rocprof.path,
-        rocprof.version(),
-    );
-    record.module = req.module.clone();
-    record.visible_devices = req.run.gpu.clone();
+    let (dir, mut record) =
+        crate::profile::start_run(req, Profiler::Rocprofv3, &rocprof.path, rocprof.version())?;
     // rocprofv3 traces every kernel: the filter is applied on reading.
     record.kernel_filter = req.kernel_regex.clone();
     record.save(&dir)?;
