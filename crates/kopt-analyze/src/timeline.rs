@@ -162,6 +162,18 @@ pub struct Steps {
     pub contiguous: bool,
 }
 
+impl Steps {
+    /// Where step `i`'s time runs to: the next step's start, at least its
+    /// own end (a marker may end after the next begins).
+    pub fn until(&self, i: usize) -> i64 {
+        self.starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(self.ends[i])
+            .max(self.ends[i])
+    }
+}
+
 use kopt_model::{ActivityKind, GpuActivity, StepSource};
 
 /// When each activity was launched: its API call's start (by correlation),
@@ -701,12 +713,7 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
         })
         .unwrap_or(st.first);
     let first_step = steps.starts[loop_step];
-    let until = steps
-        .starts
-        .get(st.last + 1)
-        .copied()
-        .unwrap_or(steps.ends[st.last])
-        .max(steps.ends[st.last]);
+    let until = steps.until(st.last);
     let phase = t
         .activities
         .iter()
@@ -784,12 +791,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     acts.sort_by_key(|a| a.start_ns);
     let (start, window_end) = match (&steps, &steady) {
         (Some(s), Some(st)) => {
-            let end = s
-                .starts
-                .get(st.last + 1)
-                .copied()
-                .unwrap_or(s.ends[st.last])
-                .max(s.ends[st.last]);
+            let end = s.until(st.last);
             // Where the host runs ahead of a busy GPU, the first steady
             // step is launched while earlier work still runs: the window
             // opens when that work is done (at the latest at the step's first activity).
