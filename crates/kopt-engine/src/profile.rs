@@ -507,19 +507,10 @@ impl Passes<'_> {
         });
         self.record.save(self.dir)?;
         let trace = kopt_ingest::read_kopt_trace_set(&run.trace)?;
-        // The timeline analysis decides on a bare run; none when it is off.
-        let summary = req
+        let bare_range = req
             .bare_run
-            .then(|| kopt_analyze::timeline::summarize(&trace.timeline))
+            .then(|| crate::trace::bare_run_range(&trace.timeline))
             .flatten();
-        let bare_range = summary.and_then(|t| {
-            let steps = t.steps?;
-            (t.launch_bound
-                && t.graph_prediction.is_some()
-                && steps.source == kopt_model::StepSource::Nvtx)
-                .then_some(steps.family)
-                .flatten()
-        });
         let label = run.trace.display().to_string();
         let (timing, _) = kopt_ingest::TimingPass::from_timeline(trace.timeline, &label);
         let mut profile = kopt_ingest::merge_tiered(timing, None, None, Vec::new());

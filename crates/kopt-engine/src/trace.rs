@@ -43,13 +43,13 @@ pub struct Traced {
     pub trace: PathBuf,
 }
 
-/// The NVTX range family a bare run should time: the traced steps came
-/// from it and the timeline predicts a graph-capture gain.
-fn bare_run_range(d: &Diagnosis) -> Option<String> {
-    let t = d.timeline.as_ref()?;
-    let steps = t.steps.as_ref()?;
+/// The NVTX range family a bare run should time: the steps came from it
+/// and the timeline predicts a graph-capture gain. `kopt profile` asks too.
+pub(crate) fn bare_run_range(t: &Timeline) -> Option<String> {
+    let t = kopt_analyze::timeline::summarize(t)?;
+    let steps = t.steps?;
     (t.launch_bound && t.graph_prediction.is_some() && steps.source == kopt_model::StepSource::Nvtx)
-        .then(|| steps.family.clone())
+        .then_some(steps.family)
         .flatten()
 }
 
@@ -71,59 +71,62 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     let label = traced.trace.display().to_string();
     let windows = trace.timeline.sampled_windows.len();
     let caught_nothing = trace.timeline.activities.is_empty();
-    let diagnose_timeline = |t: Timeline| {
-        diagnose(
-            profile_from_timeline(t, &label, "kopt trace (CUPTI)"),
-            &req.analysis,
-        )
-    };
-    let bare_run = req.bare_run && req.sample.is_none();
-    // The timeline is still needed for a bare run's second diagnosis or an export.
-    let mut diagnosis = if bare_run || req.keep_timeline {
-        diagnose_timeline(trace.timeline.clone())
-    } else {
-        diagnose_timeline(std::mem::take(&mut trace.timeline))
-    };
-    if let Some(range) = bare_run.then(|| bare_run_range(&diagnosis)).flatten() {
+    // Decided from the timeline alone, so the diagnosis is made once.
+    let bare_range = (req.bare_run && req.sample.is_none())
+        .then(|| bare_run_range(&trace.timeline))
+        .flatten();
+    let mut bare_notes = Vec::new();
+    if let Some(range) = &bare_range {
         progress.note(&format!(
             "launch bound: running the workload again without the tracer, timing its '{range}' ranges, for the graph-capture prediction (--no-bare-run skips this)"
         ));
-        let used = |d: &Diagnosis| {
-            d.timeline
-                .as_ref()
-                .and_then(|t| t.graph_prediction.as_ref())
-                .is_some_and(|g| g.eager_measured_bare)
-        };
-        match run_bare_steps(&req.run.workload(), &tracer, &range, &dir, &on_line) {
+        let fallback =
+            "the graph-capture prediction takes the tracer's cost from its per-launch constant";
+        match run_bare_steps(&req.run.workload(), &tracer, range, &dir, &on_line) {
             Ok(Some(path)) => match read_bare_steps(&path) {
-                Ok(steps) => {
-                    trace.timeline.bare_steps = steps;
-                    diagnosis = diagnose_timeline(trace.timeline.clone());
-                    if !used(&diagnosis) {
-                        diagnosis.notes.push(format!(
-                            "The bare run timed too few '{range}' steps to use (three periods after warm-up are needed): the graph-capture prediction takes the tracer's cost from its per-launch constant."
-                        ));
-                    }
-                }
+                Ok(steps) => trace.timeline.bare_steps = steps,
                 Err(e) => {
                     let _ = std::fs::remove_file(&path);
-                    diagnosis.notes.push(format!(
-                        "The bare run's steps could not be read ({e}): the graph-capture prediction takes the tracer's cost from its per-launch constant."
+                    bare_notes.push(format!(
+                        "The bare run's steps could not be read ({e}): {fallback}."
                     ));
                 }
             },
-            Ok(None) => diagnosis.notes.push(format!(
-                "The bare run (the workload again without the tracer) timed no '{range}' range: the graph-capture prediction takes the tracer's cost from its per-launch constant."
+            Ok(None) => bare_notes.push(format!(
+                "The bare run (the workload again without the tracer) timed no '{range}' range: {fallback}."
             )),
             Err(e) => {
                 // A partial file would mislead a later `kopt analyze` of the folder.
                 let _ = std::fs::remove_file(&bare_file);
-                diagnosis.notes.push(format!(
-                    "The bare run (the workload again without the tracer) failed: {e}; the graph-capture prediction takes the tracer's cost from its per-launch constant."
+                bare_notes.push(format!(
+                    "The bare run (the workload again without the tracer) failed: {e}; {fallback}."
                 ));
             }
         }
     }
+    let read_steps = trace.timeline.bare_steps.is_some();
+    // An export needs the timeline after the diagnosis; else it moves.
+    let timeline = if req.keep_timeline {
+        trace.timeline.clone()
+    } else {
+        std::mem::take(&mut trace.timeline)
+    };
+    let mut diagnosis = diagnose(
+        profile_from_timeline(timeline, &label, "kopt trace (CUPTI)"),
+        &req.analysis,
+    );
+    let used = diagnosis
+        .timeline
+        .as_ref()
+        .and_then(|t| t.graph_prediction.as_ref())
+        .is_some_and(|g| g.eager_measured_bare);
+    if read_steps && !used {
+        bare_notes.push(format!(
+            "The bare run timed too few '{}' steps to use (three periods after warm-up are needed): the graph-capture prediction takes the tracer's cost from its per-launch constant.",
+            bare_range.as_deref().unwrap_or_default()
+        ));
+    }
+    diagnosis.notes.extend(bare_notes);
     let timeline = req.keep_timeline.then_some(trace.timeline);
     if !trace.ended {
         diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
