@@ -1061,17 +1061,35 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                     percentile(p, 0.75).max(percentile(&busy_steps, 0.75)),
                 )
             }
-            None => (
-                (eager - overhead).max(busy_step),
-                overhead,
-                per_launch,
-                // The recorder's cost strays widely between machines; the
-                // op-range cost is one workload's figure.
-                (percentile(&eager_steps, 0.25) - band.1 * launch_overhead - 1.5 * op_overhead)
-                    .max(percentile(&busy_steps, 0.25)),
-                (percentile(&eager_steps, 0.75) - band.0 * launch_overhead - 0.5 * op_overhead)
-                    .max(percentile(&busy_steps, 0.75)),
-            ),
+            None => match recorder.slowdown() {
+                // torch.profiler: its cost grows with the step's host work.
+                Some((factor, (f_lo, f_hi))) => {
+                    let cap = launches_per_step * kopt_model::KINETO_MAX_NS_PER_LAUNCH;
+                    let take = |e: f64, f: f64| e - (e * (1.0 - 1.0 / f)).min(cap);
+                    let corrected = take(eager, factor).max(busy_step);
+                    let overhead = eager - corrected;
+                    (
+                        corrected,
+                        overhead,
+                        overhead / launches_per_step.max(1.0),
+                        take(percentile(&eager_steps, 0.25), f_hi)
+                            .max(percentile(&busy_steps, 0.25)),
+                        take(percentile(&eager_steps, 0.75), f_lo)
+                            .max(percentile(&busy_steps, 0.75)),
+                    )
+                }
+                None => (
+                    (eager - overhead).max(busy_step),
+                    overhead,
+                    per_launch,
+                    // The recorder's cost strays widely between machines; the
+                    // op-range cost is one workload's figure.
+                    (percentile(&eager_steps, 0.25) - band.1 * launch_overhead - 1.5 * op_overhead)
+                        .max(percentile(&busy_steps, 0.25)),
+                    (percentile(&eager_steps, 0.75) - band.0 * launch_overhead - 0.5 * op_overhead)
+                        .max(percentile(&busy_steps, 0.75)),
+                ),
+            },
         };
         let graph = busy_step + kernels_step * c;
         let estimate = corrected / graph.max(1.0);
@@ -1094,12 +1112,6 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         } else {
             String::new()
         };
-        // The recorder's cost is the prediction's largest unknown here.
-        let rerun = if recorder == kopt_model::Recorder::Kineto {
-            " torch.profiler's own cost ranged 3.5-41 us a launch across the machines measured: `kopt trace` times the steps untraced (a bare run) for a figure to plan with."
-        } else {
-            ""
-        };
         let model = match &bare {
             Some(p) => format!(
                 "speed-up = eager time per step measured bare / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} eager (mean of {} steps of a second run without CUPTI, only the step ranges timed; {} as traced, so {} cost {} a launch here); {} busy + {:.0} kernels x {} = {} after capture. Range: bare steps' 25th-75th percentiles, replay cost x0.5-2 ({} us per kernel is {card}).",
@@ -1114,21 +1126,35 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                 fmt(graph),
                 c / 1e3,
             ),
-            None => format!(
-                "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).{rerun}",
-                fmt(eager),
-                launches_per_step,
-                fmt(per_launch),
-                recorder.as_str(),
-                fmt(corrected),
-                fmt(busy_step),
-                kernels_step,
-                fmt(c),
-                fmt(graph),
-                band.0,
-                band.1,
-                c / 1e3,
-            ),
+            None => match recorder.slowdown() {
+                Some((factor, (f_lo, f_hi))) => format!(
+                    "speed-up = eager time per step without {rec}'s cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} / {factor} ({rec}'s slowdown of a launch-bound PyTorch step, x{f_lo}-{f_hi} across the machines measured; at most {} a launch) = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, slowdown x{f_lo}-{f_hi}, replay cost x0.5-2 ({} us per kernel is {card}). For a figure to plan with, time the steps bare: `kopt analyze TRACE -- PROGRAM` runs the program again with its profiler stood in for (or `kopt trace -- PROGRAM`).",
+                    fmt(eager),
+                    fmt(kopt_model::KINETO_MAX_NS_PER_LAUNCH),
+                    fmt(corrected),
+                    fmt(busy_step),
+                    kernels_step,
+                    fmt(c),
+                    fmt(graph),
+                    c / 1e3,
+                    rec = recorder.as_str(),
+                ),
+                None => format!(
+                    "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).",
+                    fmt(eager),
+                    launches_per_step,
+                    fmt(per_launch),
+                    recorder.as_str(),
+                    fmt(corrected),
+                    fmt(busy_step),
+                    kernels_step,
+                    fmt(c),
+                    fmt(graph),
+                    band.0,
+                    band.1,
+                    c / 1e3,
+                ),
+            },
         };
         Some(kopt_model::GraphPrediction {
             eager_per_step_ns: eager,

@@ -140,38 +140,34 @@ fn with_a_bare_run_every_step_is_within_1_5x() {
     }
 }
 
-/// torch.profiler traces have no bare run: its per-launch constant (12 us,
-/// the median of ten steps on three machines, which ranged 3.5 to 41 us)
-/// holds within 1.5x on the steps that are mostly launches of the morning's
-/// H200 and all three of the afternoon's; on the H100 (29 and 26 us a
-/// launch) it does not, and the prediction's range must still hold the
-/// measured speed-up.
+/// torch.profiler traces alone: the profiler's cost taken as its slowdown
+/// of the step (x2.1, `kopt_model::KINETO_SLOWDOWN`). Within 1.5x on every
+/// launch-bound step of the three sets but the morning's decode step, which
+/// both recorders slowed twice as much as in the afternoon (x3.75); the
+/// prediction's range holds every measured speed-up.
 #[test]
 fn torch_profiler_traces_are_within_1_5x_or_within_their_range() {
-    for (set, workloads) in [
-        (OLD, &["moe", "mlp"][..]),
-        (BARE, &["moe", "mlp", "decode"][..]),
-    ] {
-        for w in workloads {
+    for set in [OLD, BARE, BARE_H100] {
+        for w in ["moe", "mlp", "decode"] {
             let (eager, graph) = measured(set, w);
             let [_, (_, d)] = diagnoses(set, w);
-            assert_within_1_5x(set, w, &d, eager / graph);
+            let sp = d
+                .recommendations
+                .iter()
+                .find(|r| r.id == "capture_cuda_graph")
+                .and_then(|r| r.predicted_speedup.clone())
+                .unwrap();
+            let got = eager / graph;
+            assert!(
+                sp.low <= got && got <= sp.high,
+                "{set} {w}: {got:.2}x outside {sp:?}"
+            );
+            if (set, w) == (OLD, "decode") {
+                assert!(sp.estimate > 1.5 * got, "{set} {w}: {sp:?}");
+            } else {
+                assert_within_1_5x(set, w, &d, got);
+            }
         }
-    }
-    for w in ["moe", "mlp", "decode"] {
-        let (eager, graph) = measured(BARE_H100, w);
-        let [_, (_, d)] = diagnoses(BARE_H100, w);
-        let sp = d
-            .recommendations
-            .iter()
-            .find(|r| r.id == "capture_cuda_graph")
-            .and_then(|r| r.predicted_speedup.clone())
-            .unwrap();
-        let got = eager / graph;
-        assert!(
-            sp.low <= got && got <= sp.high,
-            "{w}: {got:.2}x outside {sp:?}"
-        );
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod diagnose;
 pub mod passes;
+pub mod profiler_shim;
 pub mod rocprof;
 pub mod runner;
 pub mod trace;

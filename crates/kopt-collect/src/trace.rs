@@ -38,6 +38,12 @@ pub enum TraceError {
         tail: String,
         log: String,
     },
+    #[error("cannot write {path}: {source}")]
+    Setup {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(
         "the tracer wrote no trace ({0} is missing): did the program use CUDA? (full log: {1})"
     )]
@@ -183,6 +189,7 @@ pub fn run_traced(
     if let Some(s) = sampling {
         env.push(("KOPT_TRACER_SAMPLE".into(), s.env_value()));
     }
+    env.extend(python_shim(dir)?);
     let outcome = run_checked(workload, env, &log, on_line)?;
     if !trace.is_file() {
         return Err(TraceError::NoTrace(
@@ -283,10 +290,19 @@ pub fn run_bare_steps(
     if let Some(g) = &workload.gpu {
         env.push(("CUDA_VISIBLE_DEVICES".into(), g.clone()));
     }
+    env.extend(python_shim(dir)?);
     run_checked(workload, env, &log, on_line)?;
     Ok(std::fs::metadata(&out)
         .is_ok_and(|m| m.len() > 0)
         .then_some(out))
+}
+
+/// The torch.profiler stand-in for the workload's Python, written into `dir`.
+fn python_shim(dir: &Path) -> Result<Vec<(String, String)>, TraceError> {
+    crate::profiler_shim::shim_env(dir).map_err(|source| TraceError::Setup {
+        path: dir.display().to_string(),
+        source,
+    })
 }
 
 /// The usual name of a fatal signal.

@@ -12,6 +12,10 @@ use kopt_ingest::{
 use kopt_model::{Diagnosis, Peaks, Profile};
 
 use crate::error::{Error, Result};
+use crate::profile::WorkloadOptions;
+use crate::progress::{Progress, Stream};
+use crate::trace::{bare_run_range, BareRun};
+use kopt_collect::trace::locate_tracer;
 
 /// How the analysis reads the device: a name for datasheet peaks, measured peaks.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -62,6 +66,11 @@ pub struct AnalyzeRequest {
     pub files: Vec<PathBuf>,
     /// Nsight Compute binary for .ncu-rep inputs.
     pub ncu: Option<PathBuf>,
+    /// The program that made the trace: when its steps look launch bound,
+    /// kopt runs it bare (torch.profiler replaced by step markers, no
+    /// CUPTI) and times the same steps, so the graph-capture prediction
+    /// starts from the eager step without the profiler's cost.
+    pub bare_run: Option<WorkloadOptions>,
     pub analysis: AnalysisOptions,
 }
 
@@ -72,15 +81,59 @@ impl AnalyzeRequest {
                 "nothing to analyze: give at least one file".into(),
             ));
         }
+        if let Some(run) = &self.bare_run {
+            run.validate()?;
+        }
         self.analysis.validate()
     }
 }
 
 /// Read every input and diagnose the workload they describe.
-pub fn analyze(req: &AnalyzeRequest) -> Result<Diagnosis> {
+pub fn analyze(req: &AnalyzeRequest, progress: &dyn Progress) -> Result<Diagnosis> {
     req.validate()?;
-    let profile = load_inputs(&req.files, req.ncu.as_deref())?;
-    Ok(diagnose(profile, &req.analysis))
+    let mut profile = load_inputs(&req.files, req.ncu.as_deref())?;
+    let bare = match &req.bare_run {
+        Some(run) => Some(time_steps_bare(&mut profile, run, progress)?),
+        None => None,
+    };
+    let mut diagnosis = diagnose(profile, &req.analysis);
+    if let Some(bare) = bare {
+        bare.add_notes(&mut diagnosis);
+    }
+    Ok(diagnosis)
+}
+
+/// `kopt analyze TRACE -- CMD`: the command's steps timed bare into the
+/// trace's timeline. Skipped, with a note, when the trace does not call
+/// for it (no launch-bound marked steps).
+fn time_steps_bare(
+    profile: &mut Profile,
+    run: &WorkloadOptions,
+    progress: &dyn Progress,
+) -> Result<BareRun> {
+    let Some(timeline) = profile.timeline.as_mut() else {
+        return Err(Error::Usage(
+            "a command after `--` times a trace's steps bare, but the inputs hold no timeline (give a torch.profiler or kopt trace)".into(),
+        ));
+    };
+    let Some(range) = bare_run_range(timeline) else {
+        return Ok(BareRun::skipped(
+            "The command after `--` was not run: the trace's steps are not launch bound with ProfilerStep#N or NVTX step markers, so no graph-capture prediction needs a bare eager time.",
+        ));
+    };
+    let tracer = locate_tracer(run.tracer.as_deref())?;
+    let (_, dir) = run.create_run_dir()?;
+    let passthrough = !run.quiet;
+    let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
+    Ok(BareRun::run(
+        &run.workload(),
+        &tracer,
+        &range,
+        &dir,
+        timeline,
+        progress,
+        &on_line,
+    ))
 }
 
 /// Drop a profile off the caller's thread: a large trace's profile is

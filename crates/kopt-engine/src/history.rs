@@ -370,7 +370,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let diag = crate::analyze(&req).unwrap();
+        let diag = crate::analyze(&req, &crate::Silent).unwrap();
         let rec = diag
             .recommendations
             .iter()
@@ -384,13 +384,16 @@ mod tests {
         );
         // Without the history nothing changes, and nothing is created.
         let none = d.path().join("absent/h.db");
-        let plain = crate::analyze(&crate::AnalyzeRequest {
-            analysis: crate::AnalysisOptions {
-                calibration_db: Some(none.clone()),
-                ..Default::default()
+        let plain = crate::analyze(
+            &crate::AnalyzeRequest {
+                analysis: crate::AnalysisOptions {
+                    calibration_db: Some(none.clone()),
+                    ..Default::default()
+                },
+                ..req
             },
-            ..req
-        })
+            &crate::Silent,
+        )
         .unwrap();
         assert!(plain
             .recommendations

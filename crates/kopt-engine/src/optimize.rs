@@ -712,7 +712,7 @@ mod tests {
                 .join(path)],
             ..Default::default()
         };
-        crate::analyze(&req).unwrap()
+        crate::analyze(&req, &crate::Silent).unwrap()
     }
 
     fn tried(choices: &[Choice]) -> Vec<&'static str> {

@@ -448,22 +448,29 @@ impl Passes<'_> {
         };
         let on_line = |s: Stream, l: &str| forward_ncu_line(progress, s, l, false);
         let t = Instant::now();
-        match kopt_collect::trace::run_bare_steps(&bare, tracer, range, self.dir, &on_line) {
-            Ok(file) => {
+        match crate::trace::time_bare_steps(&bare, tracer, range, self.dir, &on_line) {
+            Ok(steps) => {
+                let file = self.dir.join(kopt_ingest::BARE_STEPS_FILE);
                 self.record.passes.push(PassRecord {
                     name: "bare-steps".into(),
-                    description: format!("the '{range}' steps timed without CUPTI"),
+                    description: format!(
+                        "the '{range}' steps timed without CUPTI (the faster of {} runs)",
+                        crate::trace::BARE_RUNS
+                    ),
                     command: bare.argv.clone(),
                     elapsed_s: t.elapsed().as_secs_f64(),
                     exit_code: Some(0),
-                    csv: file.map_or_else(String::new, |f| f.display().to_string()),
+                    csv: if steps.is_some() {
+                        file.display().to_string()
+                    } else {
+                        String::new()
+                    },
                 });
                 if let Err(e) = self.record.save(self.dir) {
                     progress.note(&format!("run record not updated: {e}"));
                 }
             }
             Err(e) => {
-                let _ = std::fs::remove_file(self.dir.join(kopt_ingest::BARE_STEPS_FILE));
                 progress.note(&format!(
                     "the bare run failed ({e}); the graph-capture prediction takes the tracer's cost from its per-launch constant"
                 ));

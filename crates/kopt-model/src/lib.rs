@@ -35,7 +35,8 @@ pub use peaks::{
 };
 pub use timeline::{
     range_family, ActivityKind, ApiCall, ApiKind, BareSteps, GpuActivity, Range, Recorder,
-    Timeline, KINETO_NS_PER_LAUNCH, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
+    Timeline, KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH, KINETO_SLOWDOWN,
+    KINETO_SLOWDOWN_BAND, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
 };
 
 /// Version tag of every JSON document kopt writes for machines.

@@ -191,7 +191,8 @@ fn analysis(
 
 /// Diagnose existing profiler output; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (paths, *, device=None, top=None, ncu=None, peak_dram_gbs=None, keep_warmup=false))]
+#[pyo3(signature = (paths, *, device=None, top=None, ncu=None, peak_dram_gbs=None, keep_warmup=false, bare_command=None, gpu=None, timeout=None, tracer=None, runs_dir=None))]
+#[allow(clippy::too_many_arguments)]
 fn analyze(
     py: Python<'_>,
     paths: Vec<PathBuf>,
@@ -200,14 +201,23 @@ fn analyze(
     ncu: Option<PathBuf>,
     peak_dram_gbs: Option<f64>,
     keep_warmup: bool,
+    bare_command: Option<Vec<String>>,
+    gpu: Option<String>,
+    timeout: Option<f64>,
+    tracer: Option<PathBuf>,
+    runs_dir: Option<PathBuf>,
 ) -> PyResult<DiagnosisHandle> {
+    let bare_run = bare_command
+        .map(|argv| workload(argv, gpu, timeout, true, tracer, runs_dir, None, None))
+        .transpose()?;
     let req = AnalyzeRequest {
         files: paths,
         ncu,
+        bare_run,
         analysis: analysis(device, peak_dram_gbs, top, keep_warmup),
     };
     let d = py
-        .detach(|| kopt_engine::analyze(&req))
+        .detach(|| kopt_engine::analyze(&req, &StderrProgress))
         .map_err(engine_err)?;
     Ok(DiagnosisHandle { d })
 }

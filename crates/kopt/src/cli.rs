@@ -63,6 +63,17 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "PATH")]
     pub ncu: Option<PathBuf>,
 
+    /// The program that made the trace: when its steps look launch bound, kopt runs it once more bare (its torch.profiler replaced by step markers, no CUPTI) and times the same steps, so the graph-capture prediction starts from the eager step without the profiler's cost
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+
+    /// kopt's tracer library, loaded as NVTX's injection to time the steps of the bare run (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
+    #[arg(long, value_name = "PATH")]
+    pub tracer: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+
     #[command(flatten)]
     pub report: ReportArgs,
 }

@@ -20,7 +20,10 @@ type Outcome = Result<(), Failure>;
 
 pub fn analyze(a: &AnalyzeArgs) -> Outcome {
     let (req, report) = options::analyze(a)?;
-    let diagnosis = kopt_engine::analyze(&req)?;
+    let diagnosis = match req.bare_run {
+        Some(_) => kopt_engine::analyze(&req, &TerminalProgress::new(true))?,
+        None => kopt_engine::analyze(&req, &kopt_engine::Silent)?,
+    };
     emit_diagnosis(&diagnosis, &report, Vec::new())
 }
 

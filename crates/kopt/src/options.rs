@@ -105,10 +105,18 @@ fn workload(
 
 pub fn analyze(a: &AnalyzeArgs) -> Result<(AnalyzeRequest, ReportOptions), Error> {
     let report = ReportOptions::validate(&a.report, &a.files)?;
+    let bare_run = (!a.command.is_empty())
+        .then(|| workload(a.command.clone(), &a.run, a.tracer.clone()))
+        .transpose()?;
+    let mut analysis = analysis(&a.report, a.top);
+    if let Some(db) = &a.run.db {
+        analysis.calibration_db = Some(db.clone());
+    }
     let req = AnalyzeRequest {
         files: a.files.clone(),
         ncu: a.ncu.clone(),
-        analysis: analysis(&a.report, a.top),
+        bare_run,
+        analysis,
     };
     req.validate()?;
     Ok((req, report))

@@ -262,3 +262,24 @@ fn a_workload_killed_by_a_signal_is_an_error_not_a_report() {
         .any(|p| p.is_file());
     assert!(kept, "the trace so far stays in the run folder");
 }
+
+#[test]
+fn a_program_whose_torch_profiler_was_stood_in_for_is_told_so() {
+    // The stand-in on PYTHONPATH marks the run folder when the program
+    // creates torch.profiler.profile; the workload plays that part here.
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixture("kopt-trace-h200/moe_trace.jsonl");
+    let script = format!(
+        "test -f \"${{PYTHONPATH%%:*}}/sitecustomize.py\" && touch \"$KOPT_PROFILER_SHIM_NOTE\" && cp '{}' \"$KOPT_TRACE_OUT\"",
+        src.display()
+    );
+    let o = trace_running(dir.path(), &script, &["--no-bare-run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("replaced by kopt's stand-in"), "{notes}");
+    // Without the mark, no such note.
+    let o = trace_replaying(dir.path(), &src, &["--no-bare-run"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(!report["notes"].to_string().contains("stand-in"));
+}

@@ -1,6 +1,12 @@
-"""Four workloads for checking kopt's graph-capture prediction (issue 14):
-seed 000's MoE routing step, a 6-layer MLP at batch 2, a 4-block attention
-decode step at batch 1, and a compute-bound pair of 8192-wide matmuls.
+"""Workloads for checking kopt's graph-capture prediction (issue 14): seed
+000's MoE routing step, a 6-layer MLP at batch 2, a 4-block attention
+decode step at batch 1, a compute-bound pair of 8192-wide matmuls, and two
+added later to check on steps the constants were not set from: a 2-layer
+LSTM cell unrolled over 12 time steps at batch 2, and a small eval-mode
+CNN (4 x conv3x3 + batch norm + ReLU, 32 channels, one 64x64 image);
+and two held out of every constant (added after they were set): two
+PyTorch transformer encoder layers (d 256, 4 heads) on 16 tokens, and a
+2-layer GRU (cuDNN) over 16 time steps at batch 1 with a linear head.
 
   python3 workloads.py NAME measure            eager vs CUDA-graph replay, bare (JSON line)
   python3 workloads.py NAME steps N            N steps in NVTX ranges (for kopt trace), eager
@@ -84,6 +90,56 @@ class Matmuls(torch.nn.Module):
         return (x @ self.w1) @ self.w2
 
 
+class Lstm(torch.nn.Module):
+    def __init__(self, width=256, steps=12):
+        super().__init__()
+        self.cells = torch.nn.ModuleList(torch.nn.LSTMCell(width, width) for _ in range(2))
+        self.steps = steps
+
+    def forward(self, x):  # x: [batch, width], fed at every time step
+        state = [(torch.zeros_like(x), torch.zeros_like(x)) for _ in self.cells]
+        for _ in range(self.steps):
+            h = x
+            for i, cell in enumerate(self.cells):
+                state[i] = cell(h, state[i])
+                h = state[i][0]
+        return h
+
+
+class Convnet(torch.nn.Module):
+    def __init__(self, ch=32, layers=4):
+        super().__init__()
+        mods = []
+        for i in range(layers):
+            mods += [torch.nn.Conv2d(3 if i == 0 else ch, ch, 3, padding=1), torch.nn.BatchNorm2d(ch), torch.nn.ReLU()]
+        self.body = torch.nn.Sequential(*mods)
+        self.head = torch.nn.Linear(ch, 10)
+
+    def forward(self, x):
+        return self.head(self.body(x).mean(dim=(2, 3)))
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self, d=256, layers=2):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.enc(x)
+
+
+class Gru(torch.nn.Module):
+    def __init__(self, width=256):
+        super().__init__()
+        self.rnn = torch.nn.GRU(width, width, 2, batch_first=True)
+        self.head = torch.nn.Linear(width, 32)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1])
+
+
 def build(name):
     if name == "moe":
         return Moe().to(dev), [torch.randn(4, 64, device=dev)]
@@ -93,6 +149,14 @@ def build(name):
         return Decode().to(dev, bf16), [torch.randn(1, 1, 1024, device=dev, dtype=bf16)]
     if name == "matmuls":
         return Matmuls().to(dev, bf16), [torch.randn(8192, 8192, device=dev, dtype=bf16)]
+    if name == "lstm":
+        return Lstm().to(dev), [torch.randn(2, 256, device=dev)]
+    if name == "convnet":
+        return Convnet().to(dev).eval(), [torch.randn(1, 3, 64, 64, device=dev)]
+    if name == "encoder":
+        return Encoder().to(dev).eval(), [torch.randn(1, 16, 256, device=dev)]
+    if name == "gru":
+        return Gru().to(dev).eval(), [torch.randn(1, 16, 256, device=dev)]
     raise SystemExit(f"unknown workload {name}")
 
 

@@ -66,6 +66,11 @@ def analyze(
     ncu: Optional[PathLike] = None,
     peak_dram_gbs: Optional[float] = None,
     keep_warmup: bool = False,
+    bare_command: Optional[Union[str, Sequence[str]]] = None,
+    gpu: Optional[Union[int, str]] = None,
+    timeout: Optional[float] = None,
+    tracer: Optional[PathLike] = None,
+    runs_dir: Optional[PathLike] = None,
 ) -> Analysis:
     """Diagnose profiler output you already have.
 
@@ -76,6 +81,13 @@ def analyze(
     autotuning trial kernels (launched only in the warm-up steps) in the
     table and totals; by default they are left out and listed in
     ``warmup_trials``.
+
+    ``bare_command``: the program that made a torch.profiler (or kopt)
+    trace. When the trace's steps look launch bound, kopt runs it once more
+    with its torch.profiler replaced by step markers and no CUPTI, and times
+    the same steps, so the graph-capture prediction starts from the eager
+    step without the profiler's cost (``gpu``, ``timeout``, ``tracer`` and
+    ``runs_dir`` apply to that run).
     """
     if not paths:
         raise _kopt.UsageError("analyze() needs at least one path")
@@ -87,6 +99,11 @@ def analyze(
             ncu=_opt_path(ncu),
             peak_dram_gbs=peak_dram_gbs,
             keep_warmup=keep_warmup,
+            bare_command=None if bare_command is None else _argv(bare_command),
+            gpu=None if gpu is None else str(gpu),
+            timeout=timeout,
+            tracer=_opt_path(tracer),
+            runs_dir=_opt_path(runs_dir),
         )
     )
 

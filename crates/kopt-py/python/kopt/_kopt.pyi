@@ -39,6 +39,11 @@ def analyze(
     ncu: Optional[str] = None,
     peak_dram_gbs: Optional[float] = None,
     keep_warmup: bool = False,
+    bare_command: Optional[Sequence[str]] = None,
+    gpu: Optional[str] = None,
+    timeout: Optional[float] = None,
+    tracer: Optional[str] = None,
+    runs_dir: Optional[str] = None,
 ) -> Diagnosis: ...
 def profile(
     argv: Sequence[str],

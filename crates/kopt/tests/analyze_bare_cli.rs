@@ -1,0 +1,199 @@
+//! `kopt analyze TRACE -- CMD` without a GPU: the command stands in for the
+//! program and its bare run, writing the step lines kopt's tracer would
+//! write as NVTX injection, so the whole path (which steps, the run folder,
+//! the torch.profiler stand-in on PYTHONPATH, the prediction) is exercised.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+fn analyze_with_command(dir: &Path, trace: &Path, script: &str) -> std::process::Output {
+    let tracer = dir.join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .arg("analyze")
+        .arg(trace)
+        .args(["--runs-dir", "runs", "--format", "json", "--tracer"])
+        .arg(&tracer)
+        .args(["--", "/bin/sh", "-c", script])
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// A bare run's step lines: `n` ProfilerStep ranges from #3, `period_us` apart.
+fn bare_steps_script(n: usize, period_us: i64) -> String {
+    let mut lines = String::new();
+    for i in 0..n {
+        let s = 1_000_000_000 + i as i64 * period_us * 1000;
+        lines.push_str(&format!(
+            "{{\"t\":\"bare_step\",\"pid\":7,\"name\":\"ProfilerStep#{}\",\"s\":{s},\"e\":{}}}\n",
+            i + 3,
+            s + period_us * 1000 - 500
+        ));
+    }
+    // The command checks what kopt gave it, as the real program's NVTX and
+    // Python would meet it, then writes what the tracer would.
+    format!(
+        "test -n \"$NVTX_INJECTION64_PATH\" && test -z \"$CUDA_INJECTION64_PATH\" \
+         && test \"$KOPT_BARE_STEPS_RANGE\" = ProfilerStep \
+         && test -f \"${{PYTHONPATH%%:*}}/sitecustomize.py\" \
+         && printf '%s' '{lines}' > \"$KOPT_BARE_STEPS_OUT\""
+    )
+}
+
+fn report(o: &std::process::Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn a_profiler_trace_is_predicted_from_its_program_timed_bare() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("predictions-h200-bare/moe.pt.trace.json.gz");
+    let traced = report(
+        &Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["analyze", "--format", "json"])
+            .arg(&trace)
+            .output()
+            .unwrap(),
+    );
+    let g0 = &traced["timeline"]["graph_prediction"];
+    assert_eq!(g0["eager_measured_bare"], false);
+
+    let o = analyze_with_command(dir.path(), &trace, &bare_steps_script(11, 170));
+    let r = report(&o);
+    let g = &r["timeline"]["graph_prediction"];
+    assert_eq!(g["eager_measured_bare"], true, "{}", r["notes"]);
+    let eager = g["eager_corrected_per_step_ns"].as_f64().unwrap();
+    assert!((eager - 170_000.0).abs() < 1.0, "{eager}");
+    // The GPU side is the trace's: the same time after capture.
+    assert_eq!(g["graph_per_step_ns"], g0["graph_per_step_ns"]);
+    let model = g["speedup"]["model"].as_str().unwrap();
+    assert!(
+        model.contains("measured bare") && model.contains("torch.profiler cost"),
+        "{model}"
+    );
+    // The bare run left its folder: log, steps, the stand-in.
+    let run = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(run.join("bare_steps.jsonl").is_file());
+    assert!(run.join("python-shim/sitecustomize.py").is_file());
+}
+
+#[test]
+fn the_command_is_not_run_when_the_trace_needs_no_bare_time() {
+    // Two large matmuls a step: GPU bound, no graph-capture prediction.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("predictions-h200-bare/matmuls.pt.trace.json.gz");
+    let o = analyze_with_command(dir.path(), &trace, "touch ran");
+    let r = report(&o);
+    assert!(!dir.path().join("ran").exists());
+    assert!(
+        r["notes"].to_string().contains("was not run"),
+        "{}",
+        r["notes"]
+    );
+}
+
+#[test]
+fn a_failing_or_silent_command_leaves_the_trace_estimate_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("predictions-h200-bare/moe.pt.trace.json.gz");
+    let r = report(&analyze_with_command(
+        dir.path(),
+        &trace,
+        "echo boom >&2; exit 3",
+    ));
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("bare run") && notes.contains("failed") && notes.contains("boom"),
+        "{notes}"
+    );
+    assert_eq!(
+        r["timeline"]["graph_prediction"]["eager_measured_bare"],
+        false
+    );
+    let r = report(&analyze_with_command(dir.path(), &trace, "true"));
+    assert!(
+        r["notes"]
+            .to_string()
+            .contains("timed no 'ProfilerStep' range"),
+        "{}",
+        r["notes"]
+    );
+}
+
+#[test]
+fn a_command_needs_a_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = fixture("h100-probe/ncu_raw.csv");
+    let o = analyze_with_command(dir.path(), &page, "true");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no timeline"), "{err}");
+}
+
+#[test]
+fn the_faster_of_two_bare_runs_is_kept_in_either_order() {
+    // Host noise only adds time: one run of a short program can come out
+    // slow throughout, so kopt runs it twice and keeps the faster.
+    let trace = fixture("predictions-h200-bare/moe.pt.trace.json.gz");
+    for (first, second) in [(300, 170), (170, 300)] {
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!(
+            "if [ -e once ]; then {}; else touch once; {}; fi",
+            bare_steps_script(11, second),
+            bare_steps_script(11, first)
+        );
+        let r = report(&analyze_with_command(dir.path(), &trace, &script));
+        let g = &r["timeline"]["graph_prediction"];
+        assert_eq!(g["eager_measured_bare"], true, "{}", r["notes"]);
+        let eager = g["eager_corrected_per_step_ns"].as_f64().unwrap();
+        assert!((eager - 170_000.0).abs() < 1.0, "{first}/{second}: {eager}");
+        let run = std::fs::read_dir(dir.path().join("runs"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        // The folder keeps the steps used, and only those.
+        let kept = std::fs::read_to_string(run.join("bare_steps.jsonl")).unwrap();
+        let s: Vec<i64> = kept
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["s"]
+                    .as_i64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(s[2] - s[1], 170_000);
+        assert_eq!(
+            std::fs::read_dir(&run)
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with("bare_steps")
+                })
+                .count(),
+            1
+        );
+    }
+}
