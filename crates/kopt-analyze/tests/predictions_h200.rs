@@ -6,41 +6,20 @@
 //! its per-launch constant); fixtures/predictions-h200-bare has the bare
 //! run `kopt trace` now makes (the steps timed untraced).
 
-use std::path::PathBuf;
+mod support;
 
 use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_ingest::{
     profile_from_timeline, profile_from_trace, read_bare_steps, read_kineto, read_kopt_trace,
 };
 use kopt_model::Diagnosis;
+use support::{fixture, measured, off};
 
 /// The session without a bare run, and the ones with it (an H200, then an
 /// H100 whose host was noisy: its bare eager steps varied by a third).
 const OLD: &str = "predictions-h200";
 const BARE: &str = "predictions-h200-bare";
 const BARE_H100: &str = "predictions-h100-bare";
-
-fn fixture(set: &str, rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(set)
-        .join(rel)
-}
-
-/// (eager us, graph us) per step, measured bare in the same call.
-fn measured(set: &str, workload: &str) -> (f64, f64) {
-    let text = std::fs::read_to_string(fixture(set, "measured.jsonl")).unwrap();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["workload"] == workload)
-        .map(|v| {
-            (
-                v["eager_us"].as_f64().unwrap(),
-                v["graph_us"].as_f64().unwrap(),
-            )
-        })
-        .unwrap()
-}
 
 fn diagnoses(set: &str, workload: &str) -> [(&'static str, Diagnosis); 2] {
     let plain = fixture(set, &format!("{workload}.trace.jsonl"));
@@ -89,10 +68,6 @@ fn graph_prediction(d: &Diagnosis) -> &kopt_model::GraphPrediction {
         .as_ref()
         .and_then(|t| t.graph_prediction.as_ref())
         .expect("a graph-capture prediction")
-}
-
-fn off(predicted: f64, measured: f64) -> f64 {
-    (predicted / measured).max(measured / predicted)
 }
 
 fn assert_within_1_5x(set: &str, w: &str, d: &Diagnosis, measured: f64) {

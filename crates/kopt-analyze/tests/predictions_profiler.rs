@@ -7,13 +7,14 @@
 //! two workloads no constant was set from (a transformer encoder, a GRU);
 //! the third ran the kopt of this commit (each bare run the faster of two).
 
-use std::path::PathBuf;
+mod support;
 
 use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_ingest::{
     profile_from_timeline, profile_from_trace, read_bare_steps, read_kineto, read_kopt_trace,
 };
 use kopt_model::{BareSteps, Diagnosis, PredictedSpeedup, Timeline};
+use support::{fixture, measured, off};
 
 const FIRST: &str = "predictions-h100-profiler";
 const SECOND: &str = "predictions-h100-profiler-2";
@@ -21,34 +22,12 @@ const THIRD: &str = "predictions-h100-profiler-3";
 const SETS: [&str; 3] = [FIRST, SECOND, THIRD];
 const LAUNCH_BOUND: &[&str] = &["moe", "mlp", "decode", "lstm", "convnet", "encoder", "gru"];
 
-fn fixture(set: &str, rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures")
-        .join(set)
-        .join(rel)
-}
-
 fn workloads(set: &str) -> Vec<&'static str> {
     LAUNCH_BOUND
         .iter()
         .copied()
         .filter(|w| fixture(set, &format!("{w}.pt.trace.json.gz")).is_file())
         .collect()
-}
-
-/// (eager us, graph us) per step, measured bare in the same call.
-fn measured(set: &str, workload: &str) -> (f64, f64) {
-    let text = std::fs::read_to_string(fixture(set, "measured.jsonl")).unwrap();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["workload"] == workload)
-        .map(|v| {
-            (
-                v["eager_us"].as_f64().unwrap(),
-                v["graph_us"].as_f64().unwrap(),
-            )
-        })
-        .unwrap()
 }
 
 /// The faster of the two recorded bare runs of the program, as `kopt`'s
@@ -94,10 +73,6 @@ fn speedup(d: &Diagnosis) -> PredictedSpeedup {
         .find(|r| r.id == "capture_cuda_graph")
         .and_then(|r| r.predicted_speedup.clone())
         .expect("a graph-capture recommendation with a prediction")
-}
-
-fn off(predicted: f64, measured: f64) -> f64 {
-    (predicted / measured).max(measured / predicted)
 }
 
 /// The GRU (cuDNN) is the one step whose replayed time kopt cannot see in

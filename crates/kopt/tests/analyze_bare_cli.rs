@@ -47,6 +47,16 @@ fn bare_steps_script(n: usize, period_us: i64) -> String {
     )
 }
 
+/// The one run folder the bare run made.
+fn the_run(dir: &Path) -> PathBuf {
+    let runs: Vec<PathBuf> = std::fs::read_dir(dir.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    runs[0].clone()
+}
+
 fn report(o: &std::process::Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
@@ -80,12 +90,7 @@ fn a_profiler_trace_is_predicted_from_its_program_timed_bare() {
         "{model}"
     );
     // The bare run left its folder: log, steps, the stand-in.
-    let run = std::fs::read_dir(dir.path().join("runs"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run = the_run(dir.path());
     assert!(run.join("bare_steps.jsonl").is_file());
     assert!(run.join("python-shim/sitecustomize.py").is_file());
 }
@@ -165,12 +170,7 @@ fn the_faster_of_two_bare_runs_is_kept_in_either_order() {
         assert_eq!(g["eager_measured_bare"], true, "{}", r["notes"]);
         let eager = g["eager_corrected_per_step_ns"].as_f64().unwrap();
         assert!((eager - 170_000.0).abs() < 1.0, "{first}/{second}: {eager}");
-        let run = std::fs::read_dir(dir.path().join("runs"))
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
+        let run = the_run(dir.path());
         // The folder keeps the steps used, and only those.
         let kept = std::fs::read_to_string(run.join("bare_steps.jsonl")).unwrap();
         let s: Vec<i64> = kept

@@ -9,7 +9,7 @@ mkdir -p "$out"
 here=$(cd "$(dirname "$0")" && pwd)
 kopt=$PWD/target/release/kopt
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/card.txt"
-python3 "$here/chain_module.py" "$out/measured.json"
+python3 "$here/chain_module.py" > "$out/measured.json"
 "$kopt" profile --script "$here/chain_module.py" --module chain --profile-top 2 \
   --runs-dir "$out/runs" --db "$out/h.db" -q -f json -o "$out/profile.json" 2> "$out/profile.log"
 python3 - "$out" <<'PY' | tee "$out/summary.txt"

@@ -33,30 +33,6 @@ for w in $workloads; do
   # The stand-in records nothing: the program's own trace must not appear.
   ls $w.standin*.json 2>/dev/null && echo "$w: the stand-in let torch.profiler write a trace" | tee -a ../summary.txt
 done
-python3 - $workloads <<'PY' | tee -a ../summary.txt
-import json, sys
-m = {}
-for line in open("../measured.jsonl"):
-    d = json.loads(line)
-    if "workload" in d:
-        m[d["workload"]] = d
-for w in sys.argv[1:]:
-    row = [w, f"measured {m[w]['speedup']:.2f}x (eager {m[w]['eager_us']:.1f} us, graph {m[w]['graph_us']:.1f} us)"]
-    for src in ["torch", "torchbare", "kopt"]:
-        try:
-            r = json.load(open(f"{w}.{src}.json"))
-        except Exception as e:
-            row.append(f"{src}: no report ({e})")
-            continue
-        rec = next((x for x in r["recommendations"] if x["id"] == "capture_cuda_graph"), None)
-        p = (rec or {}).get("predicted_speedup")
-        t = r.get("timeline") or {}
-        g = t.get("graph_prediction") or {}
-        bare = " bare" if g.get("eager_measured_bare") else ""
-        eager = f" eager {g['eager_corrected_per_step_ns']/1e3:.1f} us" if g else ""
-        pred = f"{p['estimate']:.2f}x [{p['low']:.2f}, {p['high']:.2f}]{bare}{eager}" if p else "no graph recommendation"
-        row.append(f"{src}: {pred} (steps {(t.get('steps') or {}).get('source', '-')}, primary {r['primary']['type'] if r.get('primary') else '-'})")
-    print(" | ".join(row))
-PY
+python3 "$here/summary.py" torch,torchbare,kopt $workloads | tee -a ../summary.txt
 rm -rf runs h.db
 cd "$out" && tar czf profiler_bare.tgz w && rm -rf w

@@ -22,28 +22,6 @@ for w in moe mlp decode matmuls; do
   python3 "$here/workloads.py" $w profile $w.pt.trace.json
   "$kopt" analyze $w.pt.trace.json -f json -o $w.torch.json 2> $w.analyze.log
 done
-python3 - <<'PY' | tee ../summary.txt
-import json
-m = {}
-for line in open("../measured.jsonl"):
-    d = json.loads(line)
-    if "workload" in d:
-        m[d["workload"]] = d
-for w in ["moe", "mlp", "decode", "matmuls"]:
-    row = [w, f"measured {m[w]['speedup']:.2f}x (eager {m[w]['eager_us']:.1f} us, graph {m[w]['graph_us']:.1f} us)"]
-    for src in ["kopt", "torch"]:
-        try:
-            r = json.load(open(f"{w}.{src}.json"))
-        except Exception as e:
-            row.append(f"{src}: no report ({e})")
-            continue
-        rec = next((x for x in r["recommendations"] if x["id"] == "capture_cuda_graph"), None)
-        p = (rec or {}).get("predicted_speedup")
-        t = r.get("timeline") or {}
-        g = t.get("graph_prediction") or {}
-        bare = " bare-run" if g.get("eager_measured_bare") else ""
-        row.append(f"{src}: " + (f"{p['estimate']:.2f}x [{p['low']:.2f}, {p['high']:.2f}]{bare}" if p else "no graph recommendation") + f" (busy {t.get('busy_pct', 0):.1f}%, primary {r['primary']['type'] if r.get('primary') else '-'})")
-    print(" | ".join(row))
-PY
+python3 "$here/summary.py" kopt,torch moe mlp decode matmuls | tee ../summary.txt
 rm -rf runs h.db
 cd "$out" && tar czf predictions.tgz w && rm -rf w

@@ -187,7 +187,12 @@ def graph_of(fn, inputs):
 
 def measure(name):
     model, inputs = build(name)
-    steps = 20 if name == "matmuls" else 500
+    measure_model(name, model, inputs, 20 if name == "matmuls" else 500)
+
+
+def measure_model(name, model, inputs, steps=500):
+    """Eager vs CUDA-graph replay of one step, bare: 5 interleaved rounds of
+    `steps` steps, medians, one JSON line on stdout."""
     with torch.inference_mode():
         for _ in range(10):
             model(*inputs)
