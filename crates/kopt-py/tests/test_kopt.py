@@ -271,3 +271,32 @@ def test_bare_run_can_be_turned_off_from_python():
     assert inspect.signature(kopt.trace).parameters["bare_run"].default is True
     for f in (_kopt.trace, _kopt.profile):
         assert "bare_run=True" in (f.__text_signature__ or ""), f.__text_signature__
+
+
+def test_analyze_times_the_program_of_a_profiler_trace_bare(fixtures, tmp_path):
+    """bare_command: the command plays the program's bare run, writing the
+    step lines kopt's tracer writes as NVTX injection (170 us a step)."""
+    trace = fixtures / "predictions-h200-bare/moe.pt.trace.json.gz"
+    tracer = tmp_path / "libkopt_tracer.so"
+    tracer.write_bytes(b"stand-in")
+    lines = "".join(
+        '{"t":"bare_step","pid":1,"name":"ProfilerStep#%d","s":%d,"e":%d}\n'
+        % (i + 3, 10**9 + i * 170_000, 10**9 + i * 170_000 + 160_000)
+        for i in range(11)
+    )
+    script = (
+        'test -f "${PYTHONPATH%%:*}/sitecustomize.py" && printf \'%s\' \''
+        + lines
+        + '\' > "$KOPT_BARE_STEPS_OUT"'
+    )
+    a = kopt.analyze(
+        trace,
+        bare_command=["/bin/sh", "-c", script],
+        tracer=tracer,
+        runs_dir=tmp_path / "runs",
+    )
+    g = a.to_dict()["timeline"]["graph_prediction"]
+    assert g["eager_measured_bare"] is True
+    assert abs(g["eager_corrected_per_step_ns"] - 170_000) < 1
+    plain = kopt.analyze(trace).to_dict()["timeline"]["graph_prediction"]
+    assert plain["eager_measured_bare"] is False
