@@ -4,34 +4,27 @@
 # kopt runs the program without a profiler of its own: `kopt trace` records
 # with CUPTI itself (only one CUPTI client traces at a time), and a bare run
 # must record nothing. So the program's torch.profiler.profile becomes a
-# stand-in that records nothing and marks each step the profiler would have
-# recorded, and every step after it, as an NVTX range named as torch names
-# it (ProfilerStep#N). kopt times those ranges.
+# stand-in that records nothing and, as torch does when given a schedule,
+# marks steps as NVTX ranges named ProfilerStep#N: from the first step the
+# schedule records, every step while the profiler runs. kopt times those
+# ranges. The legacy torch.autograd.profiler.profile is left alone.
 import os
 import sys
+
+_MARK = "_kopt_profiler_stand_in"
 
 
 def _install():
     import importlib.abc
-    import importlib.util
 
     note = os.environ.get("KOPT_PROFILER_SHIM_NOTE")
 
-    def first_recorded(schedule):
-        """The first step the schedule records (None: it records none)."""
-        if schedule is None:
-            return 0
-        for n in range(100000):
-            try:
-                action = schedule(n)
-            except Exception:
-                return 0
-            if getattr(action, "name", "") in ("RECORD", "RECORD_AND_SAVE"):
-                return n
-        return None
+    class _Nothing(float):
+        """What the stand-in's reports return: zero, empty, printable, and
+        any attribute of it the same (totals read as 0)."""
 
-    class _Nothing:
-        """What the stand-in's reports return: empty, printable."""
+        def __new__(cls):
+            return float.__new__(cls, 0.0)
 
         def __iter__(self):
             return iter(())
@@ -39,22 +32,37 @@ def _install():
         def __len__(self):
             return 0
 
+        def __getitem__(self, key):
+            raise IndexError("torch.profiler was replaced by kopt's step markers: no events")
+
+        def __call__(self, *args, **kwargs):
+            return _Nothing()
+
         def table(self, *args, **kwargs):
             return "(torch.profiler was replaced by kopt's step markers: no events)"
 
         def __getattr__(self, name):
-            return lambda *args, **kwargs: _Nothing()
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return _Nothing()
 
-        def __str__(self):
-            return self.table()
+    def recording(schedule, step):
+        try:
+            action = schedule(step)
+        except Exception:
+            return True
+        return getattr(action, "name", "") in ("RECORD", "RECORD_AND_SAVE")
 
     class profile:
         """torch.profiler.profile replaced by kopt: records nothing, marks steps."""
 
         def __init__(self, *args, schedule=None, on_trace_ready=None, **kwargs):
             self.step_num = 0
-            self._first = first_recorded(schedule)
-            self._open = False
+            self._schedule = schedule
+            # torch names steps only when given a schedule; so does this.
+            self._marking = False
+            self._running = False
+            self._range = None
             if note:
                 try:
                     with open(note, "a"):
@@ -63,27 +71,35 @@ def _install():
                     pass
 
         def _mark(self):
-            if self._first is not None and self.step_num >= self._first:
+            self._close()
+            if not self._running or self._schedule is None:
+                return
+            # The schedule is asked once a step, as torch asks it.
+            if not self._marking and recording(self._schedule, self.step_num):
+                self._marking = True
+            if self._marking:
                 import torch
 
-                torch.cuda.nvtx.range_push("ProfilerStep#%d" % self.step_num)
-                self._open = True
+                # start/end pair by id: a user's own push/pop ranges around
+                # or inside a step stay whole.
+                self._range = torch.cuda.nvtx.range_start("ProfilerStep#%d" % self.step_num)
 
         def _close(self):
-            if self._open:
+            if self._range is not None:
                 import torch
 
-                torch.cuda.nvtx.range_pop()
-                self._open = False
+                torch.cuda.nvtx.range_end(self._range)
+                self._range = None
 
         def start(self):
+            self._running = True
             self._mark()
 
         def stop(self):
+            self._running = False
             self._close()
 
         def step(self):
-            self._close()
             self.step_num += 1
             self._mark()
 
@@ -100,11 +116,19 @@ def _install():
         def events(self):
             return _Nothing()
 
+        def export_chrome_trace(self, path):
+            # A program may read its trace back: an empty one, not none.
+            with open(path, "w") as f:
+                f.write('{"traceEvents": []}\n')
+
+        def export_stacks(self, path, *args, **kwargs):
+            open(path, "w").close()
+
         def __getattr__(self, name):
-            # export_chrome_trace, export_stacks, add_metadata, ...: nothing to do.
+            # add_metadata, export_memory_timeline, profiler, ...: nothing.
             if name.startswith("__"):
                 raise AttributeError(name)
-            return lambda *args, **kwargs: None
+            return _Nothing()
 
     def patch(module):
         module.profile = profile
@@ -132,7 +156,8 @@ def _install():
             if name != "torch.profiler":
                 return None
             for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
+                # Another kopt's stand-in (kopt run by a workload kopt runs) too.
+                if getattr(finder, _MARK, False) or not hasattr(finder, "find_spec"):
                     continue
                 spec = finder.find_spec(name, path, target)
                 if spec is not None:
@@ -141,31 +166,39 @@ def _install():
                     return spec
             return None
 
+    setattr(Finder, _MARK, True)
     if "torch.profiler" in sys.modules:
         patch(sys.modules["torch.profiler"])
-    else:
-        sys.meta_path.insert(0, Finder())
+        return None
+    return Finder()
 
 
 def _chain():
-    """Run the sitecustomize this file shadows, if there is one."""
+    """Run the sitecustomize this file shadows, if there is one (not
+    another kopt stand-in)."""
     import importlib.util
 
     here = os.path.dirname(os.path.abspath(__file__))
     for entry in sys.path:
         folder = os.path.abspath(entry or ".")
-        if folder == here:
+        if folder == here or os.path.basename(folder) == "python-shim":
             continue
         candidate = os.path.join(folder, "sitecustomize.py")
         if os.path.isfile(candidate):
-            spec = importlib.util.spec_from_file_location("_kopt_shadowed_sitecustomize", candidate)
+            name = "_kopt_shadowed_sitecustomize"
+            spec = importlib.util.spec_from_file_location(name, candidate)
             module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
             spec.loader.exec_module(module)
             return
 
 
+_finder = None
 try:
-    _install()
+    _finder = _install()
 except Exception as e:  # never stop the workload over a stand-in
     sys.stderr.write("kopt: torch.profiler stand-in not installed: %s\n" % e)
 _chain()
+# First in line even if the shadowed sitecustomize put a finder of its own there.
+if _finder is not None and not any(getattr(f, _MARK, False) for f in sys.meta_path):
+    sys.meta_path.insert(0, _finder)

@@ -268,17 +268,22 @@ pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
 
 /// Run the workload again without CUPTI: kopt's tracer is loaded as NVTX's
 /// injection only and times the ranges of the `range` family (the traced
-/// run's steps) into `dir/bare_steps.jsonl`. None when the program timed no
-/// such range (it opened none, or its NVTX did not load the tool).
+/// run's steps) into `dir/bare_steps.jsonl`, logging to `bare.log` (run 1)
+/// or `bare-N.log`. None when the program timed no such range (it opened
+/// none, or its NVTX did not load the tool).
 pub fn run_bare_steps(
     workload: &Workload,
     tracer: &Path,
     range: &str,
     dir: &Path,
+    run: usize,
     on_line: &(dyn Fn(Stream, &str) + Sync),
 ) -> Result<Option<PathBuf>, TraceError> {
     let out = dir.join(BARE_STEPS_FILE);
-    let log = runner::log_path(dir, "bare");
+    let log = match run {
+        0 | 1 => runner::log_path(dir, "bare"),
+        n => runner::log_path(dir, &format!("bare-{n}")),
+    };
     let mut env = vec![
         (
             "NVTX_INJECTION64_PATH".to_string(),
@@ -300,7 +305,10 @@ pub fn run_bare_steps(
 /// The torch.profiler stand-in for the workload's Python, written into `dir`.
 fn python_shim(dir: &Path) -> Result<Vec<(String, String)>, TraceError> {
     crate::profiler_shim::shim_env(dir).map_err(|source| TraceError::Setup {
-        path: dir.display().to_string(),
+        path: dir
+            .join("python-shim/sitecustomize.py")
+            .display()
+            .to_string(),
         source,
     })
 }

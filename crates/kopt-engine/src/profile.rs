@@ -108,6 +108,7 @@ impl WorkloadOptions {
                     .map_err(|e| crate::error::io_error(dir, "create", e))?;
                 // A named folder may hold an earlier run's bare steps.
                 let _ = std::fs::remove_file(dir.join(kopt_ingest::BARE_STEPS_FILE));
+                let _ = std::fs::remove_file(dir.join(crate::trace::BEST_BARE_STEPS_FILE));
                 let id = dir
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -440,7 +441,7 @@ impl Passes<'_> {
     fn bare_pass(&mut self, tracer: &Path, workload: &Workload, range: &str) {
         let progress = self.progress;
         progress.note(&format!(
-            "launch bound: running the workload again without the tracer, timing its '{range}' ranges, for the graph-capture prediction (--no-bare-run skips this)"
+            "launch bound: running the workload twice more without the tracer, timing its '{range}' ranges, for the graph-capture prediction (--no-bare-run skips this)"
         ));
         let bare = Workload {
             argv: crate::module_script::without_op_ranges(&workload.argv),
@@ -449,23 +450,26 @@ impl Passes<'_> {
         let on_line = |s: Stream, l: &str| forward_ncu_line(progress, s, l, false);
         let t = Instant::now();
         match crate::trace::time_bare_steps(&bare, tracer, range, self.dir, &on_line) {
-            Ok(steps) => {
+            Ok(timed) => {
                 let file = self.dir.join(kopt_ingest::BARE_STEPS_FILE);
                 self.record.passes.push(PassRecord {
                     name: "bare-steps".into(),
                     description: format!(
-                        "the '{range}' steps timed without CUPTI (the faster of {} runs)",
-                        crate::trace::BARE_RUNS
+                        "the '{range}' steps timed without CUPTI ({})",
+                        timed.runs_words()
                     ),
                     command: bare.argv.clone(),
                     elapsed_s: t.elapsed().as_secs_f64(),
                     exit_code: Some(0),
-                    csv: if steps.is_some() {
+                    csv: if timed.steps.is_some() {
                         file.display().to_string()
                     } else {
                         String::new()
                     },
                 });
+                if let Some(why) = &timed.later_failure {
+                    progress.note(why);
+                }
                 if let Err(e) = self.record.save(self.dir) {
                     progress.note(&format!("run record not updated: {e}"));
                 }

@@ -52,6 +52,10 @@ pub(crate) const PROFILER_REPLACED: &str = "The program's torch.profiler.profile
 /// and `kopt analyze -- CMD` ask too.
 pub(crate) fn bare_run_range(t: &Timeline) -> Option<String> {
     use kopt_model::StepSource;
+    // A sampled trace's steps are the windows' (the time between is cut).
+    if !t.sampled_windows.is_empty() {
+        return None;
+    }
     let t = kopt_analyze::timeline::summarize(t)?;
     let steps = t.steps?;
     let marked = matches!(steps.source, StepSource::Nvtx | StepSource::ProfilerStep);
@@ -66,6 +70,8 @@ pub(crate) struct BareRun {
     range: String,
     /// The steps were read into the timeline.
     read: bool,
+    /// What the prediction does without them.
+    fallback: String,
     notes: Vec<String>,
 }
 
@@ -83,17 +89,27 @@ impl BareRun {
     ) -> BareRun {
         let recorder = recorder_words(timeline);
         progress.note(&format!(
-            "launch bound: running the workload again without {recorder}, timing its '{range}' ranges, for the graph-capture prediction"
+            "launch bound: running the workload twice more without {recorder}, timing its '{range}' ranges, for the graph-capture prediction"
         ));
-        let fallback = format!(
-            "the graph-capture prediction takes {recorder}'s cost from its per-launch constant"
-        );
+        let fallback = match timeline.recorder.slowdown() {
+            Some((factor, _)) => format!(
+                "the graph-capture prediction takes {recorder}'s cost as its typical slowdown of the step (x{factor})"
+            ),
+            None => format!(
+                "the graph-capture prediction takes {recorder}'s cost from its per-launch constant"
+            ),
+        };
         let mut notes = Vec::new();
         match time_bare_steps(workload, tracer, range, dir, on_line) {
-            Ok(Some(steps)) => timeline.bare_steps = Some(steps),
-            Ok(None) => notes.push(format!(
-                "The bare run (the workload again without {recorder}) timed no '{range}' range: {fallback}."
-            )),
+            Ok(timed) => {
+                if timed.steps.is_none() {
+                    notes.push(format!(
+                        "The bare run (the workload again without {recorder}) timed no '{range}' range: {fallback}."
+                    ));
+                }
+                notes.extend(timed.later_failure);
+                timeline.bare_steps = timed.steps;
+            }
             Err(e) => notes.push(format!(
                 "The bare run (the workload again without {recorder}) failed: {e}; {fallback}."
             )),
@@ -101,6 +117,7 @@ impl BareRun {
         BareRun {
             range: range.to_string(),
             read: timeline.bare_steps.is_some(),
+            fallback,
             notes,
         }
     }
@@ -110,6 +127,7 @@ impl BareRun {
         BareRun {
             range: String::new(),
             read: false,
+            fallback: String::new(),
             notes: vec![why.to_string()],
         }
     }
@@ -123,8 +141,8 @@ impl BareRun {
             .is_some_and(|g| g.eager_measured_bare);
         if self.read && !used {
             self.notes.push(format!(
-                "The bare run timed too few '{}' steps to use (three periods after warm-up are needed): the graph-capture prediction takes the recorder's cost from its per-launch constant.",
-                self.range
+                "The bare run timed too few '{}' steps to use (three periods after warm-up are needed): {}.",
+                self.range, self.fallback
             ));
         }
         diagnosis.notes.extend(self.notes);
@@ -137,24 +155,48 @@ impl BareRun {
 /// fixtures/predictions-h100-profiler-2): the faster of two is kept.
 pub(crate) const BARE_RUNS: usize = 2;
 
+/// Where the best run's steps wait while the next run writes its own.
+pub(crate) const BEST_BARE_STEPS_FILE: &str = "bare_steps.best.jsonl";
+
+/// What `time_bare_steps` timed.
+pub(crate) struct TimedSteps {
+    /// The steps of the faster run (None: the first run timed no range).
+    pub steps: Option<BareSteps>,
+    /// Runs whose steps counted.
+    pub runs: usize,
+    /// A later run that failed, as a note.
+    pub later_failure: Option<String>,
+}
+
+impl TimedSteps {
+    pub(crate) fn runs_words(&self) -> String {
+        match self.runs {
+            1 => "one run".into(),
+            n => format!("the faster of {n} runs"),
+        }
+    }
+}
+
 /// The workload run bare `BARE_RUNS` times, the `range` steps timed; the
 /// steps of the run with the shortest mean step are returned and stay in
-/// `dir/bare_steps.jsonl` (the folder read back gives the same steps).
-/// Ok(None): the first run timed no such range. An error of the first run
-/// is returned (a partial file is removed); a later run's failure only
-/// leaves the earlier steps.
+/// `dir/bare_steps.jsonl` (the folder read back gives the same steps), each
+/// run's log in `bare.log`, `bare-2.log`. An error of the first run is
+/// returned (a partial file is removed); a later run's failure leaves the
+/// earlier steps and says so.
 pub(crate) fn time_bare_steps(
     workload: &Workload,
     tracer: &Path,
     range: &str,
     dir: &Path,
     on_line: &(dyn Fn(Stream, &str) + Sync),
-) -> std::result::Result<Option<BareSteps>, String> {
+) -> std::result::Result<TimedSteps, String> {
     let file = dir.join(kopt_ingest::BARE_STEPS_FILE);
-    let kept = dir.join("bare_steps.best.jsonl");
+    let kept = dir.join(BEST_BARE_STEPS_FILE);
     let mut best: Option<(f64, BareSteps)> = None;
-    for run in 0..BARE_RUNS {
-        let outcome = run_bare_steps(workload, tracer, range, dir, on_line)
+    let mut runs = 0;
+    let mut later_failure = None;
+    for run in 1..=BARE_RUNS {
+        let outcome = run_bare_steps(workload, tracer, range, dir, run, on_line)
             .map_err(|e| e.to_string())
             .and_then(|path| match path {
                 Some(p) => {
@@ -164,23 +206,49 @@ pub(crate) fn time_bare_steps(
             });
         match outcome {
             Ok(Some(steps)) => {
+                runs += 1;
                 let mean = steps.mean_period_ns().unwrap_or(f64::INFINITY);
                 if best.as_ref().is_none_or(|(m, _)| mean < *m) {
                     best = Some((mean, steps));
-                    let _ = std::fs::rename(&file, &kept);
+                    std::fs::rename(&file, &kept)
+                        .map_err(|e| format!("cannot keep {}: {e}", file.display()))?;
                 }
             }
-            Ok(None) if run == 0 => return Ok(None),
-            Err(e) if run == 0 => {
+            Ok(None) if run == 1 => {
+                return Ok(TimedSteps {
+                    steps: None,
+                    runs: 0,
+                    later_failure,
+                })
+            }
+            Err(e) if run == 1 => {
                 // A partial file would mislead a later `kopt analyze` of the folder.
                 let _ = std::fs::remove_file(&file);
                 return Err(e);
             }
-            Ok(None) | Err(_) => break,
+            Ok(None) => {
+                later_failure = Some(format!(
+                    "Bare run {run} of {BARE_RUNS} timed no '{range}' range: the steps are the earlier run's."
+                ));
+                break;
+            }
+            Err(e) => {
+                later_failure = Some(format!(
+                    "Bare run {run} of {BARE_RUNS} failed ({e}): the steps are the earlier run's."
+                ));
+                break;
+            }
         }
     }
-    let _ = std::fs::rename(&kept, &file);
-    Ok(best.map(|(_, steps)| steps))
+    if best.is_some() {
+        std::fs::rename(&kept, &file)
+            .map_err(|e| format!("cannot restore {}: {e}", kept.display()))?;
+    }
+    Ok(TimedSteps {
+        steps: best.map(|(_, steps)| steps),
+        runs,
+        later_failure,
+    })
 }
 
 /// The recorder of a timeline, as a note names it.
@@ -293,4 +361,37 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
         timeline,
         trace: traced.trace,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(rel: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(rel)
+    }
+
+    #[test]
+    fn a_bare_run_times_marked_launch_bound_steps_of_whole_traces_only() {
+        let t = read_kopt_trace_set(&fixture("predictions-h200-bare/moe.trace.jsonl.gz"))
+            .unwrap()
+            .timeline;
+        assert_eq!(bare_run_range(&t).as_deref(), Some("step"));
+        let k = kopt_ingest::read_kineto(&fixture("predictions-h200-bare/moe.pt.trace.json.gz"))
+            .unwrap()
+            .timeline;
+        assert_eq!(bare_run_range(&k).as_deref(), Some("ProfilerStep"));
+        // Sampled: the steps are the windows', the time between cut.
+        let mut sampled = t.clone();
+        sampled.sampled_windows = vec![(0, 1)];
+        assert_eq!(bare_run_range(&sampled), None);
+        // GPU bound: no graph-capture prediction to start from.
+        let m =
+            kopt_ingest::read_kineto(&fixture("predictions-h200-bare/matmuls.pt.trace.json.gz"))
+                .unwrap()
+                .timeline;
+        assert_eq!(bare_run_range(&m), None);
+    }
 }

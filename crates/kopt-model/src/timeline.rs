@@ -145,7 +145,7 @@ pub const KINETO_NS_PER_LAUNCH: f64 = 12_000.0;
 /// runtime call taxed. Measured over 22 captures of eight workloads on H200
 /// and H100 machines (fixtures/seed000-h200, predictions-h200, -h200-bare,
 /// -h100-bare, -h100-profiler, -h100-profiler-2): 1.17 to 4.4x, geometric
-/// mean 2.1. At 2.1, 19 of the 22 bare eager times are within 1.4x. Outside:
+/// mean 2.1 (the band's low end, 1.15, is under the 1.17 seen). At 2.1, 19 of the 22 bare eager times are within 1.4x. Outside:
 /// seed 000's MoE step (x1.17-1.40: a synchronised step, whose GPU tail the
 /// profiler does not slow), a morning when both recorders ran twice as slow
 /// on the decode step (x3.75), and one call where the profiler slowed the
@@ -179,8 +179,9 @@ impl Recorder {
 
     /// How far the recorder's real per-launch cost strayed from the constant
     /// across the steps and machines measured (low, high multipliers): kopt's
-    /// tracer 0 to 19.8 us against 4.8, torch.profiler 3.5 to 41 us against
-    /// 12 (H200s and an H100, 2026-11-25/26). The prediction's range spans it.
+    /// tracer 0 to 19.8 us against 4.8 (H200s, 2026-11-25/26). The
+    /// prediction's range spans it. torch.profiler's prediction uses its
+    /// slowdown instead (`slowdown`); its band here is the old per-launch one.
     pub fn overhead_band(self) -> (f64, f64) {
         match self {
             Recorder::KoptTracer => (0.25, 2.5),

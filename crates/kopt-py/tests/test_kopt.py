@@ -300,3 +300,11 @@ def test_analyze_times_the_program_of_a_profiler_trace_bare(fixtures, tmp_path):
     assert abs(g["eager_corrected_per_step_ns"] - 170_000) < 1
     plain = kopt.analyze(trace).to_dict()["timeline"]["graph_prediction"]
     assert plain["eager_measured_bare"] is False
+
+
+def test_analyze_refuses_bare_run_arguments_without_a_program(fixtures):
+    trace = fixtures / "predictions-h200-bare/moe.pt.trace.json.gz"
+    with pytest.raises(kopt.UsageError, match="gpu"):
+        kopt.analyze(trace, gpu=1)
+    with pytest.raises(kopt.UsageError, match="needs a program"):
+        kopt.analyze(trace, bare_command="")

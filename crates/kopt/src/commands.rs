@@ -21,7 +21,12 @@ type Outcome = Result<(), Failure>;
 pub fn analyze(a: &AnalyzeArgs) -> Outcome {
     let (req, report) = options::analyze(a)?;
     let diagnosis = match req.bare_run {
-        Some(_) => kopt_engine::analyze(&req, &TerminalProgress::new(true))?,
+        Some(_) => {
+            // The program runs twice before the report is written: a report
+            // that cannot be written is said first.
+            check_outputs(&report, None)?;
+            kopt_engine::analyze(&req, &TerminalProgress::new(true))?
+        }
         None => kopt_engine::analyze(&req, &kopt_engine::Silent)?,
     };
     emit_diagnosis(&diagnosis, &report, Vec::new())

@@ -105,6 +105,22 @@ fn workload(
 
 pub fn analyze(a: &AnalyzeArgs) -> Result<(AnalyzeRequest, ReportOptions), Error> {
     let report = ReportOptions::validate(&a.report, &a.files)?;
+    if a.command.is_empty() {
+        // These shape the program's bare run: without a program they would
+        // be ignored, so they are refused.
+        let given = [
+            ("--gpu", a.run.gpu.is_some()),
+            ("--timeout", a.run.timeout.is_some()),
+            ("--quiet", a.run.quiet),
+            ("--runs-dir", a.run.runs_dir.is_some()),
+            ("--tracer", a.tracer.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+            return Err(Error::Usage(format!(
+                "{flag} applies to the bare run of the program that made the trace: give it after `--` (kopt analyze trace.json {flag} ... -- python3 train.py)"
+            )));
+        }
+    }
     let bare_run = (!a.command.is_empty())
         .then(|| workload(a.command.clone(), &a.run, a.tracer.clone()))
         .transpose()?;
@@ -414,6 +430,22 @@ mod tests {
             (
                 &["analyze", "a.csv", "-o", "r.html", "--html", "r.html"][..],
                 "same file",
+            ),
+            (
+                &["analyze", "t.json", "--gpu", "1"][..],
+                "--gpu applies to the bare run",
+            ),
+            (
+                &["analyze", "t.json", "--timeout", "9"][..],
+                "--timeout applies",
+            ),
+            (
+                &["analyze", "t.json", "--tracer", "x.so"][..],
+                "--tracer applies",
+            ),
+            (
+                &["analyze", "t.json", "--timeout", "0", "--", "python3"][..],
+                "--timeout must be a positive",
             ),
         ] {
             let err = analyze_err(args);

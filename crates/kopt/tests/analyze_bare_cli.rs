@@ -197,3 +197,48 @@ fn the_faster_of_two_bare_runs_is_kept_in_either_order() {
         );
     }
 }
+
+#[test]
+fn a_failing_second_bare_run_keeps_the_first_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("predictions-h200-bare/moe.pt.trace.json.gz");
+    let script = format!(
+        "if [ -e once ]; then echo second-boom >&2; exit 3; else touch once; {}; fi",
+        bare_steps_script(11, 170)
+    );
+    let r = report(&analyze_with_command(dir.path(), &trace, &script));
+    let g = &r["timeline"]["graph_prediction"];
+    assert_eq!(g["eager_measured_bare"], true, "{}", r["notes"]);
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("Bare run 2 of 2 failed") && notes.contains("second-boom"),
+        "{notes}"
+    );
+    let run = the_run(dir.path());
+    // Each run's log apart: the first's steps next to the second's failure.
+    assert!(run.join("bare.log").is_file() && run.join("bare-2.log").is_file());
+    assert!(std::fs::read_to_string(run.join("bare-2.log"))
+        .unwrap()
+        .contains("second-boom"));
+    assert!(run.join("bare_steps.jsonl").is_file());
+    assert!(!run.join("bare_steps.best.jsonl").exists());
+}
+
+#[test]
+fn a_report_that_cannot_be_written_is_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("predictions-h200-bare/moe.pt.trace.json.gz");
+    let tracer = dir.path().join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .arg("analyze")
+        .arg(&trace)
+        .args(["-o", "no/such/dir/r.json", "--runs-dir", "runs", "--tracer"])
+        .arg(&tracer)
+        .args(["--", "/bin/sh", "-c", "touch ran"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(!dir.path().join("ran").exists());
+}

@@ -91,6 +91,13 @@ def analyze(
     """
     if not paths:
         raise _kopt.UsageError("analyze() needs at least one path")
+    argv = None if bare_command is None else _argv(bare_command)
+    if argv is not None and not argv:
+        raise _kopt.UsageError("analyze(bare_command=...) needs a program to run")
+    if argv is None:
+        for name, value in (("gpu", gpu), ("timeout", timeout), ("tracer", tracer), ("runs_dir", runs_dir)):
+            if value is not None:
+                raise _kopt.UsageError(f"analyze({name}=...) applies to the bare run: give bare_command too")
     return Analysis(
         _kopt.analyze(
             [os.fspath(p) for p in paths],
@@ -99,7 +106,7 @@ def analyze(
             ncu=_opt_path(ncu),
             peak_dram_gbs=peak_dram_gbs,
             keep_warmup=keep_warmup,
-            bare_command=None if bare_command is None else _argv(bare_command),
+            bare_command=argv,
             gpu=None if gpu is None else str(gpu),
             timeout=timeout,
             tracer=_opt_path(tracer),
