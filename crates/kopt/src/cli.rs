@@ -51,6 +51,11 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 #[command(
+    mut_arg("gpu", |a| a.help("GPU the bare run uses (sets CUDA_VISIBLE_DEVICES)")),
+    mut_arg("timeout", |a| a.help("Kill the bare run (its whole process group) after this many seconds, per run")),
+    mut_arg("quiet", |a| a.help("Do not pass the program's output through (it stays in the run folder's logs)")),
+    mut_arg("runs_dir", |a| a.help("Folder that receives the bare run's folder (its logs and steps) [default: .kopt/runs at the repository root, else here]")),
+    mut_arg("db", |a| a.help("History database whose checked predictions calibrate the report's [default: .kopt/history.db at the repository root, else here]")),
     after_help = "Examples:\n  kopt analyze report.csv\n  kopt analyze trace.pt.trace.json.gz report.csv --format md\n  kopt analyze trace.pt.trace.json -- python3 train.py   (time the program's steps bare for the graph-capture prediction)"
 )]
 pub struct AnalyzeArgs {
@@ -75,47 +80,10 @@ pub struct AnalyzeArgs {
     pub tracer: Option<PathBuf>,
 
     #[command(flatten)]
-    pub run: BareRunArgs,
+    pub run: RunArgs,
 
     #[command(flatten)]
     pub report: ReportArgs,
-}
-
-/// How `kopt analyze` runs the program after `--` bare (and which history
-/// calibrates its predictions).
-#[derive(Debug, Args, Clone)]
-pub struct BareRunArgs {
-    /// GPU the bare run uses (sets CUDA_VISIBLE_DEVICES)
-    #[arg(long, value_name = "ID")]
-    pub gpu: Option<String>,
-
-    /// Kill the bare run (its whole process group) after this many seconds, per run
-    #[arg(long, value_name = "SECONDS")]
-    pub timeout: Option<f64>,
-
-    /// Do not pass the program's output through (it stays in the run folder's logs)
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
-
-    /// Folder that receives the bare run's folder (its logs and steps) [default: .kopt/runs at the repository root, else here]
-    #[arg(long, value_name = "DIR")]
-    pub runs_dir: Option<PathBuf>,
-
-    /// History database whose checked predictions calibrate the report's [default: .kopt/history.db at the repository root, else here]
-    #[arg(long, value_name = "FILE")]
-    pub db: Option<PathBuf>,
-}
-
-impl From<&BareRunArgs> for RunArgs {
-    fn from(a: &BareRunArgs) -> RunArgs {
-        RunArgs {
-            gpu: a.gpu.clone(),
-            timeout: a.timeout,
-            quiet: a.quiet,
-            runs_dir: a.runs_dir.clone(),
-            db: a.db.clone(),
-        }
-    }
 }
 
 /// How the report is printed and which peaks it uses (shared by analyze and profile).

@@ -122,7 +122,7 @@ pub fn analyze(a: &AnalyzeArgs) -> Result<(AnalyzeRequest, ReportOptions), Error
         }
     }
     let bare_run = (!a.command.is_empty())
-        .then(|| workload(a.command.clone(), &(&a.run).into(), a.tracer.clone()))
+        .then(|| workload(a.command.clone(), &a.run, a.tracer.clone()))
         .transpose()?;
     let mut analysis = analysis(&a.report, a.top);
     if let Some(db) = &a.run.db {
