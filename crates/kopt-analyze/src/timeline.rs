@@ -564,12 +564,9 @@ fn bare_step_periods(t: &Timeline, family: Option<&str>, warmup_steps: usize) ->
     if family? != kopt_model::range_family(&bare.range) {
         return None;
     }
-    let mut starts: Vec<i64> = bare.spans_ns.iter().map(|s| s.0).collect();
-    starts.sort_unstable();
-    let periods: Vec<f64> = starts
-        .windows(2)
-        .skip(warmup_steps.max(1))
-        .map(|w| (w[1] - w[0]) as f64)
+    let periods: Vec<f64> = bare
+        .periods_ns(warmup_steps.max(1))
+        .into_iter()
         .filter(|p| *p > 0.0)
         .collect();
     (periods.len() >= 3).then_some(periods)

@@ -257,16 +257,21 @@ pub struct BareSteps {
 }
 
 impl BareSteps {
-    /// The mean step period (one start to the next) after the first, ns:
-    /// how two bare runs of one workload compare. None under two periods.
-    pub fn mean_period_ns(&self) -> Option<f64> {
+    /// The step periods (one start to the next) after the first `skip`, ns.
+    pub fn periods_ns(&self, skip: usize) -> Vec<f64> {
         let mut starts: Vec<i64> = self.spans_ns.iter().map(|s| s.0).collect();
         starts.sort_unstable();
-        let periods: Vec<f64> = starts
+        starts
             .windows(2)
-            .skip(1)
+            .skip(skip)
             .map(|w| (w[1] - w[0]) as f64)
-            .collect();
+            .collect()
+    }
+
+    /// The mean step period after the first, ns: how two bare runs of one
+    /// workload compare. None under two periods.
+    pub fn mean_period_ns(&self) -> Option<f64> {
+        let periods = self.periods_ns(1);
         (periods.len() >= 2).then(|| periods.iter().sum::<f64>() / periods.len() as f64)
     }
 }
