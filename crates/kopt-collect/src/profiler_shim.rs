@@ -34,7 +34,7 @@ pub fn shim_env(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
     }
     let folder = dir.join(SHIM_DIR);
     std::fs::create_dir_all(&folder)?;
-    std::fs::write(folder.join("sitecustomize.py"), SHIM_SOURCE)?;
+    std::fs::write(shim_file(dir), SHIM_SOURCE)?;
     let mut path = vec![folder.display().to_string()];
     // A kopt run by a workload of kopt's: one stand-in, this one.
     if let Some(old) = std::env::var_os("PYTHONPATH") {
@@ -52,6 +52,11 @@ pub fn shim_env(dir: &Path) -> std::io::Result<Vec<(String, String)>> {
             replaced_mark(dir).display().to_string(),
         ),
     ])
+}
+
+/// Where the stand-in is written in a run folder.
+pub fn shim_file(dir: &Path) -> PathBuf {
+    dir.join(SHIM_DIR).join("sitecustomize.py")
 }
 
 /// The mark file of a run folder.

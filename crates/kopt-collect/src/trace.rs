@@ -305,10 +305,7 @@ pub fn run_bare_steps(
 /// The torch.profiler stand-in for the workload's Python, written into `dir`.
 fn python_shim(dir: &Path) -> Result<Vec<(String, String)>, TraceError> {
     crate::profiler_shim::shim_env(dir).map_err(|source| TraceError::Setup {
-        path: dir
-            .join("python-shim/sitecustomize.py")
-            .display()
-            .to_string(),
+        path: crate::profiler_shim::shim_file(dir).display().to_string(),
         source,
     })
 }
