@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use kopt_model::run_folder::{BARE_STEPS_FILE, TRACE_FILE};
+
 use crate::passes::Workload;
 use crate::runner::{self, RunOutcome, RunSpec, Stream};
 
@@ -159,7 +161,7 @@ pub fn run_traced(
     dir: &Path,
     on_line: &(dyn Fn(Stream, &str) + Sync),
 ) -> Result<TracedRun, TraceError> {
-    let trace = dir.join("trace.jsonl");
+    let trace = dir.join(TRACE_FILE);
     let log = runner::log_path(dir, "trace");
     let mut lib_path: Vec<String> = CUPTI_DIRS
         .iter()
@@ -261,10 +263,6 @@ fn run_checked(
     }
     Ok(outcome)
 }
-
-/// The bare run's step file in a run folder (kopt-ingest reads it beside
-/// the trace).
-pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
 
 /// Run the workload again without CUPTI: kopt's tracer is loaded as NVTX's
 /// injection only and times the ranges of the `range` family (the traced

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use kopt_analyze::AnalyzeOptions;
 use kopt_collect::{CsvPage, Ncu};
+use kopt_ingest::detect::{sniff, InputKind};
 use kopt_ingest::{
     merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
     read_kopt_trace_set, read_ncu_csv, read_rocprof_compute_dir, read_rocprof_files, NcuFile,
@@ -171,7 +172,7 @@ pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
             InputKind::Rocprof => amd.push(path.clone()),
             InputKind::RunFolder => {
                 // ncu and rocprofv3 run folders, as `kopt profile` read them.
-                let p = crate::run_folder::read_run_folder(path)?;
+                let p = kopt_ingest::read_run_folder_filtered(path)?;
                 named(&label, &p.device);
                 profiles.push(p);
             }
@@ -276,80 +277,6 @@ pub fn diagnose(mut profile: Profile, opts: &AnalysisOptions) -> Diagnosis {
     diagnosis
 }
 
-/// What an input path holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InputKind {
-    RunFolder,
-    KoptTrace,
-    Kineto,
-    NcuReport,
-    NcuCsv,
-    /// rocprofv3 / legacy rocprof CSV, rocprofv3 JSON, rocminfo text, a rocpd database.
-    Rocprof,
-    /// A rocprof-compute (Omniperf) workload folder.
-    RocprofCompute,
-}
-
-/// The kind of an input: folders are run folders; files by extension, else
-/// by their first bytes. Anything but a folder or a regular file is refused
-/// here, before a reader could block on a FIFO or read a device forever.
-pub fn sniff(path: &Path) -> Result<InputKind> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))?;
-    if meta.is_dir() {
-        if kopt_ingest::is_rocprof_compute_dir(path) {
-            return Ok(InputKind::RocprofCompute);
-        }
-        return Ok(InputKind::RunFolder);
-    }
-    if !meta.is_file() {
-        return Err(Error::Input(format!(
-            "{}: not a regular file (kopt reads files and run folders only)",
-            path.display()
-        )));
-    }
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if path.to_string_lossy().ends_with(".jsonl.gz") {
-        return Ok(InputKind::KoptTrace);
-    }
-    use std::io::Read;
-    let mut first = vec![0u8; 4096];
-    let head = |first: &mut Vec<u8>| {
-        std::fs::File::open(path)
-            .and_then(|mut f| f.read(first))
-            .unwrap_or(0)
-    };
-    match ext {
-        "jsonl" => return Ok(InputKind::KoptTrace),
-        // rocprofv3's JSON output by its top-level key; any other JSON is a
-        // Kineto / Chrome trace.
-        "json" => {
-            let n = head(&mut first);
-            if kopt_ingest::rocprof::sniff_json(&first[..n]) {
-                return Ok(InputKind::Rocprof);
-            }
-            return Ok(InputKind::Kineto);
-        }
-        "gz" => return Ok(InputKind::Kineto),
-        "ncu-rep" => return Ok(InputKind::NcuReport),
-        _ => {}
-    }
-    let n = head(&mut first);
-    if kopt_ingest::rocprof::sniff(&first[..n]) {
-        return Ok(InputKind::Rocprof);
-    }
-    let head = &first[..n.min(64)];
-    Ok(if head.starts_with(b"{\"t\":") {
-        InputKind::KoptTrace
-    } else if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-        || head.starts_with(&[0x1f, 0x8b])
-    {
-        InputKind::Kineto
-    } else {
-        InputKind::NcuCsv
-    })
-}
-
 /// A .ncu-rep exported through ncu: the raw page for the counters, the
 /// details page for ncu's rules.
 fn export_ncu_rep(path: &Path, ncu: Option<&Path>) -> Result<Vec<(String, NcuFile)>> {
@@ -403,54 +330,5 @@ mod tests {
             assert!(matches!(err, Error::Usage(_)));
             assert!(err.to_string().contains(expected), "{err} / {expected}");
         }
-    }
-
-    #[test]
-    fn sniffs_formats_and_refuses_special_files() {
-        let d = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: &str| {
-            let p = d.path().join(name);
-            std::fs::write(&p, text).unwrap();
-            p
-        };
-        assert_eq!(
-            sniff(&write("t", "{\"t\":\"kernel\"}")).unwrap(),
-            InputKind::KoptTrace
-        );
-        assert_eq!(
-            sniff(&write("k", "  {\"traceEvents\":[]}")).unwrap(),
-            InputKind::Kineto
-        );
-        assert_eq!(
-            sniff(&write("c", "\"ID\",\"x\"")).unwrap(),
-            InputKind::NcuCsv
-        );
-        // .json: rocprofv3's by its top-level key, Kineto / Chrome otherwise.
-        assert_eq!(
-            sniff(&write("r.json", "{\n  \"rocprofiler-sdk-tool\": [")).unwrap(),
-            InputKind::Rocprof
-        );
-        assert_eq!(
-            sniff(&write("k.json", "{\"schemaVersion\":1,\"traceEvents\":[]}")).unwrap(),
-            InputKind::Kineto
-        );
-        assert_eq!(
-            sniff(&write("x.json", "{\"rocprofiler-sdk-tools\": []}")).unwrap(),
-            InputKind::Kineto
-        );
-        // A SQLite database under any name goes to the rocpd reader.
-        assert_eq!(
-            sniff(&write("results", "SQLite format 3\0rest")).unwrap(),
-            InputKind::Rocprof
-        );
-        assert_eq!(sniff(d.path()).unwrap(), InputKind::RunFolder);
-        let fifo = d.path().join("fifo");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let err = sniff(&fifo).unwrap_err().to_string();
-        assert!(err.contains("not a regular file"), "{err}");
     }
 }

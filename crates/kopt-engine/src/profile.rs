@@ -14,7 +14,11 @@ use kopt_model::{Diagnosis, RunInfo};
 use crate::analyze::{diagnose, AnalysisOptions};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
-use crate::run_folder::{create_run_dir, read_run_folder, PassRecord, Profiler, RunRecord};
+use crate::run_folder::{create_run_dir, save_record, start_record};
+use kopt_ingest::read_run_folder_filtered;
+use kopt_model::run_folder::{
+    PassRecord, Profiler, RunRecord, BARE_STEPS_FILE, BEST_BARE_STEPS_FILE, REPORT_JSON,
+};
 
 /// Share of kernel time the targeted pass covers (within `top`): the last
 /// percent is spread over kernels too small to be worth a replay.
@@ -107,8 +111,8 @@ impl WorkloadOptions {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| crate::error::io_error(dir, "create", e))?;
                 // A named folder may hold an earlier run's bare steps.
-                let _ = std::fs::remove_file(dir.join(kopt_ingest::BARE_STEPS_FILE));
-                let _ = std::fs::remove_file(dir.join(crate::trace::BEST_BARE_STEPS_FILE));
+                let _ = std::fs::remove_file(dir.join(BARE_STEPS_FILE));
+                let _ = std::fs::remove_file(dir.join(BEST_BARE_STEPS_FILE));
                 let id = dir
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -217,7 +221,7 @@ pub(crate) fn start_run(
     version: Option<String>,
 ) -> Result<(PathBuf, RunRecord)> {
     let (id, dir) = req.run.create_run_dir()?;
-    let mut record = RunRecord::start(id, req.run.argv.clone(), profiler, path, version);
+    let mut record = start_record(id, req.run.argv.clone(), profiler, path, version);
     record.module = req.module.clone();
     record.visible_devices = req.run.gpu.clone();
     Ok((dir, record))
@@ -232,7 +236,7 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
     let ncu = Ncu::locate(req.ncu.as_deref(), std::env::var_os("PATH").as_deref())?;
     let started = Instant::now();
     let (dir, mut record) = start_run(req, Profiler::Ncu, &ncu.path, ncu.version())?;
-    record.save(&dir)?;
+    save_record(&record, &dir)?;
     let total = if req.deep_top.is_some() { 3 } else { 2 };
     let mut passes = Passes {
         req,
@@ -261,7 +265,7 @@ pub(crate) fn conclude_profile(
     match result {
         Ok(diagnosis) => {
             record.status = "ok".into();
-            record.save(dir)?;
+            save_record(record, dir)?;
             let run = RunInfo {
                 module: req.module.clone(),
                 argv: req.run.argv.clone(),
@@ -273,7 +277,7 @@ pub(crate) fn conclude_profile(
         Err(e) => {
             record.status = format!("failed: {e}");
             // The failure is what the user needs; a second error saving the record would hide it.
-            let _ = record.save(dir);
+            let _ = save_record(record, dir);
             Err(e)
         }
     }
@@ -293,7 +297,7 @@ pub(crate) fn finish_run(
     diagnosis.run = Some(run);
     let json =
         serde_json::to_string_pretty(&diagnosis).map_err(|e| Error::Output(e.to_string()))?;
-    let report = dir.join("report.json");
+    let report = dir.join(REPORT_JSON);
     std::fs::write(&report, &json).map_err(|e| crate::error::io_error(&report, "write", e))?;
     let summary = diagnosis.primary.as_ref().map_or_else(
         || format!("{} kernels", diagnosis.kernels.len()),
@@ -403,7 +407,7 @@ impl Passes<'_> {
                 false,
             )?;
         }
-        let profile = read_run_folder(self.dir)?;
+        let profile = read_run_folder_filtered(self.dir)?;
         Ok(diagnose(profile, &req.analysis))
     }
 
@@ -427,7 +431,7 @@ impl Passes<'_> {
             exit_code: captured.outcome.code,
             csv: captured.csv.display().to_string(),
         });
-        self.record.save(self.dir)?;
+        save_record(self.record, self.dir)?;
         self.progress
             .pass_done(n, self.total, t.elapsed().as_secs_f64());
         Ok(captured)
@@ -451,7 +455,7 @@ impl Passes<'_> {
         let t = Instant::now();
         match crate::trace::time_bare_steps(&bare, tracer, range, self.dir, &on_line) {
             Ok(timed) => {
-                let file = self.dir.join(kopt_ingest::BARE_STEPS_FILE);
+                let file = self.dir.join(BARE_STEPS_FILE);
                 self.record.passes.push(PassRecord {
                     name: "bare-steps".into(),
                     description: format!(
@@ -470,7 +474,7 @@ impl Passes<'_> {
                 if let Some(why) = &timed.later_failure {
                     progress.note(why);
                 }
-                if let Err(e) = self.record.save(self.dir) {
+                if let Err(e) = save_record(self.record, self.dir) {
                     progress.note(&format!("run record not updated: {e}"));
                 }
             }
@@ -516,7 +520,7 @@ impl Passes<'_> {
             exit_code: run.outcome.code,
             csv: run.trace.display().to_string(),
         });
-        self.record.save(self.dir)?;
+        save_record(self.record, self.dir)?;
         let trace = kopt_ingest::read_kopt_trace_set(&run.trace)?;
         let bare_range = req
             .bare_run

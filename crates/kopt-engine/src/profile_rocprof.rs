@@ -18,7 +18,9 @@ use crate::analyze::diagnose;
 use crate::error::{Error, Result};
 use crate::profile::{conclude_profile, no_kernel_matches, ProfileRequest, TARGET_COVERAGE};
 use crate::progress::Progress;
-use crate::run_folder::{read_run_folder, PassRecord, Profiler, RunRecord};
+use crate::run_folder::save_record;
+use kopt_ingest::read_run_folder_filtered;
+use kopt_model::run_folder::{PassRecord, Profiler, RunRecord};
 
 /// Profile a workload with rocprofv3.
 pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {
@@ -33,13 +35,18 @@ pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> 
         .as_deref()
         .map(regex::Regex::new)
         .transpose()
-        .map_err(|e| Error::Usage(format!("--kernel: {}", crate::run_folder::regex_error(&e))))?;
+        .map_err(|e| {
+            Error::Usage(format!(
+                "--kernel: {}",
+                kopt_ingest::run_folder::regex_error(&e)
+            ))
+        })?;
     let started = Instant::now();
     let (dir, mut record) =
         crate::profile::start_run(req, Profiler::Rocprofv3, &rocprof.path, rocprof.version())?;
     // rocprofv3 traces every kernel: the filter is applied on reading.
     record.kernel_filter = req.kernel_regex.clone();
-    record.save(&dir)?;
+    save_record(&record, &dir)?;
     let result = run_passes(req, &rocprof, &dir, &mut record, progress, filter.as_ref());
     conclude_profile(req, &dir, &mut record, started, result, progress)
 }
@@ -75,7 +82,7 @@ fn run_passes(
                 .collect::<Vec<_>>()
                 .join(", "),
         });
-        record.save(dir)?;
+        save_record(record, dir)?;
         progress.pass_done(n, total, t.elapsed().as_secs_f64());
         Ok(captured.csvs)
     };
@@ -111,6 +118,6 @@ fn run_passes(
     }
     // The folder read back the way `kopt analyze` reads it (run.json's
     // kernel_filter included), so both give the same diagnosis.
-    let profile = read_run_folder(dir)?;
+    let profile = read_run_folder_filtered(dir)?;
     Ok(diagnose(profile, &req.analysis))
 }

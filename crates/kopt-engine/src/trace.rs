@@ -7,6 +7,7 @@ use std::time::Instant;
 use kopt_collect::trace::{locate_tracer, run_bare_steps, run_traced, Sampling};
 use kopt_collect::{Stream, Workload};
 use kopt_ingest::{profile_from_timeline, read_bare_steps, read_kopt_trace_set};
+use kopt_model::run_folder::{BARE_STEPS_FILE, BEST_BARE_STEPS_FILE};
 use kopt_model::{BareSteps, Diagnosis, RunInfo, Timeline};
 
 use crate::analyze::{diagnose, AnalysisOptions};
@@ -155,9 +156,6 @@ impl BareRun {
 /// fixtures/predictions-h100-profiler-2): the faster of two is kept.
 pub(crate) const BARE_RUNS: usize = 2;
 
-/// Where the best run's steps wait while the next run writes its own.
-pub(crate) const BEST_BARE_STEPS_FILE: &str = "bare_steps.best.jsonl";
-
 /// What `time_bare_steps` timed.
 pub(crate) struct TimedSteps {
     /// The steps of the faster run (None: the first run timed no range).
@@ -190,7 +188,7 @@ pub(crate) fn time_bare_steps(
     dir: &Path,
     on_line: &(dyn Fn(Stream, &str) + Sync),
 ) -> std::result::Result<TimedSteps, String> {
-    let file = dir.join(kopt_ingest::BARE_STEPS_FILE);
+    let file = dir.join(BARE_STEPS_FILE);
     let kept = dir.join(BEST_BARE_STEPS_FILE);
     let mut best: Option<(f64, BareSteps)> = None;
     let mut runs = 0;

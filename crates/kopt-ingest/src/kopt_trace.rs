@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
+use kopt_model::run_folder::BARE_STEPS_FILE;
 use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Range, Timeline};
 use serde::Deserialize;
 
@@ -575,9 +576,6 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
     }
     Ok(merged)
 }
-
-/// The bare run's step ranges, beside the trace in a run folder.
-pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
 
 /// One line of `bare_steps.jsonl`:
 /// `{"t":"bare_step","pid":P,"name":N,"s":S,"e":E}`.

@@ -1,6 +1,7 @@
 //! Parsers for profiler output. Nothing here runs a process: converting a
 //! `.ncu-rep` report to CSV is `kopt-collect`'s job.
 
+pub mod detect;
 mod error;
 pub mod kineto;
 mod kineto_fast;
@@ -8,6 +9,7 @@ pub mod kopt_trace;
 pub mod ncu;
 pub mod number;
 pub mod rocprof;
+pub mod run_folder;
 pub mod tensor;
 pub mod tiered;
 pub mod units;
@@ -18,14 +20,15 @@ use kopt_model::{Device, Profile, Source};
 
 pub use error::{echo, one_line, IngestError};
 pub use kineto::{parse_kineto, KinetoTrace};
+pub use kopt_model::run_folder::BARE_STEPS_FILE;
 pub use kopt_trace::{
     parse_kopt_trace, read_bare_steps, read_kopt_trace, read_kopt_trace_set, KoptTrace,
-    BARE_STEPS_FILE,
 };
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
 pub use rocprof::{
     is_rocprof_compute_dir, parse_rocprof, read_rocprof_compute_dir, read_rocprof_files, AmdFile,
 };
+pub use run_folder::{read_run_folder_filtered, read_run_record};
 pub use tiered::{merge_tiered, read_run_folder, TimingPass};
 
 /// The longest kernel (or activity) name kept, in bytes. Longer names are

@@ -13,11 +13,9 @@ use kopt_model::{
 
 use crate::{read_kopt_trace_set, read_ncu_csv, IngestError, NcuFile};
 
-/// File names of a run folder's passes (written by kopt-collect).
-pub const TIMING_TRACE: &str = "trace.jsonl";
-pub const TIMING_CSV: &str = "pass1-timing.csv";
-pub const TARGETED_CSV: &str = "pass2-targeted.csv";
-pub const DEEP_CSV: &str = "pass3-deep.csv";
+/// File names of a run folder's passes (written by kopt-collect; the
+/// layout is kopt-model's).
+pub use kopt_model::run_folder::{DEEP_CSV, TARGETED_CSV, TIMING_CSV, TRACE_FILE as TIMING_TRACE};
 
 /// Pass 1 of a run: every launch with its own time, from ncu or kopt's tracer
 /// (then with the timeline, so the trace and the counters feed one diagnosis).

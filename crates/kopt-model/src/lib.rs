@@ -12,6 +12,7 @@ mod launch;
 mod names;
 pub mod optimize;
 mod peaks;
+pub mod run_folder;
 mod timeline;
 pub mod tune;
 
