@@ -3,63 +3,21 @@
 
 use std::path::{Path, PathBuf};
 
-use kopt_analyze::AnalyzeOptions;
 use kopt_collect::{CsvPage, Ncu};
 use kopt_ingest::detect::{sniff, InputKind};
 use kopt_ingest::{
     merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
     read_kopt_trace_set, read_ncu_csv, read_rocprof_compute_dir, read_rocprof_files, NcuFile,
 };
-use kopt_model::{Diagnosis, Peaks, Profile};
+use kopt_model::{Diagnosis, Profile};
 
+use crate::diagnose::diagnose;
+pub use crate::diagnose::AnalysisOptions;
 use crate::error::{Error, Result};
-use crate::profile::WorkloadOptions;
 use crate::progress::{Progress, Stream};
 use crate::trace::{bare_run_range, BareRun};
+use crate::workload::WorkloadOptions;
 use kopt_collect::trace::locate_tracer;
-
-/// How the analysis reads the device: a name for datasheet peaks, measured peaks.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AnalysisOptions {
-    /// Device name for datasheet peaks when the input names none.
-    pub device: Option<String>,
-    /// Measured peaks (SI units: bytes/s, FLOP/s), overriding the others.
-    pub measured_peaks: Peaks,
-    /// Show only the N kernels with the most time (all still count).
-    pub top: Option<usize>,
-    /// Keep warm-up / autotuning trial kernels in the table and totals
-    /// (they are left out by default and summarised in one line).
-    pub keep_warmup: bool,
-    /// A history whose `kopt optimize` runs calibrate the predictions: once a
-    /// rule has enough checked predictions, its recommendations quote them.
-    pub calibration_db: Option<PathBuf>,
-}
-
-impl AnalysisOptions {
-    pub fn validate(&self) -> Result<()> {
-        if self.top == Some(0) {
-            return Err(Error::Usage("--top must be at least 1".into()));
-        }
-        if self.device.as_deref().is_some_and(|d| d.trim().is_empty()) {
-            return Err(Error::Usage("--device needs a name".into()));
-        }
-        let p = &self.measured_peaks;
-        for (name, v) in [
-            ("peak-dram-gbs", p.dram_bytes_per_s),
-            ("peak-fp32-tflops", p.fp32_flops),
-            ("peak-tensor-tflops", p.tensor_bf16_flops),
-        ] {
-            if let Some(x) = v {
-                if !(x.is_finite() && x > 0.0) {
-                    return Err(Error::Usage(format!(
-                        "--{name} must be a positive number, got {x}"
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-}
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AnalyzeRequest {
@@ -135,15 +93,6 @@ fn time_steps_bare(
         progress,
         &on_line,
     ))
-}
-
-/// Drop a profile off the caller's thread: a large trace's profile is
-/// millions of small allocations, and freeing them one by one only delays
-/// the report (a CLI exits right after; Python keeps going).
-pub(crate) fn drop_in_background(profile: Profile) {
-    let _ = std::thread::Builder::new()
-        .name("kopt-drop".into())
-        .spawn(move || drop(profile));
 }
 
 /// The inputs merged into one profile: counters per kernel from ncu pages
@@ -254,27 +203,6 @@ pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
         )));
     }
     Ok(profile)
-}
-
-/// Device overrides, measured peaks, then the analysis.
-pub fn diagnose(mut profile: Profile, opts: &AnalysisOptions) -> Diagnosis {
-    if let Some(name) = &opts.device {
-        profile.device.name = name.clone();
-        profile.device.resolve_peaks();
-    }
-    profile.device.apply_measured_peaks(&opts.measured_peaks);
-    let mut diagnosis = kopt_analyze::analyze(
-        &profile,
-        &AnalyzeOptions {
-            top: opts.top,
-            keep_warmup: opts.keep_warmup,
-        },
-    );
-    drop_in_background(profile);
-    if let Some(db) = &opts.calibration_db {
-        crate::history::apply_calibration(&mut diagnosis, db);
-    }
-    diagnosis
 }
 
 /// A .ncu-rep exported through ncu: the raw page for the counters, the

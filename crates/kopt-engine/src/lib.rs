@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod compare;
+pub mod diagnose;
 mod error;
 pub mod history;
 pub mod journal;
@@ -15,22 +16,27 @@ pub mod module_script;
 pub mod optimize;
 pub mod profile;
 mod profile_rocprof;
+pub mod profile_run;
 pub mod progress;
 pub mod record;
 pub mod run_folder;
 pub mod trace;
 pub mod tune;
+pub mod workload;
 
-pub use analyze::{analyze, AnalysisOptions, AnalyzeRequest};
+pub use analyze::{analyze, AnalyzeRequest};
 pub use bench::{bench, run_bench, BenchRequest, Measurement, Sampler, TimingChoice, VariantSpec};
 pub use compare::{compare, CompareRequest};
+pub use diagnose::AnalysisOptions;
 pub use error::{Error, Result};
 pub use optimize::{optimize, Candidate, OptimizeRequest};
-pub use profile::{profile, Backend, ProfileRequest, TimingPass, WorkloadOptions};
+pub use profile::profile;
+pub use profile_run::{Backend, ProfileRequest, TimingPass};
 pub use progress::{Progress, Silent};
 pub use record::RecordPaths;
 pub use trace::{trace, TraceRequest, Traced};
 pub use tune::{tune, tune_with, Executor, LocalExecutor, Strategy, TuneRequest};
+pub use workload::WorkloadOptions;
 
 /// Write outputs under kopt's output policy (see `kopt_store::files`):
 /// every path is checked first, so nothing is written unless all can be.

@@ -17,8 +17,9 @@ use serde::Deserialize;
 
 use crate::bench::{decide_all, Decision, Measured};
 use crate::error::{Error, Result};
-use crate::profile::{ProfileRequest, WorkloadOptions};
+use crate::profile_run::ProfileRequest;
 use crate::progress::Progress;
+use crate::workload::WorkloadOptions;
 
 /// The mechanical fixes kopt can apply to a PyTorch module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

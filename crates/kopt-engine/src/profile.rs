@@ -3,229 +3,24 @@
 //! optionally `--set full` on the very top), keep every artifact in a run
 //! folder, then diagnose.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
 use kopt_analyze::top_kernel_functions;
 use kopt_collect::{CapturedPass, Ncu, Pass, Stream, Workload};
-use kopt_ingest::{merge_profile, read_ncu_csv};
-use kopt_model::{Diagnosis, RunInfo};
+use kopt_ingest::{merge_profile, read_ncu_csv, read_run_folder_filtered};
+use kopt_model::run_folder::{PassRecord, Profiler, RunRecord, BARE_STEPS_FILE};
+use kopt_model::Diagnosis;
 
-use crate::analyze::{diagnose, AnalysisOptions};
+use crate::diagnose::diagnose;
 use crate::error::{Error, Result};
+use crate::profile_run::{conclude_profile, no_kernel_matches, start_run, TARGET_COVERAGE};
 use crate::progress::Progress;
-use crate::run_folder::{create_run_dir, save_record, start_record};
-use kopt_ingest::read_run_folder_filtered;
-use kopt_model::run_folder::{
-    PassRecord, Profiler, RunRecord, BARE_STEPS_FILE, BEST_BARE_STEPS_FILE, REPORT_JSON,
-};
+use crate::run_folder::save_record;
 
-/// Share of kernel time the targeted pass covers (within `top`): the last
-/// percent is spread over kernels too small to be worth a replay.
-pub(crate) const TARGET_COVERAGE: f64 = 0.99;
-
-/// What times every launch in pass 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum TimingPass {
-    /// kopt's CUPTI tracer: the real timeline, gaps and launch cost too.
-    #[default]
-    Tracer,
-    /// ncu's serialised replay: no timeline.
-    Ncu,
-}
-
-/// Which profiler collects: NVIDIA's ncu (with kopt's CUPTI tracer) or
-/// AMD's rocprofv3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Backend {
-    /// rocprofv3 when it is on PATH and no NVIDIA GPU is (no nvidia-smi on
-    /// PATH, no /dev/nvidia0); ncu otherwise.
-    #[default]
-    Auto,
-    /// Nsight Compute (and kopt's tracer for pass 1).
-    Ncu,
-    /// rocprofv3 (ROCprofiler-SDK): kernel trace, then counter passes.
-    Rocprof,
-}
-
-impl Backend {
-    /// `Auto` resolved against a PATH.
-    pub fn resolve(self, path_var: Option<&std::ffi::OsStr>) -> Backend {
-        match self {
-            Backend::Auto
-                if kopt_collect::rocprof::rocprofv3_on_path(path_var)
-                    && !kopt_collect::rocprof::nvidia_present(path_var) =>
-            {
-                Backend::Rocprof
-            }
-            Backend::Auto => Backend::Ncu,
-            b => b,
-        }
-    }
-}
-
-/// How a workload runs (shared by profile and trace).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WorkloadOptions {
-    /// argv as given: argv[0] is the program (no shell).
-    pub argv: Vec<String>,
-    /// `CUDA_VISIBLE_DEVICES` for the workload.
-    pub gpu: Option<String>,
-    /// Kill its whole process group after this long (per pass for profile).
-    pub timeout: Option<Duration>,
-    /// Keep the workload's output in the logs only.
-    pub quiet: bool,
-    /// kopt's tracer library (default: beside the kopt binary, or $KOPT_TRACER).
-    pub tracer: Option<PathBuf>,
-    /// Folder of run folders.
-    pub runs_dir: PathBuf,
-    /// History database.
-    pub db: PathBuf,
-    /// Use this folder as the run folder (it is created if missing) instead
-    /// of a new one under `runs_dir`: a front end that writes the workload's
-    /// script first (the Python package) names it.
-    pub run_dir: Option<PathBuf>,
-}
-
-impl WorkloadOptions {
-    pub fn validate(&self) -> Result<()> {
-        if self.argv.first().is_none_or(|p| p.is_empty()) {
-            return Err(Error::Usage(
-                "nothing to run: give a command after `--` (kopt profile -- python3 bench.py) or --script FILE".into(),
-            ));
-        }
-        if self.timeout.is_some_and(|t| t.is_zero()) {
-            return Err(Error::Usage(
-                "--timeout must be a positive number of seconds".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    /// The run folder: the one named, else a new one under `runs_dir`.
-    pub(crate) fn create_run_dir(&self) -> Result<(String, PathBuf)> {
-        match &self.run_dir {
-            Some(dir) => {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| crate::error::io_error(dir, "create", e))?;
-                // A named folder may hold an earlier run's bare steps.
-                let _ = std::fs::remove_file(dir.join(BARE_STEPS_FILE));
-                let _ = std::fs::remove_file(dir.join(BEST_BARE_STEPS_FILE));
-                let id = dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                Ok((id, dir.clone()))
-            }
-            None => create_run_dir(&self.runs_dir),
-        }
-    }
-
-    pub(crate) fn workload(&self) -> Workload {
-        Workload {
-            argv: self.argv.clone(),
-            gpu: self.gpu.clone(),
-            timeout: self.timeout,
-        }
-    }
-}
-
-/// A timeout in seconds from a front end, checked.
-pub fn timeout_from_secs(t: Option<f64>) -> Result<Option<Duration>> {
-    match t {
-        Some(t) if !(t.is_finite() && t > 0.0) => Err(Error::Usage(format!(
-            "--timeout must be a positive number of seconds, got {t}"
-        ))),
-        Some(t) => Ok(Some(Duration::from_secs_f64(t))),
-        None => Ok(None),
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProfileRequest {
-    pub run: WorkloadOptions,
-    /// Name of the module under study; labels the run and the report.
-    pub module: Option<String>,
-    /// Only kernels whose name matches (Rust regex for the tracer; ncu's syntax otherwise).
-    pub kernel_regex: Option<String>,
-    /// Profile in depth at most this many distinct kernels (`--profile-top`;
-    /// `analysis.top` is how many the report shows, as in `analyze`).
-    pub profile_top: usize,
-    /// Launches per launch configuration in the targeted pass.
-    pub launches: u32,
-    /// Add `--set full` for this many of the hottest kernels.
-    pub deep_top: Option<usize>,
-    pub ncu: Option<PathBuf>,
-    pub timing_pass: TimingPass,
-    /// ncu, rocprofv3, or picked from what is installed.
-    pub backend: Backend,
-    /// rocprofv3 binary (default: PATH, then /opt/rocm/bin).
-    pub rocprof: Option<PathBuf>,
-    /// After the tracer's pass, when its steps (NVTX ranges) look launch
-    /// bound, run the workload once more without CUPTI, timing only the
-    /// steps, so the graph-capture prediction starts from the bare step.
-    pub bare_run: bool,
-    pub analysis: AnalysisOptions,
-}
-
-impl ProfileRequest {
-    /// A request with the CLI's defaults for `argv`.
-    pub fn new(argv: Vec<String>) -> ProfileRequest {
-        let paths = crate::record::RecordPaths::current();
-        ProfileRequest {
-            run: WorkloadOptions {
-                argv,
-                runs_dir: paths.runs_dir,
-                db: paths.db,
-                ..Default::default()
-            },
-            module: None,
-            kernel_regex: None,
-            profile_top: 20,
-            launches: 1,
-            deep_top: None,
-            ncu: None,
-            timing_pass: TimingPass::Tracer,
-            backend: Backend::Auto,
-            rocprof: None,
-            bare_run: true,
-            analysis: AnalysisOptions::default(),
-        }
-    }
-
-    pub fn validate(&self) -> Result<()> {
-        self.run.validate()?;
-        if self.profile_top == 0 {
-            return Err(Error::Usage("--profile-top must be at least 1".into()));
-        }
-        if self.launches == 0 {
-            return Err(Error::Usage("--launches must be at least 1".into()));
-        }
-        if self.deep_top == Some(0) {
-            return Err(Error::Usage("--deep-top must be at least 1".into()));
-        }
-        if self.kernel_regex.as_deref().is_some_and(str::is_empty) {
-            return Err(Error::Usage("--kernel needs a regex".into()));
-        }
-        self.analysis.validate()
-    }
-}
-
-/// The run folder and the record of a profiler run (not saved yet).
-pub(crate) fn start_run(
-    req: &ProfileRequest,
-    profiler: Profiler,
-    path: &Path,
-    version: Option<String>,
-) -> Result<(PathBuf, RunRecord)> {
-    let (id, dir) = req.run.create_run_dir()?;
-    let mut record = start_record(id, req.run.argv.clone(), profiler, path, version);
-    record.module = req.module.clone();
-    record.visible_devices = req.run.gpu.clone();
-    Ok((dir, record))
-}
+// The request and its parts, where front ends have always found them.
+pub use crate::profile_run::{Backend, ProfileRequest, TimingPass};
+pub use crate::workload::{timeout_from_secs, WorkloadOptions};
 
 /// Profile a workload; the diagnosis names the run (its folder, argv, wall time).
 pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {
@@ -248,72 +43,6 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
     };
     let result = passes.run();
     conclude_profile(req, &dir, &mut record, started, result, progress)
-}
-
-/// A profile run's end, whichever profiler ran it: the record's status and
-/// wall time saved, the run put in the history, or the failure returned.
-pub(crate) fn conclude_profile(
-    req: &ProfileRequest,
-    dir: &Path,
-    record: &mut RunRecord,
-    started: Instant,
-    result: Result<Diagnosis>,
-    progress: &dyn Progress,
-) -> Result<Diagnosis> {
-    progress.finished();
-    record.wall_s = Some(started.elapsed().as_secs_f64());
-    match result {
-        Ok(diagnosis) => {
-            record.status = "ok".into();
-            save_record(record, dir)?;
-            let run = RunInfo {
-                module: req.module.clone(),
-                argv: req.run.argv.clone(),
-                run_dir: dir.display().to_string(),
-                wall_s: started.elapsed().as_secs_f64(),
-            };
-            finish_run(diagnosis, run, "profile", &req.run.db, progress)
-        }
-        Err(e) => {
-            record.status = format!("failed: {e}");
-            // The failure is what the user needs; a second error saving the record would hide it.
-            let _ = save_record(record, dir);
-            Err(e)
-        }
-    }
-}
-
-/// A run's last step (`profile`, `trace`): name the run in the diagnosis,
-/// keep the JSON report in its folder, record it in the history.
-pub(crate) fn finish_run(
-    mut diagnosis: Diagnosis,
-    run: RunInfo,
-    kind: &str,
-    db: &Path,
-    progress: &dyn Progress,
-) -> Result<Diagnosis> {
-    let dir = PathBuf::from(&run.run_dir);
-    let argv = run.argv.join(" ");
-    diagnosis.run = Some(run);
-    let json =
-        serde_json::to_string_pretty(&diagnosis).map_err(|e| Error::Output(e.to_string()))?;
-    let report = dir.join(REPORT_JSON);
-    std::fs::write(&report, &json).map_err(|e| crate::error::io_error(&report, "write", e))?;
-    let summary = diagnosis.primary.as_ref().map_or_else(
-        || format!("{} kernels", diagnosis.kernels.len()),
-        |p| {
-            format!(
-                "primary {} / {} ({:.1}% of kernel time)",
-                p.component_short, p.class, p.pct_of_total
-            )
-        },
-    );
-    let mut row = crate::record::run_row(kind, argv, summary);
-    row.device = Some(diagnosis.device.name.clone());
-    row.run_dir = Some(dir.display().to_string());
-    row.report_json = Some(json);
-    crate::record::record_run(db, &row, progress);
-    Ok(diagnosis)
 }
 
 struct Passes<'a> {
@@ -549,67 +278,9 @@ impl Passes<'_> {
 }
 
 /// ncu's own chatter stays in the log; its errors are reported by kopt.
-/// `--kernel` matched none of the traced kernels: the error names up to
-/// eight that were seen, so the user can correct the pattern.
-pub(crate) fn no_kernel_matches(re: &regex::Regex, launches: &[kopt_model::KernelLaunch]) -> Error {
-    let mut names: Vec<String> = launches
-        .iter()
-        .map(|l| kopt_model::kernel_short_name(&l.name))
-        .collect();
-    names.sort();
-    names.dedup();
-    names.truncate(8);
-    Error::Input(format!(
-        "--kernel {}: no traced kernel matches (kernels seen: {})",
-        re.as_str(),
-        names.join(", ")
-    ))
-}
-
 fn forward_ncu_line(progress: &dyn Progress, s: Stream, line: &str, passthrough: bool) {
     if line.starts_with("==PROF==") || line.starts_with("==ERROR==") {
         return;
     }
     progress.workload_line(s, line, passthrough);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rejects_bad_profile_requests() {
-        let ok = ProfileRequest::new(vec!["python3".into(), "bench.py".into()]);
-        assert!(ok.validate().is_ok());
-        type Mutation = Box<dyn Fn(&mut ProfileRequest)>;
-        let cases: Vec<(Mutation, &str)> = vec![
-            (Box::new(|r| r.run.argv.clear()), "nothing to run"),
-            (Box::new(|r| r.profile_top = 0), "--profile-top"),
-            (Box::new(|r| r.launches = 0), "--launches"),
-            (Box::new(|r| r.deep_top = Some(0)), "--deep-top"),
-            (
-                Box::new(|r| r.run.timeout = Some(Duration::ZERO)),
-                "--timeout",
-            ),
-            (
-                Box::new(|r| r.kernel_regex = Some(String::new())),
-                "--kernel",
-            ),
-            (
-                Box::new(|r| r.analysis.device = Some(String::new())),
-                "--device",
-            ),
-        ];
-        for (mutate, expected) in cases {
-            let mut r = ok.clone();
-            mutate(&mut r);
-            let err = r.validate().unwrap_err();
-            assert!(err.to_string().contains(expected), "{err} / {expected}");
-        }
-        assert!(timeout_from_secs(Some(-2.0)).is_err());
-        assert_eq!(
-            timeout_from_secs(Some(1.5)).unwrap(),
-            Some(Duration::from_millis(1500))
-        );
-    }
 }

@@ -14,9 +14,11 @@ use kopt_collect::rocprof::counter_groups;
 use kopt_collect::{RocPass, Rocprof, Stream};
 use kopt_model::Diagnosis;
 
-use crate::analyze::diagnose;
+use crate::diagnose::diagnose;
 use crate::error::{Error, Result};
-use crate::profile::{conclude_profile, no_kernel_matches, ProfileRequest, TARGET_COVERAGE};
+use crate::profile_run::{
+    conclude_profile, no_kernel_matches, start_run, ProfileRequest, TARGET_COVERAGE,
+};
 use crate::progress::Progress;
 use crate::run_folder::save_record;
 use kopt_ingest::read_run_folder_filtered;
@@ -42,8 +44,7 @@ pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> 
             ))
         })?;
     let started = Instant::now();
-    let (dir, mut record) =
-        crate::profile::start_run(req, Profiler::Rocprofv3, &rocprof.path, rocprof.version())?;
+    let (dir, mut record) = start_run(req, Profiler::Rocprofv3, &rocprof.path, rocprof.version())?;
     // rocprofv3 traces every kernel: the filter is applied on reading.
     record.kernel_filter = req.kernel_regex.clone();
     save_record(&record, &dir)?;

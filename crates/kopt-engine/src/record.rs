@@ -2,8 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
+use kopt_model::run_folder::REPORT_JSON;
+use kopt_model::{Diagnosis, RunInfo};
 use kopt_store::{History, RunRow};
 
+use crate::error::{Error, Result};
 use crate::progress::Progress;
 
 /// One rule for every record kopt keeps (`.kopt/` with the history and the
@@ -71,6 +74,39 @@ pub fn run_row(kind: &str, command: String, summary: String) -> RunRow {
         run_dir: None,
         report_json: None,
     }
+}
+
+/// A run's last step (`profile`, `trace`): name the run in the diagnosis,
+/// keep the JSON report in its folder, record it in the history.
+pub(crate) fn finish_run(
+    mut diagnosis: Diagnosis,
+    run: RunInfo,
+    kind: &str,
+    db: &Path,
+    progress: &dyn Progress,
+) -> Result<Diagnosis> {
+    let dir = PathBuf::from(&run.run_dir);
+    let argv = run.argv.join(" ");
+    diagnosis.run = Some(run);
+    let json =
+        serde_json::to_string_pretty(&diagnosis).map_err(|e| Error::Output(e.to_string()))?;
+    let report = dir.join(REPORT_JSON);
+    std::fs::write(&report, &json).map_err(|e| crate::error::io_error(&report, "write", e))?;
+    let summary = diagnosis.primary.as_ref().map_or_else(
+        || format!("{} kernels", diagnosis.kernels.len()),
+        |p| {
+            format!(
+                "primary {} / {} ({:.1}% of kernel time)",
+                p.component_short, p.class, p.pct_of_total
+            )
+        },
+    );
+    let mut row = run_row(kind, argv, summary);
+    row.device = Some(diagnosis.device.name.clone());
+    row.run_dir = Some(dir.display().to_string());
+    row.report_json = Some(json);
+    record_run(db, &row, progress);
+    Ok(diagnosis)
 }
 
 #[cfg(test)]

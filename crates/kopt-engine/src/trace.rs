@@ -10,10 +10,11 @@ use kopt_ingest::{profile_from_timeline, read_bare_steps, read_kopt_trace_set};
 use kopt_model::run_folder::{BARE_STEPS_FILE, BEST_BARE_STEPS_FILE};
 use kopt_model::{BareSteps, Diagnosis, RunInfo, Timeline};
 
-use crate::analyze::{diagnose, AnalysisOptions};
+use crate::diagnose::{diagnose, AnalysisOptions};
 use crate::error::{Error, Result};
-use crate::profile::{finish_run, WorkloadOptions};
 use crate::progress::Progress;
+use crate::record::finish_run;
+use crate::workload::WorkloadOptions;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TraceRequest {

@@ -1,0 +1,89 @@
+//! How a workload runs: its argv, GPU, timeout and where its run folder
+//! goes. Shared by every workflow that runs one (`profile`, `trace`, the
+//! bare run of `analyze TRACE -- CMD`, `optimize`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kopt_collect::Workload;
+use kopt_model::run_folder::{BARE_STEPS_FILE, BEST_BARE_STEPS_FILE};
+
+use crate::error::{Error, Result};
+use crate::run_folder::create_run_dir;
+
+/// How a workload runs (shared by profile, trace and analyze's bare run).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkloadOptions {
+    /// argv as given: argv[0] is the program (no shell).
+    pub argv: Vec<String>,
+    /// `CUDA_VISIBLE_DEVICES` for the workload.
+    pub gpu: Option<String>,
+    /// Kill its whole process group after this long (per pass for profile).
+    pub timeout: Option<Duration>,
+    /// Keep the workload's output in the logs only.
+    pub quiet: bool,
+    /// kopt's tracer library (default: beside the kopt binary, or $KOPT_TRACER).
+    pub tracer: Option<PathBuf>,
+    /// Folder of run folders.
+    pub runs_dir: PathBuf,
+    /// History database.
+    pub db: PathBuf,
+    /// Use this folder as the run folder (it is created if missing) instead
+    /// of a new one under `runs_dir`: a front end that writes the workload's
+    /// script first (the Python package) names it.
+    pub run_dir: Option<PathBuf>,
+}
+
+impl WorkloadOptions {
+    pub fn validate(&self) -> Result<()> {
+        if self.argv.first().is_none_or(|p| p.is_empty()) {
+            return Err(Error::Usage(
+                "nothing to run: give a command after `--` (kopt profile -- python3 bench.py) or --script FILE".into(),
+            ));
+        }
+        if self.timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::Usage(
+                "--timeout must be a positive number of seconds".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The run folder: the one named, else a new one under `runs_dir`.
+    pub(crate) fn create_run_dir(&self) -> Result<(String, PathBuf)> {
+        match &self.run_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| crate::error::io_error(dir, "create", e))?;
+                // A named folder may hold an earlier run's bare steps.
+                let _ = std::fs::remove_file(dir.join(BARE_STEPS_FILE));
+                let _ = std::fs::remove_file(dir.join(BEST_BARE_STEPS_FILE));
+                let id = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                Ok((id, dir.clone()))
+            }
+            None => create_run_dir(&self.runs_dir),
+        }
+    }
+
+    pub(crate) fn workload(&self) -> Workload {
+        Workload {
+            argv: self.argv.clone(),
+            gpu: self.gpu.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// A timeout in seconds from a front end, checked.
+pub fn timeout_from_secs(t: Option<f64>) -> Result<Option<Duration>> {
+    match t {
+        Some(t) if !(t.is_finite() && t > 0.0) => Err(Error::Usage(format!(
+            "--timeout must be a positive number of seconds, got {t}"
+        ))),
+        Some(t) => Ok(Some(Duration::from_secs_f64(t))),
+        None => Ok(None),
+    }
+}
