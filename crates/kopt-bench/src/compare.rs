@@ -8,9 +8,9 @@
 
 use std::collections::BTreeMap;
 
-use kopt_ingest::echo;
-use kopt_ingest::tensor::{Scalar, Tensor, TensorFormat};
 pub use kopt_model::compare::{CompareReport, TensorComparison};
+use kopt_model::tensor::{Scalar, Tensor, TensorFormat};
+use kopt_model::text::echo;
 
 /// The name [`TensorComparison`] had here.
 pub type Comparison = TensorComparison;
@@ -634,9 +634,9 @@ mod tests {
         let t = |v: i64| {
             Tensor::new(
                 "i",
-                kopt_ingest::tensor::DType::I64,
+                kopt_model::tensor::DType::I64,
                 vec![1],
-                kopt_ingest::tensor::ByteOrder::Little,
+                kopt_model::tensor::ByteOrder::Little,
                 v.to_le_bytes().to_vec(),
             )
             .unwrap()
@@ -652,7 +652,7 @@ mod tests {
     fn f32_tensor(name: &str, values: &[f64]) -> Tensor {
         Tensor::from_values(
             name,
-            kopt_ingest::tensor::DType::F32,
+            kopt_model::tensor::DType::F32,
             vec![values.len()],
             values,
         )

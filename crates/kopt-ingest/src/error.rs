@@ -47,39 +47,9 @@ impl IngestError {
     }
 }
 
-/// The longest message an error prints, in characters.
-const MESSAGE_MAX_CHARS: usize = 1000;
-/// The longest piece of input an error echoes, in characters.
-const ECHO_MAX_CHARS: usize = 80;
-
-/// `s` on one line: control characters (newlines included) escaped as
-/// `\n`, `\u{1b}`..., and cut after [`MESSAGE_MAX_CHARS`] characters.
-pub fn one_line(s: &str) -> String {
-    escape_capped(s, MESSAGE_MAX_CHARS)
-}
-
-/// A piece of the input quoted in a message: control characters escaped and
-/// cut after [`ECHO_MAX_CHARS`] characters, so a broken cell cannot split the
-/// error over lines or flood it.
-pub fn echo(s: &str) -> String {
-    escape_capped(s, ECHO_MAX_CHARS)
-}
-
-fn escape_capped(s: &str, max: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max + 16));
-    for (n, c) in s.chars().enumerate() {
-        if n == max {
-            out.push_str(&format!("… ({} bytes in all)", s.len()));
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
+// One-line text for messages: kopt-model's, so crates that never parse
+// (kopt-bench's tensor comparison) quote input the same way.
+pub use kopt_model::text::{echo, one_line};
 
 /// What a path is when it is not a regular file, or `None` for a regular
 /// file (symbolic links followed).

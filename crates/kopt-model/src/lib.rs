@@ -13,6 +13,8 @@ mod names;
 pub mod optimize;
 mod peaks;
 pub mod run_folder;
+pub mod tensor;
+pub mod text;
 mod timeline;
 pub mod tune;
 
