@@ -14,7 +14,7 @@ use kopt_engine::{
     TimingChoice, TimingPass, TraceRequest, WorkloadOptions,
 };
 use kopt_model::Peaks;
-use kopt_report::Format;
+use kopt_report::{Format, Layout, Render};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -129,9 +129,7 @@ impl DiagnosisHandle {
     /// The report as term, md, json or html.
     #[pyo3(signature = (format_name, width=None))]
     fn render(&self, format_name: &str, width: Option<u16>) -> PyResult<String> {
-        Ok(format(format_name)?
-            .exporter(width)
-            .render_to_string(&self.d))
+        Ok(self.d.render(format(format_name)?, Layout::width(width)))
     }
 }
 
@@ -426,16 +424,19 @@ fn render(
     format_name: &str,
     width: Option<u16>,
 ) -> PyResult<String> {
-    let f = format(format_name)?;
+    let (f, layout) = (format(format_name)?, Layout::width(width));
     Ok(match kind {
-        "diagnosis" => {
-            let d: kopt_model::Diagnosis = parse(report_json, "diagnosis")?;
-            f.exporter(width).render_to_string(&d)
+        "diagnosis" => parse::<kopt_model::Diagnosis>(report_json, "diagnosis")?.render(f, layout),
+        "bench" => parse::<kopt_model::BenchReport>(report_json, "bench report")?.render(f, layout),
+        "compare" => parse::<kopt_model::compare::CompareReport>(report_json, "compare report")?
+            .render(f, layout),
+        "optimize" => {
+            parse::<kopt_model::optimize::OptimizeReport>(report_json, "optimize report")?
+                .render(f, layout)
         }
-        "bench" => kopt_report::render_bench(&parse(report_json, "bench report")?, f),
-        "compare" => kopt_report::render_compare(&parse(report_json, "compare report")?, f),
-        "optimize" => kopt_report::render_optimize(&parse(report_json, "optimize report")?, f),
-        "tune" => kopt_report::render_tune(&parse(report_json, "tune report")?, f),
+        "tune" => {
+            parse::<kopt_model::tune::TuneReport>(report_json, "tune report")?.render(f, layout)
+        }
         other => {
             return Err(UsageError::new_err(format!(
                 "kind {other:?} is not one of diagnosis, bench, compare, optimize"

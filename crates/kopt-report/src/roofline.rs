@@ -6,6 +6,8 @@ use std::fmt::Write;
 
 use kopt_model::{BottleneckClass, Diagnosis, KernelVerdict};
 
+use crate::escape;
+
 /// At most this many kernels (by time) get a point.
 pub const HOT_KERNELS_MAX: usize = 100;
 
@@ -17,22 +19,6 @@ const TOP: f64 = 20.0;
 const BOTTOM: f64 = 50.0;
 const X_MIN: f64 = 1e-2;
 const X_MAX: f64 = 1e4;
-
-/// Text for SVG: the page template's escaping does not reach inside `|safe` markup.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Where a kernel sits on the chart.
 #[derive(Debug, Clone)]
@@ -220,7 +206,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
         s,
         r#"<svg class="roofline" viewBox="0 0 {W} {H}" role="img" aria-labelledby="roofline-title" xmlns="http://www.w3.org/2000/svg"><title id="roofline-title">Roofline of {} kernels on {}</title>"#,
         points.len(),
-        esc(&d.device.name)
+        escape::html(&d.device.name)
     );
     // Grid and axes: decades.
     let mut x = X_MIN;
@@ -372,8 +358,8 @@ pub fn chart(d: &Diagnosis) -> Chart {
             r#"<circle class="pt c-{}{}" cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}"><title>{} | {} | {:.1}% of time | {:.3} FLOP/B{} | {}</title></circle>"#,
             class_css(k.bottleneck.class),
             if p.clamped { " clamped" } else { "" },
-            esc(&k.name),
-            esc(k.bottleneck.class.as_str()),
+            escape::html(&k.name),
+            escape::html(k.bottleneck.class.as_str()),
             k.pct_of_total,
             p.ai,
             if p.clamped {
@@ -381,7 +367,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
             } else {
                 ""
             },
-            esc(&k.root_cause)
+            escape::html(&k.root_cause)
         );
     }
     // Numbers for the hottest points, each at the nearest free spot around
@@ -413,7 +399,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
                 r#"<text class="pt-label" x="{:.1}" y="{:.1}" text-anchor="middle">{text}<title>{}</title></text>"#,
                 (b.x0 + b.x1) / 2.0,
                 b.y1 - 3.0,
-                esc(&k.short_name)
+                escape::html(&k.short_name)
             );
             taken.push(b);
         }
@@ -503,7 +489,7 @@ pub fn si(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{esc, si};
+    use super::si;
 
     #[test]
     fn ticks_use_si_prefixes_everywhere() {
@@ -514,14 +500,6 @@ mod tests {
         assert_eq!(
             got,
             ["0.01", "0.1", "1", "10", "1 k", "10 k", "100 M", "1 G", "1 T", "1 P", "10 P"]
-        );
-    }
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            esc("<script>a&b</script>\"'"),
-            "&lt;script&gt;a&amp;b&lt;/script&gt;&quot;&#39;"
         );
     }
 }
