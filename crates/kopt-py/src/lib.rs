@@ -18,6 +18,7 @@ use kopt_report::{Format, Layout, Render};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 create_exception!(_kopt, KoptError, PyException, "Any error kopt reports.");
 create_exception!(
@@ -308,20 +309,20 @@ fn trace(
 }
 
 /// The measuring keywords `bench` and `tune` share, as the Python layer
-/// passes them: one dict with every key (the defaults live in the Python
-/// signatures users read).
+/// passes them: one dict with every key, `None` where the caller gave none
+/// (the engine's default, `Measurement::default()`, then applies).
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
 struct MeasureKw {
-    threshold: f64,
-    noise: f64,
-    warmup: u32,
-    min_samples: usize,
-    min_time: f64,
-    max_time: f64,
-    noise_target: f64,
-    seed: u64,
-    timing: String,
+    threshold: Option<f64>,
+    noise: Option<f64>,
+    warmup: Option<u32>,
+    min_samples: Option<usize>,
+    min_time: Option<f64>,
+    max_time: Option<f64>,
+    noise_target: Option<f64>,
+    seed: Option<u64>,
+    timing: Option<String>,
     range: Option<String>,
     tracer: Option<PathBuf>,
     check: Option<PathBuf>,
@@ -330,24 +331,47 @@ struct MeasureKw {
 
 impl MeasureKw {
     fn lower(self) -> PyResult<kopt_engine::Measurement> {
+        let d = kopt_engine::Measurement::default();
         Ok(kopt_engine::Measurement {
-            threshold: self.threshold,
-            noise: self.noise,
-            warmup: self.warmup,
+            threshold: self.threshold.unwrap_or(d.threshold),
+            noise: self.noise.unwrap_or(d.noise),
+            warmup: self.warmup.unwrap_or(d.warmup),
             stop: kopt_engine::bench::StopRule {
-                min_samples: self.min_samples,
-                min_time_s: self.min_time,
-                max_time_s: self.max_time,
-                noise_target: self.noise_target,
+                min_samples: self.min_samples.unwrap_or(d.stop.min_samples),
+                min_time_s: self.min_time.unwrap_or(d.stop.min_time_s),
+                max_time_s: self.max_time.unwrap_or(d.stop.max_time_s),
+                noise_target: self.noise_target.unwrap_or(d.stop.noise_target),
             },
-            seed: self.seed,
-            timing: timing_choice(&self.timing)?,
+            seed: self.seed.unwrap_or(d.seed),
+            timing: match self.timing {
+                Some(t) => timing_choice(&t)?,
+                None => d.timing,
+            },
             range: self.range,
             tracer: self.tracer,
             check: self.check,
             tol: self.tol,
         })
     }
+}
+
+/// The engine's measuring defaults (`Measurement::default()`) under the
+/// keyword names `bench` and `tune` take, for the Python layer's docs and
+/// tests: a keyword left at `None` gets these.
+#[pyfunction]
+fn measure_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = kopt_engine::Measurement::default();
+    let m = PyDict::new(py);
+    m.set_item("threshold", d.threshold)?;
+    m.set_item("noise", d.noise)?;
+    m.set_item("warmup", d.warmup)?;
+    m.set_item("min_samples", d.stop.min_samples)?;
+    m.set_item("min_time", d.stop.min_time_s)?;
+    m.set_item("max_time", d.stop.max_time_s)?;
+    m.set_item("noise_target", d.stop.noise_target)?;
+    m.set_item("seed", d.seed)?;
+    m.set_item("timing", timing_name(d.timing))?;
+    Ok(m)
 }
 
 /// A/B (or ablation) benchmark of shell commands; returns the report as JSON.
@@ -709,6 +733,15 @@ fn tune(
     json(&r)
 }
 
+fn timing_name(t: TimingChoice) -> &'static str {
+    match t {
+        TimingChoice::Auto => "auto",
+        TimingChoice::Gpu => "gpu",
+        TimingChoice::Reported => "reported",
+        TimingChoice::Wall => "wall",
+    }
+}
+
 fn timing_choice(timing: &str) -> PyResult<TimingChoice> {
     Ok(match timing {
         "auto" => TimingChoice::Auto,
@@ -801,6 +834,7 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(bench_commands, m)?)?;
+    m.add_function(wrap_pyfunction!(measure_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;

@@ -308,3 +308,14 @@ def test_analyze_refuses_bare_run_arguments_without_a_program(fixtures):
         kopt.analyze(trace, gpu=1)
     with pytest.raises(kopt.UsageError, match="needs a program"):
         kopt.analyze(trace, bare_command="")
+
+
+def test_measuring_keywords_default_to_the_engines(tmp_path):
+    d = kopt.measure_defaults()
+    assert d["threshold"] == 0.05 and d["min_samples"] == 10 and d["timing"] == "auto"
+    # The CLI's --help shows the same defaults: both read the engine's.
+    help_text = subprocess.run([sys.executable, "-m", "kopt", "bench", "--help"], capture_output=True, text=True).stdout
+    assert f"[default: {d['noise_target']}]" in help_text
+    # A keyword left at None takes the engine's default.
+    r = kopt.bench("true", "true", timing="wall", min_samples=2, min_time=0, max_time=0.5, db=tmp_path / "h.db")
+    assert r.to_dict()["threshold"] == d["threshold"] and r.to_dict()["seed"] == d["seed"]

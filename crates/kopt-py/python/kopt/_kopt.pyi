@@ -85,6 +85,7 @@ def bench(
     journal: Optional[str] = None,
     db: Optional[str] = None,
 ) -> str: ...
+def measure_defaults() -> Dict[str, Any]: ...
 def compare(
     reference: str,
     candidate: str,
