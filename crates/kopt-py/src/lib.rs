@@ -374,6 +374,35 @@ fn measure_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(m)
 }
 
+/// The run history as `kopt history` prints it, in `format_name`: the
+/// newest `limit` runs, one run (`run`), two side by side (`runs`), or the
+/// calibration of predictions (`calibration=True`).
+#[pyfunction]
+#[pyo3(signature = (*, db=None, limit=20, run=None, runs=None, calibration=false, format_name="term"))]
+fn history(
+    py: Python<'_>,
+    db: Option<PathBuf>,
+    limit: usize,
+    run: Option<i64>,
+    runs: Option<(i64, i64)>,
+    calibration: bool,
+    format_name: &str,
+) -> PyResult<String> {
+    use kopt_engine::history;
+    let (f, layout) = (format(format_name)?, Layout::default());
+    let db = db.unwrap_or_else(|| RecordPaths::current().db);
+    py.detach(|| match (run, runs, calibration) {
+        (None, None, false) => Ok(history::list(&db, limit)?.render(f, layout)),
+        (Some(id), None, false) => Ok(history::show(&db, id)?.render(f, layout)),
+        (None, Some((a, b)), false) => Ok(history::diff(&db, a, b)?.render(f, layout)),
+        (None, None, true) => Ok(history::calibration_report(&db)?.render(f, layout)),
+        _ => Err(kopt_engine::Error::Usage(
+            "give at most one of run, runs and calibration".into(),
+        )),
+    })
+    .map_err(engine_err)
+}
+
 /// A/B (or ablation) benchmark of shell commands; returns the report as JSON.
 #[pyfunction]
 #[pyo3(signature = (variants, measure, *, journal=None, db=None))]
@@ -835,6 +864,7 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(bench_commands, m)?)?;
     m.add_function(wrap_pyfunction!(measure_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(history, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;

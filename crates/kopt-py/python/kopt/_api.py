@@ -209,6 +209,25 @@ def bench(
     )
 
 
+def history(
+    *,
+    run: Optional[int] = None,
+    runs: Optional[Tuple[int, int]] = None,
+    calibration: bool = False,
+    limit: int = 20,
+    format: str = "term",
+    db: Optional[PathLike] = None,
+) -> str:
+    """The run history as ``kopt history`` prints it: the newest ``limit``
+    runs, one run (``run=ID``, with its report), two side by side
+    (``runs=(A, B)``), or how well predictions held (``calibration=True``);
+    ``format`` is term, md, json or html. Text read back from the database
+    is escaped: nothing in it can drive a terminal."""
+    return _kopt.history(
+        db=_opt_path(db), limit=limit, run=run, runs=runs, calibration=calibration, format_name=format
+    )
+
+
 def compare(
     reference: PathLike,
     candidate: PathLike,

@@ -86,6 +86,15 @@ def bench(
     db: Optional[str] = None,
 ) -> str: ...
 def measure_defaults() -> Dict[str, Any]: ...
+def history(
+    *,
+    db: Optional[str] = None,
+    limit: int = 20,
+    run: Optional[int] = None,
+    runs: Optional[Tuple[int, int]] = None,
+    calibration: bool = False,
+    format_name: str = "term",
+) -> str: ...
 def compare(
     reference: str,
     candidate: str,
