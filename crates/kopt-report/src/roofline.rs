@@ -4,12 +4,10 @@
 
 use std::fmt::Write;
 
+use kopt_analyze::roofline;
 use kopt_model::{BottleneckClass, Diagnosis, KernelVerdict};
 
 use crate::escape;
-
-/// At most this many kernels (by time) get a point.
-pub const HOT_KERNELS_MAX: usize = 100;
 
 const W: f64 = 760.0;
 const H: f64 = 440.0;
@@ -35,51 +33,27 @@ pub struct Point {
 /// under the chart names them.
 pub const LABELS_MAX: usize = 12;
 
-/// True when a kernel has the counters a roofline point needs (a trace
-/// alone gives times, and a class from them, but no rates).
-pub fn has_counters(k: &KernelVerdict) -> bool {
-    k.bottleneck.class != BottleneckClass::Unknown
-        && (k.fp32_flops_per_s.is_some()
-            || k.dram_bytes_per_s.is_some()
-            || k.tensor_pct.is_some()
-            || k.memory_sol_pct.is_some()
-            || k.compute_sol_pct.is_some())
-}
-
-/// The kernels that get a point: those with counters, hottest first.
-pub fn hot_kernels(d: &Diagnosis) -> Vec<&KernelVerdict> {
-    d.kernels
-        .iter()
-        .filter(|k| has_counters(k))
-        .take(HOT_KERNELS_MAX)
-        .collect()
-}
-
+/// Where a kernel sits on this chart: kopt-analyze's roofline figures,
+/// clamped into the chart's range.
 pub fn point(k: &KernelVerdict, d: &Diagnosis) -> Point {
-    let tensor_rate = match (k.tensor_pct, d.device.peaks.tensor_bf16_flops) {
-        // Tensor FLOPs are not counted by kopt's metrics; the pipe's busy share
-        // of the peak stands for them.
-        (Some(p), Some(peak)) if p >= 1.0 => p / 100.0 * peak,
-        _ => 0.0,
+    let f = roofline::figures(k, &d.device.peaks);
+    let (rate, bw) = (f.flops_per_s, f.dram_bytes_per_s);
+    let Some(ai) = f.flop_per_byte() else {
+        return if rate <= 0.0 {
+            // No floating-point work: show the bandwidth achieved at the left edge.
+            Point {
+                ai: X_MIN,
+                rate: (bw * X_MIN).max(1.0),
+                clamped: true,
+            }
+        } else {
+            Point {
+                ai: X_MAX,
+                rate,
+                clamped: true,
+            }
+        };
     };
-    let rate = k.fp32_flops_per_s.unwrap_or(0.0) + tensor_rate;
-    let bw = k.dram_bytes_per_s.unwrap_or(0.0);
-    if rate <= 0.0 {
-        // No floating-point work: show the bandwidth achieved at the left edge.
-        return Point {
-            ai: X_MIN,
-            rate: (bw * X_MIN).max(1.0),
-            clamped: true,
-        };
-    }
-    if bw <= 0.0 {
-        return Point {
-            ai: X_MAX,
-            rate,
-            clamped: true,
-        };
-    }
-    let ai = rate / bw;
     Point {
         ai: ai.clamp(X_MIN, X_MAX),
         rate,
@@ -172,7 +146,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
         .into_iter()
         .flatten()
         .fold(1e12_f64, f64::max);
-    let hot = hot_kernels(d);
+    let hot = roofline::plotted_kernels(d);
     if hot.is_empty() {
         return Chart::default();
     }
