@@ -9,6 +9,7 @@ pub mod library;
 pub mod ncu_rules;
 pub mod ops;
 pub mod rollup;
+pub mod roofline;
 pub mod rules;
 pub mod timeline;
 pub mod warmup;

@@ -5,99 +5,54 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use kopt_model::compare::CompareReport;
+pub use kopt_model::history::{
+    Calibration, CalibrationPoint, DiffRow, DiffUnit, RuleCalibration, RunDiff, RunListing,
+    RunShow, StoredReport, CALIBRATION_MIN_POINTS,
+};
 use kopt_model::{BenchReport, Diagnosis};
 use kopt_store::{History, RunRow};
 
 use crate::error::{Error, Result};
 
 /// A recorded run's report, read back as the type its kind wrote.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StoredReport {
-    Diagnosis(Box<Diagnosis>),
-    Bench(Box<BenchReport>),
-    Compare(Box<CompareReport>),
-    Optimize(Box<kopt_model::optimize::OptimizeReport>),
-    Tune(Box<kopt_model::tune::TuneReport>),
-    /// No report, or one this kopt cannot read (an older schema).
-    None,
-}
-
-impl StoredReport {
-    pub fn of(row: &RunRow) -> StoredReport {
-        let Some(json) = row.report_json.as_deref() else {
-            return StoredReport::None;
-        };
-        let parsed = match row.kind.as_str() {
-            "profile" | "trace" => serde_json::from_str(json)
-                .map(|d| StoredReport::Diagnosis(Box::new(d)))
-                .ok(),
-            "bench" => serde_json::from_str(json)
-                .map(|b| StoredReport::Bench(Box::new(b)))
-                .ok(),
-            "compare" => serde_json::from_str(json)
-                .map(|c| StoredReport::Compare(Box::new(c)))
-                .ok(),
-            "optimize" => serde_json::from_str(json)
-                .map(|o| StoredReport::Optimize(Box::new(o)))
-                .ok(),
-            "tune" => serde_json::from_str(json)
-                .map(|t| StoredReport::Tune(Box::new(t)))
-                .ok(),
-            _ => None,
-        };
-        parsed.unwrap_or(StoredReport::None)
-    }
+pub fn read_report(row: &RunRow) -> StoredReport {
+    let Some(json) = row.report_json.as_deref() else {
+        return StoredReport::None;
+    };
+    let parsed = match row.kind.as_str() {
+        "profile" | "trace" => serde_json::from_str(json)
+            .map(|d| StoredReport::Diagnosis(Box::new(d)))
+            .ok(),
+        "bench" => serde_json::from_str(json)
+            .map(|b| StoredReport::Bench(Box::new(b)))
+            .ok(),
+        "compare" => serde_json::from_str(json)
+            .map(|c| StoredReport::Compare(Box::new(c)))
+            .ok(),
+        "optimize" => serde_json::from_str(json)
+            .map(|o| StoredReport::Optimize(Box::new(o)))
+            .ok(),
+        "tune" => serde_json::from_str(json)
+            .map(|t| StoredReport::Tune(Box::new(t)))
+            .ok(),
+        _ => None,
+    };
+    parsed.unwrap_or(StoredReport::None)
 }
 
 /// The newest `limit` runs; the database is opened for reading only (a
 /// missing one is an error, never created).
-pub fn list(db: &Path, limit: usize) -> Result<Vec<RunRow>> {
-    Ok(History::open_existing(db)?.list(limit)?)
+pub fn list(db: &Path, limit: usize) -> Result<RunListing> {
+    Ok(RunListing {
+        db: db.display().to_string(),
+        rows: History::open_existing(db)?.list(limit)?,
+    })
 }
 
-pub fn show(db: &Path, id: i64) -> Result<(RunRow, StoredReport)> {
+pub fn show(db: &Path, id: i64) -> Result<RunShow> {
     let row = History::open_existing(db)?.get(id)?;
-    let report = StoredReport::of(&row);
-    Ok((row, report))
-}
-
-/// One compared figure of two runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DiffRow {
-    pub name: String,
-    pub a: Option<f64>,
-    pub b: Option<f64>,
-}
-
-impl DiffRow {
-    /// b relative to a, in percent.
-    pub fn change_pct(&self) -> Option<f64> {
-        match (self.a, self.b) {
-            (Some(a), Some(b)) if a > 0.0 => Some(100.0 * (b / a - 1.0)),
-            _ => None,
-        }
-    }
-}
-
-/// What is compared, and in which unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DiffUnit {
-    /// Kernel time, nanoseconds (profile and trace runs).
-    KernelNs,
-    /// Median time per variant, seconds (bench runs).
-    MedianS,
-    /// Relative L2 error per tensor (compare runs).
-    RelL2,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunDiff {
-    pub a: RunRow,
-    pub b: RunRow,
-    pub unit: DiffUnit,
-    /// The whole run's figure (total kernel time), where there is one.
-    pub total: Option<DiffRow>,
-    pub rows: Vec<DiffRow>,
+    let report = read_report(&row);
+    Ok(RunShow { row, report })
 }
 
 pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
@@ -110,10 +65,7 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
             .map_or(StoredReport::None, |b| StoredReport::Bench(Box::new(b))),
         other => other,
     };
-    let (ra, rb) = (
-        as_bench(StoredReport::of(&a)),
-        as_bench(StoredReport::of(&b)),
-    );
+    let (ra, rb) = (as_bench(read_report(&a)), as_bench(read_report(&b)));
     let pair = |x: BTreeMap<String, f64>, y: BTreeMap<String, f64>| -> Vec<DiffRow> {
         let mut names: Vec<&String> = x.keys().chain(y.keys()).collect();
         names.sort();
@@ -186,32 +138,6 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
     })
 }
 
-/// One prediction checked by a measurement: `kopt optimize` predicts a
-/// candidate's speed-up from the diagnosis, then measures it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CalibrationPoint {
-    /// The recommendation whose model made the prediction.
-    pub rule: String,
-    pub predicted: f64,
-    pub measured: f64,
-    pub run: i64,
-}
-
-/// measured / predicted for one rule, over the runs that checked it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RuleCalibration {
-    pub rule: String,
-    pub points: usize,
-    /// Median of measured / predicted (1 = the model was right; below 1 it
-    /// predicted too much).
-    pub median_ratio: f64,
-    pub min_ratio: f64,
-    pub max_ratio: f64,
-}
-
-/// Calibrations quoted in reports only from this many points on.
-pub const CALIBRATION_MIN_POINTS: usize = 3;
-
 /// The recommendation a candidate's prediction comes from.
 fn rule_of(candidate: &str) -> Option<&'static str> {
     match candidate {
@@ -229,7 +155,7 @@ pub fn calibration_points(db: &Path) -> Result<Vec<CalibrationPoint>> {
     let h = History::open_existing(db)?;
     let mut points = Vec::new();
     for row in h.list(usize::MAX)? {
-        let StoredReport::Optimize(r) = StoredReport::of(&row) else {
+        let StoredReport::Optimize(r) = read_report(&row) else {
             continue;
         };
         for c in &r.candidates {
@@ -273,6 +199,16 @@ pub fn calibration(db: &Path) -> Result<Vec<RuleCalibration>> {
             }
         })
         .collect())
+}
+
+/// Every checked prediction and their grouping per rule, as `kopt history
+/// calibration` shows them.
+pub fn calibration_report(db: &Path) -> Result<Calibration> {
+    Ok(Calibration {
+        db: db.display().to_string(),
+        rules: calibration(db)?,
+        points: calibration_points(db)?,
+    })
 }
 
 /// Quote each rule's calibration (from `CALIBRATION_MIN_POINTS` points on)

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use kopt_model::optimize::OptimizeReport;
 use kopt_model::VerdictKind;
-use kopt_report::{render_optimize, Format};
+use kopt_report::{Format, Layout, Render};
 
 fn report(name: &str) -> OptimizeReport {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -86,18 +86,18 @@ fn a_forward_with_item_reports_the_capture_failure_and_finishes() {
 fn every_format_renders() {
     for name in ["moe_routing", "big_matmuls", "item_in_forward"] {
         let r = report(name);
-        let term = render_optimize(&r, Format::Terminal);
+        let term = r.render(Format::Terminal, Layout::default());
         assert!(term.contains("Best:"), "{term}");
-        let md = render_optimize(&r, Format::Markdown);
+        let md = r.render(Format::Markdown, Layout::default());
         assert!(
             md.contains("| Candidate |") && md.contains("| eager |"),
             "{md}"
         );
         // JSON reads back to the same document (floats compared as written).
-        let json = render_optimize(&r, Format::Json);
+        let json = r.render(Format::Json, Layout::default());
         let back: OptimizeReport = serde_json::from_str(&json).unwrap();
         assert!(
-            render_optimize(&back, Format::Json) == json,
+            back.render(Format::Json, Layout::default()) == json,
             "{name}: JSON does not read back"
         );
     }

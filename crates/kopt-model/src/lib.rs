@@ -8,6 +8,7 @@ pub mod bench;
 pub mod compare;
 mod device;
 mod diagnosis;
+pub mod history;
 mod launch;
 mod names;
 pub mod optimize;

@@ -14,10 +14,11 @@ use kopt_engine::{
     TimingChoice, TimingPass, TraceRequest, WorkloadOptions,
 };
 use kopt_model::Peaks;
-use kopt_report::Format;
+use kopt_report::{Format, Layout, Render};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 create_exception!(_kopt, KoptError, PyException, "Any error kopt reports.");
 create_exception!(
@@ -129,9 +130,7 @@ impl DiagnosisHandle {
     /// The report as term, md, json or html.
     #[pyo3(signature = (format_name, width=None))]
     fn render(&self, format_name: &str, width: Option<u16>) -> PyResult<String> {
-        Ok(format(format_name)?
-            .exporter(width)
-            .render_to_string(&self.d))
+        Ok(self.d.render(format(format_name)?, Layout::width(width)))
     }
 }
 
@@ -310,20 +309,20 @@ fn trace(
 }
 
 /// The measuring keywords `bench` and `tune` share, as the Python layer
-/// passes them: one dict with every key (the defaults live in the Python
-/// signatures users read).
+/// passes them: one dict with every key, `None` where the caller gave none
+/// (the engine's default, `Measurement::default()`, then applies).
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
 struct MeasureKw {
-    threshold: f64,
-    noise: f64,
-    warmup: u32,
-    min_samples: usize,
-    min_time: f64,
-    max_time: f64,
-    noise_target: f64,
-    seed: u64,
-    timing: String,
+    threshold: Option<f64>,
+    noise: Option<f64>,
+    warmup: Option<u32>,
+    min_samples: Option<usize>,
+    min_time: Option<f64>,
+    max_time: Option<f64>,
+    noise_target: Option<f64>,
+    seed: Option<u64>,
+    timing: Option<String>,
     range: Option<String>,
     tracer: Option<PathBuf>,
     check: Option<PathBuf>,
@@ -332,24 +331,76 @@ struct MeasureKw {
 
 impl MeasureKw {
     fn lower(self) -> PyResult<kopt_engine::Measurement> {
+        let d = kopt_engine::Measurement::default();
         Ok(kopt_engine::Measurement {
-            threshold: self.threshold,
-            noise: self.noise,
-            warmup: self.warmup,
+            threshold: self.threshold.unwrap_or(d.threshold),
+            noise: self.noise.unwrap_or(d.noise),
+            warmup: self.warmup.unwrap_or(d.warmup),
             stop: kopt_engine::bench::StopRule {
-                min_samples: self.min_samples,
-                min_time_s: self.min_time,
-                max_time_s: self.max_time,
-                noise_target: self.noise_target,
+                min_samples: self.min_samples.unwrap_or(d.stop.min_samples),
+                min_time_s: self.min_time.unwrap_or(d.stop.min_time_s),
+                max_time_s: self.max_time.unwrap_or(d.stop.max_time_s),
+                noise_target: self.noise_target.unwrap_or(d.stop.noise_target),
             },
-            seed: self.seed,
-            timing: timing_choice(&self.timing)?,
+            seed: self.seed.unwrap_or(d.seed),
+            timing: match self.timing {
+                Some(t) => timing_choice(&t)?,
+                None => d.timing,
+            },
             range: self.range,
             tracer: self.tracer,
             check: self.check,
             tol: self.tol,
         })
     }
+}
+
+/// The engine's measuring defaults (`Measurement::default()`) under the
+/// keyword names `bench` and `tune` take, for the Python layer's docs and
+/// tests: a keyword left at `None` gets these.
+#[pyfunction]
+fn measure_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = kopt_engine::Measurement::default();
+    let m = PyDict::new(py);
+    m.set_item("threshold", d.threshold)?;
+    m.set_item("noise", d.noise)?;
+    m.set_item("warmup", d.warmup)?;
+    m.set_item("min_samples", d.stop.min_samples)?;
+    m.set_item("min_time", d.stop.min_time_s)?;
+    m.set_item("max_time", d.stop.max_time_s)?;
+    m.set_item("noise_target", d.stop.noise_target)?;
+    m.set_item("seed", d.seed)?;
+    m.set_item("timing", timing_name(d.timing))?;
+    Ok(m)
+}
+
+/// The run history as `kopt history` prints it, in `format_name`: the
+/// newest `limit` runs, one run (`run`), two side by side (`runs`), or the
+/// calibration of predictions (`calibration=True`).
+#[pyfunction]
+#[pyo3(signature = (*, db=None, limit=20, run=None, runs=None, calibration=false, format_name="term"))]
+fn history(
+    py: Python<'_>,
+    db: Option<PathBuf>,
+    limit: usize,
+    run: Option<i64>,
+    runs: Option<(i64, i64)>,
+    calibration: bool,
+    format_name: &str,
+) -> PyResult<String> {
+    use kopt_engine::history;
+    let (f, layout) = (format(format_name)?, Layout::default());
+    let db = db.unwrap_or_else(|| RecordPaths::current().db);
+    py.detach(|| match (run, runs, calibration) {
+        (None, None, false) => Ok(history::list(&db, limit)?.render(f, layout)),
+        (Some(id), None, false) => Ok(history::show(&db, id)?.render(f, layout)),
+        (None, Some((a, b)), false) => Ok(history::diff(&db, a, b)?.render(f, layout)),
+        (None, None, true) => Ok(history::calibration_report(&db)?.render(f, layout)),
+        _ => Err(kopt_engine::Error::Usage(
+            "give at most one of run, runs and calibration".into(),
+        )),
+    })
+    .map_err(engine_err)
 }
 
 /// A/B (or ablation) benchmark of shell commands; returns the report as JSON.
@@ -426,16 +477,19 @@ fn render(
     format_name: &str,
     width: Option<u16>,
 ) -> PyResult<String> {
-    let f = format(format_name)?;
+    let (f, layout) = (format(format_name)?, Layout::width(width));
     Ok(match kind {
-        "diagnosis" => {
-            let d: kopt_model::Diagnosis = parse(report_json, "diagnosis")?;
-            f.exporter(width).render_to_string(&d)
+        "diagnosis" => parse::<kopt_model::Diagnosis>(report_json, "diagnosis")?.render(f, layout),
+        "bench" => parse::<kopt_model::BenchReport>(report_json, "bench report")?.render(f, layout),
+        "compare" => parse::<kopt_model::compare::CompareReport>(report_json, "compare report")?
+            .render(f, layout),
+        "optimize" => {
+            parse::<kopt_model::optimize::OptimizeReport>(report_json, "optimize report")?
+                .render(f, layout)
         }
-        "bench" => kopt_report::render_bench(&parse(report_json, "bench report")?, f),
-        "compare" => kopt_report::render_compare(&parse(report_json, "compare report")?, f),
-        "optimize" => kopt_report::render_optimize(&parse(report_json, "optimize report")?, f),
-        "tune" => kopt_report::render_tune(&parse(report_json, "tune report")?, f),
+        "tune" => {
+            parse::<kopt_model::tune::TuneReport>(report_json, "tune report")?.render(f, layout)
+        }
         other => {
             return Err(UsageError::new_err(format!(
                 "kind {other:?} is not one of diagnosis, bench, compare, optimize"
@@ -708,6 +762,15 @@ fn tune(
     json(&r)
 }
 
+fn timing_name(t: TimingChoice) -> &'static str {
+    match t {
+        TimingChoice::Auto => "auto",
+        TimingChoice::Gpu => "gpu",
+        TimingChoice::Reported => "reported",
+        TimingChoice::Wall => "wall",
+    }
+}
+
 fn timing_choice(timing: &str) -> PyResult<TimingChoice> {
     Ok(match timing {
         "auto" => TimingChoice::Auto,
@@ -800,6 +863,8 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(profile, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(bench_commands, m)?)?;
+    m.add_function(wrap_pyfunction!(measure_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(history, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;

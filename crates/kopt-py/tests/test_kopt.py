@@ -308,3 +308,28 @@ def test_analyze_refuses_bare_run_arguments_without_a_program(fixtures):
         kopt.analyze(trace, gpu=1)
     with pytest.raises(kopt.UsageError, match="needs a program"):
         kopt.analyze(trace, bare_command="")
+
+
+def test_measuring_keywords_default_to_the_engines(tmp_path):
+    d = kopt.measure_defaults()
+    assert d["threshold"] == 0.05 and d["min_samples"] == 10 and d["timing"] == "auto"
+    # The CLI's --help shows the same defaults: both read the engine's.
+    help_text = subprocess.run([sys.executable, "-m", "kopt", "bench", "--help"], capture_output=True, text=True).stdout
+    assert f"[default: {d['noise_target']}]" in help_text
+    # A keyword left at None takes the engine's default.
+    r = kopt.bench("true", "true", timing="wall", min_samples=2, min_time=0, max_time=0.5, db=tmp_path / "h.db")
+    assert r.to_dict()["threshold"] == d["threshold"] and r.to_dict()["seed"] == d["seed"]
+
+
+def test_history_is_the_clis_text(tmp_path):
+    db = tmp_path / "h.db"
+    kopt.bench("true", "true", timing="wall", min_samples=2, min_time=0, max_time=0.5, db=db)
+    listing = kopt.history(db=db)
+    assert listing.count("\n") == 1 and "bench" in listing
+    cli = subprocess.run([sys.executable, "-m", "kopt", "history", "--db", str(db)], capture_output=True, text=True)
+    assert cli.stdout == listing
+    shown = kopt.history(run=1, db=db)
+    assert shown.startswith("run 1 (bench)") and "baseline" in shown
+    assert kopt.history(runs=(1, 1), db=db).startswith("run 1 (")
+    with pytest.raises(kopt.UsageError):
+        kopt.history(run=1, calibration=True, db=db)

@@ -3,7 +3,7 @@
 
 use askama::Template;
 
-use crate::roofline::esc;
+use crate::escape;
 
 /// One variant as the page shows it.
 pub struct VariantView {
@@ -65,7 +65,7 @@ pub fn boxes_svg(variants: &[VariantView]) -> String {
             r#"<text class="lbl" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             LABEL - 8.0,
             y + 18.0,
-            esc(&v.name)
+            escape::html(&v.name)
         ));
         if sorted.is_empty() {
             continue;
@@ -78,8 +78,8 @@ pub fn boxes_svg(variants: &[VariantView]) -> String {
         let (mn, mx) = (sorted[0], sorted[sorted.len() - 1]);
         s.push_str(&format!(
             r#"<g class="box"><title>{}: median {}, {} samples</title><line class="whisker" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/><rect class="iqr" x="{:.1}" y="{:.1}" width="{:.1}" height="24"/><line class="median" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/></g>"#,
-            esc(&v.name),
-            esc(&v.median),
+            escape::html(&v.name),
+            escape::html(&v.median),
             sorted.len(),
             x(mn),
             y + 14.0,
@@ -107,7 +107,7 @@ pub fn boxes_svg(variants: &[VariantView]) -> String {
             r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
             x(t),
             h - 6.0,
-            esc(&kopt_model::format_duration_ns(t * 1e9))
+            escape::html(&kopt_model::format_duration_ns(t * 1e9))
         ));
     }
     s.push_str("</svg>");

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use kopt_model::{format_duration_ns, BenchReport, VariantResult};
 
 use crate::bench_html::{page, VariantView};
-use crate::Format;
+use crate::{Format, Layout, Render};
 
 fn median(v: &VariantResult) -> String {
     format_duration_ns(v.median_s * 1e9)
@@ -21,41 +21,44 @@ fn verdict(v: &VariantResult) -> &str {
 }
 
 /// The report as text in `format`.
-pub fn render_bench(r: &BenchReport, format: Format) -> String {
-    match format {
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
-            s.push('\n');
-            s
+impl Render for BenchReport {
+    fn render(&self, format: Format, _layout: Layout) -> String {
+        let r = self;
+        match format {
+            Format::Json => {
+                let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
+                s.push('\n');
+                s
+            }
+            Format::Html => {
+                let views: Vec<VariantView> = r
+                    .variants
+                    .iter()
+                    .map(|v| VariantView {
+                        name: v.name.clone(),
+                        command: v.command.clone(),
+                        source: v.source.clone(),
+                        samples: v.values_s.clone(),
+                        median: median(v),
+                        speedup: format!("{:.3}x", v.speedup_vs_first),
+                        noise: noise(v),
+                        interval: v
+                            .ratio_interval
+                            .map_or("-".into(), |i| format!("[{:.3}, {:.3}]", i.low, i.high)),
+                        verdict: verdict(v).into(),
+                        reason: v
+                            .verdict
+                            .as_ref()
+                            .map_or(String::new(), |d| d.reason.clone()),
+                    })
+                    .collect();
+                page(&views, r.threshold)
+            }
+            // Names, commands and problems come from the user's programs: no
+            // control character of theirs reaches the terminal.
+            Format::Markdown => crate::escape::terminal_lines(&markdown(r)).into_owned(),
+            Format::Terminal => crate::escape::terminal_lines(&terminal(r)).into_owned(),
         }
-        Format::Html => {
-            let views: Vec<VariantView> = r
-                .variants
-                .iter()
-                .map(|v| VariantView {
-                    name: v.name.clone(),
-                    command: v.command.clone(),
-                    source: v.source.clone(),
-                    samples: v.values_s.clone(),
-                    median: median(v),
-                    speedup: format!("{:.3}x", v.speedup_vs_first),
-                    noise: noise(v),
-                    interval: v
-                        .ratio_interval
-                        .map_or("-".into(), |i| format!("[{:.3}, {:.3}]", i.low, i.high)),
-                    verdict: verdict(v).into(),
-                    reason: v
-                        .verdict
-                        .as_ref()
-                        .map_or(String::new(), |d| d.reason.clone()),
-                })
-                .collect();
-            page(&views, r.threshold)
-        }
-        // Names, commands and problems come from the user's programs: no
-        // control character of theirs reaches the terminal.
-        Format::Markdown => crate::format::safe_report(&markdown(r)).into_owned(),
-        Format::Terminal => crate::format::safe_report(&terminal(r)).into_owned(),
     }
 }
 
@@ -71,7 +74,7 @@ fn markdown(r: &BenchReport) -> String {
         let _ = writeln!(
             o,
             "| {} | {} | {:.3}x | {} | {} | {} |",
-            v.name,
+            crate::escape::markdown_cell(&v.name),
             median(v),
             v.speedup_vs_first,
             v.samples,
@@ -157,16 +160,17 @@ mod tests {
     fn every_format_shows_the_verdicts_and_no_control_character() {
         let r = report("tiled\u{1b}[31m\u{7}");
         for f in [Format::Terminal, Format::Markdown] {
-            let text = render_bench(&r, f);
+            let text = r.render(f, Layout::default());
             assert!(text.contains("KEEP") && text.contains("baseline"), "{text}");
             assert!(
                 !text.contains('\u{1b}') && !text.contains('\u{7}'),
                 "{text}"
             );
         }
-        let json: BenchReport = serde_json::from_str(&render_bench(&r, Format::Json)).unwrap();
+        let json: BenchReport =
+            serde_json::from_str(&r.render(Format::Json, Layout::default())).unwrap();
         assert_eq!(json, r);
-        let page = render_bench(&r, Format::Html);
+        let page = r.render(Format::Html, Layout::default());
         assert!(page.contains("KEEP") && page.contains("[0.780, 0.820]"));
     }
 }

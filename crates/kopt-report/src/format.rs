@@ -1,52 +1,9 @@
-//! Number formatting shared by the human-readable exporters, and the one
-//! helper that makes untrusted text safe to print.
-
-use std::borrow::Cow;
-use std::fmt::Write as _;
+//! Number formatting shared by the human-readable exporters (untrusted
+//! text is made safe to print by `crate::escape`).
 
 use kopt_model::{Device, Diagnosis, KernelVerdict, PeakSource};
 
 pub use kopt_model::format_duration_ns as duration;
-
-/// Text from a profile (kernel and device names, file labels, rule names,
-/// and kopt's sentences that quote them) made safe for a terminal: control
-/// characters (C0 such as ESC, BEL, CR and line breaks, DEL, C1) and the
-/// Unicode bidirectional controls that reorder what is shown are written as
-/// visible `\u{1b}` escapes. The terminal and Markdown exporters pass every
-/// such string through here.
-pub fn safe(s: &str) -> Cow<'_, str> {
-    escape_if(s, hidden)
-}
-
-/// `safe` for a whole report: line breaks are kept, since the exporters
-/// write them; anything else that `safe` escapes is escaped here too (the
-/// last guard, should a string have missed `safe`).
-pub fn safe_report(s: &str) -> Cow<'_, str> {
-    escape_if(s, |c| c != '\n' && hidden(c))
-}
-
-fn hidden(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-        )
-}
-
-fn escape_if(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !s.chars().any(&escape) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 16);
-    for c in s.chars() {
-        if escape(c) {
-            let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
 
 /// Column names, the same in every format (terminal, Markdown, HTML).
 pub mod col {
@@ -275,7 +232,7 @@ pub fn device_line(d: &Device) -> String {
             peaks.join(", ")
         )
     };
-    safe(&line).into_owned()
+    crate::escape::terminal(&line).into_owned()
 }
 
 /// The lines under a report's title: module, workload and run folder (from
@@ -305,7 +262,9 @@ pub fn header_lines(d: &Diagnosis) -> Vec<String> {
     if let Some(w) = &d.warmup_trials {
         v.push(warmup_line(w));
     }
-    v.into_iter().map(|l| safe(&l).into_owned()).collect()
+    v.into_iter()
+        .map(|l| crate::escape::terminal(&l).into_owned())
+        .collect()
 }
 
 /// One line on the warm-up / autotuning trials: left out, or kept on
@@ -459,7 +418,12 @@ pub fn timeline_lines(t: &kopt_model::TimelineSummary) -> Vec<(String, String)> 
         ));
     }
     v.into_iter()
-        .map(|(label, value)| (safe(&label).into_owned(), safe(&value).into_owned()))
+        .map(|(label, value)| {
+            (
+                crate::escape::terminal(&label).into_owned(),
+                crate::escape::terminal(&value).into_owned(),
+            )
+        })
         .collect()
 }
 
@@ -560,15 +524,6 @@ mod tests {
         // A long path breaks after a slash where one is near the end.
         assert_eq!(wrap("/aaaa/bbbb/cccc", 12), ["/aaaa/bbbb/", "cccc"]);
         assert_eq!(wrap("ünïcödé", 3), ["ünï", "cöd", "é"]);
-    }
-
-    #[test]
-    fn safe_escapes_controls_visibly() {
-        assert!(matches!(safe("void k<int>(float*)"), Cow::Borrowed(_)));
-        assert_eq!(safe("a\u{1b}[31mb\u{7}c"), "a\\u{1b}[31mb\\u{7}c");
-        assert_eq!(safe("x\ny\u{9b}z\u{7f}"), "x\\u{a}y\\u{9b}z\\u{7f}");
-        assert_eq!(safe("ab\u{202e}cd"), "ab\\u{202e}cd");
-        assert_eq!(safe_report("line\nnext\u{1b}"), "line\nnext\\u{1b}");
     }
 
     /// A profile whose kernel, device and file names carry terminal escapes

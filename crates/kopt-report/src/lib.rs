@@ -1,11 +1,16 @@
-//! Exporters for a [`Diagnosis`]: one module per format behind one trait.
-//! They decide nothing: every figure and word comes from kopt-analyze.
+//! Every document kopt prints, in every format, behind one trait
+//! ([`Render`]): a diagnosis (one exporter module per format), the bench,
+//! compare, tune and optimize reports, and the run history's documents.
+//! They decide nothing: every figure and word comes from kopt-analyze, the
+//! bench statistics or the engine.
 
 pub mod bench_html;
 mod bench_report;
 pub mod chrome_trace;
 mod compare_report;
+pub mod escape;
 mod format;
+mod history_report;
 pub mod html;
 mod json;
 mod markdown;
@@ -19,16 +24,45 @@ use std::io::{self, Write};
 
 use kopt_model::Diagnosis;
 
-pub use bench_report::render_bench;
-pub use compare_report::render_compare;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
-pub use optimize_report::render_optimize;
 pub use terminal::TerminalExporter;
-pub use tune_report::render_tune;
 
-/// One output format.
+/// A document kopt prints: a [`Diagnosis`], a bench, compare, tune or
+/// optimize report, or one of the history's (listing, one run, diff,
+/// calibration). Every front end renders through this, so the CLI and
+/// Python print the same text.
+pub trait Render {
+    /// The document as text in `format`; `layout` matters to the terminal only.
+    fn render(&self, format: Format, layout: Layout) -> String;
+}
+
+/// How the terminal lays a document out (other formats ignore it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Layout {
+    /// Columns the tables fit into (default: the terminal's width).
+    pub width: Option<u16>,
+    /// Every column of the kernel table, however wide.
+    pub wide: bool,
+}
+
+impl Layout {
+    /// Tables fitted into `width` columns (`None`: the terminal's).
+    pub fn width(width: Option<u16>) -> Layout {
+        Layout { width, wide: false }
+    }
+}
+
+impl Render for Diagnosis {
+    fn render(&self, format: Format, layout: Layout) -> String {
+        format
+            .exporter_with(layout.width, layout.wide)
+            .render_to_string(self)
+    }
+}
+
+/// One output format of a diagnosis, writing to any stream.
 pub trait Exporter {
     fn render(&self, diagnosis: &Diagnosis, out: &mut dyn Write) -> io::Result<()>;
 

@@ -2,6 +2,7 @@ use std::io::{self, Write};
 
 use kopt_model::Diagnosis;
 
+use crate::escape;
 use crate::format::{self, col};
 use crate::Exporter;
 
@@ -25,27 +26,15 @@ pub(crate) const KERNEL_COLUMNS: [&str; 13] = [
 /// Markdown for a pull request: seed 000's table, the key insight, the ranked list.
 pub struct MarkdownExporter;
 
-/// Table cells and any other untrusted text: control characters escaped
-/// (`format::safe`), pipes would end the cell, and kernel names hold `<`/`>`
-/// that renderers take for HTML.
-fn cell(s: &str) -> String {
-    format::safe(s)
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('|', "\\|")
-        .replace('\n', " ")
-}
-
 impl Exporter for MarkdownExporter {
-    /// Untrusted text goes through `cell` (and so `format::safe`); the whole
-    /// report then through `format::safe_report`, so no control character
+    /// Untrusted text goes through `escape::markdown_cell` (and so `escape::terminal`); the whole
+    /// report then through `escape::terminal_lines`, so no control character
     /// but the line break reaches a terminal that shows the Markdown.
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         let mut buf = Vec::new();
         self.write_report(d, &mut buf)?;
         let text = String::from_utf8_lossy(&buf);
-        out.write_all(format::safe_report(&text).as_bytes())
+        out.write_all(escape::terminal_lines(&text).as_bytes())
     }
 }
 
@@ -53,9 +42,13 @@ impl MarkdownExporter {
     fn write_report(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "# kopt analysis")?;
         writeln!(out)?;
-        writeln!(out, "- Device: {}", cell(&format::device_line(&d.device)))?;
+        writeln!(
+            out,
+            "- Device: {}",
+            escape::markdown_cell(&format::device_line(&d.device))
+        )?;
         for line in format::header_lines(d) {
-            writeln!(out, "- {}", cell(&line))?;
+            writeln!(out, "- {}", escape::markdown_cell(&line))?;
         }
         writeln!(out)?;
         writeln!(out, "## Profiling analysis")?;
@@ -66,7 +59,7 @@ impl MarkdownExporter {
             writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                cell(&k.short_name),
+                escape::markdown_cell(&k.short_name),
                 k.launches,
                 format::duration(k.total_ns),
                 format::duration(k.mean_ns),
@@ -75,10 +68,10 @@ impl MarkdownExporter {
                 format::pct(k.memory_sol_pct),
                 format::pct(k.compute_sol_pct),
                 format::pct(k.tensor_pct),
-                cell(&format::occupancy(k)),
+                escape::markdown_cell(&format::occupancy(k)),
                 format::intensity(k),
-                cell(&format::class(k)),
-                cell(&k.root_cause),
+                escape::markdown_cell(&format::class(k)),
+                escape::markdown_cell(&k.root_cause),
             )?;
         }
         writeln!(
@@ -100,12 +93,12 @@ impl MarkdownExporter {
                 writeln!(
                     out,
                     "| {} | {} | {} | {} | {:.1} | {} |",
-                    cell(&o.op),
-                    cell(o.shapes.as_deref().unwrap_or("-")),
+                    escape::markdown_cell(&o.op),
+                    escape::markdown_cell(o.shapes.as_deref().unwrap_or("-")),
                     o.launches,
                     format::duration(o.total_ns),
                     o.pct_of_total,
-                    cell(&o.kernels.join(", "))
+                    escape::markdown_cell(&o.kernels.join(", "))
                 )?;
             }
             writeln!(out)?;
@@ -117,7 +110,12 @@ impl MarkdownExporter {
             writeln!(out, "| | |")?;
             writeln!(out, "|---|---|")?;
             for (label, value) in format::timeline_lines(t) {
-                writeln!(out, "| {} | {} |", cell(&label), cell(&value))?;
+                writeln!(
+                    out,
+                    "| {} | {} |",
+                    escape::markdown_cell(&label),
+                    escape::markdown_cell(&value)
+                )?;
             }
             writeln!(out)?;
         }
@@ -128,11 +126,11 @@ impl MarkdownExporter {
             writeln!(
                 out,
                 "**Primary bottleneck:** `{}` / **{}**",
-                cell(&p.component_short),
+                escape::markdown_cell(&p.component_short),
                 p.class
             )?;
             writeln!(out)?;
-            writeln!(out, "{}", cell(&p.insight))?;
+            writeln!(out, "{}", escape::markdown_cell(&p.insight))?;
             writeln!(out)?;
         }
 
@@ -146,10 +144,10 @@ impl MarkdownExporter {
                     out,
                     "| {} | {} | {} | {} | {} |",
                     r.rank,
-                    cell(&r.title),
-                    cell(&r.kernel_short),
-                    cell(&format::gain(r)),
-                    cell(&r.evidence)
+                    escape::markdown_cell(&r.title),
+                    escape::markdown_cell(&r.kernel_short),
+                    escape::markdown_cell(&format::gain(r)),
+                    escape::markdown_cell(&r.evidence)
                 )?;
             }
             writeln!(out)?;
@@ -158,14 +156,14 @@ impl MarkdownExporter {
                     out,
                     "{}. **{}** (`{}`): {}",
                     r.rank,
-                    cell(&r.title),
-                    cell(&r.kernel_short),
-                    cell(&r.action)
+                    escape::markdown_cell(&r.title),
+                    escape::markdown_cell(&r.kernel_short),
+                    escape::markdown_cell(&r.action)
                 )?;
                 if let Some(g) = &r.gain {
-                    writeln!(out, "   Estimate: {}.", cell(&g.method))?;
+                    writeln!(out, "   Estimate: {}.", escape::markdown_cell(&g.method))?;
                 }
-                writeln!(out, "   Source: {}.", cell(&r.source))?;
+                writeln!(out, "   Source: {}.", escape::markdown_cell(&r.source))?;
             }
             writeln!(out)?;
         }
@@ -183,14 +181,14 @@ impl MarkdownExporter {
                 writeln!(
                     out,
                     "| {} | {} | {} | {} | {} |",
-                    cell(&k.short_name),
-                    cell(&n.ncu_rule),
+                    escape::markdown_cell(&k.short_name),
+                    escape::markdown_cell(&n.ncu_rule),
                     n.ncu_speedup_pct.map_or("-".into(), |s| format!(
                         "{s:.1}% {}",
-                        cell(&n.ncu_speedup_type)
+                        escape::markdown_cell(&n.ncu_speedup_type)
                     )),
-                    cell(&format::class(k)),
-                    cell(&n.why_kopt_differs)
+                    escape::markdown_cell(&format::class(k)),
+                    escape::markdown_cell(&n.why_kopt_differs)
                 )?;
             }
             writeln!(out)?;
@@ -199,7 +197,7 @@ impl MarkdownExporter {
             writeln!(out, "## Notes")?;
             writeln!(out)?;
             for n in &d.notes {
-                writeln!(out, "- {}", cell(n))?;
+                writeln!(out, "- {}", escape::markdown_cell(n))?;
             }
         }
         Ok(())

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use kopt_model::optimize::{CandidateResult, OptimizeReport};
 
-use crate::Format;
+use crate::{Format, Layout, Render};
 
 fn speedup(v: Option<f64>) -> String {
     v.map_or("-".into(), |s| format!("{s:.2}x"))
@@ -58,106 +58,109 @@ fn why(c: &CandidateResult) -> String {
 }
 
 /// The report as text in `format` (HTML gets the Markdown).
-pub fn render_optimize(r: &OptimizeReport, format: Format) -> String {
-    if format == Format::Json {
-        let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
-        s.push('\n');
-        return s;
-    }
-    let md = format != Format::Terminal;
-    let mut o = String::new();
-    let b = &r.baseline;
-    let _ = writeln!(
-        o,
-        "{}kopt optimize: {} on {}",
-        if md { "## " } else { "" },
-        r.module,
-        r.device.as_deref().unwrap_or("unknown GPU")
-    );
-    let _ = writeln!(
-        o,
-        "{}Baseline: primary {} / {}; {}{}",
-        if md { "\n" } else { "" },
-        b.primary_component.as_deref().unwrap_or("-"),
-        b.primary_type.map_or("-".into(), |t| t.to_string()),
-        b.busy_pct
-            .map_or("no timeline".into(), |p| format!("GPU busy {p:.1}%")),
-        if b.launch_bound { ", launch bound" } else { "" }
-    );
-    for n in &b.notes {
-        let _ = writeln!(o, "{}note: {n}", if md { "- " } else { "  " });
-    }
-    let _ = writeln!(o);
-    if md {
+impl Render for OptimizeReport {
+    fn render(&self, format: Format, _layout: Layout) -> String {
+        let r = self;
+        if format == Format::Json {
+            let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
+            s.push('\n');
+            return s;
+        }
+        let md = format != Format::Terminal;
+        let mut o = String::new();
+        let b = &r.baseline;
         let _ = writeln!(
             o,
-            "| Candidate | Tried | Predicted | Measured | Correctness | Verdict | Why |"
+            "{}kopt optimize: {} on {}",
+            if md { "## " } else { "" },
+            r.module,
+            r.device.as_deref().unwrap_or("unknown GPU")
         );
-        let _ = writeln!(o, "|---|---|--:|--:|---|---|---|");
-        for c in &r.candidates {
-            let _ = writeln!(
-                o,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                c.name,
-                if c.tried { "yes" } else { "no" },
-                speedup(c.predicted_speedup),
-                speedup(c.measured_speedup),
-                correctness(c),
-                verdict(c),
-                why(c).replace('|', "\\|")
-            );
+        let _ = writeln!(
+            o,
+            "{}Baseline: primary {} / {}; {}{}",
+            if md { "\n" } else { "" },
+            b.primary_component.as_deref().unwrap_or("-"),
+            b.primary_type.map_or("-".into(), |t| t.to_string()),
+            b.busy_pct
+                .map_or("no timeline".into(), |p| format!("GPU busy {p:.1}%")),
+            if b.launch_bound { ", launch bound" } else { "" }
+        );
+        for n in &b.notes {
+            let _ = writeln!(o, "{}note: {n}", if md { "- " } else { "  " });
         }
-    } else {
-        for c in &r.candidates {
+        let _ = writeln!(o);
+        if md {
             let _ = writeln!(
                 o,
-                "{:<28} {:<8} predicted {:>7}  measured {:>7}  correctness {:<4}",
-                c.name,
-                verdict(c),
-                speedup(c.predicted_speedup),
-                speedup(c.measured_speedup),
-                correctness(c)
+                "| Candidate | Tried | Predicted | Measured | Correctness | Verdict | Why |"
             );
-            let _ = writeln!(o, "  {}", why(c));
-            for p in c.correctness.iter().flat_map(|r| {
-                r.problems
-                    .iter()
-                    .chain(r.tensors.iter().flat_map(|t| &t.problems))
-            }) {
-                let _ = writeln!(o, "  correctness: {p}");
+            let _ = writeln!(o, "|---|---|--:|--:|---|---|---|");
+            for c in &r.candidates {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {} | {} | {} | {} | {} |",
+                    c.name,
+                    if c.tried { "yes" } else { "no" },
+                    speedup(c.predicted_speedup),
+                    speedup(c.measured_speedup),
+                    correctness(c),
+                    verdict(c),
+                    crate::escape::markdown_cell(&why(c))
+                );
+            }
+        } else {
+            for c in &r.candidates {
+                let _ = writeln!(
+                    o,
+                    "{:<28} {:<8} predicted {:>7}  measured {:>7}  correctness {:<4}",
+                    c.name,
+                    verdict(c),
+                    speedup(c.predicted_speedup),
+                    speedup(c.measured_speedup),
+                    correctness(c)
+                );
+                let _ = writeln!(o, "  {}", why(c));
+                for p in c.correctness.iter().flat_map(|r| {
+                    r.problems
+                        .iter()
+                        .chain(r.tensors.iter().flat_map(|t| &t.problems))
+                }) {
+                    let _ = writeln!(o, "  correctness: {p}");
+                }
             }
         }
-    }
-    let _ = writeln!(o);
-    match r
-        .best
-        .as_ref()
-        .and_then(|b| r.candidates.iter().find(|c| &c.name == b))
-    {
-        Some(c) => {
+        let _ = writeln!(o);
+        match r
+            .best
+            .as_ref()
+            .and_then(|b| r.candidates.iter().find(|c| &c.name == b))
+        {
+            Some(c) => {
+                let _ = writeln!(
+                    o,
+                    "Best: {} ({}), {} measured vs eager{}",
+                    c.name,
+                    c.description,
+                    speedup(c.measured_speedup),
+                    c.predicted_speedup.map_or(String::new(), |p| format!(
+                        "; the timeline predicted {p:.2}x"
+                    ))
+                );
+            }
+            None => {
+                let _ = writeln!(o, "Best: none kept: eager stays.");
+            }
+        }
+        if let Some(a) = &r.ablation {
             let _ = writeln!(
                 o,
-                "Best: {} ({}), {} measured vs eager{}",
-                c.name,
-                c.description,
-                speedup(c.measured_speedup),
-                c.predicted_speedup.map_or(String::new(), |p| format!(
-                    "; the timeline predicted {p:.2}x"
-                ))
+                "\n{}Ablation (GPU time per step):\n",
+                if md { "### " } else { "" }
             );
+            o.push_str(&a.render(Format::Markdown, Layout::default()));
         }
-        None => {
-            let _ = writeln!(o, "Best: none kept: eager stays.");
-        }
+        let _ = writeln!(o, "\nRun folder: {}", r.run_dir);
+        crate::escape::terminal_lines(&o).into_owned()
     }
-    if let Some(a) = &r.ablation {
-        let _ = writeln!(
-            o,
-            "\n{}Ablation (GPU time per step):\n",
-            if md { "### " } else { "" }
-        );
-        o.push_str(&crate::render_bench(a, Format::Markdown));
-    }
-    let _ = writeln!(o, "\nRun folder: {}", r.run_dir);
-    crate::format::safe_report(&o).into_owned()
 }

@@ -4,10 +4,10 @@
 
 use std::fmt::Write;
 
+use kopt_analyze::roofline;
 use kopt_model::{BottleneckClass, Diagnosis, KernelVerdict};
 
-/// At most this many kernels (by time) get a point.
-pub const HOT_KERNELS_MAX: usize = 100;
+use crate::escape;
 
 const W: f64 = 760.0;
 const H: f64 = 440.0;
@@ -17,22 +17,6 @@ const TOP: f64 = 20.0;
 const BOTTOM: f64 = 50.0;
 const X_MIN: f64 = 1e-2;
 const X_MAX: f64 = 1e4;
-
-/// Text for SVG: the page template's escaping does not reach inside `|safe` markup.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Where a kernel sits on the chart.
 #[derive(Debug, Clone)]
@@ -49,51 +33,27 @@ pub struct Point {
 /// under the chart names them.
 pub const LABELS_MAX: usize = 12;
 
-/// True when a kernel has the counters a roofline point needs (a trace
-/// alone gives times, and a class from them, but no rates).
-pub fn has_counters(k: &KernelVerdict) -> bool {
-    k.bottleneck.class != BottleneckClass::Unknown
-        && (k.fp32_flops_per_s.is_some()
-            || k.dram_bytes_per_s.is_some()
-            || k.tensor_pct.is_some()
-            || k.memory_sol_pct.is_some()
-            || k.compute_sol_pct.is_some())
-}
-
-/// The kernels that get a point: those with counters, hottest first.
-pub fn hot_kernels(d: &Diagnosis) -> Vec<&KernelVerdict> {
-    d.kernels
-        .iter()
-        .filter(|k| has_counters(k))
-        .take(HOT_KERNELS_MAX)
-        .collect()
-}
-
+/// Where a kernel sits on this chart: kopt-analyze's roofline figures,
+/// clamped into the chart's range.
 pub fn point(k: &KernelVerdict, d: &Diagnosis) -> Point {
-    let tensor_rate = match (k.tensor_pct, d.device.peaks.tensor_bf16_flops) {
-        // Tensor FLOPs are not counted by kopt's metrics; the pipe's busy share
-        // of the peak stands for them.
-        (Some(p), Some(peak)) if p >= 1.0 => p / 100.0 * peak,
-        _ => 0.0,
+    let f = roofline::figures(k, &d.device.peaks);
+    let (rate, bw) = (f.flops_per_s, f.dram_bytes_per_s);
+    let Some(ai) = f.flop_per_byte() else {
+        return if rate <= 0.0 {
+            // No floating-point work: show the bandwidth achieved at the left edge.
+            Point {
+                ai: X_MIN,
+                rate: (bw * X_MIN).max(1.0),
+                clamped: true,
+            }
+        } else {
+            Point {
+                ai: X_MAX,
+                rate,
+                clamped: true,
+            }
+        };
     };
-    let rate = k.fp32_flops_per_s.unwrap_or(0.0) + tensor_rate;
-    let bw = k.dram_bytes_per_s.unwrap_or(0.0);
-    if rate <= 0.0 {
-        // No floating-point work: show the bandwidth achieved at the left edge.
-        return Point {
-            ai: X_MIN,
-            rate: (bw * X_MIN).max(1.0),
-            clamped: true,
-        };
-    }
-    if bw <= 0.0 {
-        return Point {
-            ai: X_MAX,
-            rate,
-            clamped: true,
-        };
-    }
-    let ai = rate / bw;
     Point {
         ai: ai.clamp(X_MIN, X_MAX),
         rate,
@@ -186,7 +146,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
         .into_iter()
         .flatten()
         .fold(1e12_f64, f64::max);
-    let hot = hot_kernels(d);
+    let hot = roofline::plotted_kernels(d);
     if hot.is_empty() {
         return Chart::default();
     }
@@ -220,7 +180,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
         s,
         r#"<svg class="roofline" viewBox="0 0 {W} {H}" role="img" aria-labelledby="roofline-title" xmlns="http://www.w3.org/2000/svg"><title id="roofline-title">Roofline of {} kernels on {}</title>"#,
         points.len(),
-        esc(&d.device.name)
+        escape::html(&d.device.name)
     );
     // Grid and axes: decades.
     let mut x = X_MIN;
@@ -372,8 +332,8 @@ pub fn chart(d: &Diagnosis) -> Chart {
             r#"<circle class="pt c-{}{}" cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}"><title>{} | {} | {:.1}% of time | {:.3} FLOP/B{} | {}</title></circle>"#,
             class_css(k.bottleneck.class),
             if p.clamped { " clamped" } else { "" },
-            esc(&k.name),
-            esc(k.bottleneck.class.as_str()),
+            escape::html(&k.name),
+            escape::html(k.bottleneck.class.as_str()),
             k.pct_of_total,
             p.ai,
             if p.clamped {
@@ -381,7 +341,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
             } else {
                 ""
             },
-            esc(&k.root_cause)
+            escape::html(&k.root_cause)
         );
     }
     // Numbers for the hottest points, each at the nearest free spot around
@@ -413,7 +373,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
                 r#"<text class="pt-label" x="{:.1}" y="{:.1}" text-anchor="middle">{text}<title>{}</title></text>"#,
                 (b.x0 + b.x1) / 2.0,
                 b.y1 - 3.0,
-                esc(&k.short_name)
+                escape::html(&k.short_name)
             );
             taken.push(b);
         }
@@ -503,7 +463,7 @@ pub fn si(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{esc, si};
+    use super::si;
 
     #[test]
     fn ticks_use_si_prefixes_everywhere() {
@@ -514,14 +474,6 @@ mod tests {
         assert_eq!(
             got,
             ["0.01", "0.1", "1", "10", "1 k", "10 k", "100 M", "1 G", "1 T", "1 P", "10 P"]
-        );
-    }
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(
-            esc("<script>a&b</script>\"'"),
-            "&lt;script&gt;a&amp;b&lt;/script&gt;&quot;&#39;"
         );
     }
 }

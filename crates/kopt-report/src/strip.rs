@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use kopt_model::{format_duration_ns, TimelineStrip};
 
-use crate::roofline::esc;
+use crate::escape;
 
 const W: f64 = 1100.0;
 const LABEL: f64 = 170.0;
@@ -21,7 +21,7 @@ pub fn svg(s: &TimelineStrip) -> String {
         o,
         r#"<svg class="strip" viewBox="0 0 {W} {h:.0}" role="img" aria-labelledby="strip-title" xmlns="http://www.w3.org/2000/svg"><title id="strip-title">Timeline of {} lanes over {}</title>"#,
         s.lanes.len(),
-        esc(&format_duration_ns(s.window_ns as f64))
+        escape::html(&format_duration_ns(s.window_ns as f64))
     );
     if s.launch_bound {
         let _ = write!(
@@ -37,7 +37,7 @@ pub fn svg(s: &TimelineStrip) -> String {
             x(*start),
             (x(start + dur) - x(*start)).max(0.5),
             bottom - TOP,
-            esc(&format_duration_ns(*dur as f64))
+            escape::html(&format_duration_ns(*dur as f64))
         );
     }
     for (i, lane) in s.lanes.iter().enumerate() {
@@ -47,7 +47,7 @@ pub fn svg(s: &TimelineStrip) -> String {
             r#"<text class="lane-label" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             LABEL - 6.0,
             y + 15.0,
-            esc(&lane.label)
+            escape::html(&lane.label)
         );
         let class = if lane.host { "span host" } else { "span gpu" };
         for (a, b) in &lane.spans {
@@ -73,7 +73,7 @@ pub fn svg(s: &TimelineStrip) -> String {
             r#"<text class="tick" x="{:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
             x(ns),
             bottom + 16.0,
-            esc(&format_duration_ns(ns as f64))
+            escape::html(&format_duration_ns(ns as f64))
         );
     }
     o.push_str("</svg>");

@@ -2,7 +2,8 @@ use std::io::{self, Write};
 
 use kopt_model::{Diagnosis, KernelVerdict};
 
-use crate::format::{self, col, safe, wrap};
+use crate::escape;
+use crate::format::{self, col, wrap};
 use crate::Exporter;
 
 /// Tables for a terminal. The default table is compact: kernel, time,
@@ -45,7 +46,11 @@ impl Column {
         Column {
             header,
             right,
-            cells: d.kernels.iter().map(|k| safe(&f(k)).into_owned()).collect(),
+            cells: d
+                .kernels
+                .iter()
+                .map(|k| escape::terminal(&f(k)).into_owned())
+                .collect(),
         }
     }
 
@@ -83,14 +88,14 @@ fn clip(name: &str, width: usize) -> String {
 }
 
 impl Exporter for TerminalExporter {
-    /// Untrusted text goes through `format::safe` where it is written; the
-    /// whole report then through `format::safe_report`, so no control
+    /// Untrusted text goes through `escape::terminal` where it is written; the
+    /// whole report then through `escape::terminal_lines`, so no control
     /// character but the line break reaches the terminal.
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         let mut buf = Vec::new();
         self.write_report(d, &mut buf)?;
         let text = String::from_utf8_lossy(&buf);
-        out.write_all(format::safe_report(&text).as_bytes())
+        out.write_all(escape::terminal_lines(&text).as_bytes())
     }
 }
 
@@ -208,7 +213,13 @@ impl TerminalExporter {
             } else {
                 "Unless its row says otherwise"
             };
-            para(out, width, "", "", &safe(&format!("{lead}: {cause}")))?;
+            para(
+                out,
+                width,
+                "",
+                "",
+                &escape::terminal(&format!("{lead}: {cause}")),
+            )?;
             writeln!(out, "{}", "─".repeat(rule))?;
         }
         for (row, k) in d.kernels.iter().enumerate() {
@@ -229,14 +240,14 @@ impl TerminalExporter {
             if let Some(cause) =
                 row_cause(&k.root_cause, shared.as_deref()).filter(|c| !c.is_empty())
             {
-                para(out, width, INDENT, INDENT, &safe(&cause))?;
+                para(out, width, INDENT, INDENT, &escape::terminal(&cause))?;
             }
             for f in &k.findings {
-                let text = format!("also: {} ({})", safe(&f.evidence), f.class);
+                let text = format!("also: {} ({})", escape::terminal(&f.evidence), f.class);
                 para(out, width, INDENT, INDENT, &text)?;
             }
             if let Some(line) = format::ops_line(k) {
-                para(out, width, INDENT, INDENT, &safe(&line))?;
+                para(out, width, INDENT, INDENT, &escape::terminal(&line))?;
             }
         }
         Ok(())
@@ -274,7 +285,7 @@ impl TerminalExporter {
                     o.launches,
                     o.kernels.join(", ")
                 );
-                para(out, width, "  ", "    ", &safe(&text))?;
+                para(out, width, "  ", "    ", &escape::terminal(&text))?;
             }
             if d.ops.len() > 15 {
                 writeln!(out, "  ... {} more ops in the JSON", d.ops.len() - 15)?;
@@ -298,11 +309,11 @@ impl TerminalExporter {
                 "  ",
                 &format!(
                     "Key insight  [primary bottleneck: {} / {}]",
-                    safe(&p.component_short),
+                    escape::terminal(&p.component_short),
                     p.class
                 ),
             )?;
-            para(out, width, "  ", "  ", &safe(&p.insight))?;
+            para(out, width, "  ", "  ", &escape::terminal(&p.insight))?;
             writeln!(out)?;
         }
 
@@ -321,9 +332,9 @@ impl TerminalExporter {
                     &rest,
                     &format!(
                         "{} [{}]: {}",
-                        safe(&r.title),
-                        safe(&r.kernel_short),
-                        safe(&format::gain(r))
+                        escape::terminal(&r.title),
+                        escape::terminal(&r.kernel_short),
+                        escape::terminal(&format::gain(r))
                     ),
                 )?;
                 let more = format!("{rest}  ");
@@ -332,14 +343,14 @@ impl TerminalExporter {
                     width,
                     &rest,
                     &more,
-                    &format!("evidence: {}", safe(&r.evidence)),
+                    &format!("evidence: {}", escape::terminal(&r.evidence)),
                 )?;
                 para(
                     out,
                     width,
                     &rest,
                     &more,
-                    &format!("do: {}", safe(&r.action)),
+                    &format!("do: {}", escape::terminal(&r.action)),
                 )?;
                 if let Some(g) = &r.gain {
                     para(
@@ -347,7 +358,7 @@ impl TerminalExporter {
                         width,
                         &rest,
                         &more,
-                        &format!("estimate: {}", safe(&g.method)),
+                        &format!("estimate: {}", escape::terminal(&g.method)),
                     )?;
                 }
                 para(
@@ -355,7 +366,7 @@ impl TerminalExporter {
                     width,
                     &rest,
                     &more,
-                    &format!("from: {}", safe(&r.source)),
+                    &format!("from: {}", escape::terminal(&r.source)),
                 )?;
             }
             writeln!(out)?;
@@ -371,7 +382,7 @@ impl TerminalExporter {
                         if n.ncu_speedup_type.is_empty() {
                             String::new()
                         } else {
-                            format!(" ({})", safe(&n.ncu_speedup_type))
+                            format!(" ({})", escape::terminal(&n.ncu_speedup_type))
                         }
                     )
                 });
@@ -382,12 +393,12 @@ impl TerminalExporter {
                     "    ",
                     &format!(
                         "{}: ncu ranks {}{} first ({}); kopt says {}: {}",
-                        safe(&k.short_name),
-                        safe(&n.ncu_rule),
+                        escape::terminal(&k.short_name),
+                        escape::terminal(&n.ncu_rule),
                         speedup,
                         n.ncu_class,
-                        safe(&format::class(k)),
-                        safe(&n.why_kopt_differs)
+                        escape::terminal(&format::class(k)),
+                        escape::terminal(&n.why_kopt_differs)
                     ),
                 )?;
             }
@@ -395,7 +406,7 @@ impl TerminalExporter {
         }
 
         for n in &d.notes {
-            para(out, width, "note: ", "      ", &safe(n))?;
+            para(out, width, "note: ", "      ", &escape::terminal(n))?;
         }
         Ok(())
     }

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use kopt_model::format_duration_ns;
 use kopt_model::tune::{TrialResult, TrialStatus, TuneReport};
 
-use crate::roofline::esc;
-use crate::Format;
+use crate::escape;
+use crate::{Format, Layout, Render};
 
 fn median(t: &TrialResult) -> String {
     t.median_s
@@ -111,16 +111,19 @@ fn summary_lines(r: &TuneReport) -> Vec<String> {
 }
 
 /// The report as text in `format`.
-pub fn render_tune(r: &TuneReport, format: Format) -> String {
-    match format {
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
-            s.push('\n');
-            s
+impl Render for TuneReport {
+    fn render(&self, format: Format, _layout: Layout) -> String {
+        let r = self;
+        match format {
+            Format::Json => {
+                let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
+                s.push('\n');
+                s
+            }
+            Format::Html => html(r),
+            Format::Markdown => crate::escape::terminal_lines(&markdown(r)).into_owned(),
+            Format::Terminal => crate::escape::terminal_lines(&terminal(r)).into_owned(),
         }
-        Format::Html => html(r),
-        Format::Markdown => crate::format::safe_report(&markdown(r)).into_owned(),
-        Format::Terminal => crate::format::safe_report(&terminal(r)).into_owned(),
     }
 }
 
@@ -173,15 +176,11 @@ fn terminal(r: &TuneReport) -> String {
     o
 }
 
-fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|")
-}
-
 fn markdown(r: &TuneReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "## kopt tune\n");
     for l in summary_lines(r) {
-        let _ = writeln!(o, "- {}", md_cell(&l));
+        let _ = writeln!(o, "- {}", escape::markdown_cell(&l));
     }
     let _ = writeln!(
         o,
@@ -192,14 +191,14 @@ fn markdown(r: &TuneReport) -> String {
         let _ = writeln!(
             o,
             "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            md_cell(&t.label),
+            escape::markdown_cell(&t.label),
             t.status,
             median(t),
             speedup(t),
             t.values_s.len(),
             noise(t),
             t.gpu.as_deref().unwrap_or("-"),
-            md_cell(&format!(
+            escape::markdown_cell(&format!(
                 "{}{}",
                 if t.cached { "cached " } else { "" },
                 t.reason.as_deref().unwrap_or("")
@@ -245,15 +244,15 @@ fn chart(r: &TuneReport) -> String {
             r#"<text x="{:.0}" y="{:.0}" text-anchor="end" font-size="11">{}</text><rect x="{LABEL}" y="{:.0}" width="{len:.1}" height="{:.0}" fill="{colour}"><title>{} {} ({})</title></rect><text x="{:.1}" y="{:.0}" font-size="11">{}</text>"#,
             LABEL - 6.0,
             y + 13.0,
-            esc(&t.label),
+            escape::html(&t.label),
             y + 2.0,
             ROW - 5.0,
-            esc(&t.label),
-            esc(&median(t)),
+            escape::html(&t.label),
+            escape::html(&median(t)),
             t.status,
             LABEL + len + 4.0,
             y + 13.0,
-            esc(&median(t))
+            escape::html(&median(t))
         );
     }
     s.push_str("</svg>");
@@ -265,7 +264,7 @@ fn html(r: &TuneReport) -> String {
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>kopt tune</title><style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}.ok{color:#2a6}.rejected{color:#c33}.failed{color:#777}.pruned{color:#999}pre{white-space:pre-wrap}</style></head><body>\n<h1>kopt tune</h1>\n");
     o.push_str("<ul>");
     for l in summary_lines(r) {
-        let _ = write!(o, "<li>{}</li>", esc(&l));
+        let _ = write!(o, "<li>{}</li>", escape::html(&l));
     }
     o.push_str("</ul>\n<h2>Median time per config</h2>\n");
     o.push_str(&chart(r));
@@ -274,15 +273,15 @@ fn html(r: &TuneReport) -> String {
         let _ = writeln!(
             o,
             "<tr><td>{}</td><td class=\"{}\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&t.label),
+            escape::html(&t.label),
             t.status,
             t.status,
-            esc(&median(t)),
-            esc(&speedup(t)),
+            escape::html(&median(t)),
+            escape::html(&speedup(t)),
             t.values_s.len(),
-            esc(&noise(t)),
-            esc(t.gpu.as_deref().unwrap_or("-")),
-            esc(&format!(
+            escape::html(&noise(t)),
+            escape::html(t.gpu.as_deref().unwrap_or("-")),
+            escape::html(&format!(
                 "{}{}",
                 if t.cached { "cached " } else { "" },
                 t.reason.as_deref().unwrap_or("")
@@ -292,14 +291,16 @@ fn html(r: &TuneReport) -> String {
     o.push_str("</table>\n");
     if let Some(f) = &r.final_comparison {
         o.push_str("<h2>Final comparison (interleaved on one GPU)</h2>\n<pre>");
-        o.push_str(&esc(&crate::render_bench(f, Format::Terminal)));
+        o.push_str(&escape::html(
+            &f.render(Format::Terminal, Layout::default()),
+        ));
         o.push_str("</pre>\n");
     }
     let _ = writeln!(
         o,
         "<p>Template: <code>{}</code></p>\n<p>kopt {}</p></body></html>",
-        esc(&r.template),
-        esc(&r.kopt_version)
+        escape::html(&r.template),
+        escape::html(&r.kopt_version)
     );
     o
 }
@@ -378,24 +379,25 @@ mod tests {
     fn every_format_names_the_winner_and_the_rejected() {
         let r = report();
         for f in [Format::Terminal, Format::Markdown, Format::Html] {
-            let s = render_tune(&r, f);
+            let s = r.render(f, Layout::default());
             assert!(s.contains("winner: B=2"), "{f:?}: {s}");
             assert!(s.contains("rejected because"), "{f:?}");
             assert!(s.contains("2.000x"), "{f:?}");
         }
-        let t = render_tune(&r, Format::Terminal);
+        let t = r.render(Format::Terminal, Layout::default());
         let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("B=")).collect();
         assert!(
             lines[0].starts_with("B=2") && lines[3].starts_with("B=4"),
             "{t}"
         );
-        let html = render_tune(&r, Format::Html);
+        let html = r.render(Format::Html, Layout::default());
         assert_eq!(
             html.matches("<rect").count(),
             3,
             "one bar per measured config"
         );
-        let back: TuneReport = serde_json::from_str(&render_tune(&r, Format::Json)).unwrap();
+        let back: TuneReport =
+            serde_json::from_str(&r.render(Format::Json, Layout::default())).unwrap();
         assert_eq!(back, r);
     }
 

@@ -68,9 +68,12 @@ fn one_roofline_point_per_hot_kernel() {
     let with_counters = d
         .kernels
         .iter()
-        .filter(|k| roofline::has_counters(k))
+        .filter(|k| kopt_analyze::roofline::has_counters(k))
         .count();
-    assert_eq!(points, with_counters.min(roofline::HOT_KERNELS_MAX));
+    assert_eq!(
+        points,
+        with_counters.min(kopt_analyze::roofline::PLOTTED_KERNELS_MAX)
+    );
     assert_eq!(page.matches("<circle class=\"pt ").count(), points);
     // Ceilings of the device are drawn.
     assert!(page.contains("DRAM 3.35 TB/s"));

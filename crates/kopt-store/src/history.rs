@@ -53,23 +53,8 @@ pub enum HistoryError {
     },
 }
 
-/// One recorded run.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRow {
-    pub id: i64,
-    /// profile, trace, compare, bench.
-    pub kind: String,
-    pub started_utc: String,
-    pub command: String,
-    pub device: Option<String>,
-    pub git_rev: Option<String>,
-    /// One line for people (primary bottleneck, verdict...).
-    pub summary: String,
-    pub verdict: Option<String>,
-    pub run_dir: Option<String>,
-    /// The full machine report (kopt/1 JSON), when there is one.
-    pub report_json: Option<String>,
-}
+/// One recorded run: plain data, in kopt-model so reports can lay it out.
+pub use kopt_model::history::RunRow;
 
 /// A row [`History::listing`] could not read.
 #[derive(Debug, Clone, PartialEq)]

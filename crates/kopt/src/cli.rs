@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use kopt_engine::{Backend, Candidate, TimingChoice, TimingPass};
+use kopt_engine::{Backend, Candidate, Measurement, TimingChoice, TimingPass};
 use kopt_report::Format;
 
 #[derive(Debug, Parser)]
@@ -577,45 +577,46 @@ pub enum TuneCommand {
     },
 }
 
-/// How variants (bench) or configs (tune) are measured and decided.
+/// How variants (bench) or configs (tune) are measured and decided; every
+/// default is `Measurement::default()`, the one Python gets too.
 #[derive(Debug, Args, Clone)]
 pub struct MeasureArgs {
     /// Speed-up that counts for KEEP (0.05 = 5%)
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = Measurement::default().threshold)]
     pub threshold: f64,
 
     /// Slow-down still treated as noise (REVERT only beyond it)
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = Measurement::default().noise)]
     pub noise: f64,
 
     /// Untimed runs of each variant or config first
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = Measurement::default().warmup)]
     pub warmup: u32,
 
     /// Samples each variant or config needs at least
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = Measurement::default().stop.min_samples)]
     pub min_samples: usize,
 
     /// Seconds each variant or config runs at least
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = Measurement::default().stop.min_time_s)]
     pub min_time: f64,
 
     /// Seconds each variant or config may run at most, warm-up included (a run past it is cut)
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = Measurement::default().stop.max_time_s)]
     pub max_time: f64,
 
     /// Relative noise at which sampling may stop
-    #[arg(long, default_value_t = 0.005)]
+    #[arg(long, default_value_t = Measurement::default().stop.noise_target)]
     pub noise_target: f64,
 
     /// Seed of the bootstrap (and of tune's random strategy): results reproduce
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = Measurement::default().seed)]
     pub seed: u64,
 
     /// Timing source: auto (GPU time per NVTX / ProfilerStep range from kopt's tracer when the
     /// command opens repeated ranges, else the samples it prints, else wall time), gpu,
     /// reported, wall
-    #[arg(long, value_enum, default_value = "auto", value_name = "SOURCE")]
+    #[arg(long, value_enum, default_value_t = Measurement::default().timing, value_name = "SOURCE")]
     pub timing: TimingChoice,
 
     /// NVTX range name that marks one iteration for GPU timing (default: the most repeated)

@@ -3,10 +3,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use kopt_engine::history::{DiffUnit, StoredReport};
 use kopt_engine::Error;
 use kopt_model::{format_duration_ns, Diagnosis, VerdictKind};
-use kopt_report::{Exporter, Format, HtmlExporter};
+use kopt_report::{Exporter, Format, HtmlExporter, Layout, Render};
 
 use crate::cli::{
     AnalyzeArgs, BenchArgs, CompareArgs, HistoryArgs, HistoryCommand, JournalCommand, OptimizeArgs,
@@ -59,7 +58,7 @@ pub fn bench(a: &BenchArgs) -> Outcome {
         kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
     }
     let report = kopt_engine::bench(&req, &TerminalProgress::new(false))?;
-    let text = kopt_report::render_bench(&report, a.format);
+    let text = report.render(a.format, Layout::default());
     write_or_print(a.output.as_deref(), text.as_bytes(), &[])?;
     if report.verdict == VerdictKind::Revert {
         return Err(Failure::Regression);
@@ -73,7 +72,7 @@ pub fn compare(a: &CompareArgs) -> Outcome {
         kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
     }
     let report = kopt_engine::compare(&req, &TerminalProgress::new(false))?;
-    let text = kopt_report::render_compare(&report, a.format);
+    let text = report.render(a.format, Layout::default());
     write_or_print(a.output.as_deref(), text.as_bytes(), &[])?;
     if !report.passed {
         return Err(Failure::Regression);
@@ -87,7 +86,7 @@ pub fn optimize(a: &OptimizeArgs) -> Outcome {
         kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
     }
     let report = kopt_engine::optimize(&req, &TerminalProgress::new(true))?;
-    let text = kopt_report::render_optimize(&report, a.format);
+    let text = report.render(a.format, Layout::default());
     write_or_print(a.output.as_deref(), text.as_bytes(), &[])
 }
 
@@ -120,147 +119,20 @@ pub fn journal(cmd: &JournalCommand) -> Outcome {
 }
 
 pub fn history(a: &HistoryArgs) -> Outcome {
-    use std::fmt::Write as _;
     let db =
         a.db.clone()
             .unwrap_or_else(|| kopt_engine::RecordPaths::current().db);
-    let mut o = String::new();
-    match &a.command {
-        None => {
-            let rows = kopt_engine::history::list(&db, a.limit)?;
-            if rows.is_empty() {
-                let _ = writeln!(o, "no runs recorded in {}", db.display());
-            }
-            for r in rows {
-                let _ = writeln!(
-                    o,
-                    "{:>5}  {}  {:<8} {}  | {}{}",
-                    r.id,
-                    r.started_utc,
-                    r.kind,
-                    r.summary,
-                    r.command,
-                    r.git_rev.map_or(String::new(), |g| format!("  @{g}"))
-                );
-            }
-        }
+    let (terminal, layout) = (Format::Terminal, Layout::default());
+    let text = match &a.command {
+        None => kopt_engine::history::list(&db, a.limit)?.render(terminal, layout),
         Some(HistoryCommand::Show { id }) => {
-            let (r, report) = kopt_engine::history::show(&db, *id)?;
-            let _ = writeln!(o, "run {} ({}) at {}", r.id, r.kind, r.started_utc);
-            let _ = writeln!(o, "command: {}", r.command);
-            for (k, v) in [
-                ("device", &r.device),
-                ("git", &r.git_rev),
-                ("verdict", &r.verdict),
-                ("run folder", &r.run_dir),
-            ] {
-                if let Some(v) = v {
-                    let _ = writeln!(o, "{k}: {v}");
-                }
-            }
-            let _ = writeln!(o, "summary: {}\n", r.summary);
-            match report {
-                StoredReport::Diagnosis(d) => {
-                    o.push_str(&Format::Terminal.exporter(None).render_to_string(&d))
-                }
-                StoredReport::Bench(b) => {
-                    o.push_str(&kopt_report::render_bench(&b, Format::Terminal))
-                }
-                StoredReport::Compare(c) => {
-                    o.push_str(&kopt_report::render_compare(&c, Format::Terminal))
-                }
-                StoredReport::Optimize(r) => {
-                    o.push_str(&kopt_report::render_optimize(&r, Format::Terminal))
-                }
-                StoredReport::Tune(r) => {
-                    o.push_str(&kopt_report::render_tune(&r, Format::Terminal))
-                }
-                StoredReport::None => {
-                    if let Some(j) = &r.report_json {
-                        let _ = writeln!(
-                            o,
-                            "(a report this kopt cannot read back: {} bytes of JSON)",
-                            j.len()
-                        );
-                    }
-                }
-            }
+            kopt_engine::history::show(&db, *id)?.render(terminal, layout)
         }
         Some(HistoryCommand::Diff { a: ia, b: ib }) => {
-            let d = kopt_engine::history::diff(&db, *ia, *ib)?;
-            let _ = writeln!(
-                o,
-                "run {} ({}) vs run {} ({})",
-                d.a.id, d.a.summary, d.b.id, d.b.summary
-            );
-            let fmt = |v: Option<f64>| match (v, d.unit) {
-                (None, _) => "-".to_string(),
-                (Some(t), DiffUnit::KernelNs) => format_duration_ns(t),
-                (Some(t), DiffUnit::MedianS) => format_duration_ns(t * 1e9),
-                (Some(e), DiffUnit::RelL2) => format!("{e:.3e}"),
-            };
-            let change = |r: &kopt_engine::history::DiffRow| match (r.a, r.b, r.change_pct()) {
-                (_, _, Some(p)) => format!("{p:+.1}%"),
-                (None, Some(_), _) => "new".into(),
-                (Some(_), None, _) => "gone".into(),
-                _ => "-".into(),
-            };
-            if let Some(t) = &d.total {
-                let _ = writeln!(
-                    o,
-                    "{}: {} -> {} ({})",
-                    t.name,
-                    fmt(t.a),
-                    fmt(t.b),
-                    change(t)
-                );
-            }
-            let what = match d.unit {
-                DiffUnit::KernelNs => "kernel",
-                DiffUnit::MedianS => "variant or config (median)",
-                DiffUnit::RelL2 => "tensor (rel L2)",
-            };
-            let _ = writeln!(
-                o,
-                "  {what:<40} {:>12} {:>12}  change",
-                format!("run {}", d.a.id),
-                format!("run {}", d.b.id)
-            );
-            for r in &d.rows {
-                let _ = writeln!(
-                    o,
-                    "  {:<40} {:>12} {:>12}  {}",
-                    r.name,
-                    fmt(r.a),
-                    fmt(r.b),
-                    change(r)
-                );
-            }
+            kopt_engine::history::diff(&db, *ia, *ib)?.render(terminal, layout)
         }
         Some(HistoryCommand::Calibration) => {
-            let points = kopt_engine::history::calibration_points(&db)?;
-            if points.is_empty() {
-                let _ = writeln!(o, "no checked predictions in {} yet: kopt optimize records them (predicted and measured speed-up per candidate)", db.display());
-            }
-            for c in kopt_engine::history::calibration(&db)? {
-                let quoted = if c.points >= kopt_engine::history::CALIBRATION_MIN_POINTS {
-                    "quoted in reports"
-                } else {
-                    "not quoted yet"
-                };
-                let _ = writeln!(
-                    o,
-                    "{:<22} {:>3} point(s)  measured/predicted median {:.2} ({:.2} to {:.2})  {quoted}",
-                    c.rule, c.points, c.median_ratio, c.min_ratio, c.max_ratio
-                );
-            }
-            for p in &points {
-                let _ = writeln!(
-                    o,
-                    "  run {:>5}  {:<22} predicted {:.2}x, measured {:.2}x",
-                    p.run, p.rule, p.predicted, p.measured
-                );
-            }
+            kopt_engine::history::calibration_report(&db)?.render(terminal, layout)
         }
         Some(HistoryCommand::Stress { rows }) => {
             let mut h = kopt_store::History::open(&db).map_err(Error::from)?;
@@ -275,9 +147,10 @@ pub fn history(a: &HistoryArgs) -> Outcome {
                 row.report_json = Some("x".repeat(512));
                 h.record(&row).map_err(Error::from)?;
             }
+            String::new()
         }
-    }
-    print(o.as_bytes())
+    };
+    print(text.as_bytes())
 }
 
 /// Every file a report command will write, checked before the workload runs.
@@ -290,7 +163,11 @@ fn check_outputs(r: &ReportOptions, export: Option<&Path>) -> Result<(), Error> 
 /// The diagnosis in its format to -o or stdout, the HTML page and any
 /// extra files beside it; nothing is written unless every file can be.
 fn emit_diagnosis(d: &Diagnosis, r: &ReportOptions, extra: Vec<(PathBuf, Vec<u8>)>) -> Outcome {
-    let main = r.format.exporter_with(r.width, r.wide).render_to_string(d);
+    let layout = Layout {
+        width: r.width,
+        wide: r.wide,
+    };
+    let main = d.render(r.format, layout);
     let mut files = extra;
     if let Some(html) = &r.html {
         files.push((html.clone(), HtmlExporter.render_to_string(d).into_bytes()));
@@ -334,7 +211,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Outcome {
         kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
     }
     let report = kopt_engine::tune(&req, &TerminalProgress::new(true))?;
-    let text = kopt_report::render_tune(&report, a.format);
+    let text = report.render(a.format, Layout::default());
     match a.emit {
         Some(crate::cli::TuneEmit::Triton) => {
             let entry = report.triton_config().ok_or_else(|| {
@@ -381,9 +258,5 @@ fn tune_show(key: Option<&str>, db: Option<&Path>) -> Outcome {
         );
     }
     // Templates and keys are the user's text: no control character reaches the terminal.
-    let safe: String = o
-        .chars()
-        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
-        .collect();
-    print(safe.as_bytes())
+    print(kopt_report::escape::terminal_lines(&o).as_bytes())
 }

@@ -393,6 +393,16 @@ mod tests {
         }
     }
 
+    /// The flags' defaults are the engine's (`Measurement::default()`),
+    /// the ones Python's keywords left at None get.
+    #[test]
+    fn measuring_flags_default_to_the_engines_measurement() {
+        let crate::cli::Command::Bench(a) = parse(&["bench", "-n", "a=x", "-n", "b=y"]) else {
+            unreachable!()
+        };
+        assert_eq!(bench(&a).unwrap().measure, Measurement::default());
+    }
+
     #[test]
     fn lowers_analyze_flags_and_scales_peaks() {
         let crate::cli::Command::Analyze(a) =

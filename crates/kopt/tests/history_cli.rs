@@ -115,3 +115,46 @@ fn sigkill_during_writes_keeps_every_committed_run() {
     assert!(o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 3);
 }
+
+/// The history database is a file anyone could have written: a stored
+/// name that clears the screen, or a forged `kopt: error:` line, reaches
+/// the terminal as visible escapes, never as control characters.
+#[test]
+fn stored_escape_sequences_are_printed_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("history.db");
+    let evil = "name\u{1b}[2J\u{1b}]0;pwned\u{7}\nkopt: error: forged";
+    let mut h = History::open(&db).unwrap();
+    h.record(&kopt_store::RunRow {
+        id: 0,
+        kind: "bench".into(),
+        started_utc: "2026-01-01T00:00:00Z".into(),
+        command: format!("kopt bench {evil}"),
+        device: Some(evil.into()),
+        git_rev: Some(evil.into()),
+        summary: evil.into(),
+        verdict: Some(evil.into()),
+        run_dir: Some(evil.into()),
+        report_json: None,
+    })
+    .unwrap();
+    drop(h);
+    let db = db.to_str().unwrap();
+    for args in [
+        &["history", "--db", db][..],
+        &["history", "--db", db, "show", "1"][..],
+    ] {
+        let o = kopt(d.path(), args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let out = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            !out.chars().any(|c| c != '\n' && c.is_control()),
+            "{args:?}: {out:?}"
+        );
+        assert!(out.contains("name\\u{1b}[2J"), "{args:?}: {out}");
+        assert!(
+            !out.lines().any(|l| l.starts_with("kopt: error")),
+            "{args:?}: {out}"
+        );
+    }
+}

@@ -25,7 +25,7 @@ from ._kopt import (
     __version__,
 )
 from ._analysis import Analysis, Kernel, Recommendation, Timeline
-from ._api import analyze, bench, compare, trace
+from ._api import analyze, bench, compare, history, measure_defaults, trace
 
 # The rest loads on first use (PEP 562): `import kopt` stays cheap.
 _LAZY = {
@@ -80,6 +80,8 @@ __all__ = [
     "analyze",
     "bench",
     "compare",
+    "history",
+    "measure_defaults",
     "optimize",
     "profile_module",
     "trace",

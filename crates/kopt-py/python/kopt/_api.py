@@ -29,7 +29,8 @@ def tracer_path() -> Optional[str]:
 
 # The measuring keywords bench and tune share; the engine takes them as one
 # dict (its Measurement), so each signature lists them once for users and
-# hands them on with measure_kwargs(locals()).
+# hands them on with measure_kwargs(locals()). Each defaults to None: the
+# engine's default, the CLI's too (measure_defaults() lists them).
 MEASURE_KEYS = (
     "threshold",
     "noise",
@@ -45,6 +46,13 @@ MEASURE_KEYS = (
     "check",
     "tol",
 )
+
+
+def measure_defaults() -> dict:
+    """The measuring keywords' defaults (``threshold``, ``noise``, ``warmup``,
+    ``min_samples``, ``min_time``, ``max_time``, ``noise_target``, ``seed``,
+    ``timing``): the engine's, which a keyword left at ``None`` gets."""
+    return _kopt.measure_defaults()
 
 
 def measure_kwargs(ns: dict) -> dict:
@@ -162,15 +170,15 @@ def bench(
     candidate: Optional[str] = None,
     *,
     variants: Optional[Sequence[Tuple[str, str]]] = None,
-    threshold: float = 0.05,
-    noise: float = 0.01,
-    warmup: int = 1,
-    min_samples: int = 10,
-    min_time: float = 0.5,
-    max_time: float = 10.0,
-    noise_target: float = 0.005,
-    seed: int = 42,
-    timing: str = "auto",
+    threshold: Optional[float] = None,
+    noise: Optional[float] = None,
+    warmup: Optional[int] = None,
+    min_samples: Optional[int] = None,
+    min_time: Optional[float] = None,
+    max_time: Optional[float] = None,
+    noise_target: Optional[float] = None,
+    seed: Optional[int] = None,
+    timing: Optional[str] = None,
     range: Optional[str] = None,
     check: Optional[PathLike] = None,
     tol: Optional[float] = None,
@@ -179,7 +187,9 @@ def bench(
 ) -> BenchResult:
     """A/B benchmark of two shell commands (or an ablation of ``variants``,
     ``[(name, command), ...]``, the first the baseline): interleaved runs,
-    a bootstrap interval, and a KEEP / MARGINAL / REVERT verdict."""
+    a bootstrap interval, and a KEEP / MARGINAL / REVERT verdict. A
+    measuring keyword left at ``None`` takes the engine's default (the CLI's
+    too): :func:`kopt.measure_defaults` lists them."""
     from ._results import BenchResult
 
     if variants is None:
@@ -196,6 +206,25 @@ def bench(
             journal=journal,
             db=_opt_path(db),
         )
+    )
+
+
+def history(
+    *,
+    run: Optional[int] = None,
+    runs: Optional[Tuple[int, int]] = None,
+    calibration: bool = False,
+    limit: int = 20,
+    format: str = "term",
+    db: Optional[PathLike] = None,
+) -> str:
+    """The run history as ``kopt history`` prints it: the newest ``limit``
+    runs, one run (``run=ID``, with its report), two side by side
+    (``runs=(A, B)``), or how well predictions held (``calibration=True``);
+    ``format`` is term, md, json or html. Text read back from the database
+    is escaped: nothing in it can drive a terminal."""
+    return _kopt.history(
+        db=_opt_path(db), limit=limit, run=run, runs=runs, calibration=calibration, format_name=format
     )
 
 

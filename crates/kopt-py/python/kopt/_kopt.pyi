@@ -85,6 +85,16 @@ def bench(
     journal: Optional[str] = None,
     db: Optional[str] = None,
 ) -> str: ...
+def measure_defaults() -> Dict[str, Any]: ...
+def history(
+    *,
+    db: Optional[str] = None,
+    limit: int = 20,
+    run: Optional[int] = None,
+    runs: Optional[Tuple[int, int]] = None,
+    calibration: bool = False,
+    format_name: str = "term",
+) -> str: ...
 def compare(
     reference: str,
     candidate: str,
