@@ -763,10 +763,12 @@ pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
     // A gzipped trace (`trace.jsonl.gz`, kept small as a fixture or an
     // attachment) is decompressed first, with the Kineto reader's bounds.
     if bytes.starts_with(&crate::kineto::GZIP_MAGIC) {
-        let plain = crate::kineto::gunzip(bytes.as_slice(), &label)?;
-        if plain.starts_with(&crate::kineto::GZIP_MAGIC) {
-            return Err(IngestError::format(&label, "gzip inside gzip: not a trace"));
-        }
+        let plain = crate::kineto::gunzip(
+            bytes.as_slice(),
+            bytes.len() as u64,
+            crate::kineto::gzip_size_hint(&bytes),
+            &label,
+        )?;
         return parse_kopt_trace_bytes(&plain, &label);
     }
     parse_kopt_trace_bytes(&bytes, &label)

@@ -126,3 +126,64 @@ fn trace_files_of_another_run_in_the_folder_are_left_out_and_named() {
     );
     assert!(f.contains("another run"), "{f}");
 }
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// `n` MiB of zeros gzipped: one member of 1 MiB repeated (a reader of
+/// multi-member gzip, as kopt's is, reads them all).
+fn gzip_zeros_mib(n: usize) -> Vec<u8> {
+    let member = gzip(&vec![0u8; 1 << 20]);
+    member.repeat(n)
+}
+
+#[test]
+fn a_gzip_bomb_stops_at_the_ratio_budget_with_its_variable() {
+    // 512 MiB of zeros in about 540 KB: refused after 64 MiB (the floor)
+    // is decompressed, not after 512 MiB.
+    let bomb = gzip_zeros_mib(512);
+    assert!(bomb.len() < 2 << 20, "{}", bomb.len());
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["t.json.gz", "trace.jsonl.gz"] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, &bomb).unwrap();
+        let started = Instant::now();
+        let e = if name.ends_with(".json.gz") {
+            kopt_ingest::read_kineto(&p).map(|_| ()).unwrap_err()
+        } else {
+            kopt_ingest::read_kopt_trace(&p).map(|_| ()).unwrap_err()
+        };
+        let s = e.to_string();
+        assert!(!s.contains('\n'), "{s}");
+        assert!(s.contains("gzip budget"), "{s}");
+        assert!(s.contains("KOPT_GZIP_MAX_RATIO="), "{s}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn gzip_inside_gzip_is_refused_before_inflating() {
+    // 25 KB that would inflate to 10 GiB in the report; here 1 GiB of
+    // zeros compressed twice (about 10 KB): refused after its first bytes.
+    let inner = gzip_zeros_mib(1024);
+    let double = gzip(&inner);
+    assert!(double.len() < 100_000, "{}", double.len());
+    let started = Instant::now();
+    let e = kopt_ingest::parse_kineto(&double, "double.json.gz").unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("gzip inside gzip"), "{s}");
+    assert!(s.contains("decompress it once"), "{s}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
