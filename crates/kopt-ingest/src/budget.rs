@@ -62,9 +62,11 @@ pub const SQLITE_SECONDS: Budget = Budget {
     unit: "s",
 };
 
-/// Temporary space SQLite may use for one rocpd database (sorts, joins), in MiB.
+/// Memory SQLite may take for one rocpd database's queries (sorts, joins,
+/// temporary tables, all kept in memory), in MiB; at least four times the
+/// file's size.
 pub const SQLITE_TEMP_MB: Budget = Budget {
     var: "KOPT_SQLITE_TEMP_MB",
-    default: 512,
+    default: 192,
     unit: "MiB",
 };

@@ -187,3 +187,101 @@ fn gzip_inside_gzip_is_refused_before_inflating() {
         started.elapsed()
     );
 }
+
+/// A rocpd-looking database whose `kernels` view is `sql`, as bytes.
+fn rocpd_with_view(sql: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("hostile.db");
+    let conn = rusqlite::Connection::open(&p).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE t(x INTEGER); INSERT INTO t VALUES (1),(2),(3),(4),(5),(6),(7),(8),(9),(10);",
+    )
+    .unwrap();
+    conn.execute_batch(&format!("CREATE VIEW kernels AS {sql};"))
+        .unwrap();
+    drop(conn);
+    std::fs::read(&p).unwrap()
+}
+
+#[test]
+fn a_rocpd_view_with_a_recursive_query_is_not_run() {
+    // Ran forever while SQLite's temporary files grew 100 MB/s.
+    let db = rocpd_with_view(
+        "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c) SELECT i AS id, 'k' AS name, i AS start, i + 1 AS end FROM c ORDER BY i DESC",
+    );
+    assert!(db.len() < 16_384, "{}", db.len());
+    let started = Instant::now();
+    let e = kopt_ingest::rocprof::parse_rocpd(&db, "cte.db")
+        .map(|_| ())
+        .unwrap_err();
+    let s = e.to_string();
+    assert!(!s.contains('\n'), "{s}");
+    assert!(s.contains("recursive query"), "{s}");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    // From disk too.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("cte.db");
+    std::fs::write(&p, &db).unwrap();
+    let s = kopt_ingest::rocprof::read_rocpd(&p, "cte.db")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(s.contains("recursive query"), "{s}");
+}
+
+#[test]
+fn a_rocpd_view_computing_rows_stops_at_a_budget() {
+    // A cross join of a 10-row table with itself eight times: 10^8 rows
+    // from a 4 KB file (the report's took 7.9 GB).
+    let db = rocpd_with_view(
+        "SELECT a.x AS id, 'k' AS name, 1 AS start, 2 AS end FROM t a, t b, t c, t d, t e, t f, t g, t h",
+    );
+    let started = Instant::now();
+    let s = kopt_ingest::rocprof::parse_rocpd(&db, "cross.db")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(!s.contains('\n'), "{s}");
+    // Its ORDER BY (kopt orders dispatches by start) sorts them first: the
+    // memory budget stops it; without a sort, the row budget would.
+    assert!(
+        (s.contains("rows") && s.contains("not read")) || s.contains("SQLite memory budget"),
+        "{s}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // A sort of them: the ORDER BY is computed before the first row comes
+    // (in SQLite's memory: the memory or the time budget stops it).
+    let db = rocpd_with_view(
+        "SELECT a.x AS id, printf('%.1000c', 'k') AS name, 1 AS start, 2 AS end FROM t a, t b, t c, t d, t e, t f, t g, t h ORDER BY name, random()",
+    );
+    let started = Instant::now();
+    let s = kopt_ingest::rocprof::parse_rocpd(&db, "sort.db")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        s.contains("SQLite memory budget") || s.contains("SQLite time budget"),
+        "{s}"
+    );
+    assert!(s.contains("KOPT_SQLITE_"), "{s}");
+    assert!(
+        started.elapsed() < Duration::from_secs(70),
+        "{:?}",
+        started.elapsed()
+    );
+    // A huge string.
+    let db = rocpd_with_view("SELECT 1 AS id, zeroblob(1000000000) AS name, 1 AS start, 2 AS end");
+    let s = kopt_ingest::rocprof::parse_rocpd(&db, "blob.db")
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(s.contains("too big"), "{s}");
+}
