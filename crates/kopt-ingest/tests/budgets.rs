@@ -285,3 +285,27 @@ fn a_rocpd_view_computing_rows_stops_at_a_budget() {
         .to_string();
     assert!(s.contains("too big"), "{s}");
 }
+
+#[test]
+fn counters_of_one_dispatch_join_in_linear_time() {
+    // A rocprofv3 counter collection with one dispatch and 40,000 distinct
+    // per-instance counters (1.9 MB): a search per row took 32 s for 1.5 MB.
+    let mut csv = String::from(
+        "Correlation_Id,Dispatch_Id,Agent_Id,Queue_Id,Process_Id,Thread_Id,Grid_Size,Kernel_Id,Kernel_Name,Workgroup_Size,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,Counter_Name,Counter_Value,Start_Timestamp,End_Timestamp\n",
+    );
+    for i in 0..40_000 {
+        csv.push_str(&format!(
+            "1,1,2,1,100,100,1024,7,k,256,0,0,8,0,16,TCC_HIT[{i}],{i},1000,2000\n"
+        ));
+    }
+    assert!(csv.len() > 1_500_000);
+    let started = Instant::now();
+    let f = kopt_ingest::rocprof::parse_rocprof(csv.as_bytes(), "counters.csv").unwrap();
+    let profile = kopt_ingest::rocprof::merge_rocprof(vec![("counters.csv".into(), f)], false);
+    assert!(profile.is_ok());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -612,6 +612,7 @@ const COUNTER_COLS: &[&str] = &[
 fn query_counters(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatch)>, IngestError> {
     let mut out: Vec<(String, Dispatch)> = Vec::new();
     let mut index: HashMap<(String, u64), usize> = HashMap::new();
+    let mut counter_at: HashMap<(usize, String), usize> = HashMap::new();
     let q = Query {
         view: "counters_collection",
         cols: COUNTER_COLS,
@@ -647,11 +648,15 @@ fn query_counters(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatc
             }
         };
         let d = &mut out[at].1;
-        match d.counters.iter_mut().find(|(n, _)| *n == counter) {
+        // Indexed: a search per row is quadratic in a dispatch's counters.
+        match counter_at.get(&(at, counter.clone())) {
             // The view sums instances per dispatch and counter; a
             // database merged from several agents may still repeat one.
-            Some((_, v)) => *v += value,
-            None => d.counters.push((counter, value)),
+            Some(&k) => d.counters[k].1 += value,
+            None => {
+                counter_at.insert((at, counter.clone()), d.counters.len());
+                d.counters.push((counter, value));
+            }
         }
         Ok(())
     })?;
