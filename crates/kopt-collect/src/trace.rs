@@ -177,6 +177,9 @@ pub fn run_traced(
             tracer.display().to_string(),
         ),
         ("KOPT_TRACE_OUT".to_string(), trace.display().to_string()),
+        // The id of this run in every process's trace: the reader merges
+        // only this run's `trace.jsonl.<pid>` files.
+        ("KOPT_TRACE_RUN".to_string(), run_id()),
         ("LD_LIBRARY_PATH".to_string(), lib_path.join(":")),
     ];
     // NVTX ranges reach CUPTI only when NVTX loads libcupti as its injection.
@@ -301,6 +304,17 @@ pub fn run_bare_steps(
 }
 
 /// The torch.profiler stand-in for the workload's Python, written into `dir`.
+/// An id for one traced run: this process, the time and a counter, so two
+/// runs writing into one folder never share it.
+fn run_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{nanos:x}-{n}", std::process::id())
+}
+
 fn python_shim(dir: &Path) -> Result<Vec<(String, String)>, TraceError> {
     crate::profiler_shim::shim_env(dir).map_err(|source| TraceError::Setup {
         path: crate::profiler_shim::shim_file(dir).display().to_string(),

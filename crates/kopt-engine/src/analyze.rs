@@ -127,7 +127,8 @@ pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
             }
             InputKind::KoptTrace => {
                 let t = read_kopt_trace_set(path)?;
-                let p = profile_from_timeline(t.timeline, &label, "kopt trace (CUPTI)");
+                let format = t.source_format();
+                let p = profile_from_timeline(t.timeline, &label, &format);
                 named(&label, &p.device);
                 traces.push(p);
             }

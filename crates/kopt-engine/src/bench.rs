@@ -173,6 +173,14 @@ impl Measurement {
                 "--threshold must be in (0, 1); --noise, --noise-target, --min-time >= 0; --max-time > 0".into(),
             ));
         }
+        let most = crate::profile::MAX_SECONDS;
+        for (flag, v) in [("--max-time", s.max_time_s), ("--min-time", s.min_time_s)] {
+            if v > most {
+                return Err(Error::Usage(format!(
+                    "{flag} must be at most {most:e} seconds, got {v:e}"
+                )));
+            }
+        }
         if let Some(t) = self.tol {
             if !(t.is_finite() && t >= 0.0) {
                 return Err(Error::Usage(format!(
@@ -276,7 +284,7 @@ pub fn run_bench(
         min_samples: req.measure.stop.min_samples.max(2),
         ..req.measure.stop
     };
-    let budget = |v: &Variant| Duration::from_secs_f64((rule.max_time_s - v.used).max(0.0));
+    let budget = |v: &Variant| crate::profile::secs(rule.max_time_s - v.used);
     let mut outputs = Vec::new();
     for v in vs.iter_mut() {
         for _ in 0..req

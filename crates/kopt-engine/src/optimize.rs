@@ -136,6 +136,13 @@ impl OptimizeRequest {
                 "--max-time must be a positive number of seconds".into(),
             ));
         }
+        if self.max_time_s > crate::profile::MAX_SECONDS {
+            return Err(Error::Usage(format!(
+                "--max-time must be at most {:e} seconds, got {:e}",
+                crate::profile::MAX_SECONDS,
+                self.max_time_s
+            )));
+        }
         if self.min_samples < 2 {
             return Err(Error::Usage("--min-samples must be at least 2".into()));
         }

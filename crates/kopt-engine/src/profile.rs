@@ -20,7 +20,7 @@ use crate::run_folder::save_record;
 
 // The request and its parts, where front ends have always found them.
 pub use crate::profile_run::{Backend, ProfileRequest, TimingPass};
-pub use crate::workload::{timeout_from_secs, WorkloadOptions};
+pub use crate::workload::{secs, timeout_from_secs, WorkloadOptions, MAX_SECONDS};
 
 /// Profile a workload; the diagnosis names the run (its folder, argv, wall time).
 pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosis> {

@@ -297,7 +297,7 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
         std::mem::take(&mut trace.timeline)
     };
     let mut diagnosis = diagnose(
-        profile_from_timeline(timeline, &label, "kopt trace (CUPTI)"),
+        profile_from_timeline(timeline, &label, &trace.source_format()),
         &req.analysis,
     );
     if let Some(bare) = bare {

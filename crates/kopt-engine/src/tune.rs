@@ -628,7 +628,7 @@ fn measure(
         }
     };
     let rule: StopRule = job.stop.into();
-    let budget = |used: f64| Duration::from_secs_f64((rule.max_time_s - used).max(0.0));
+    let budget = |used: f64| crate::profile::secs(rule.max_time_s - used);
     let mut used = job.have_spent_s;
     for _ in 0..job.warmup {
         let run = sampler.run(&command, &timing, Some(budget(used)))?;

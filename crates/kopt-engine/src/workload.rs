@@ -77,13 +77,30 @@ impl WorkloadOptions {
     }
 }
 
+/// The longest time kopt accepts for a timeout or a time budget, in
+/// seconds (about 31 years): beyond it `Duration::from_secs_f64` panics
+/// (`1e19`, `1e300`), and no run is meant to last longer.
+pub const MAX_SECONDS: f64 = 1e9;
+
 /// A timeout in seconds from a front end, checked.
 pub fn timeout_from_secs(t: Option<f64>) -> Result<Option<Duration>> {
     match t {
         Some(t) if !(t.is_finite() && t > 0.0) => Err(Error::Usage(format!(
             "--timeout must be a positive number of seconds, got {t}"
         ))),
-        Some(t) => Ok(Some(Duration::from_secs_f64(t))),
+        Some(t) if t > MAX_SECONDS => Err(Error::Usage(format!(
+            "--timeout must be at most {MAX_SECONDS:e} seconds, got {t:e}"
+        ))),
+        Some(t) => Ok(Some(secs(t))),
         None => Ok(None),
     }
+}
+
+/// `s` seconds as a `Duration`: negative or NaN is zero, too large is
+/// `Duration::MAX` (never the panic of `Duration::from_secs_f64`).
+pub fn secs(s: f64) -> Duration {
+    if s.is_nan() || s <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
 }

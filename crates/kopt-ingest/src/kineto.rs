@@ -575,46 +575,83 @@ fn repair(bytes: &[u8]) -> (Vec<u8>, usize) {
 /// The first two bytes of a gzip stream.
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// The most a gzipped trace may decompress to: a small file that inflates
-/// without end (a decompression bomb) stops here instead of taking the memory.
-pub const MAX_DECOMPRESSED_BYTES: u64 = 16 << 30;
-
 /// Decompress a gzip stream (several members, as `cat a.gz b.gz` makes,
-/// included) as it is read.
-pub(crate) fn gunzip(r: impl std::io::Read, path: &str) -> Result<Vec<u8>, IngestError> {
+/// included) as it is read, within the gzip budgets: at most
+/// [`crate::budget::GZIP_MAX_RATIO`] times `compressed_len` (and at least
+/// [`crate::budget::GZIP_RATIO_FLOOR_BYTES`]), never more than
+/// [`crate::budget::GZIP_MAX_BYTES`]. A stream that holds gzip again (a
+/// double-compressed file, 25 KB that would inflate to 10 GiB) is refused
+/// after its first bytes. The output is allocated once when the stream's
+/// trailer says its size.
+pub(crate) fn gunzip(
+    r: impl std::io::Read,
+    compressed_len: u64,
+    size_hint: Option<u64>,
+    path: &str,
+) -> Result<Vec<u8>, IngestError> {
+    use crate::budget::{GZIP_MAX_BYTES, GZIP_MAX_RATIO, GZIP_RATIO_FLOOR_BYTES};
     use std::io::Read;
+    let by_ratio = compressed_len
+        .saturating_mul(GZIP_MAX_RATIO.get())
+        .max(GZIP_RATIO_FLOOR_BYTES);
+    let limit = by_ratio.min(GZIP_MAX_BYTES.get());
+    let broken = |got: usize, e: std::io::Error| {
+        IngestError::format(
+            path,
+            format!("gzip data broken after {got} decompressed bytes (truncated download?): {e}"),
+        )
+    };
+    let mut stream = flate2::read::MultiGzDecoder::new(r).take(limit.saturating_add(1));
+    let mut head = [0u8; 2];
+    let got = crate::read_up_to(&mut stream, &mut head).map_err(|e| broken(0, e))?;
+    if got == 2 && head == GZIP_MAGIC {
+        return Err(IngestError::format(
+            path,
+            "gzip inside gzip (compressed twice): not read; decompress it once (gunzip) and pass the result",
+        ));
+    }
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(r)
-        .take(MAX_DECOMPRESSED_BYTES + 1)
+    if let Some(n) = size_hint.filter(|n| *n <= limit) {
+        out.reserve_exact(usize::try_from(n).unwrap_or(0));
+    }
+    out.extend_from_slice(&head[..got]);
+    stream
         .read_to_end(&mut out)
-        .map_err(|e| {
-            IngestError::format(
-                path,
+        .map_err(|e| broken(out.len(), e))?;
+    if out.len() as u64 > limit {
+        let (budget, detail) = if limit == by_ratio {
+            (
+                GZIP_MAX_RATIO,
                 format!(
-                    "gzip data broken after {} decompressed bytes (truncated download?): {e}",
-                    out.len()
+                    "{}x its {compressed_len} compressed bytes",
+                    GZIP_MAX_RATIO.get()
                 ),
             )
-        })?;
-    if out.len() as u64 > MAX_DECOMPRESSED_BYTES {
+        } else {
+            (GZIP_MAX_BYTES, format!("{limit} bytes"))
+        };
         return Err(IngestError::format(
             path,
             format!(
-                "decompresses to more than {} GiB: not read",
-                MAX_DECOMPRESSED_BYTES >> 30
+                "gzip budget: decompresses to more than {detail} (a decompression bomb?): not read; {}",
+                budget.how_to_raise()
             ),
         ));
     }
     Ok(out)
 }
 
+/// The decompressed size a gzip file's trailer states (modulo 4 GiB, of its
+/// last member): a hint for allocating once, never trusted beyond that.
+pub(crate) fn gzip_size_hint(bytes: &[u8]) -> Option<u64> {
+    let tail: [u8; 4] = bytes.get(bytes.len().checked_sub(4)?..)?.try_into().ok()?;
+    Some(u64::from(u32::from_le_bytes(tail)))
+}
+
 /// Parse a trace held in memory, gzipped or not. `path` only labels errors.
 pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError> {
     if bytes.starts_with(&GZIP_MAGIC) {
-        let plain = gunzip(bytes, path)?;
-        if plain.starts_with(&GZIP_MAGIC) {
-            return Err(IngestError::format(path, "gzip inside gzip: not a trace"));
-        }
+        let plain = gunzip(bytes, bytes.len() as u64, gzip_size_hint(bytes), path)?;
         return parse_kineto(&plain, path);
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {

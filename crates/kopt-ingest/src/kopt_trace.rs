@@ -55,6 +55,9 @@ struct Line<'a> {
     /// NVTX range id (range_start / range_end), device id (device).
     #[serde(default)]
     id: Option<u64>,
+    /// The process record's run id (`KOPT_TRACE_RUN`).
+    #[serde(default, borrow)]
+    run: Option<Cow<'a, str>>,
 }
 
 /// A parsed kopt trace and what it says about its own completeness.
@@ -79,6 +82,16 @@ pub struct KoptTrace {
     pub first_invalid: Option<String>,
     /// Names longer than [`crate::MAX_NAME_BYTES`], kept cut (and not demangled).
     pub names_cut: u64,
+    /// Distinct kernel names kept mangled because demangling them would
+    /// pass the demangler's budget ([`demangle_bounded`]).
+    pub names_left_mangled: u64,
+    /// The run id of the process record (`KOPT_TRACE_RUN`), when written.
+    pub run: Option<String>,
+    /// The other processes' files merged in (`trace.jsonl.<pid>`).
+    pub merged_files: Vec<String>,
+    /// `trace.jsonl.<pid>` files beside the trace that another run wrote
+    /// (their run id differs), left out.
+    pub other_runs_left_out: Vec<String>,
 }
 
 impl KoptTrace {
@@ -86,6 +99,33 @@ impl KoptTrace {
     /// is well-formed but gives nothing to analyse.
     pub fn has_gpu_activity(&self) -> bool {
         !self.timeline.activities.is_empty()
+    }
+
+    /// The source's format as reports list it: `kopt trace (CUPTI)`, then
+    /// the files merged in, those of other runs left out, and names kept
+    /// mangled.
+    pub fn source_format(&self) -> String {
+        let mut notes = Vec::new();
+        if !self.merged_files.is_empty() {
+            notes.push(format!("merged with {}", self.merged_files.join(", ")));
+        }
+        if !self.other_runs_left_out.is_empty() {
+            notes.push(format!(
+                "left out {} (another run's)",
+                self.other_runs_left_out.join(", ")
+            ));
+        }
+        if self.names_left_mangled > 0 {
+            notes.push(format!(
+                "{} kernel name(s) kept mangled: nested deeper than the demangler follows ({DEMANGLE_RECURSION} levels) or longer than {DEMANGLED_MAX_BYTES} bytes demangled",
+                self.names_left_mangled
+            ));
+        }
+        if notes.is_empty() {
+            "kopt trace (CUPTI)".to_string()
+        } else {
+            format!("kopt trace (CUPTI; {})", notes.join("; "))
+        }
     }
 }
 
@@ -95,23 +135,45 @@ impl KoptTrace {
 /// past [`DEMANGLED_MAX_BYTES`] (back-references can double it at each
 /// step) is abandoned: the mangled name is returned as it is.
 pub fn demangle(name: &str) -> String {
+    demangle_bounded(name).0
+}
+
+/// [`demangle`], and whether the name was left mangled because it is past
+/// the demangler's budget (nested deeper than it follows, or demangling to
+/// more than [`DEMANGLED_MAX_BYTES`]) rather than because it is not C++.
+///
+/// The budget bounds work, not only output: cpp_demangle backtracks, and a
+/// failed alternative's substitutions stay in its table, so a malformed name
+/// whose template arguments nest literals of template types costs about
+/// three times more time and memory with each level (a 140-byte name, 16
+/// levels, took more than 21 GB). The parse recursion limit is what bounds
+/// that: each such level takes about 8 of its frames, so
+/// [`DEMANGLE_RECURSION`] keeps the worst name to a few milliseconds and
+/// megabytes, while kernel names from PyTorch, CUTLASS and Triton take
+/// fewer than 48.
+pub fn demangle_bounded(name: &str) -> (String, bool) {
     if !name.starts_with("_Z") || name.len() > crate::MAX_NAME_BYTES {
-        return name.to_string();
+        return (name.to_string(), false);
     }
     let parse = cpp_demangle::ParseOptions::default().recursion_limit(DEMANGLE_RECURSION);
-    let print = cpp_demangle::DemangleOptions::default().recursion_limit(DEMANGLE_RECURSION);
-    let Ok(symbol) = cpp_demangle::Symbol::new_with_options(name, &parse) else {
-        return name.to_string();
+    let print = cpp_demangle::DemangleOptions::default().recursion_limit(DEMANGLE_PRINT_RECURSION);
+    let symbol = match cpp_demangle::Symbol::new_with_options(name, &parse) {
+        Ok(symbol) => symbol,
+        Err(cpp_demangle::error::Error::TooMuchRecursion) => return (name.to_string(), true),
+        Err(_) => return (name.to_string(), false),
     };
     let mut out = CappedText(String::new());
     match symbol.structured_demangle(&mut out, &print) {
-        Ok(()) => out.0,
-        Err(_) => name.to_string(),
+        Ok(()) => (out.0, false),
+        Err(_) => (name.to_string(), true),
     }
 }
 
-/// Nesting the demangler follows before giving up.
-const DEMANGLE_RECURSION: u32 = 256;
+/// Nesting the demangler's parser follows before giving up (see
+/// [`demangle_bounded`] for why it is this low).
+pub const DEMANGLE_RECURSION: u32 = 64;
+/// Nesting followed while printing (the output cap bounds its work).
+const DEMANGLE_PRINT_RECURSION: u32 = 128;
 /// The longest demangled name kept, in bytes.
 pub const DEMANGLED_MAX_BYTES: usize = 4 * crate::MAX_NAME_BYTES;
 
@@ -270,6 +332,10 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     let mut invalid: u64 = 0;
     let mut first_invalid: Option<String> = None;
     let mut names_cut: u64 = 0;
+    let mut names_left_mangled: u64 = 0;
+    let mut run: Option<String> = None;
+    // Each distinct name is demangled once: a trace repeats its kernels.
+    let mut demangled: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut records: u64 = 0;
     // Devices by id; the report names the one the kernels ran on.
     let mut devices: std::collections::HashMap<u64, DeviceRecord> =
@@ -330,6 +396,12 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         });
         let owned_name = || name.as_deref().unwrap_or_default().to_string();
         match (line.t.as_ref(), line.id, line.s) {
+            ("process", _, _) => {
+                if run.is_none() {
+                    run = line.run.as_deref().map(crate::echo);
+                }
+                continue;
+            }
             ("range_start", Some(id), Some(s)) => {
                 if !usable_ns(s) {
                     reject(format!("range start {s} ns"));
@@ -421,7 +493,14 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 kind,
                 // A cut name is not demangled: it is no longer a whole symbol.
                 name: if kind == ActivityKind::Kernel && name.len() <= crate::MAX_NAME_BYTES {
-                    demangle(&name)
+                    if let Some(d) = demangled.get(name.as_ref()) {
+                        d.clone()
+                    } else {
+                        let (d, over_budget) = demangle_bounded(&name);
+                        names_left_mangled += u64::from(over_budget);
+                        demangled.insert(name.into_owned(), d.clone());
+                        d
+                    }
                 } else if let Some(named) =
                     copy_name(&name).filter(|_| kind == ActivityKind::Memcpy)
                 {
@@ -488,6 +567,10 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         invalid_records: invalid,
         first_invalid,
         names_cut,
+        names_left_mangled,
+        run,
+        merged_files: Vec::new(),
+        other_runs_left_out: Vec::new(),
     })
 }
 
@@ -521,11 +604,24 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         })
         .collect();
     others.sort();
-    for (i, other) in others.iter().enumerate() {
+    let mut i = 0u64;
+    for other in &others {
         let next = read_kopt_trace(other)?;
+        let file = other
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // Another run's process (a run id that differs, or one run with an
+        // id and the other without) is not part of this workload.
+        if next.run != merged.run {
+            merged.other_runs_left_out.push(file);
+            continue;
+        }
+        merged.merged_files.push(file);
+        i += 1;
         // Ids below 2^48 (32 bits and the window's 16): each process its own
         // block above them (wrapping past 65535 processes, never overflowing).
-        let shift = (i as u64).wrapping_add(1).wrapping_shl(48);
+        let shift = i.wrapping_shl(48);
         let moved = |c: u64| if c == 0 { 0 } else { c.wrapping_add(shift) };
         let t = next.timeline;
         merged
@@ -563,9 +659,12 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         merged.invalid_records = merged.invalid_records.saturating_add(next.invalid_records);
         merged.first_invalid = merged.first_invalid.or(next.first_invalid);
         merged.names_cut = merged.names_cut.saturating_add(next.names_cut);
+        merged.names_left_mangled = merged
+            .names_left_mangled
+            .saturating_add(next.names_left_mangled);
         merged.processes = merged.processes.saturating_add(1);
     }
-    if !others.is_empty() {
+    if !merged.merged_files.is_empty() {
         merged.timeline.activities.sort_by_key(|a| a.start_ns);
         merged.timeline.api_calls.sort_by_key(|c| c.start_ns);
         merged.timeline.ranges.sort_by_key(|r| r.start_ns);
@@ -662,10 +761,12 @@ pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
     // A gzipped trace (`trace.jsonl.gz`, kept small as a fixture or an
     // attachment) is decompressed first, with the Kineto reader's bounds.
     if bytes.starts_with(&crate::kineto::GZIP_MAGIC) {
-        let plain = crate::kineto::gunzip(bytes.as_slice(), &label)?;
-        if plain.starts_with(&crate::kineto::GZIP_MAGIC) {
-            return Err(IngestError::format(&label, "gzip inside gzip: not a trace"));
-        }
+        let plain = crate::kineto::gunzip(
+            bytes.as_slice(),
+            bytes.len() as u64,
+            crate::kineto::gzip_size_hint(&bytes),
+            &label,
+        )?;
         return parse_kopt_trace_bytes(&plain, &label);
     }
     parse_kopt_trace_bytes(&bytes, &label)

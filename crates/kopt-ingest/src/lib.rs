@@ -1,6 +1,7 @@
 //! Parsers for profiler output. Nothing here runs a process: converting a
 //! `.ncu-rep` report to CSV is `kopt-collect`'s job.
 
+pub mod budget;
 pub mod detect;
 mod error;
 pub mod kineto;
@@ -103,8 +104,18 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
     let head = read_up_to(&mut file, &mut magic).map_err(io)?;
     if magic.get(..head) == Some(&kineto::GZIP_MAGIC[..]) {
         use std::io::Seek;
+        let len = file.metadata().map_err(io)?.len();
+        let mut tail = [0u8; 4];
+        let hint = match len.checked_sub(4) {
+            Some(at) => {
+                file.seek(std::io::SeekFrom::Start(at)).map_err(io)?;
+                let n = read_up_to(&mut file, &mut tail).map_err(io)?;
+                (n == 4).then(|| u64::from(u32::from_le_bytes(tail)))
+            }
+            None => None,
+        };
         file.rewind().map_err(io)?;
-        let bytes = kineto::gunzip(std::io::BufReader::new(file), &label)?;
+        let bytes = kineto::gunzip(std::io::BufReader::new(file), len, hint, &label)?;
         return parse_kineto(&bytes, &label);
     }
     // Mapped, not read: a trace can be gigabytes, and copying it into the

@@ -542,5 +542,8 @@ fn a_broken_gzipped_trace_is_an_error() {
     assert!(s.starts_with("m.gz: gzip data broken"), "{s}");
     // gzip in gzip.
     let s = one_line(&parse_kineto(&gzip(&gzip(b"{}")), "g.gz").unwrap_err());
-    assert_eq!(s, "g.gz: gzip inside gzip: not a trace");
+    assert!(
+        s.starts_with("g.gz: gzip inside gzip (compressed twice): not read"),
+        "{s}"
+    );
 }

@@ -5,6 +5,7 @@
 //! | variable | read by | effect |
 //! |---|---|---|
 //! | `KOPT_TRACE_OUT` | `init` | the trace file; unset: tracing is off |
+//! | `KOPT_TRACE_RUN` | `init` | the run's id, written in the `process` record |
 //! | `KOPT_TRACER_BUFFER_MB` | `init` | activity buffer size, 1..=1024 MiB (8) |
 //! | `KOPT_TRACER_SYNC_DRAIN=1` | `init` | drain buffers in CUPTI's thread |
 //! | `KOPT_TRACER_SAMPLE=ON/PERIOD` | `init` | trace ON ms of every PERIOD ms |
@@ -23,6 +24,14 @@ fn env_flag(name: &str) -> bool {
 /// `KOPT_TRACE_OUT`: where the trace goes.
 pub(crate) fn trace_out() -> Option<std::ffi::OsString> {
     std::env::var_os("KOPT_TRACE_OUT")
+}
+
+/// `KOPT_TRACE_RUN`: the id every process of one traced run shares (at
+/// most 64 printable ASCII characters; anything else is left out).
+pub(crate) fn trace_run() -> Option<String> {
+    std::env::var("KOPT_TRACE_RUN")
+        .ok()
+        .filter(|r| !r.is_empty() && r.len() <= 64 && r.bytes().all(|b| b.is_ascii_graphic()))
 }
 
 /// `KOPT_TRACER_BUFFER_MB`: the activity buffer size in MiB, when valid.

@@ -91,7 +91,10 @@ fn init() {
     match output::open_trace_file(std::path::Path::new(&path)) {
         Ok(f) => {
             let mut w = BufWriter::with_capacity(1 << 20, f);
-            let _ = w.write_all(records::process_line(std::process::id()).as_bytes());
+            let _ = w.write_all(
+                records::process_line(std::process::id(), config::trace_run().as_deref())
+                    .as_bytes(),
+            );
             *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(w)
         }
         Err(e) => {

@@ -153,9 +153,17 @@ pub fn window_line(start: u64, end: u64) -> String {
     format!("{{\"t\":\"window\",\"s\":{start},\"e\":{end}}}\n")
 }
 
-/// `{"t":"process",...}`: the trace's first line.
-pub fn process_line(pid: u32) -> String {
-    format!("{{\"t\":\"process\",\"pid\":{pid}}}\n")
+/// `{"t":"process",...}`: the trace's first line; `run` is the workload's
+/// `KOPT_TRACE_RUN` (the same in every process of one run), so a reader
+/// merges only the `trace.jsonl.<pid>` files of that run.
+pub fn process_line(pid: u32, run: Option<&str>) -> String {
+    match run {
+        Some(run) => format!(
+            "{{\"t\":\"process\",\"pid\":{pid},\"run\":{}}}\n",
+            json_str(run)
+        ),
+        None => format!("{{\"t\":\"process\",\"pid\":{pid}}}\n"),
+    }
 }
 
 /// `{"t":"api_counts","calls":{NAME:N,...}}`: every runtime and driver call
@@ -215,7 +223,11 @@ mod tests {
     #[test]
     fn window_process_and_end_lines() {
         assert_eq!(window_line(5, 9), "{\"t\":\"window\",\"s\":5,\"e\":9}\n");
-        assert_eq!(process_line(12), "{\"t\":\"process\",\"pid\":12}\n");
+        assert_eq!(process_line(12, None), "{\"t\":\"process\",\"pid\":12}\n");
+        assert_eq!(
+            process_line(12, Some("r1")),
+            "{\"t\":\"process\",\"pid\":12,\"run\":\"r1\"}\n"
+        );
         assert_eq!(
             end_line(3, 1, 0),
             "{\"t\":\"end\",\"records\":3,\"dropped\":1,\"lost_buffers\":0}\n"

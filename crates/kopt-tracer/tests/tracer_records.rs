@@ -49,7 +49,7 @@ fn kernel<'a>(
 /// the end record last.
 fn trace(window: Option<(u64, u64)>) -> String {
     let mut t = String::new();
-    t += &process_line(4242);
+    t += &process_line(4242, Some("run-1"));
     t += &device_line(&DeviceRecord {
         id: 0,
         name: "NVIDIA H200 \"SXM\"",

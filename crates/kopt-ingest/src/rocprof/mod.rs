@@ -71,20 +71,28 @@ impl Dispatch {
     /// (SQ_ACCUM_PREV_HIRES means waves in the SQ_LEVEL_WAVES pass and
     /// latency in SQ_INST_LEVEL_*), so passes merge without clashing.
     pub(crate) fn finish_counters(&mut self) {
+        // Hashed, in the counters' order: a dispatch may have tens of
+        // thousands of per-instance counters.
         let mut sums: Vec<(String, f64)> = Vec::new();
+        let mut sum_at: HashMap<String, usize> = HashMap::new();
         for (name, v) in &self.counters {
             if let Some((base, rest)) = name.split_once('[') {
                 if rest.ends_with(']') {
                     let key = format!("{base}_sum");
-                    match sums.iter_mut().find(|(n, _)| *n == key) {
-                        Some((_, s)) => *s += v,
-                        None => sums.push((key, *v)),
+                    match sum_at.get(&key) {
+                        Some(&i) => sums[i].1 += v,
+                        None => {
+                            sum_at.insert(key.clone(), sums.len());
+                            sums.push((key, *v));
+                        }
                     }
                 }
             }
         }
+        let have: std::collections::HashSet<String> =
+            self.counters.iter().map(|(n, _)| n.clone()).collect();
         for (k, v) in sums {
-            if self.counter(&k).is_none() {
+            if !have.contains(&k) {
                 self.counters.push((k, v));
             }
         }
@@ -535,8 +543,11 @@ pub fn merge_rocprof(
             let Some(&i) = index.get(&key) else { continue };
             joined += 1;
             let b = &mut base[i];
+            // A set, not a search per counter: linear in the counters.
+            let mut have: std::collections::HashSet<String> =
+                b.counters.iter().map(|(n, _)| n.clone()).collect();
             for (n, v) in &d.counters {
-                if b.counter(n).is_none() {
+                if have.insert(n.clone()) {
                     b.counters.push((n.clone(), *v));
                 }
             }

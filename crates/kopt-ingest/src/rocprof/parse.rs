@@ -320,6 +320,8 @@ fn counters_long(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
     let value_col = t.col(&["Counter_Value"]).expect("checked by the caller");
     let mut out: Vec<Dispatch> = Vec::new();
     let mut index: HashMap<(u64, String), usize> = HashMap::new();
+    // (dispatch, counter) -> where the dispatch keeps it.
+    let mut counter_at: HashMap<(usize, String), usize> = HashMap::new();
     for (n, (line, cells)) in t.rows.iter().enumerate() {
         let d = cols.dispatch(t, cells, *line, label, n as u64)?;
         // The dispatch id where the file has one (older versions: the correlation id).
@@ -342,11 +344,17 @@ fn counters_long(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
                 out.len() - 1
             }
         };
+        // Indexed, not searched: one dispatch can have tens of thousands
+        // of counter rows (per-instance counters), and a search per row
+        // made a 1.5 MB file take 32 s.
         let slot = &mut out[at];
-        match slot.counters.iter_mut().find(|(c, _)| *c == counter) {
+        match counter_at.get(&(at, counter.clone())) {
             // A counter reported per dimension instance is summed.
-            Some((_, v)) => *v += value,
-            None => slot.counters.push((counter, value)),
+            Some(&k) => slot.counters[k].1 += value,
+            None => {
+                counter_at.insert((at, counter.clone()), slot.counters.len());
+                slot.counters.push((counter, value));
+            }
         }
     }
     for d in &mut out {

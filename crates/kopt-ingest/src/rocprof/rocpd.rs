@@ -34,7 +34,8 @@ pub fn read_rocpd(path: &Path, label: &str) -> Result<Vec<AmdFile>, IngestError>
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| sql_error(label, "cannot open as SQLite", &e))?;
-    read_conn(&conn, label)
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    read_guarded(&conn, label, size)
 }
 
 /// Parse a rocpd database held in memory (fuzzing, tests).
@@ -56,10 +57,123 @@ pub fn parse_rocpd(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, IngestErro
         Connection::open_in_memory().map_err(|e| sql_error(label, "cannot open SQLite", &e))?;
     conn.deserialize_read_exact(rusqlite::MAIN_DB, bytes, bytes.len(), true)
         .map_err(|e| sql_error(label, "cannot load as SQLite", &e))?;
-    read_conn(&conn, label)
+    read_guarded(&conn, label, bytes.len() as u64)
+}
+
+thread_local! {
+    /// The budget the progress handler stopped a query for, if it did: the
+    /// error of the interrupted query is replaced by one naming it.
+    static TRIPPED: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
+    /// Rows read from the database so far, against [`row_budget`].
+    static ROWS: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, u64::MAX)) };
+}
+
+/// Rows a database of `size` bytes may yield through kopt's queries: a view
+/// can join, but a 4 KB file yielding millions of rows is computing them
+/// (a recursive or cross join), not reading them.
+fn row_budget(size: u64) -> u64 {
+    size.max(1 << 20)
+}
+
+/// [`read_conn`] with the database treated as untrusted: its views are
+/// SQL the file brings. Nothing writes (`query_only`), functions a view
+/// calls must be harmless (`trusted_schema` off), recursive CTEs are
+/// refused when a statement is prepared, strings and blobs are capped at
+/// 16 MiB, temporary tables stay in memory, and a progress handler stops
+/// any query past the time budget ([`crate::budget::SQLITE_SECONDS`]) or
+/// the memory budget ([`crate::budget::SQLITE_TEMP_MB`]); the rows read
+/// are capped relative to the file's size.
+fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile>, IngestError> {
+    use crate::budget::{SQLITE_SECONDS, SQLITE_TEMP_MB};
+    use rusqlite::hooks::{AuthAction, Authorization};
+    let setup = |e| sql_error(label, "cannot set up SQLite", &e);
+    for (pragma, value) in [
+        ("query_only", "ON"),
+        ("trusted_schema", "OFF"),
+        ("temp_store", "MEMORY"),
+    ] {
+        conn.pragma_update(None, pragma, value).map_err(setup)?;
+    }
+    conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, 16 << 20)
+        .map_err(setup)?;
+    conn.authorizer(Some(|ctx: rusqlite::hooks::AuthContext<'_>| {
+        match ctx.action {
+            AuthAction::Recursive => Authorization::Deny,
+            _ => Authorization::Allow,
+        }
+    }));
+    let seconds = SQLITE_SECONDS.get();
+    // The budget, or four times the file when that is more (sorting a big
+    // database's rows is legitimate work).
+    let temp_bytes = SQLITE_TEMP_MB
+        .get()
+        .saturating_mul(1 << 20)
+        .max(size.saturating_mul(4));
+    let started = std::time::Instant::now();
+    // SAFETY: sqlite3_memory_used only reads SQLite's allocation counter.
+    let base = unsafe { rusqlite::ffi::sqlite3_memory_used() }.max(0) as u64;
+    TRIPPED.with(|t| t.set(None));
+    ROWS.with(|r| r.set((0, row_budget(size))));
+    conn.progress_handler(
+        10_000,
+        Some(move || {
+            // SAFETY: as above.
+            let used = unsafe { rusqlite::ffi::sqlite3_memory_used() }.max(0) as u64;
+            let why = if started.elapsed().as_secs() >= seconds {
+                Some(format!(
+                    "SQLite time budget: its queries ran past {seconds} s; {}",
+                    SQLITE_SECONDS.how_to_raise()
+                ))
+            } else if used.saturating_sub(base) > temp_bytes {
+                Some(format!(
+                    "SQLite memory budget: its queries took more than {} MiB; {}",
+                    temp_bytes >> 20,
+                    SQLITE_TEMP_MB.how_to_raise()
+                ))
+            } else {
+                None
+            };
+            let stop = why.is_some();
+            if stop {
+                TRIPPED.with(|t| t.set(why));
+            }
+            stop
+        }),
+    );
+    let out = read_conn(conn, label);
+    conn.progress_handler(0, None::<fn() -> bool>);
+    conn.authorizer(None::<fn(rusqlite::hooks::AuthContext<'_>) -> Authorization>);
+    TRIPPED.with(|t| t.set(None));
+    ROWS.with(|r| r.set((0, u64::MAX)));
+    out
+}
+
+/// One more row read: an error past the row budget.
+fn count_row(label: &str, view: &str) -> Result<(), IngestError> {
+    let (n, limit) = ROWS.with(|r| r.get());
+    if n >= limit {
+        return Err(IngestError::format(
+            label,
+            format!(
+                "{view} view: more than {limit} rows from this database, more than a file of its size holds (a view computing rows, not reading them): not read"
+            ),
+        ));
+    }
+    ROWS.with(|r| r.set((n + 1, limit)));
+    Ok(())
 }
 
 fn sql_error(label: &str, what: &str, e: &rusqlite::Error) -> IngestError {
+    if let Some(why) = TRIPPED.with(|t| t.take()) {
+        return IngestError::format(label, format!("{what}: {why}"));
+    }
+    let text = e.to_string();
+    if text.contains("not authorized") {
+        return IngestError::format(
+            label,
+            format!("{what}: a view kopt reads uses a recursive query (WITH RECURSIVE), which rocprofv3 never writes: not run"),
+        );
+    }
     IngestError::format(label, format!("{what}: {e}"))
 }
 
@@ -313,6 +427,7 @@ fn query_rows(
     let mut rows = stmt.query([]).map_err(fail)?;
     let mut n = 0u64;
     while let Some(r) = rows.next().map_err(fail)? {
+        count_row(label, view)?;
         n += 1;
         let mut cells = Vec::with_capacity(names.len());
         for i in 0..names.len() {
@@ -497,6 +612,7 @@ const COUNTER_COLS: &[&str] = &[
 fn query_counters(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatch)>, IngestError> {
     let mut out: Vec<(String, Dispatch)> = Vec::new();
     let mut index: HashMap<(String, u64), usize> = HashMap::new();
+    let mut counter_at: HashMap<(usize, String), usize> = HashMap::new();
     let q = Query {
         view: "counters_collection",
         cols: COUNTER_COLS,
@@ -532,11 +648,15 @@ fn query_counters(conn: &Connection, label: &str) -> Result<Vec<(String, Dispatc
             }
         };
         let d = &mut out[at].1;
-        match d.counters.iter_mut().find(|(n, _)| *n == counter) {
+        // Indexed: a search per row is quadratic in a dispatch's counters.
+        match counter_at.get(&(at, counter.clone())) {
             // The view sums instances per dispatch and counter; a
             // database merged from several agents may still repeat one.
-            Some((_, v)) => *v += value,
-            None => d.counters.push((counter, value)),
+            Some(&k) => d.counters[k].1 += value,
+            None => {
+                counter_at.insert((at, counter.clone()), d.counters.len());
+                d.counters.push((counter, value));
+            }
         }
         Ok(())
     })?;

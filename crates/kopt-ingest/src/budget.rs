@@ -1,0 +1,72 @@
+//! What one input may cost: bytes after decompression, time and temporary
+//! space in SQLite. Each budget has a default and an environment variable
+//! that raises it; past it, a one-line error names the budget and the
+//! variable.
+
+/// A budget read from the environment: its variable and its default.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub var: &'static str,
+    pub default: u64,
+    /// What one unit is, for messages (`bytes`, `x`, `s`, `MiB`).
+    pub unit: &'static str,
+}
+
+impl Budget {
+    /// The value in force: the variable when it holds a positive whole
+    /// number, else the default.
+    pub fn get(&self) -> u64 {
+        std::env::var(self.var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|v| *v > 0)
+            .unwrap_or(self.default)
+    }
+
+    /// `(raise it with KOPT_X=N)`: how to go past it, with a suggestion of
+    /// four times the value in force.
+    pub fn how_to_raise(&self) -> String {
+        format!(
+            "raise it with {}={} (now {} {})",
+            self.var,
+            self.get().saturating_mul(4),
+            self.get(),
+            self.unit
+        )
+    }
+}
+
+/// The most a gzipped input may decompress to, in bytes, whatever its size.
+pub const GZIP_MAX_BYTES: Budget = Budget {
+    var: "KOPT_GZIP_MAX_BYTES",
+    default: 4 << 30,
+    unit: "bytes",
+};
+
+/// The most a gzipped input may decompress to, as a multiple of its
+/// compressed size (profiler JSON compresses 5-30x; a bomb a thousandfold).
+/// Inputs up to [`GZIP_RATIO_FLOOR_BYTES`] decompressed are always allowed.
+pub const GZIP_MAX_RATIO: Budget = Budget {
+    var: "KOPT_GZIP_MAX_RATIO",
+    default: 64,
+    unit: "x",
+};
+
+/// Decompressed bytes always allowed, whatever the ratio.
+pub const GZIP_RATIO_FLOOR_BYTES: u64 = 64 << 20;
+
+/// Seconds SQLite may spend on the queries of one rocpd database.
+pub const SQLITE_SECONDS: Budget = Budget {
+    var: "KOPT_SQLITE_SECONDS",
+    default: 60,
+    unit: "s",
+};
+
+/// Memory SQLite may take for one rocpd database's queries (sorts, joins,
+/// temporary tables, all kept in memory), in MiB; at least four times the
+/// file's size.
+pub const SQLITE_TEMP_MB: Budget = Budget {
+    var: "KOPT_SQLITE_TEMP_MB",
+    default: 192,
+    unit: "MiB",
+};
