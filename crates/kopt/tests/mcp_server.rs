@@ -431,3 +431,70 @@ fn schemas_are_committed() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_call_is_stopped_when_its_budget_is_spent() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    // Fast in the timing pass, slow afterwards: the estimate fits the
+    // budget, the run does not.
+    let marker = s.dir.path().join("timed");
+    let pid_file = s.dir.path().join("pid");
+    let line = format!(
+        "if [ -f {m} ]; then echo $$ > {p}; exec sleep 60; fi; touch {m}",
+        m = marker.display(),
+        p = pid_file.display()
+    );
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "bench",
+            "_meta": {"progressToken": "b1"},
+            "arguments": {"baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 3, "min_samples": 2, "max_time_s": 0.5}}})
+        .to_string(),
+    );
+    let start = Instant::now();
+    let mut progress = Vec::new();
+    let mut logged = false;
+    let r = loop {
+        let mut l = String::new();
+        assert!(s.stdout.read_line(&mut l).unwrap() > 0);
+        let v: Value = serde_json::from_str(&l).unwrap();
+        if v["method"] == "notifications/progress" {
+            assert_eq!(v["params"]["progressToken"], "b1");
+            progress.push(v["params"]["progress"].as_u64().unwrap());
+        } else if v["method"] == "notifications/message" {
+            assert!(
+                v["params"]["data"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("estimated cost"),
+                "{v}"
+            );
+            logged = true;
+        } else {
+            break v;
+        }
+    };
+    assert!(start.elapsed() < Duration::from_secs(15));
+    let result = &r["result"];
+    assert_eq!(result["isError"], true, "{r}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("stopped: the budget"), "{text}");
+    let device = result["_meta"]["kopt/device_s"].as_f64().unwrap();
+    assert!((2.5..10.0).contains(&device), "{device}");
+    assert!(
+        !progress.is_empty() && progress.windows(2).all(|w| w[0] < w[1]),
+        "{progress:?}"
+    );
+    assert!(logged, "the estimate was not said before the run");
+    let pid = wait_for_pid(&pid_file);
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "workload {pid} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.close(Duration::from_secs(5));
+}

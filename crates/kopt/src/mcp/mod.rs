@@ -188,7 +188,8 @@ fn handle(
     }
     match method {
         "initialize" => out.result(&id, initialize(&params)),
-        "ping" => out.result(&id, json!({})),
+        // Every message is info; a client's level changes nothing.
+        "ping" | "logging/setLevel" => out.result(&id, json!({})),
         "tools/list" => out.result(&id, json!({"tools": tools::list()})),
         "tools/call" => return call(id, &params, out, config, running),
         "resources/list" => match resources::list(&config.cwd) {
@@ -240,7 +241,7 @@ fn initialize(params: &Value) -> Value {
         .unwrap_or(PROTOCOL_VERSIONS[PROTOCOL_VERSIONS.len() - 1]);
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {}, "resources": {}},
+        "capabilities": {"tools": {}, "resources": {}, "logging": {}},
         "serverInfo": {"name": "kopt", "title": "kopt: profile-guided GPU kernel optimization", "version": env!("CARGO_PKG_VERSION")},
         "instructions": "kopt's profiler and benchmark as tools. Check `history` before paying for a measurement again. Long tools (profile, trace, bench, optimize, tune) take budget_s, the device seconds you allow: each says its estimate first and refuses when it exceeds the budget. Results carry the kopt/1 report as structured content; run folders are resources (kopt://runs/ID/report.json)."
     })

@@ -65,6 +65,19 @@ impl<'a> Context<'a> {
     }
 }
 
+impl Context<'_> {
+    /// A line every client sees (`notifications/message`), progress or not:
+    /// the cost before a long tool runs.
+    fn log(&self, message: &str) {
+        self.out.send(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "logger": "kopt", "data": message}
+        }));
+        self.notify(message);
+    }
+}
+
 impl Progress for Context<'_> {
     fn pass_started(&self, n: usize, total: usize, what: &str) {
         self.notify(&format!("pass {n}/{total}: {what}"));
@@ -643,7 +656,7 @@ fn long_run<T>(
             Some(meta(spent)),
         ));
     }
-    ctx.notify(&format!(
+    ctx.log(&format!(
         "estimated cost {total:.1} s ({}), budget {budget:.1} s",
         est.basis
     ));
