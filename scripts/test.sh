@@ -10,6 +10,9 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'maturin>=1.9.4,<2' 'pytest>=7'
+# The MCP Python SDK, the client of `kopt mcp`'s end-to-end test; optional.
+"$venv/bin/pip" install --quiet --disable-pip-version-check 'mcp>=2.3,<3' ||
+  echo "mcp could not be installed: the MCP client's test is skipped"
 # Ray for kopt.tune(executor="ray")'s test (a local instance); optional.
 "$venv/bin/pip" install --quiet --disable-pip-version-check 'ray>=2' ||
   echo "ray could not be installed: the Ray executor's test is skipped"

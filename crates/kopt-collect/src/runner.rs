@@ -2,12 +2,56 @@
 //! argv passed as given (no shell), output teed to a log file and to the
 //! caller, a timeout that kills the whole group.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+thread_local! {
+    static CANCEL: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Run `f` so that, once `flag` is set, every run started on this thread
+/// (here and in kopt's other process loops) has its process group killed
+/// and no new run starts: a front end's cancellation (the MCP server).
+pub fn cancellable<R>(flag: Option<Arc<AtomicBool>>, f: impl FnOnce() -> R) -> R {
+    let _guard = enter_cancellable(flag);
+    f()
+}
+
+/// [`cancellable`] for the rest of a scope: a thread a workflow starts
+/// takes its parent's [`cancel_flag`] with this.
+pub fn enter_cancellable(flag: Option<Arc<AtomicBool>>) -> CancelGuard {
+    CancelGuard(CANCEL.with(|c| c.replace(flag)))
+}
+
+/// Puts the thread's previous flag back when dropped.
+pub struct CancelGuard(Option<Arc<AtomicBool>>);
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        let before = self.0.take();
+        CANCEL.with(|c| *c.borrow_mut() = before);
+    }
+}
+
+/// This thread's cancellation flag, to hand to the threads it starts.
+pub fn cancel_flag() -> Option<Arc<AtomicBool>> {
+    CANCEL.with(|c| c.borrow().clone())
+}
+
+/// Whether the front end cancelled the work running on this thread.
+pub fn cancel_requested() -> bool {
+    CANCEL.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::SeqCst))
+    })
+}
 
 /// Lines of output kept in memory for error reports.
 const TAIL_LINES: usize = 40;
@@ -51,7 +95,14 @@ impl RunOutcome {
 }
 
 /// Run `spec`; every output line goes to `on_line` as it arrives.
+/// A cancelled caller's run is killed like a timed-out one.
 pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::Result<RunOutcome> {
+    if cancel_requested() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "cancelled",
+        ));
+    }
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .stdin(Stdio::null())
@@ -107,7 +158,7 @@ pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::
                 if let Some(status) = child.try_wait()? {
                     return Ok((status, false));
                 }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+                if deadline.is_some_and(|d| Instant::now() >= d) || cancel_requested() {
                     kill_group(pid);
                     let status = child.wait()?;
                     return Ok((status, true));
@@ -229,5 +280,25 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(10));
         std::thread::sleep(Duration::from_secs(3));
         assert!(!marker.exists(), "grandchild outlived the timeout");
+    }
+
+    #[test]
+    fn cancellation_kills_the_group_and_starts_nothing_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let flag = Arc::new(AtomicBool::new(false));
+        let setter = Arc::clone(&flag);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            setter.store(true, Ordering::SeqCst);
+        });
+        let t = Instant::now();
+        cancellable(Some(flag), || {
+            let out = run(&spec(dir.path(), "/bin/sleep", &["30"], None), &|_, _| {}).unwrap();
+            assert!(!out.success());
+            assert!(t.elapsed() < Duration::from_secs(5));
+            let again = run(&spec(dir.path(), "/bin/true", &[], None), &|_, _| {});
+            assert_eq!(again.unwrap_err().kind(), std::io::ErrorKind::Interrupted);
+        });
+        assert!(!cancel_requested(), "the flag is this call's only");
     }
 }

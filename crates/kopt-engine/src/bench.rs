@@ -673,6 +673,9 @@ impl Sampler for ProcessSampler {
 /// Run `/bin/sh -c command` once, reading its samples as they are printed;
 /// past `budget` its process group is killed and the run is `cut`.
 fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
+    if kopt_collect::runner::cancel_requested() {
+        return Err(Error::WorkloadFailed(format!("`{command}`: cancelled")));
+    }
     use std::io::BufReader;
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
@@ -725,9 +728,20 @@ fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
             let status = child.wait();
             let _ = done_tx.send((status, start.elapsed()));
         });
-        let waited = match budget {
-            Some(b) => done_rx.recv_timeout(b).ok(),
-            None => done_rx.recv().ok(),
+        // Polled, so a front end's cancellation (kopt_collect::runner::cancellable) kills it too.
+        let deadline = budget.map(|b| start + b);
+        let waited = loop {
+            match done_rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(done) => break Some(done),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if deadline.is_some_and(|d| Instant::now() >= d)
+                        || kopt_collect::runner::cancel_requested()
+                    {
+                        break None;
+                    }
+                }
+            }
         };
         let (status, elapsed, cut) = match waited {
             Some((status, elapsed)) => (status, elapsed, false),

@@ -4,6 +4,11 @@
 
 pub use kopt_collect::Stream;
 
+/// Run a workflow so that setting the flag kills the workload's process
+/// group and starts no other run (the hook lives in kopt-collect's runner
+/// and bench's process loop; threads a workflow starts inherit it).
+pub use kopt_collect::runner::cancellable;
+
 /// Events of a running workflow; every method has a silent default.
 pub trait Progress: Sync {
     /// Pass `n` of `total` starts (`kopt profile`).

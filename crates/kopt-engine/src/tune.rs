@@ -467,7 +467,9 @@ impl Executor for LocalExecutor<'_> {
                 let queue = &queue;
                 let gpu = self.worker_gpu(w).map(str::to_string);
                 let dir = self.scratch.path().join(format!("w{w}"));
+                let cancel = kopt_collect::runner::cancel_flag();
                 scope.spawn(move || {
+                    let _cancel = kopt_collect::runner::enter_cancellable(cancel);
                     let mut sampler = (self.factory)(w);
                     loop {
                         let job = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// A two-sided confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Interval {
     pub estimate: f64,
     pub low: f64,
@@ -13,6 +14,7 @@ pub struct Interval {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum VerdictKind {
     Keep,
@@ -42,6 +44,7 @@ impl std::fmt::Display for VerdictKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Verdict {
     pub kind: VerdictKind,
     /// Why, in one sentence with the figures.
@@ -52,6 +55,7 @@ pub struct Verdict {
 
 /// One variant of a benchmark, measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct VariantResult {
     pub name: String,
     pub command: String,
@@ -76,6 +80,7 @@ pub struct VariantResult {
 
 /// Everything `kopt bench` measured and decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BenchReport {
     pub schema: String,
     /// The speed-up that counts for KEEP (0.05 = 5%).

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One tensor of the reference against its pair in the candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TensorComparison {
     pub name: String,
     /// Empty when the tensor is missing from the reference.
@@ -38,6 +39,7 @@ pub struct TensorComparison {
 
 /// The gate's verdict on two files of tensors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CompareReport {
     /// [`crate::SCHEMA`].
     pub schema: String,

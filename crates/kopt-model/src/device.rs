@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a device's peak figures came from, best first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 pub enum PeakSource {
     /// Passed by the user (`--peak-dram-gbs` ...), typically measured on the card.
@@ -16,6 +17,7 @@ pub enum PeakSource {
 
 /// Peak rates used for speed-of-light and roofline figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Peaks {
     /// DRAM bandwidth, bytes/s (read + write).
     pub dram_bytes_per_s: Option<f64>,
@@ -27,6 +29,7 @@ pub struct Peaks {
 
 /// The GPU a profile came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Device {
     pub name: String,
     pub compute_capability: Option<String>,
@@ -54,6 +57,7 @@ pub struct Device {
 /// The AMD-specific part of a device: what rocprof-compute's formulas need
 /// beyond CUs (`sm_count`) and the engine clock (`sm_clock_hz`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AmdDevice {
     /// The name the profiler printed (`MI300X_A1`, `AMD Instinct MI250X/MI250`).
     pub product: String,

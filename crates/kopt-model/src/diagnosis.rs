@@ -4,6 +4,7 @@ use crate::{Device, Source};
 
 /// The bottleneck vocabulary of kopt's JSON (DESIGN.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BottleneckClass {
     LaunchOverhead,
@@ -47,6 +48,7 @@ impl std::fmt::Display for BottleneckClass {
 
 /// The hardware unit that limits a memory- or compute-class kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum HotUnit {
     Dram,
@@ -77,6 +79,7 @@ impl HotUnit {
 
 /// The class of one kernel, with the unit and whether it sits at its roofline.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Bottleneck {
     pub class: BottleneckClass,
     pub unit: Option<HotUnit>,
@@ -88,6 +91,7 @@ pub struct Bottleneck {
 
 /// A secondary observation about a kernel, with the evidence behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Finding {
     pub class: BottleneckClass,
     pub evidence: String,
@@ -95,6 +99,7 @@ pub struct Finding {
 
 /// An expected gain: what share of the kernel and of the workload a change may save.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GainEstimate {
     /// Share of the kernel's own time that may be saved, 0..=100.
     pub kernel_pct: f64,
@@ -109,6 +114,7 @@ pub struct GainEstimate {
 
 /// Where Nsight Compute's own top-ranked rule points elsewhere than kopt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NcuDisagreement {
     pub ncu_rule: String,
     pub ncu_speedup_pct: Option<f64>,
@@ -119,6 +125,7 @@ pub struct NcuDisagreement {
 
 /// kopt's verdict on one distinct kernel (its launches grouped).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KernelVerdict {
     /// The full kernel name (JSON keeps it whole; tables shorten it).
     pub name: String,
@@ -174,6 +181,7 @@ pub struct KernelVerdict {
 
 /// Which library a kernel comes from and what kind of work it does.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KernelFamily {
     pub family: LibraryFamily,
     /// e.g. "cuBLAS", "cuDNN", "PyTorch (ATen)", "NCCL".
@@ -185,6 +193,7 @@ pub struct KernelFamily {
 
 /// The kind of work a library kernel does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum LibraryFamily {
     Gemm,
@@ -226,6 +235,7 @@ impl LibraryFamily {
 /// A framework op (e.g. `aten::addmm`) with its input shapes, as one
 /// kernel's launcher.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OpShare {
     pub op: String,
     /// Input shapes as the framework wrote them, e.g. `[[8, 768], [768, 3072]]`.
@@ -236,6 +246,7 @@ pub struct OpShare {
 /// One framework op (and input shapes) over the whole workload: the kernels
 /// it launched and their time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OpSummary {
     pub op: String,
     pub shapes: Option<String>,
@@ -250,6 +261,7 @@ pub struct OpSummary {
 
 /// A ranked change to make, tied to the evidence that triggers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Recommendation {
     pub rank: usize,
     /// Catalogue id, e.g. `coalesce_global_access`.
@@ -272,6 +284,7 @@ pub struct Recommendation {
 /// A predicted speed-up (eager time over predicted time), with the range the
 /// inputs' spread and the model's constants allow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PredictedSpeedup {
     pub estimate: f64,
     pub low: f64,
@@ -282,6 +295,7 @@ pub struct PredictedSpeedup {
 
 /// The workload a `kopt profile` run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunInfo {
     /// `--module` label, if given.
     pub module: Option<String>,
@@ -294,6 +308,7 @@ pub struct RunInfo {
 
 /// Everything `kopt analyze` concludes about a workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Diagnosis {
     pub schema: String,
     /// Set by `kopt profile`; absent when existing files were analysed.
@@ -329,6 +344,7 @@ pub struct Diagnosis {
 
 /// Warm-up / autotuning trial kernels and how they were told apart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WarmupTrials {
     /// One entry per kernel name and launch configuration, most time first.
     pub kernels: Vec<WarmupKernel>,
@@ -346,6 +362,7 @@ pub struct WarmupTrials {
 
 /// The rule that told warm-up trials apart.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum WarmupEvidence {
     /// A timeline with steps: every launch in the warm-up steps cut before
@@ -360,6 +377,7 @@ pub enum WarmupEvidence {
 
 /// One warm-up trial kernel (a name and launch configuration).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WarmupKernel {
     pub name: String,
     pub short_name: String,
@@ -374,6 +392,7 @@ pub struct WarmupKernel {
 
 /// Seed 000's "key insight": component and type of the workload's main bottleneck.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PrimaryBottleneck {
     pub component: String,
     pub component_short: String,
@@ -395,6 +414,7 @@ impl Diagnosis {
 
 /// An idle stretch of the GPU between two activities.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct IdleGap {
     /// Offset from the start of the trace window.
     pub at_ns: i64,
@@ -406,6 +426,7 @@ pub struct IdleGap {
 
 /// What the timeline says about the workload as a whole (what counters cannot see).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TimelineSummary {
     /// From the first traced CUDA call or activity to the last activity's end.
     pub wall_ns: i64,
@@ -450,6 +471,7 @@ pub struct TimelineSummary {
 
 /// Where the step boundaries came from, most trusted first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StepSource {
     /// torch.profiler's `ProfilerStep#N` annotations (each step counted once).
@@ -466,6 +488,7 @@ pub enum StepSource {
 
 /// How the steps were found, in words too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StepDetection {
     pub source: StepSource,
     /// Steps found in the whole trace (before warm-up is cut).
@@ -478,6 +501,7 @@ pub struct StepDetection {
 
 /// The window the timeline figures come from: start-up idle and warm-up steps cut.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SteadyState {
     /// Window start and end, from the start of the trace.
     pub start_ns: i64,
@@ -497,6 +521,7 @@ pub struct SteadyState {
 
 /// Eager per-step time against the predicted per-step time after graph capture.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GraphPrediction {
     /// Steady-state wall time per step, as recorded.
     pub eager_per_step_ns: f64,
@@ -527,6 +552,7 @@ pub struct GraphPrediction {
 
 /// What a sampled trace (`kopt trace --sample`) covered of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SampledCoverage {
     pub windows: u64,
     /// Time inside the windows.

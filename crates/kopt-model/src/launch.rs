@@ -4,6 +4,7 @@ use crate::Device;
 
 /// A CUDA launch dimension.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Dim3 {
     pub x: u32,
     pub y: u32,
@@ -24,6 +25,7 @@ impl std::fmt::Display for Dim3 {
 
 /// Warp stall reasons kopt reads (`smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StallReason {
     LongScoreboard,
@@ -88,6 +90,7 @@ impl StallReason {
 /// The counters kopt reads for one launch, normalised to base units.
 /// Every field is optional: what a capture did not collect stays `None`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Metrics {
     pub duration_ns: Option<f64>,
     /// SM clock during the launch, Hz.
@@ -195,6 +198,7 @@ pub struct Metrics {
 /// One result of Nsight Compute's own rules (details page), kept so the
 /// report can show where kopt and ncu disagree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct NcuRule {
     pub section: String,
     pub name: String,
@@ -208,6 +212,7 @@ pub struct NcuRule {
 
 /// One profiled kernel launch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KernelLaunch {
     /// ncu's launch ID within its file.
     pub id: u64,
@@ -222,6 +227,7 @@ pub struct KernelLaunch {
 
 /// Which input a profile came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Source {
     pub path: String,
     /// "ncu-raw" or "ncu-details".
@@ -231,6 +237,7 @@ pub struct Source {
 
 /// Everything kopt knows about one workload, merged from one or more inputs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Profile {
     pub device: Device,
     pub launches: Vec<KernelLaunch>,

@@ -9,6 +9,7 @@ use crate::{BenchReport, BottleneckClass, Verdict};
 
 /// The baseline as the diagnosis saw it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Baseline {
     pub primary_component: Option<String>,
     pub primary_type: Option<BottleneckClass>,
@@ -23,6 +24,7 @@ pub struct Baseline {
 
 /// A candidate that could not be built or run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CandidateFailure {
     /// capture, compile or run.
     pub phase: String,
@@ -31,6 +33,7 @@ pub struct CandidateFailure {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CandidateResult {
     /// graph, compile_reduce_overhead, compile_max_autotune, compile_max_autotune_graph.
     pub name: String,
@@ -53,6 +56,7 @@ pub struct CandidateResult {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct OptimizeReport {
     pub schema: String,
     pub module: String,

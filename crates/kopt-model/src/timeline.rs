@@ -7,6 +7,7 @@ use crate::Dim3;
 
 /// What kind of GPU activity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ActivityKind {
     Kernel,
@@ -16,6 +17,7 @@ pub enum ActivityKind {
 
 /// One interval of GPU work.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GpuActivity {
     pub kind: ActivityKind,
     pub name: String,
@@ -38,6 +40,7 @@ impl GpuActivity {
 
 /// What a host API call did, as far as the timeline analysis cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApiKind {
     /// cudaLaunchKernel, cuLaunchKernel(Ex), cudaLaunchCooperativeKernel, ...
@@ -94,6 +97,7 @@ impl ApiKind {
 
 /// One host-side CUDA API call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ApiCall {
     pub kind: ApiKind,
     pub name: String,
@@ -105,6 +109,7 @@ pub struct ApiCall {
 
 /// A user annotation (torch `ProfilerStep#N`, NVTX range).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Range {
     pub name: String,
     pub start_ns: i64,
@@ -114,6 +119,7 @@ pub struct Range {
 /// What recorded a timeline: the recorder's own cost per launch is taken
 /// out of the eager time a prediction starts from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Recorder {
     #[default]
@@ -215,6 +221,7 @@ impl Recorder {
 
 /// Everything a trace holds that kopt uses.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Timeline {
     pub activities: Vec<GpuActivity>,
     pub api_calls: Vec<ApiCall>,
@@ -251,6 +258,7 @@ pub struct Timeline {
 /// Step ranges timed in a bare run (no CUPTI): one NVTX range name, the
 /// start and end of each range in run order (host clock, ns).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BareSteps {
     pub range: String,
     pub spans_ns: Vec<(i64, i64)>,

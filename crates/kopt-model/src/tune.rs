@@ -11,6 +11,7 @@ use crate::{BenchReport, Interval, Verdict};
 
 /// One tunable parameter and the values the sweep tries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TuneParam {
     pub name: String,
     pub values: Vec<String>,
@@ -18,6 +19,7 @@ pub struct TuneParam {
 
 /// What became of one trial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TrialStatus {
     /// Measured to the end (the stopping rule held, or it reached the final round).
@@ -49,6 +51,7 @@ impl std::fmt::Display for TrialStatus {
 
 /// One configuration of the sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TrialResult {
     /// `NAME=VALUE,...` in the order the parameters were given.
     pub label: String,
@@ -77,6 +80,7 @@ pub struct TrialResult {
 
 /// The best correct config, confirmed by the final interleaved comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TuneWinner {
     pub label: String,
     pub config: BTreeMap<String, String>,
@@ -91,6 +95,7 @@ pub struct TuneWinner {
 
 /// Everything `kopt tune` measured and decided.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TuneReport {
     pub schema: String,
     /// The command with `{NAME}` placeholders.

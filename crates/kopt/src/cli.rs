@@ -47,6 +47,21 @@ pub enum Command {
     },
     /// Print kopt's man page (roff) on stdout
     Man,
+    /// Serve kopt's tools to coding agents over the Model Context Protocol (stdio)
+    Mcp(McpArgs),
+    /// Print the JSON Schema of a kopt/1 document (diagnosis, bench, compare, optimize, tune), or of all
+    Schema {
+        /// The document (default: every one, keyed by name)
+        #[arg(value_name = "NAME")]
+        name: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Also let analyze and compare read files under DIR (default: only under the folder the server starts in)
+    #[arg(long, value_name = "DIR")]
+    pub allow_path: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -260,3 +260,17 @@ fn tune_show(key: Option<&str>, db: Option<&Path>) -> Outcome {
     // Templates and keys are the user's text: no control character reaches the terminal.
     print(kopt_report::escape::terminal_lines(&o).as_bytes())
 }
+
+pub fn mcp(a: &crate::cli::McpArgs) -> Outcome {
+    let cwd = std::env::current_dir().map_err(|e| Error::Input(format!("current folder: {e}")))?;
+    let config = crate::mcp::Config {
+        allowed: a.allow_path.iter().map(|p| cwd.join(p)).collect(),
+        cwd,
+    };
+    crate::mcp::serve_stdio(config).map_err(|e| Error::Input(format!("standard input: {e}")))?;
+    Ok(())
+}
+
+pub fn schema(name: Option<&str>) -> Outcome {
+    print(crate::mcp::schema::print(name)?.as_bytes())
+}

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod completions;
 mod exit;
+mod mcp;
 mod options;
 mod progress;
 
@@ -32,6 +33,8 @@ where
         cli::Command::Tune(a) => commands::tune(a),
         cli::Command::Completions { shell } => completions::completions(*shell),
         cli::Command::Man => completions::man(),
+        cli::Command::Mcp(a) => commands::mcp(a),
+        cli::Command::Schema { name } => commands::schema(name.as_deref()),
     };
     exit::report(result)
 }

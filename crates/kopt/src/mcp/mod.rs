@@ -1,0 +1,336 @@
+//! `kopt mcp`: the engine's workflows as Model Context Protocol tools over
+//! stdio (newline-delimited JSON-RPC 2.0), for coding agents.
+//!
+//! Hand-written on serde_json rather than an SDK: the engine's workflows
+//! are blocking functions, so the server is a reader loop on stdin, a
+//! worker thread per tool call and one lock around stdout; an async SDK
+//! would add a runtime to bridge back to threads. What it speaks: the
+//! `initialize` handshake up to revision 2025-11-25, `ping`, `tools/list`,
+//! `tools/call` (structured content with output schemas, progress
+//! notifications, `notifications/cancelled`), `resources/list` and
+//! `resources/read` (run folders).
+
+mod cost;
+mod resources;
+pub mod schema;
+mod tools;
+
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Revisions of the `initialize` handshake this server speaks, oldest first.
+const PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
+
+// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
+/// MCP: a resource URI that names nothing.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// How the server was started.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Tools run here; paths given to `analyze` and `compare` must be under it.
+    pub cwd: PathBuf,
+    /// Further folders `analyze` and `compare` may read (`--allow-path`).
+    pub allowed: Vec<PathBuf>,
+}
+
+/// One line of JSON at a time on stdout, whichever thread writes.
+#[derive(Clone)]
+pub struct Out {
+    sink: Arc<Mutex<Box<dyn Write + Send>>>,
+}
+
+impl Out {
+    pub fn new(sink: Box<dyn Write + Send>) -> Out {
+        Out {
+            sink: Arc::new(Mutex::new(sink)),
+        }
+    }
+
+    /// A client that went away is not an error here: the reader sees EOF.
+    pub fn send(&self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        let mut sink = self.sink.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = sink.write_all(line.as_bytes()).and_then(|_| sink.flush());
+    }
+
+    fn result(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn error(&self, id: &Value, code: i64, message: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
+    }
+}
+
+/// Tool calls running now, by request id (its JSON text).
+type Running = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
+
+/// Serve MCP on stdin / stdout until the client closes stdin.
+pub fn serve_stdio(config: Config) -> std::io::Result<()> {
+    let out = Out::new(Box::new(std::io::stdout()));
+    serve(std::io::stdin().lock(), out, config)
+}
+
+/// Serve requests read from `input`; replies and notifications go to `out`.
+pub fn serve(mut input: impl BufRead, out: Out, config: Config) -> std::io::Result<()> {
+    let config = Arc::new(config);
+    let running: Running = Arc::default();
+    let mut workers = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let message: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                out.error(&Value::Null, PARSE_ERROR, &format!("parse error: {e}"));
+                continue;
+            }
+        };
+        if let Some(worker) = handle(message, &out, &config, &running) {
+            workers.push(worker);
+        }
+        workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
+    }
+    // The client went away: stop every call's workload, then leave.
+    for flag in running.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        flag.store(true, Ordering::SeqCst);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while workers.iter().any(|w| !w.is_finished()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// One message; a tool call returns its worker thread.
+fn handle(
+    message: Value,
+    out: &Out,
+    config: &Arc<Config>,
+    running: &Running,
+) -> Option<std::thread::JoinHandle<()>> {
+    let Value::Object(msg) = message else {
+        out.error(
+            &Value::Null,
+            INVALID_REQUEST,
+            "invalid request: a JSON-RPC 2.0 message is one object (batches are not part of MCP)",
+        );
+        return None;
+    };
+    let id = msg.get("id").cloned();
+    let id_ok = matches!(&id, Some(Value::String(_) | Value::Number(_)));
+    let method = msg.get("method").and_then(Value::as_str);
+    if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        if id.is_some() || method.is_some() {
+            out.error(
+                &id.filter(|_| id_ok).unwrap_or(Value::Null),
+                INVALID_REQUEST,
+                "invalid request: \"jsonrpc\" must be \"2.0\"",
+            );
+        }
+        return None;
+    }
+    let Some(method) = method else {
+        // A response from the client (this server sends no requests): nothing to do.
+        if msg.contains_key("result") || msg.contains_key("error") {
+            return None;
+        }
+        out.error(
+            &id.filter(|_| id_ok).unwrap_or(Value::Null),
+            INVALID_REQUEST,
+            "invalid request: no \"method\"",
+        );
+        return None;
+    };
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    let Some(id) = id else {
+        notification(method, &params, running);
+        return None;
+    };
+    if !id_ok {
+        out.error(
+            &Value::Null,
+            INVALID_REQUEST,
+            "invalid request: \"id\" must be a string or a number",
+        );
+        return None;
+    }
+    if !(params.is_object() || params.is_null()) {
+        out.error(
+            &id,
+            INVALID_PARAMS,
+            "invalid params: \"params\" must be an object",
+        );
+        return None;
+    }
+    match method {
+        "initialize" => out.result(&id, initialize(&params)),
+        // Every message is info; a client's level changes nothing.
+        "ping" | "logging/setLevel" => out.result(&id, json!({})),
+        "tools/list" => out.result(&id, json!({"tools": tools::list()})),
+        "tools/call" => return call(id, &params, out, config, running),
+        "resources/list" => match resources::list(&config.cwd) {
+            Ok(list) => out.result(&id, json!({"resources": list})),
+            Err(e) => out.error(&id, INTERNAL_ERROR, &e),
+        },
+        "resources/templates/list" => {
+            out.result(&id, json!({"resourceTemplates": resources::templates()}))
+        }
+        "resources/read" => match params.get("uri").and_then(Value::as_str) {
+            None => out.error(
+                &id,
+                INVALID_PARAMS,
+                "invalid params: \"uri\" (a string) is required",
+            ),
+            Some(uri) => match resources::read(&config.cwd, uri) {
+                Ok(contents) => out.result(&id, json!({"contents": [contents]})),
+                Err(e) => out.error(&id, RESOURCE_NOT_FOUND, &e),
+            },
+        },
+        _ => out.error(
+            &id,
+            METHOD_NOT_FOUND,
+            &format!("method not found: {method}"),
+        ),
+    }
+    None
+}
+
+fn notification(method: &str, params: &Value, running: &Running) {
+    if method == "notifications/cancelled" {
+        if let Some(id) = params.get("requestId") {
+            if let Some(flag) = running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&id.to_string())
+            {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+    }
+    // notifications/initialized and the rest need nothing.
+}
+
+fn initialize(params: &Value) -> Value {
+    let asked = params.get("protocolVersion").and_then(Value::as_str);
+    let version = asked
+        .filter(|v| PROTOCOL_VERSIONS.contains(v))
+        .unwrap_or(PROTOCOL_VERSIONS[PROTOCOL_VERSIONS.len() - 1]);
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {}, "resources": {}, "logging": {}},
+        "serverInfo": {"name": "kopt", "title": "kopt: profile-guided GPU kernel optimization", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "kopt's profiler and benchmark as tools. Check `history` before paying for a measurement again. Long tools (profile, trace, bench, optimize, tune) take budget_s, the device seconds you allow: each says its estimate first and refuses when it exceeds the budget. Results carry the kopt/1 report as structured content; run folders are resources (kopt://runs/ID/report.json)."
+    })
+}
+
+fn call(
+    id: Value,
+    params: &Value,
+    out: &Out,
+    config: &Arc<Config>,
+    running: &Running,
+) -> Option<std::thread::JoinHandle<()>> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        out.error(
+            &id,
+            INVALID_PARAMS,
+            "invalid params: \"name\" (a string) is required",
+        );
+        return None;
+    };
+    let Some(tool) = tools::find(name) else {
+        out.error(&id, INVALID_PARAMS, &format!("unknown tool: {name}"));
+        return None;
+    };
+    let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+    let token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned();
+    let key = id.to_string();
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let mut map = running.lock().unwrap_or_else(|e| e.into_inner());
+        if map.contains_key(&key) {
+            out.error(
+                &id,
+                INVALID_REQUEST,
+                "invalid request: this id is already in use by a running call",
+            );
+            return None;
+        }
+        map.insert(key.clone(), Arc::clone(&cancel));
+    }
+    let (w_out, w_config, w_running, w_id) = (
+        out.clone(),
+        Arc::clone(config),
+        Arc::clone(running),
+        id.clone(),
+    );
+    let spawned = std::thread::Builder::new()
+        .name(format!("kopt-mcp {name}"))
+        .spawn(move || {
+            let (out, config, running, id) = (w_out, w_config, w_running, w_id);
+            let ctx = tools::Context::new(&config, &out, token, Arc::clone(&cancel));
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                tools::run(tool, arguments, &ctx)
+            }));
+            running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&key);
+            // A cancelled request gets no response (the client stopped waiting).
+            if cancel.load(Ordering::SeqCst) && !ctx.budget_stop() {
+                return;
+            }
+            match result {
+                Ok(result) => out.result(&id, result),
+                Err(_) => out.error(
+                    &id,
+                    INTERNAL_ERROR,
+                    "internal error: the tool failed unexpectedly",
+                ),
+            }
+        });
+    match spawned {
+        Ok(h) => Some(h),
+        Err(e) => {
+            // Nothing runs it: forget the id again.
+            running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id.to_string());
+            out.error(
+                &id,
+                INTERNAL_ERROR,
+                &format!("cannot start a worker thread: {e}"),
+            );
+            None
+        }
+    }
+}

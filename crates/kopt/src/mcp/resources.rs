@@ -1,0 +1,102 @@
+//! Run folders as resources: `kopt://runs/<id>/report.json` (as written),
+//! `report.md` and `report.html` (rendered from it), `run.json`, so an
+//! agent reads an earlier run without profiling again.
+
+use std::path::{Path, PathBuf};
+
+use kopt_engine::RecordPaths;
+use kopt_model::Diagnosis;
+use kopt_report::{Exporter, Format, HtmlExporter};
+use serde_json::{json, Value};
+
+/// Run folders listed at most (newest first).
+const MAX_RUNS: usize = 200;
+
+const FILES: &[(&str, &str, &str)] = &[
+    ("report.json", "application/json", "the kopt/1 diagnosis"),
+    ("report.md", "text/markdown", "the report in Markdown"),
+    ("report.html", "text/html", "the self-contained HTML page"),
+    (
+        "run.json",
+        "application/json",
+        "the run record: argv, passes, timings",
+    ),
+];
+
+fn runs_dir(cwd: &Path) -> PathBuf {
+    RecordPaths::for_cwd(cwd).runs_dir
+}
+
+/// Run folder names with a report, newest first (the ids sort by time).
+fn run_ids(cwd: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(runs_dir(cwd)) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("report.json").is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    ids.sort_unstable_by(|a, b| b.cmp(a));
+    ids.truncate(MAX_RUNS);
+    ids
+}
+
+pub fn list(cwd: &Path) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    for id in run_ids(cwd) {
+        for (file, mime, what) in FILES {
+            out.push(json!({
+                "uri": format!("kopt://runs/{id}/{file}"),
+                "name": format!("{id}/{file}"),
+                "title": format!("run {id}: {what}"),
+                "mimeType": mime,
+            }));
+        }
+    }
+    Ok(out)
+}
+
+pub fn templates() -> Vec<Value> {
+    vec![json!({
+        "uriTemplate": "kopt://runs/{id}/{file}",
+        "name": "run folder",
+        "description": "A kopt run folder's report.json, report.md, report.html or run.json",
+    })]
+}
+
+pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
+    let not_found = || format!("resource not found: {uri}");
+    let rest = uri.strip_prefix("kopt://runs/").ok_or_else(not_found)?;
+    let (id, file) = rest.split_once('/').ok_or_else(not_found)?;
+    // A run id is one plain folder name: nothing that climbs out.
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    if !plain(id) {
+        return Err(not_found());
+    }
+    let (_, mime, _) = FILES
+        .iter()
+        .find(|(f, _, _)| *f == file)
+        .ok_or_else(not_found)?;
+    let dir = runs_dir(cwd).join(id);
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|_| not_found());
+    let text = match file {
+        "report.json" | "run.json" => read(file)?,
+        _ => {
+            let d: Diagnosis = serde_json::from_str(&read("report.json")?)
+                .map_err(|e| format!("{uri}: report.json cannot be read: {e}"))?;
+            if file == "report.md" {
+                Format::Markdown.exporter(None).render_to_string(&d)
+            } else {
+                HtmlExporter.render_to_string(&d)
+            }
+        }
+    };
+    Ok(json!({"uri": uri, "mimeType": mime, "text": text}))
+}

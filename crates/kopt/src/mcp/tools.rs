@@ -1,0 +1,1104 @@
+//! The tools: arguments (their input schemas derive from these structs, and
+//! the same structs parse the calls), the engine request each lowers to,
+//! the `kopt/1` object it returns (output schema from kopt-model's types)
+//! and a short Markdown summary.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use kopt_engine::progress::{Progress, Stream};
+use kopt_engine::{Error, RecordPaths};
+use kopt_model::compare::CompareReport;
+use kopt_model::{format_duration_ns, BenchReport, Diagnosis};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::cost::{self, Estimate, TimingError};
+use super::schema::{input, output};
+use super::{Config, Out};
+
+/// What a running call can reach.
+pub struct Context<'a> {
+    pub config: &'a Config,
+    pub out: &'a Out,
+    pub token: Option<Value>,
+    /// Set by `notifications/cancelled`, the budget's watchdog or a client gone.
+    pub cancel: Arc<AtomicBool>,
+    pub budget_hit: Arc<AtomicBool>,
+    pub progress_n: AtomicU64,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(
+        config: &'a Config,
+        out: &'a Out,
+        token: Option<Value>,
+        cancel: Arc<AtomicBool>,
+    ) -> Self {
+        Context {
+            config,
+            out,
+            token,
+            cancel,
+            budget_hit: Arc::default(),
+            progress_n: AtomicU64::new(0),
+        }
+    }
+
+    /// The call was stopped by its budget (it still answers), not by the client.
+    pub fn budget_stop(&self) -> bool {
+        self.budget_hit.load(Ordering::SeqCst)
+    }
+
+    /// `notifications/progress`, when the client asked for it.
+    fn notify(&self, message: &str) {
+        let Some(token) = &self.token else { return };
+        let n = self.progress_n.fetch_add(1, Ordering::SeqCst) + 1;
+        self.out.send(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": n, "message": message}
+        }));
+    }
+}
+
+impl Context<'_> {
+    /// A line every client sees (`notifications/message`), progress or not:
+    /// the cost before a long tool runs.
+    fn log(&self, message: &str) {
+        self.out.send(&json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "logger": "kopt", "data": message}
+        }));
+        self.notify(message);
+    }
+}
+
+impl Progress for Context<'_> {
+    fn pass_started(&self, n: usize, total: usize, what: &str) {
+        self.notify(&format!("pass {n}/{total}: {what}"));
+    }
+    fn pass_done(&self, n: usize, total: usize, seconds: f64) {
+        self.notify(&format!("pass {n}/{total} done in {seconds:.1} s"));
+    }
+    fn note(&self, message: &str) {
+        self.notify(message);
+    }
+    fn workload_line(&self, _stream: Stream, _line: &str, _passthrough: bool) {}
+    fn bench_round(&self, round: usize, samples: &[(String, usize)]) {
+        let counts: Vec<String> = samples.iter().map(|(n, s)| format!("{n} {s}")).collect();
+        self.notify(&format!("round {round}: samples {}", counts.join(", ")));
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Analyze,
+    Profile,
+    Trace,
+    Bench,
+    Compare,
+    Optimize,
+    Tune,
+    History,
+    JournalAdd,
+}
+
+const TOOLS: &[(Tool, &str)] = &[
+    (Tool::Analyze, "analyze"),
+    (Tool::Profile, "profile"),
+    (Tool::Trace, "trace"),
+    (Tool::Bench, "bench"),
+    (Tool::Compare, "compare"),
+    (Tool::Optimize, "optimize"),
+    (Tool::Tune, "tune"),
+    (Tool::History, "history"),
+    (Tool::JournalAdd, "journal_add"),
+];
+
+pub fn find(name: &str) -> Option<Tool> {
+    TOOLS.iter().find(|(_, n)| *n == name).map(|(t, _)| *t)
+}
+
+// ---- arguments -------------------------------------------------------------
+
+/// Diagnose existing profiler output (no device time).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalyzeArgs {
+    /// Profiler output under the server's folder: ncu CSV pages, .ncu-rep
+    /// reports, rocprof output, torch.profiler / Kineto traces, kopt traces,
+    /// `kopt profile` run folders.
+    pub files: Vec<String>,
+    /// Show only the N kernels with the most time.
+    #[serde(default)]
+    pub top: Option<usize>,
+    /// Device name for datasheet peaks when the input names none (e.g. "H100 PCIe").
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+/// The command a long tool runs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    /// The workload's argv, run as given in the server's folder (no shell).
+    pub command: Vec<String>,
+    /// Run `command` (then one string) through /bin/sh -c.
+    #[serde(default)]
+    pub shell: bool,
+    /// Device seconds this call may spend: refused up front when the
+    /// estimate is larger, stopped when it is spent.
+    pub budget_s: f64,
+    /// CUDA_VISIBLE_DEVICES for the workload.
+    #[serde(default)]
+    pub gpu: Option<String>,
+    /// Kill the workload (its process group) after this many seconds, per run.
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
+}
+
+/// Run a workload under ncu in cheap passes, then diagnose it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileArgs {
+    #[serde(flatten)]
+    pub run: RunArgs,
+    /// Only kernels whose name matches this regex.
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// Add a `--set full` pass for the 3 hottest kernels.
+    #[serde(default)]
+    pub deep: bool,
+    /// Show only the N kernels with the most time.
+    #[serde(default)]
+    pub top: Option<usize>,
+}
+
+/// Record a timeline with kopt's CUPTI tracer, then diagnose it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceArgs {
+    #[serde(flatten)]
+    pub run: RunArgs,
+}
+
+/// A/B benchmark with a bootstrap interval and a KEEP / MARGINAL / REVERT verdict.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BenchArgs {
+    /// The baseline's argv (no shell unless `shell`).
+    pub baseline: Vec<String>,
+    /// The candidate's argv.
+    pub candidate: Vec<String>,
+    /// Each command is one string run through /bin/sh -c.
+    #[serde(default)]
+    pub shell: bool,
+    /// Device seconds this call may spend.
+    pub budget_s: f64,
+    /// The speed-up that counts for KEEP (default 0.05).
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// Samples per variant at least (default 10).
+    #[serde(default)]
+    pub min_samples: Option<usize>,
+    /// Seconds per variant at most (default 10).
+    #[serde(default)]
+    pub max_time_s: Option<f64>,
+    /// Untimed runs of each variant first (default 1).
+    #[serde(default)]
+    pub warmup: Option<u32>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+/// Correctness gate: a candidate's tensors against a reference's.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompareArgs {
+    /// Reference tensors (.npy, .safetensors) under the server's folder.
+    pub reference: String,
+    /// Candidate tensors.
+    pub candidate: String,
+    /// Relative L2 tolerance (default by dtype).
+    #[serde(default)]
+    pub tol: Option<f64>,
+    /// The candidate ran float32 math on tensor cores.
+    #[serde(default)]
+    pub tf32: bool,
+}
+
+/// Apply the mechanical fixes to a PyTorch module script, check and measure each.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptimizeArgs {
+    /// A module script (class Model, get_inputs) under the server's folder.
+    pub script: String,
+    /// The class to pick (default: the script's stem).
+    #[serde(default)]
+    pub module: Option<String>,
+    /// Python interpreter (default python3).
+    #[serde(default)]
+    pub python: Option<String>,
+    /// Device seconds this call may spend.
+    pub budget_s: f64,
+    /// Seconds each candidate's benchmark may take per variant (default 20).
+    #[serde(default)]
+    pub max_time_s: Option<f64>,
+    #[serde(default)]
+    pub gpu: Option<String>,
+}
+
+/// Autotune a command template over a parameter space.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TuneArgs {
+    /// The command template with `{NAME}` placeholders (run through /bin/sh -c).
+    pub template: String,
+    /// Parameters as `NAME=v1,v2,...` (or `NAME=range(a,b[,step])`).
+    pub params: Vec<String>,
+    /// Constraints over the parameters (e.g. `BM*BN <= 16384`).
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    /// Configs for the random strategy.
+    #[serde(default)]
+    pub trials: Option<usize>,
+    /// The problem (shape) the sweep is for: part of the cache key.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// Device seconds this call may spend.
+    pub budget_s: f64,
+    /// Samples per config at least (default 10).
+    #[serde(default)]
+    pub min_samples: Option<usize>,
+    /// Seconds per config at most (default 10).
+    #[serde(default)]
+    pub max_time_s: Option<f64>,
+}
+
+/// What was already measured: the run history, newest first, or one run.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryArgs {
+    /// One run, with its stored kopt/1 report.
+    #[serde(default)]
+    pub id: Option<i64>,
+    /// Newest runs to list (default 20).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// Add an entry to the optimization journal (OPTIMIZATIONS.md).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JournalAddArgs {
+    pub hypothesis: String,
+    #[serde(default)]
+    pub predict: Option<String>,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    /// KEEP, MARGINAL or REVERT.
+    #[serde(default)]
+    pub verdict: Option<String>,
+    /// The run the entry is about (a history id or run folder).
+    #[serde(default)]
+    pub run: Option<String>,
+}
+
+/// `history`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HistoryResult {
+    pub db: String,
+    /// Newest first.
+    pub runs: Vec<HistoryRun>,
+    /// The stored kopt/1 report of the run asked for by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<Value>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HistoryRun {
+    pub id: i64,
+    pub kind: String,
+    pub started_utc: String,
+    pub command: String,
+    pub device: Option<String>,
+    pub git_rev: Option<String>,
+    pub summary: String,
+    pub verdict: Option<String>,
+    pub run_dir: Option<String>,
+    /// The run folder's report as a resource, when it has one.
+    pub resource: Option<String>,
+}
+
+/// `journal_add`'s result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct JournalResult {
+    /// The journal the entry went to.
+    pub file: String,
+}
+
+// ---- listing ---------------------------------------------------------------
+
+pub fn list() -> Vec<Value> {
+    let long = "Long tool: give budget_s (device seconds); it estimates its cost first (from the history or a timing pass), refuses when the estimate exceeds the budget, reports device seconds spent in _meta, sends progress per pass and stops the workload's process group when cancelled.";
+    let mut tools = vec![
+        tool(
+            "analyze",
+            "Diagnose existing profiler output (ncu CSV, .ncu-rep, rocprof, torch.profiler traces, kopt traces, run folders): where the time goes, why each hot kernel is slow, what to change first. No device time.",
+            input::<AnalyzeArgs>(),
+            output::<Diagnosis>(),
+            true,
+        ),
+        tool(
+            "profile",
+            &format!("Run a workload under Nsight Compute in cheap passes (timing, targeted counters, optional deep pass) and diagnose it. {long}"),
+            input::<ProfileArgs>(),
+            output::<Diagnosis>(),
+            false,
+        ),
+        tool(
+            "trace",
+            &format!("Record a timeline of a CUDA program with kopt's CUPTI tracer and diagnose it (idle gaps, launch-bound steps, graph-capture prediction). {long}"),
+            input::<TraceArgs>(),
+            output::<Diagnosis>(),
+            false,
+        ),
+        tool(
+            "bench",
+            &format!("A/B benchmark of two commands: samples until the stop rule, bootstrap interval of the ratio, KEEP / MARGINAL / REVERT. {long}"),
+            input::<BenchArgs>(),
+            output::<BenchReport>(),
+            false,
+        ),
+        tool(
+            "compare",
+            "Correctness gate: a candidate's output tensors (.npy, .safetensors) against a reference's; NaN, Inf, shape and dtype problems fail it. No device time.",
+            input::<CompareArgs>(),
+            output::<CompareReport>(),
+            true,
+        ),
+        tool(
+            "optimize",
+            &format!("Apply the mechanical fixes (CUDA graph, torch.compile) to a PyTorch module script, check and measure each, keep or revert. {long}"),
+            input::<OptimizeArgs>(),
+            output::<kopt_model::optimize::OptimizeReport>(),
+            false,
+        ),
+        tool(
+            "tune",
+            &format!("Autotune a command template over a parameter space, every trial checked, timed and cached. {long}"),
+            input::<TuneArgs>(),
+            output::<kopt_model::tune::TuneReport>(),
+            false,
+        ),
+        tool(
+            "history",
+            "What was already measured: the run history (profile, trace, bench, compare, optimize, tune), newest first, or one run with its stored report. Check it before paying for a measurement again.",
+            input::<HistoryArgs>(),
+            output::<HistoryResult>(),
+            true,
+        ),
+        tool(
+            "journal_add",
+            "Add an entry to the optimization journal (OPTIMIZATIONS.md): hypothesis, prediction, outcome, verdict.",
+            input::<JournalAddArgs>(),
+            output::<JournalResult>(),
+            false,
+        ),
+    ];
+    for t in &mut tools {
+        if let Some(o) = t.get_mut("outputSchema").and_then(Value::as_object_mut) {
+            o.remove("$schema");
+        }
+    }
+    tools
+}
+
+fn tool(name: &str, description: &str, input: Value, output: Value, read_only: bool) -> Value {
+    json!({
+        "name": name,
+        "description": description,
+        "inputSchema": input,
+        "outputSchema": output,
+        "annotations": {"readOnlyHint": read_only, "openWorldHint": false},
+    })
+}
+
+// ---- calls -----------------------------------------------------------------
+
+/// Run a tool; every failure is a result with `isError` (the model reads it).
+pub fn run(tool: Tool, arguments: Value, ctx: &Context) -> Value {
+    match dispatch(tool, arguments, ctx) {
+        Ok(v) => v,
+        Err(message) => tool_error(&message, None),
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(arguments: Value) -> Result<T, String> {
+    serde_json::from_value(arguments).map_err(|e| format!("invalid arguments: {e}"))
+}
+
+fn dispatch(tool: Tool, arguments: Value, ctx: &Context) -> Result<Value, String> {
+    match tool {
+        Tool::Analyze => analyze(parse(arguments)?, ctx),
+        Tool::Profile => profile(parse(arguments)?, ctx),
+        Tool::Trace => trace(parse(arguments)?, ctx),
+        Tool::Bench => bench(parse(arguments)?, ctx),
+        Tool::Compare => compare(parse(arguments)?, ctx),
+        Tool::Optimize => optimize(parse(arguments)?, ctx),
+        Tool::Tune => tune(parse(arguments)?, ctx),
+        Tool::History => history(parse(arguments)?, ctx),
+        Tool::JournalAdd => journal_add(parse(arguments)?, ctx),
+    }
+}
+
+fn tool_error(message: &str, meta: Option<Value>) -> Value {
+    let mut v = json!({
+        "content": [{"type": "text", "text": message}],
+        "isError": true,
+    });
+    if let Some(m) = meta {
+        v["_meta"] = m;
+    }
+    v
+}
+
+fn tool_ok<T: Serialize>(report: &T, text: String, meta: Option<Value>) -> Result<Value, String> {
+    let structured = serde_json::to_value(report).map_err(|e| e.to_string())?;
+    let mut v = json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": structured,
+        "isError": false,
+    });
+    if let Some(m) = meta {
+        v["_meta"] = m;
+    }
+    Ok(v)
+}
+
+fn engine(e: Error) -> String {
+    format!("kopt: error: {e}")
+}
+
+/// A path the client gave, resolved in the server's folder; refused outside
+/// it and the `--allow-path` folders.
+fn allowed_path(config: &Config, given: &str) -> Result<PathBuf, String> {
+    let path = config.cwd.join(given);
+    let real = std::fs::canonicalize(&path).map_err(|e| format!("{given}: {e}"))?;
+    let inside = std::iter::once(&config.cwd)
+        .chain(&config.allowed)
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .any(|d| real.starts_with(d));
+    if !inside {
+        return Err(format!(
+            "{given}: outside the server's folder ({}); start kopt mcp with --allow-path DIR to allow it",
+            config.cwd.display()
+        ));
+    }
+    Ok(path)
+}
+
+fn diagnosis_summary(d: &Diagnosis) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    match &d.primary {
+        Some(p) => {
+            let _ = writeln!(
+                o,
+                "**Primary bottleneck:** {} is {} ({:.1}% of kernel time)",
+                p.component_short, p.class, p.pct_of_total
+            );
+        }
+        None => {
+            let _ = writeln!(o, "**No primary bottleneck** found.");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "\n{} kernel(s), {} of kernel time on {}.",
+        d.kernels.len(),
+        format_duration_ns(d.total_kernel_ns),
+        d.device.name
+    );
+    if !d.recommendations.is_empty() {
+        let _ = writeln!(o, "\nWhat to change first:");
+    }
+    for r in d.recommendations.iter().take(3) {
+        let _ = writeln!(
+            o,
+            "{}. **{}** ({}): {}",
+            r.rank, r.title, r.kernel_short, r.action
+        );
+    }
+    if let Some(run) = &d.run {
+        if let Some(id) = Path::new(&run.run_dir).file_name() {
+            let _ = writeln!(
+                o,
+                "\nRun folder: `kopt://runs/{}/report.json` (also report.md, report.html).",
+                id.to_string_lossy()
+            );
+        }
+    }
+    o
+}
+
+fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
+    let files = a
+        .files
+        .iter()
+        .map(|f| allowed_path(ctx.config, f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let req = kopt_engine::AnalyzeRequest {
+        files,
+        ncu: None,
+        bare_run: None,
+        analysis: analysis_options(a.top, a.device),
+    };
+    req.validate().map_err(engine)?;
+    let d = kopt_engine::analyze(&req, ctx).map_err(engine)?;
+    tool_ok(&d, diagnosis_summary(&d), None)
+}
+
+fn analysis_options(top: Option<usize>, device: Option<String>) -> kopt_engine::AnalysisOptions {
+    kopt_engine::AnalysisOptions {
+        device,
+        measured_peaks: Default::default(),
+        top,
+        keep_warmup: false,
+        calibration_db: Some(RecordPaths::current().db),
+    }
+}
+
+/// The argv a workload runs as.
+fn argv(run: &RunArgs) -> Result<Vec<String>, String> {
+    match (run.shell, run.command.as_slice()) {
+        (_, []) => Err("invalid arguments: command is empty".into()),
+        (true, [line]) => Ok(vec!["/bin/sh".into(), "-c".into(), line.clone()]),
+        (true, _) => Err("invalid arguments: with shell, command is one string".into()),
+        (false, words) => Ok(words.to_vec()),
+    }
+}
+
+fn workload(run: &RunArgs, argv: Vec<String>) -> Result<kopt_engine::WorkloadOptions, String> {
+    let paths = RecordPaths::current();
+    Ok(kopt_engine::WorkloadOptions {
+        argv,
+        gpu: run.gpu.clone(),
+        timeout: kopt_engine::profile::timeout_from_secs(run.timeout_s).map_err(engine)?,
+        quiet: true,
+        tracer: None,
+        runs_dir: paths.runs_dir,
+        db: paths.db,
+        run_dir: None,
+    })
+}
+
+fn check_budget(budget: f64) -> Result<(), String> {
+    if budget.is_finite() && budget > 0.0 {
+        Ok(())
+    } else {
+        Err("invalid arguments: budget_s must be a positive number of seconds".into())
+    }
+}
+
+/// The timing pass of a command, as an estimate source.
+fn timed(argv: &[String], budget: f64, ctx: &Context) -> Result<f64, Result<Value, String>> {
+    ctx.notify(&format!(
+        "timing pass: `{}` once, to estimate the cost",
+        argv.join(" ")
+    ));
+    match cost::timing_run(argv, budget, &ctx.cancel) {
+        Ok(s) => Ok(s),
+        Err(TimingError::Stopped) => Err(Err("cancelled".into())),
+        Err(TimingError::OverBudget(b)) => Err(Ok(tool_error(
+            &format!("refused: the timing pass alone ran past the budget of {b:.1} s (device seconds spent: {b:.1})"),
+            Some(json!({"kopt/budget_s": budget, "kopt/device_s": b, "kopt/estimate_s": null})),
+        ))),
+        Err(TimingError::Failed(m)) => Err(Err(m)),
+    }
+}
+
+/// Estimate, refuse or run under the budget's watchdog, report the cost.
+fn long_run<T>(
+    ctx: &Context,
+    budget: f64,
+    estimate: impl FnOnce() -> Result<Estimate, Result<Value, String>>,
+    work: impl FnOnce() -> Result<T, Error>,
+    respond: impl FnOnce(&T, Value) -> Result<Value, String>,
+) -> Result<Value, String> {
+    check_budget(budget)?;
+    let start = Instant::now();
+    let est = match estimate() {
+        Ok(e) => e,
+        Err(early) => return early,
+    };
+    let spent = start.elapsed().as_secs_f64();
+    let total = spent + est.seconds;
+    let meta = |device: f64| {
+        json!({
+            "kopt/budget_s": budget,
+            "kopt/estimate_s": total,
+            "kopt/estimate_basis": est.basis,
+            "kopt/device_s": device,
+        })
+    };
+    if total > budget {
+        return Ok(tool_error(
+            &format!(
+                "refused: estimated cost {total:.1} s ({}) exceeds the budget of {budget:.1} s; nothing more ran (device seconds spent: {spent:.1})",
+                est.basis
+            ),
+            Some(meta(spent)),
+        ));
+    }
+    ctx.log(&format!(
+        "estimated cost {total:.1} s ({}), budget {budget:.1} s",
+        est.basis
+    ));
+    let watchdog = cost::Watchdog::start(
+        budget - spent,
+        Arc::clone(&ctx.cancel),
+        Arc::clone(&ctx.budget_hit),
+    );
+    let result = kopt_engine::progress::cancellable(Some(Arc::clone(&ctx.cancel)), work);
+    drop(watchdog);
+    let device = start.elapsed().as_secs_f64();
+    if ctx.budget_stop() {
+        return Ok(tool_error(
+            &format!("stopped: the budget of {budget:.1} s was spent (estimate was {total:.1} s, {}); the workload was killed", est.basis),
+            Some(meta(device)),
+        ));
+    }
+    match result {
+        Ok(report) => {
+            let mut m = meta(device);
+            m["kopt/summary"] = json!(format!(
+                "device seconds: {device:.1} of a {budget:.1} s budget (estimate {total:.1} s, {})",
+                est.basis
+            ));
+            respond(&report, m)
+        }
+        Err(e) => Ok(tool_error(&engine(e), Some(meta(device)))),
+    }
+}
+
+fn with_cost(text: String, meta: &Value) -> String {
+    match meta.get("kopt/summary").and_then(Value::as_str) {
+        Some(s) => format!("{text}\n_{s}_\n"),
+        None => text,
+    }
+}
+
+fn profile(a: ProfileArgs, ctx: &Context) -> Result<Value, String> {
+    let argv = argv(&a.run)?;
+    let mut req = kopt_engine::ProfileRequest::new(argv.clone());
+    req.run = workload(&a.run, argv.clone())?;
+    req.kernel_regex = a.kernel.clone();
+    req.deep_top = a.deep.then_some(3);
+    req.analysis = analysis_options(a.top, None);
+    req.validate().map_err(engine)?;
+    let passes = if a.deep { 4.0 } else { 3.0 };
+    let db = req.run.db.clone();
+    long_run(
+        ctx,
+        a.run.budget_s,
+        || match cost::from_history(&db, "profile", &argv) {
+            Some(e) => Ok(e),
+            None => {
+                let t = timed(&argv, a.run.budget_s, ctx)?;
+                Ok(Estimate {
+                    seconds: t * passes,
+                    basis: format!("timing pass {t:.1} s x {passes} passes"),
+                })
+            }
+        },
+        || kopt_engine::profile(&req, ctx),
+        |d, meta| tool_ok(d, with_cost(diagnosis_summary(d), &meta), Some(meta)),
+    )
+}
+
+fn trace(a: TraceArgs, ctx: &Context) -> Result<Value, String> {
+    let argv = argv(&a.run)?;
+    let req = kopt_engine::TraceRequest {
+        run: workload(&a.run, argv.clone())?,
+        sample: None,
+        keep_timeline: false,
+        bare_run: true,
+        analysis: analysis_options(None, None),
+    };
+    req.validate().map_err(engine)?;
+    let db = req.run.db.clone();
+    long_run(
+        ctx,
+        a.run.budget_s,
+        || match cost::from_history(&db, "trace", &argv) {
+            Some(e) => Ok(e),
+            None => {
+                let t = timed(&argv, a.run.budget_s, ctx)?;
+                Ok(Estimate {
+                    seconds: t * 3.0,
+                    basis: format!("timing pass {t:.1} s x 3 runs (traced, bare twice)"),
+                })
+            }
+        },
+        || kopt_engine::trace(&req, ctx),
+        |t, meta| {
+            tool_ok(
+                &t.diagnosis,
+                with_cost(diagnosis_summary(&t.diagnosis), &meta),
+                Some(meta),
+            )
+        },
+    )
+}
+
+/// A shell line that runs exactly `words` (each quoted).
+fn shell_line(words: &[String], shell: bool) -> Result<String, String> {
+    match (shell, words) {
+        (_, []) => Err("invalid arguments: a command is empty".into()),
+        (true, [line]) => Ok(line.clone()),
+        (true, _) => Err("invalid arguments: with shell, each command is one string".into()),
+        (false, words) => Ok(words
+            .iter()
+            .map(|w| {
+                let plain = !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+                if plain {
+                    w.clone()
+                } else {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")),
+    }
+}
+
+/// The stop rule's cost of one variant whose run takes `t` seconds.
+fn variant_cost(t: f64, m: &kopt_engine::Measurement) -> f64 {
+    let timed = (m.stop.min_samples as f64 * t)
+        .clamp(m.stop.min_time_s, m.stop.max_time_s.max(m.stop.min_time_s));
+    // One probe run, the warm-up runs, then the timed ones.
+    t * (1.0 + m.warmup as f64) + timed
+}
+
+fn bench(a: BenchArgs, ctx: &Context) -> Result<Value, String> {
+    let baseline = shell_line(&a.baseline, a.shell)?;
+    let candidate = shell_line(&a.candidate, a.shell)?;
+    let mut req = kopt_engine::BenchRequest::new(vec![
+        kopt_engine::VariantSpec {
+            name: "baseline".into(),
+            command: baseline.clone(),
+        },
+        kopt_engine::VariantSpec {
+            name: "candidate".into(),
+            command: candidate.clone(),
+        },
+    ]);
+    if let Some(t) = a.threshold {
+        req.measure.threshold = t;
+    }
+    if let Some(n) = a.min_samples {
+        req.measure.stop.min_samples = n;
+    }
+    if let Some(s) = a.max_time_s {
+        req.measure.stop.max_time_s = s;
+    }
+    if let Some(w) = a.warmup {
+        req.measure.warmup = w;
+    }
+    if let Some(s) = a.seed {
+        req.measure.seed = s;
+    }
+    req.validate().map_err(engine)?;
+    long_run(
+        ctx,
+        a.budget_s,
+        || {
+            let mut seconds = 0.0;
+            let mut parts = Vec::new();
+            for line in [&baseline, &candidate] {
+                let argv = vec!["/bin/sh".to_string(), "-c".into(), line.clone()];
+                let t = timed(&argv, a.budget_s, ctx)?;
+                seconds += variant_cost(t, &req.measure);
+                parts.push(format!("{t:.2} s"));
+            }
+            Ok(Estimate {
+                seconds,
+                basis: format!(
+                    "timing pass ({}) under the stop rule: {} samples, {:.1} to {:.1} s a variant",
+                    parts.join(", "),
+                    req.measure.stop.min_samples,
+                    req.measure.stop.min_time_s,
+                    req.measure.stop.max_time_s
+                ),
+            })
+        },
+        || kopt_engine::bench(&req, ctx),
+        |r, meta| tool_ok(r, with_cost(bench_summary(r), &meta), Some(meta)),
+    )
+}
+
+fn bench_summary(r: &BenchReport) -> String {
+    use std::fmt::Write as _;
+    let mut o = format!("**Verdict: {}**\n\n", r.verdict);
+    for v in &r.variants {
+        let _ = write!(
+            o,
+            "- {}: median {} over {} samples",
+            v.name,
+            format_duration_ns(v.median_s * 1e9),
+            v.samples
+        );
+        if let Some(verdict) = &v.verdict {
+            let _ = write!(
+                o,
+                ", {:.3}x: {} {}",
+                v.speedup_vs_first, verdict.kind, verdict.reason
+            );
+        }
+        o.push('\n');
+    }
+    o
+}
+
+fn compare(a: CompareArgs, ctx: &Context) -> Result<Value, String> {
+    let req = kopt_engine::CompareRequest {
+        reference: allowed_path(ctx.config, &a.reference)?,
+        candidate: allowed_path(ctx.config, &a.candidate)?,
+        tol: a.tol,
+        tf32: a.tf32,
+        db: Some(RecordPaths::current().db),
+    };
+    req.validate().map_err(engine)?;
+    let r = kopt_engine::compare(&req, ctx).map_err(engine)?;
+    let mut text = if r.passed {
+        format!(
+            "**PASSED**: {} tensor(s) within tolerance.\n",
+            r.tensors.len()
+        )
+    } else {
+        "**FAILED** (REVERT):\n".to_string()
+    };
+    for t in r.tensors.iter().filter(|t| !t.passed) {
+        text.push_str(&format!("- {}: {}\n", t.name, t.problems.join("; ")));
+    }
+    for p in &r.problems {
+        text.push_str(&format!("- {p}\n"));
+    }
+    tool_ok(&r, text, None)
+}
+
+fn optimize(a: OptimizeArgs, ctx: &Context) -> Result<Value, String> {
+    let script = allowed_path(ctx.config, &a.script)?;
+    let mut req = kopt_engine::OptimizeRequest::new(script);
+    req.module = a.module;
+    if let Some(p) = a.python {
+        req.python = p;
+    }
+    req.gpu = a.gpu;
+    req.quiet = true;
+    if let Some(s) = a.max_time_s {
+        req.max_time_s = s;
+    }
+    req.validate().map_err(engine)?;
+    let candidates = if req.force.is_empty() {
+        kopt_engine::Candidate::ALL.len()
+    } else {
+        req.force.len()
+    };
+    let seconds = candidates as f64 * 2.0 * req.max_time_s;
+    long_run(
+        ctx,
+        a.budget_s,
+        || {
+            Ok(Estimate {
+                seconds,
+                basis: format!(
+                    "upper bound: {candidates} candidates x 2 variants x max_time_s {:.0} s (the baseline's profile not counted)",
+                    req.max_time_s
+                ),
+            })
+        },
+        || kopt_engine::optimize(&req, ctx),
+        |r, meta| {
+            let text = kopt_report::render_optimize(r, kopt_report::Format::Markdown);
+            tool_ok(r, with_cost(text, &meta), Some(meta))
+        },
+    )
+}
+
+fn tune(a: TuneArgs, ctx: &Context) -> Result<Value, String> {
+    use kopt_engine::tune::space;
+    let params = a
+        .params
+        .iter()
+        .map(|p| space::parse_param(p))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(engine)?;
+    let space = space::Space::new(params, &a.constraints).map_err(engine)?;
+    let first: String = space.params.iter().fold(a.template.clone(), |t, p| {
+        t.replace(
+            &format!("{{{}}}", p.name),
+            p.values.first().map_or("", |v| v.as_str()),
+        )
+    });
+    let configs = a
+        .trials
+        .unwrap_or(space.size_unfiltered())
+        .min(space.size_unfiltered());
+    let mut req = kopt_engine::TuneRequest::new(a.template.clone(), space);
+    req.trials = a.trials;
+    req.key = a.key;
+    if let Some(n) = a.min_samples {
+        req.measure.stop.min_samples = n;
+    }
+    if let Some(s) = a.max_time_s {
+        req.measure.stop.max_time_s = s;
+    }
+    req.validate().map_err(engine)?;
+    long_run(
+        ctx,
+        a.budget_s,
+        || {
+            let argv = vec!["/bin/sh".to_string(), "-c".into(), first.clone()];
+            let t = timed(&argv, a.budget_s, ctx)?;
+            let runs = configs + req.top + 1;
+            Ok(Estimate {
+                seconds: runs as f64 * variant_cost(t, &req.measure),
+                basis: format!(
+                    "timing pass {t:.2} s of the first config, {configs} configs and a final comparison of {} under the stop rule (an upper bound with the cache)",
+                    req.top + 1
+                ),
+            })
+        },
+        || kopt_engine::tune(&req, ctx),
+        |r, meta| {
+            let text = kopt_report::render_tune(r, kopt_report::Format::Markdown);
+            tool_ok(r, with_cost(text, &meta), Some(meta))
+        },
+    )
+}
+
+fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
+    let db = RecordPaths::current().db;
+    let mut result = HistoryResult {
+        db: db.display().to_string(),
+        runs: Vec::new(),
+        report: None,
+    };
+    if db.exists() {
+        let rows = match a.id {
+            Some(id) => {
+                let (row, _) = kopt_engine::history::show(&db, id).map_err(engine)?;
+                result.report = row
+                    .report_json
+                    .as_deref()
+                    .and_then(|j| serde_json::from_str(j).ok());
+                vec![row]
+            }
+            None => kopt_engine::history::list(&db, a.limit.unwrap_or(20)).map_err(engine)?,
+        };
+        result.runs = rows
+            .into_iter()
+            .map(|r| {
+                let resource = r.run_dir.as_deref().and_then(|d| {
+                    let dir = Path::new(d);
+                    dir.join("report.json").is_file().then(|| {
+                        format!(
+                            "kopt://runs/{}/report.json",
+                            dir.file_name().unwrap_or_default().to_string_lossy()
+                        )
+                    })
+                });
+                HistoryRun {
+                    id: r.id,
+                    kind: r.kind,
+                    started_utc: r.started_utc,
+                    command: r.command,
+                    device: r.device,
+                    git_rev: r.git_rev,
+                    summary: r.summary,
+                    verdict: r.verdict,
+                    run_dir: r.run_dir,
+                    resource,
+                }
+            })
+            .collect();
+    } else if a.id.is_some() {
+        return Err(format!("no history yet ({})", db.display()));
+    }
+    let _ = ctx;
+    let mut text = if result.runs.is_empty() {
+        format!("No runs recorded in {}.\n", result.db)
+    } else {
+        String::new()
+    };
+    for r in &result.runs {
+        text.push_str(&format!(
+            "- run {} ({}, {}): {} | `{}`\n",
+            r.id, r.kind, r.started_utc, r.summary, r.command
+        ));
+    }
+    tool_ok(&result, text, None)
+}
+
+fn journal_add(a: JournalAddArgs, _ctx: &Context) -> Result<Value, String> {
+    let path = RecordPaths::current().journal;
+    let req = kopt_engine::journal::JournalEntryRequest {
+        hypothesis: a.hypothesis,
+        predict: a.predict,
+        outcome: a.outcome,
+        verdict: a.verdict,
+        run: a.run,
+    };
+    kopt_engine::journal::add_entry(&path, &req).map_err(engine)?;
+    let result = JournalResult {
+        file: path.display().to_string(),
+    };
+    tool_ok(
+        &result,
+        format!("Journal entry added to {}.\n", result.file),
+        None,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_lists_object_schemas() {
+        let tools = list();
+        assert_eq!(tools.len(), TOOLS.len());
+        for t in &tools {
+            assert_eq!(t["inputSchema"]["type"], "object", "{}", t["name"]);
+            assert_eq!(t["outputSchema"]["type"], "object", "{}", t["name"]);
+        }
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_shell() {
+        let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shell_line(&w(&["sleep", "0.1"]), false).unwrap(),
+            "sleep 0.1"
+        );
+        assert_eq!(
+            shell_line(&w(&["echo", "a b", "$(x)", "it's"]), false).unwrap(),
+            "echo 'a b' '$(x)' 'it'\\''s'"
+        );
+        assert_eq!(
+            shell_line(&w(&["sleep 1 | cat"]), true).unwrap(),
+            "sleep 1 | cat"
+        );
+        assert!(shell_line(&w(&["a", "b"]), true).is_err());
+        assert!(shell_line(&[], false).is_err());
+    }
+}

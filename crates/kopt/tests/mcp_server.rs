@@ -1,0 +1,500 @@
+//! `kopt mcp` driven over its pipes: the protocol's errors (malformed JSON,
+//! unknown methods and tools, wrong argument types) each get a JSON-RPC
+//! error or an error result and the server keeps serving; a client that
+//! disconnects mid-call leaves no workload behind; analyze agrees with the
+//! CLI. The MCP Python SDK's end-to-end test is crates/kopt-py/tests/test_mcp.py.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn fixture(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(rel)
+}
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        Server::start_in(dir, extra)
+    }
+
+    fn start_in(dir: tempfile::TempDir, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .arg("mcp")
+            .args(extra)
+            .current_dir(dir.path())
+            .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server {
+            child,
+            stdin,
+            stdout,
+            dir,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next message that is not a notification.
+    fn reply(&mut self) -> Value {
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "server closed stdout"
+            );
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send_raw(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        let r = self.reply();
+        assert_eq!(r["id"], id, "{r}");
+        r
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )["result"]
+            .clone()
+    }
+
+    fn initialize(&mut self) -> Value {
+        let r = self.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        self.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        r
+    }
+
+    fn ping_ok(&mut self, id: u64) {
+        let r = self.request(id, "ping", json!({}));
+        assert_eq!(r["result"], json!({}), "{r}");
+    }
+
+    /// Close stdin; the server must exit 0 within `limit`.
+    fn close(mut self, limit: Duration) {
+        drop(self.stdin.take());
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "{status}");
+                return;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "server still running after stdin closed"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[test]
+fn initialize_and_list_tools() {
+    let mut s = Server::start(&[]);
+    let r = s.initialize();
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(r["result"]["serverInfo"]["name"], "kopt");
+    let r = s.request(1, "tools/list", json!({}));
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "analyze",
+            "profile",
+            "trace",
+            "bench",
+            "compare",
+            "optimize",
+            "tune",
+            "history",
+            "journal_add"
+        ]
+    );
+    // An older client gets its own revision; an unknown one the newest.
+    let r = s.request(2, "initialize", json!({"protocolVersion": "2025-06-18"}));
+    assert_eq!(r["result"]["protocolVersion"], "2025-06-18");
+    let r = s.request(3, "initialize", json!({"protocolVersion": "1999-01-01"}));
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    s.close(Duration::from_secs(5));
+}
+
+#[test]
+fn protocol_errors_answer_and_the_server_keeps_serving() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let cases: Vec<(&str, Value, i64)> = vec![
+        ("{not json", Value::Null, -32700),
+        ("[1, 2]", Value::Null, -32600),
+        (r#"{"id": 5, "method": "ping"}"#, json!(5), -32600),
+        (r#"{"jsonrpc": "2.0", "id": 6}"#, json!(6), -32600),
+        (
+            r#"{"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"}"#,
+            Value::Null,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 7, "method": "no/such"}"#,
+            json!(7),
+            -32601,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "nope"}}"#,
+            json!(8),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {}}"#,
+            json!(9),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": [1]}"#,
+            json!(10),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc": "2.0", "id": 11, "method": "resources/read", "params": {"uri": "kopt://runs/../x/report.json"}}"#,
+            json!(11),
+            -32002,
+        ),
+    ];
+    for (i, (line, id, code)) in cases.into_iter().enumerate() {
+        s.send_raw(line);
+        let r = s.reply();
+        assert_eq!(r["error"]["code"], code, "{line}: {r}");
+        assert_eq!(r["id"], id, "{line}: {r}");
+        s.ping_ok(100 + i as u64);
+    }
+    // Invalid UTF-8 is a parse error too.
+    s.stdin.as_mut().unwrap().write_all(b"\xff\xfe\n").unwrap();
+    assert_eq!(s.reply()["error"]["code"], -32700);
+    // A notification gets no answer; the next request does.
+    s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#);
+    s.ping_ok(200);
+    s.close(Duration::from_secs(5));
+}
+
+#[test]
+fn wrong_argument_types_are_error_results() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    for (tool, args) in [
+        ("analyze", json!({"files": 5})),
+        ("analyze", json!({})),
+        (
+            "bench",
+            json!({"baseline": ["true"], "candidate": ["true"], "budget_s": "ten"}),
+        ),
+        ("compare", json!({"reference": 1, "candidate": 2})),
+        ("history", json!({"limit": -1})),
+        (
+            "profile",
+            json!({"command": ["true"], "budget_s": 5, "extra": 1}),
+        ),
+    ] {
+        let r = s.call(1, tool, args.clone());
+        assert_eq!(r["isError"], true, "{tool} {args}: {r}");
+        let text = r["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("invalid arguments"), "{text}");
+        s.ping_ok(2);
+    }
+    s.close(Duration::from_secs(5));
+}
+
+#[test]
+fn analyze_matches_the_cli_and_paths_stay_inside() {
+    let csv = fixture("labeled-suite-h100/ncu_raw_base.csv");
+    let cli = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", "-f", "json"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert!(cli.status.success());
+    let cli: Value = serde_json::from_slice(&cli.stdout).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&csv, dir.path().join("base.csv")).unwrap();
+    let mut s = Server::start_in(dir, &[]);
+    s.initialize();
+    let r = s.call(1, "analyze", json!({"files": ["base.csv"]}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["primary"], cli["primary"]);
+    assert_eq!(r["structuredContent"]["schema"], "kopt/1");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Primary bottleneck"), "{text}");
+
+    // The fixture itself is outside the server's folder: refused.
+    let r = s.call(2, "analyze", json!({"files": [csv.display().to_string()]}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("--allow-path"));
+    let r = s.call(3, "analyze", json!({"files": ["../../etc/passwd"]}));
+    assert_eq!(r["isError"], true, "{r}");
+    s.close(Duration::from_secs(5));
+
+    // Allowed with --allow-path.
+    let fixtures = fixture("labeled-suite-h100");
+    let mut s = Server::start(&["--allow-path", fixtures.to_str().unwrap()]);
+    s.initialize();
+    let r = s.call(1, "analyze", json!({"files": [csv.display().to_string()]}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["primary"], cli["primary"]);
+    s.close(Duration::from_secs(5));
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is gone for this purpose: nothing of it runs.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.contains(") Z "),
+        Err(_) => false,
+    }
+}
+
+fn wait_for_pid(file: &Path) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the workload never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_client_that_disconnects_mid_call_leaves_nothing_running() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let pid_file = s.dir.path().join("pid");
+    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "bench", "arguments": {
+            "baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 300}}})
+        .to_string(),
+    );
+    let pid = wait_for_pid(&pid_file);
+    assert!(alive(pid));
+    s.close(Duration::from_secs(10));
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "workload {pid} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn cancelled_call_kills_its_workload_and_gets_no_answer() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let pid_file = s.dir.path().join("pid");
+    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "profile", "arguments": {
+            "command": [line], "shell": true, "budget_s": 300}}})
+        .to_string(),
+    );
+    let pid = wait_for_pid(&pid_file);
+    s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "workload {pid} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The next answer is the ping's, not the cancelled call's.
+    s.ping_ok(8);
+    s.close(Duration::from_secs(5));
+}
+
+#[test]
+fn over_budget_is_refused_up_front() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let r = s.call(
+        1,
+        "bench",
+        json!({"baseline": ["sleep", "0.3"], "candidate": ["sleep", "0.3"], "budget_s": 1.0}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("refused"), "{text}");
+    assert!(r["_meta"]["kopt/estimate_s"].as_f64().unwrap() > 1.0, "{r}");
+    let r = s.call(
+        2,
+        "bench",
+        json!({"baseline": ["true"], "candidate": ["true"], "budget_s": -1}),
+    );
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("budget_s"),
+        "{r}"
+    );
+    s.close(Duration::from_secs(5));
+}
+
+#[test]
+fn history_and_resources_of_an_empty_folder() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let r = s.call(1, "history", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["runs"], json!([]));
+    let r = s.request(2, "resources/list", json!({}));
+    assert_eq!(r["result"]["resources"], json!([]));
+    let r = s.request(
+        3,
+        "resources/read",
+        json!({"uri": "kopt://runs/nope/report.json"}),
+    );
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    s.close(Duration::from_secs(5));
+}
+
+#[test]
+fn schemas_are_committed() {
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema");
+    for name in ["diagnosis", "bench", "compare", "optimize", "tune"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["schema", name])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let path = docs.join(format!("{name}.json"));
+        if std::env::var_os("KOPT_UPDATE_SCHEMAS").is_some() {
+            std::fs::write(&path, &out.stdout).unwrap();
+        }
+        let committed = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            committed == out.stdout,
+            "docs/schema/{name}.json differs from the kopt/1 types: review and run `KOPT_UPDATE_SCHEMAS=1 cargo test -p kopt --test mcp_server schemas_are_committed`"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["schema", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_call_is_stopped_when_its_budget_is_spent() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    // Fast in the timing pass, slow afterwards: the estimate fits the
+    // budget, the run does not.
+    let marker = s.dir.path().join("timed");
+    let pid_file = s.dir.path().join("pid");
+    let line = format!(
+        "if [ -f {m} ]; then echo $$ > {p}; exec sleep 60; fi; touch {m}",
+        m = marker.display(),
+        p = pid_file.display()
+    );
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "bench",
+            "_meta": {"progressToken": "b1"},
+            "arguments": {"baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 3, "min_samples": 2, "max_time_s": 0.5}}})
+        .to_string(),
+    );
+    let start = Instant::now();
+    let mut progress = Vec::new();
+    let mut logged = false;
+    let r = loop {
+        let mut l = String::new();
+        assert!(s.stdout.read_line(&mut l).unwrap() > 0);
+        let v: Value = serde_json::from_str(&l).unwrap();
+        if v["method"] == "notifications/progress" {
+            assert_eq!(v["params"]["progressToken"], "b1");
+            progress.push(v["params"]["progress"].as_u64().unwrap());
+        } else if v["method"] == "notifications/message" {
+            assert!(
+                v["params"]["data"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("estimated cost"),
+                "{v}"
+            );
+            logged = true;
+        } else {
+            break v;
+        }
+    };
+    assert!(start.elapsed() < Duration::from_secs(15));
+    let result = &r["result"];
+    assert_eq!(result["isError"], true, "{r}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("stopped: the budget"), "{text}");
+    let device = result["_meta"]["kopt/device_s"].as_f64().unwrap();
+    assert!((2.5..10.0).contains(&device), "{device}");
+    assert!(
+        !progress.is_empty() && progress.windows(2).all(|w| w[0] < w[1]),
+        "{progress:?}"
+    );
+    assert!(logged, "the estimate was not said before the run");
+    let pid = wait_for_pid(&pid_file);
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "workload {pid} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.close(Duration::from_secs(5));
+}
