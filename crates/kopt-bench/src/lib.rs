@@ -4,6 +4,7 @@
 //! And the correctness gate ([`compare_tensors`]) on tensors kopt-ingest read.
 
 pub mod compare;
+pub mod gate;
 pub mod stats;
 pub mod verdict;
 
@@ -11,5 +12,6 @@ pub use compare::{
     compare, compare_tensor, compare_tensors, default_tolerance, CompareReport, Comparison, Side,
     TensorComparison,
 };
+pub use gate::{judge, CheckFacts, GateFacts, GateSettings, ShapeFacts, SideFacts};
 pub use stats::{bootstrap_median_ratio, median, outliers, relative_noise, Interval, StopRule};
 pub use verdict::{decide, Verdict, VerdictKind};

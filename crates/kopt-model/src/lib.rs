@@ -19,7 +19,10 @@ pub mod text;
 mod timeline;
 pub mod tune;
 
-pub use bench::{BenchReport, Interval, VariantResult, Verdict, VerdictKind};
+pub use bench::{
+    BenchReport, GateReport, GateShape, Interval, SuspectReason, Suspicion, VariantResult, Verdict,
+    VerdictKind,
+};
 pub use device::{AmdDevice, Device, PeakSource, Peaks, Vendor};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
