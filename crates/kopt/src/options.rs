@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use kopt_bench::StopRule;
+use kopt_engine::bench::StopRule;
 use kopt_engine::bench::{Measurement, VariantSpec};
 use kopt_engine::profile::timeout_from_secs;
 use kopt_engine::{
