@@ -59,6 +59,13 @@ pub struct Ncu {
     pub path: PathBuf,
 }
 
+/// Whether `path` is an Nsight Compute report (`.ncu-rep`, a regular
+/// file) that ncu must export to CSV before it can be read. Anything else
+/// is left to kopt-ingest, which also refuses what is not a regular file.
+pub fn is_ncu_report(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "ncu-rep") && path.is_file()
+}
+
 /// A page of ncu's CSV export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CsvPage {

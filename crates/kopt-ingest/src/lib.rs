@@ -3,6 +3,7 @@
 
 pub mod detect;
 mod error;
+pub mod inputs;
 pub mod kineto;
 mod kineto_fast;
 pub mod kopt_trace;
