@@ -57,6 +57,13 @@ impl From<kopt_ingest::IngestError> for Error {
     }
 }
 
+/// A wrong space, parameter or constraint is the request's fault.
+impl From<kopt_space::SpaceError> for Error {
+    fn from(e: kopt_space::SpaceError) -> Self {
+        Error::Usage(e.0)
+    }
+}
+
 impl From<CollectError> for Error {
     fn from(e: CollectError) -> Self {
         match e {

@@ -339,7 +339,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Result<kopt_engine::TuneRequest, Error>
     let mut params = Vec::new();
     let mut constraints = Vec::new();
     if let Some(file) = &a.space {
-        let (p, c) = space::Space::parse_file(file)?;
+        let (p, c) = space::parse_file(file)?;
         params.extend(p);
         constraints.extend(c);
     }
