@@ -3,6 +3,7 @@
 //! `.ncu-rep` reports to the CSV pages kopt-ingest parses. No analysis here.
 
 pub mod diagnose;
+pub mod gpus;
 pub mod passes;
 pub mod profiler_shim;
 pub mod rocprof;
