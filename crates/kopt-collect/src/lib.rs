@@ -4,6 +4,7 @@
 
 pub mod diagnose;
 pub mod gpus;
+pub mod module_script;
 pub mod passes;
 pub mod profiler_shim;
 pub mod rocprof;

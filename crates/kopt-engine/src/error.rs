@@ -64,6 +64,16 @@ impl From<kopt_space::SpaceError> for Error {
     }
 }
 
+impl From<kopt_collect::module_script::ModuleScriptError> for Error {
+    fn from(e: kopt_collect::module_script::ModuleScriptError) -> Self {
+        use kopt_collect::module_script::ModuleScriptError;
+        match e {
+            ModuleScriptError::Usage(m) => Error::Usage(m),
+            ModuleScriptError::Io { .. } => Error::Output(e.to_string()),
+        }
+    }
+}
+
 impl From<CollectError> for Error {
     fn from(e: CollectError) -> Self {
         match e {
