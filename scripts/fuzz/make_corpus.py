@@ -3,8 +3,8 @@
 fixtures plus small hand-made .npy / .safetensors files.
 
 Only the folders of the targets in GENERATED are emptied and rewritten; any
-other corpus folder (fuzz/corpus/rocprof/, whose seeds were made by hand) is
-left as it is.
+other corpus folder (fuzz/corpus/rocprof/ and fuzz/corpus/tune_space/, whose
+seeds were made by hand) is left as it is.
 
 Seeds are cut small (a few KB to ~60 KB): the fuzzers mutate faster, and
 libFuzzer's default -max_len follows the largest seed. Standard library only.

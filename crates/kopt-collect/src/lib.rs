@@ -3,6 +3,8 @@
 //! `.ncu-rep` reports to the CSV pages kopt-ingest parses. No analysis here.
 
 pub mod diagnose;
+pub mod gpus;
+pub mod module_script;
 pub mod passes;
 pub mod profiler_shim;
 pub mod rocprof;
@@ -57,6 +59,13 @@ const WELL_KNOWN: &[&str] = &["/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-com
 #[derive(Debug, Clone)]
 pub struct Ncu {
     pub path: PathBuf,
+}
+
+/// Whether `path` is an Nsight Compute report (`.ncu-rep`, a regular
+/// file) that ncu must export to CSV before it can be read. Anything else
+/// is left to kopt-ingest, which also refuses what is not a regular file.
+pub fn is_ncu_report(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "ncu-rep") && path.is_file()
 }
 
 /// A page of ncu's CSV export.

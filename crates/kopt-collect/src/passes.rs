@@ -10,6 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use kopt_model::run_folder::{DEEP_PASS, TARGETED_PASS, TIMING_PASS};
+
 use crate::diagnose::{diagnose, PassFailure};
 use crate::runner::{self, RunOutcome, RunSpec, Stream};
 use crate::{kopt_metrics, CollectError, CsvPage, Ncu};
@@ -54,9 +56,9 @@ pub enum Pass {
 impl Pass {
     pub fn file_stem(&self) -> &'static str {
         match self {
-            Pass::Timing { .. } => "pass1-timing",
-            Pass::Targeted { .. } => "pass2-targeted",
-            Pass::Deep { .. } => "pass3-deep",
+            Pass::Timing { .. } => TIMING_PASS,
+            Pass::Targeted { .. } => TARGETED_PASS,
+            Pass::Deep { .. } => DEEP_PASS,
         }
     }
 

@@ -4,11 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use kopt_collect::{CsvPage, Ncu};
-use kopt_ingest::detect::{sniff, InputKind};
-use kopt_ingest::{
-    merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
-    read_kopt_trace_set, read_ncu_csv, read_rocprof_compute_dir, read_rocprof_files, NcuFile,
-};
+use kopt_ingest::inputs::{read_inputs, ExportedReport};
 use kopt_model::{Diagnosis, Profile};
 
 use crate::diagnose::diagnose;
@@ -95,133 +91,26 @@ fn time_steps_bare(
     ))
 }
 
-/// The inputs merged into one profile: counters per kernel from ncu pages
-/// and run folders, the timeline from a trace.
+/// The inputs merged into one profile (kopt-ingest's `read_inputs`):
+/// `.ncu-rep` reports are exported through ncu first, so every input is
+/// then read by kopt-ingest alone.
 pub fn load_inputs(paths: &[PathBuf], ncu: Option<&Path>) -> Result<Profile> {
-    let mut files = Vec::new();
-    let mut profiles = Vec::new();
-    let mut traces = Vec::new();
-    // AMD files of one run (rocprofv3 / rocprof / rocpd), merged together.
-    let mut amd = Vec::new();
-    // (input, GPU it names): captures of two GPUs are never merged silently.
-    let mut devices: Vec<(String, String)> = Vec::new();
-    let mut named = |label: &str, device: &kopt_model::Device| {
-        if !device.name.starts_with(&kopt_model::Device::unknown().name) {
-            devices.push((label.to_string(), device.name.clone()));
-        }
-    };
-    for path in paths {
-        let label = path.display().to_string();
-        match sniff(path)? {
-            InputKind::RocprofCompute => {
-                let p = read_rocprof_compute_dir(path)?;
-                named(&label, &p.device);
-                profiles.push(p);
-            }
-            InputKind::Rocprof => amd.push(path.clone()),
-            InputKind::RunFolder => {
-                // ncu and rocprofv3 run folders, as `kopt profile` read them.
-                let p = kopt_ingest::read_run_folder_filtered(path)?;
-                named(&label, &p.device);
-                profiles.push(p);
-            }
-            InputKind::KoptTrace => {
-                let t = read_kopt_trace_set(path)?;
-                let format = t.source_format();
-                let p = profile_from_timeline(t.timeline, &label, &format);
-                named(&label, &p.device);
-                traces.push(p);
-            }
-            InputKind::Kineto => {
-                let p = profile_from_trace(read_kineto(path)?, &label);
-                named(&label, &p.device);
-                traces.push(p);
-            }
-            InputKind::NcuReport => {
-                for (l, f) in export_ncu_rep(path, ncu)? {
-                    if let Some(d) = &f.device {
-                        named(&l, d);
-                    }
-                    files.push((l, f));
-                }
-            }
-            InputKind::NcuCsv => {
-                let f = read_ncu_csv(path)?;
-                if let Some(d) = &f.device {
-                    named(&label, d);
-                }
-                files.push((label, f));
-            }
-        }
+    let mut reports = Vec::new();
+    for path in paths.iter().filter(|p| kopt_collect::is_ncu_report(p)) {
+        reports.push(export_ncu_rep(path, ncu)?);
     }
-    if !amd.is_empty() {
-        let p = read_rocprof_files(&amd)?;
-        named(&amd[0].display().to_string(), &p.device);
-        // A kernel trace brings its timeline: it goes with the traces.
-        if p.timeline.is_some() {
-            traces.push(p);
-        } else {
-            profiles.push(p);
-        }
-    }
-    if let Some((other, other_device)) = devices.iter().find(|(_, d)| *d != devices[0].1) {
-        let (first, first_device) = &devices[0];
-        return Err(Error::Input(format!(
-            "{first} is from {first_device} but {other} is from {other_device}: kopt does not merge captures of two GPUs into one table; analyze each on its own"
-        )));
-    }
-    let mut profile = merge_profile(files);
-    for p in profiles {
-        if profile.launches.is_empty() {
-            profile.device = p.device;
-        }
-        profile.launches.extend(p.launches);
-        profile.sources.extend(p.sources);
-        // A run folder whose pass 1 was kopt's tracer brings its timeline.
-        if p.timeline.is_some() {
-            profile.timeline = p.timeline;
-        }
-    }
-    for t in traces {
-        // With counters present, the trace feeds the timeline view only:
-        // its kernels are the counters' kernels, timed without ncu's serialisation.
-        if profile.launches.is_empty() {
-            profile.device = t.device;
-            profile.launches = t.launches;
-        }
-        profile.sources.extend(t.sources);
-        profile.timeline = t.timeline;
-    }
-    let has_activity = profile
-        .timeline
-        .as_ref()
-        .is_some_and(|t| !t.activities.is_empty());
-    if profile.launches.is_empty() && !has_activity {
-        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-        return Err(Error::Input(format!(
-            "no GPU kernels in {}",
-            names.join(", ")
-        )));
-    }
-    Ok(profile)
+    Ok(read_inputs(paths, &reports)?)
 }
 
 /// A .ncu-rep exported through ncu: the raw page for the counters, the
 /// details page for ncu's rules.
-fn export_ncu_rep(path: &Path, ncu: Option<&Path>) -> Result<Vec<(String, NcuFile)>> {
-    let label = path.display().to_string();
+fn export_ncu_rep(path: &Path, ncu: Option<&Path>) -> Result<ExportedReport> {
     let ncu = Ncu::locate(ncu, std::env::var_os("PATH").as_deref())?;
-    let raw = ncu.export_csv(path, CsvPage::Raw)?;
-    let details = ncu.export_csv(path, CsvPage::Details)?;
-    let raw_label = format!("{label} (raw page)");
-    let details_label = format!("{label} (details page)");
-    Ok(vec![
-        (raw_label.clone(), parse_ncu_csv(&raw, &raw_label)?),
-        (
-            details_label.clone(),
-            parse_ncu_csv(&details, &details_label)?,
-        ),
-    ])
+    Ok(ExportedReport {
+        path: path.to_path_buf(),
+        raw: ncu.export_csv(path, CsvPage::Raw)?,
+        details: ncu.export_csv(path, CsvPage::Details)?,
+    })
 }
 
 #[cfg(test)]

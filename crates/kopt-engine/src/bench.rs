@@ -670,151 +670,68 @@ impl Sampler for ProcessSampler {
     }
 }
 
-/// Run `/bin/sh -c command` once, reading its samples as they are printed;
-/// past `budget` its process group is killed and the run is `cut`.
+/// Run `/bin/sh -c command` once (kopt-collect's process-group runner),
+/// reading its samples as they are printed; past `budget` its process group
+/// is killed and the run is `cut`.
 fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
-    if kopt_collect::runner::cancel_requested() {
-        return Err(Error::WorkloadFailed(format!("`{command}`: cancelled")));
-    }
-    use std::io::BufReader;
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
-    use std::sync::mpsc;
+    use kopt_collect::runner::{run_group, GroupError, GroupSpec, Stop};
 
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", command])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| Error::WorkloadFailed(format!("cannot start /bin/sh: {e}")))?;
-    let start = Instant::now();
-    let pid = child.id() as i32;
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let (done_tx, done_rx) = mpsc::channel();
-    std::thread::scope(|scope| {
-        let out = scope.spawn(move || -> Result<Vec<f64>> {
-            let mut samples = Vec::new();
-            let Some(stdout) = stdout else {
-                return Ok(samples);
-            };
-            let mut bad = None;
-            for_each_line(BufReader::new(stdout), |n, line| {
-                if bad.is_some() || samples.len() >= MAX_SAMPLES {
-                    return; // keep draining the pipe so the program is not blocked
-                }
-                match parse_sample_line(&String::from_utf8_lossy(line), n) {
-                    Ok(Some(s)) => samples.push(s),
-                    Ok(None) => {}
-                    Err(e) => bad = Some(e),
-                }
-            });
-            bad.map_or(Ok(samples), Err)
-        });
-        let err = scope.spawn(move || {
-            let mut tail = std::collections::VecDeque::new();
-            if let Some(stderr) = stderr {
-                for_each_line(BufReader::new(stderr), |_, line| {
-                    if tail.len() == 3 {
-                        tail.pop_front();
-                    }
-                    tail.push_back(String::from_utf8_lossy(line).into_owned());
-                });
-            }
-            tail.into_iter().collect::<Vec<_>>().join(" | ")
-        });
-        scope.spawn(move || {
-            let status = child.wait();
-            let _ = done_tx.send((status, start.elapsed()));
-        });
-        // Polled, so a front end's cancellation (kopt_collect::runner::cancellable) kills it too.
-        let deadline = budget.map(|b| start + b);
-        let waited = loop {
-            match done_rx.recv_timeout(Duration::from_millis(20)) {
-                Ok(done) => break Some(done),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if deadline.is_some_and(|d| Instant::now() >= d)
-                        || kopt_collect::runner::cancel_requested()
-                    {
-                        break None;
-                    }
-                }
-            }
-        };
-        let (status, elapsed, cut) = match waited {
-            Some((status, elapsed)) => (status, elapsed, false),
-            None => {
-                // SAFETY: a plain syscall on the process group this function created.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-                let (status, elapsed) = done_rx
-                    .recv()
-                    .map_err(|_| Error::WorkloadFailed(format!("`{command}`: lost its process")))?;
-                (status, elapsed, true)
-            }
-        };
-        let status =
-            status.map_err(|e| Error::WorkloadFailed(format!("`{command}`: cannot wait: {e}")))?;
-        let samples = out.join().unwrap_or_else(|_| Ok(Vec::new()));
-        let tail = err.join().unwrap_or_default();
-        if !cut && !status.success() {
-            return Err(Error::WorkloadFailed(format!(
-                "`{command}` failed ({status}): {tail}"
-            )));
+    let mut samples = Vec::new();
+    let mut bad = None;
+    let mut on_stdout = |n: u64, line: &[u8]| {
+        if bad.is_some() || samples.len() >= MAX_SAMPLES {
+            return; // keep draining the pipe so the program is not blocked
         }
-        Ok(Run {
-            samples: samples.map_err(|e| e.context(format!("`{command}`")))?,
-            wall_s: elapsed.as_secs_f64(),
-            cut,
-        })
+        match parse_sample_line(&String::from_utf8_lossy(line), n) {
+            Ok(Some(s)) => samples.push(s),
+            Ok(None) => {}
+            Err(e) => bad = Some(e),
+        }
+    };
+    let mut tail = std::collections::VecDeque::new();
+    let mut on_stderr = |_: u64, line: &[u8]| {
+        if tail.len() == 3 {
+            tail.pop_front();
+        }
+        tail.push_back(String::from_utf8_lossy(line).into_owned());
+    };
+    let args = ["-c".to_string(), command.to_string()];
+    let exit = run_group(
+        &GroupSpec {
+            program: Path::new("/bin/sh"),
+            args: &args,
+            env: &[],
+            timeout: budget,
+            stop: Stop::Kill,
+            max_line: MAX_LINE,
+        },
+        &mut on_stdout,
+        &mut on_stderr,
+    )
+    .map_err(|e| match e {
+        GroupError::Spawn { source, .. } => {
+            Error::WorkloadFailed(format!("cannot start /bin/sh: {source}"))
+        }
+        e => Error::WorkloadFailed(format!("`{command}`: {e}")),
+    })?;
+    let tail = tail.into_iter().collect::<Vec<_>>().join(" | ");
+    if !exit.timed_out && !exit.status.success() {
+        return Err(Error::WorkloadFailed(format!(
+            "`{command}` failed ({}): {tail}",
+            exit.status
+        )));
+    }
+    let samples = bad.map_or(Ok(samples), Err);
+    Ok(Run {
+        samples: samples.map_err(|e| e.context(format!("`{command}`")))?,
+        wall_s: exit.elapsed.as_secs_f64(),
+        cut: exit.timed_out,
     })
 }
 
 /// Longest line kept whole; the rest of a longer one is skipped (a program
 /// printing without newlines must not grow memory without bound).
 const MAX_LINE: usize = 64 * 1024;
-
-/// Call `f(line_number, line)` for every line of `r`, lines cut at MAX_LINE.
-fn for_each_line(mut r: impl std::io::BufRead, mut f: impl FnMut(u64, &[u8])) {
-    let mut line = Vec::new();
-    let mut n = 0u64;
-    let mut too_long = false;
-    loop {
-        let buf = match r.fill_buf() {
-            Ok([]) | Err(_) => break,
-            Ok(b) => b,
-        };
-        let (chunk, ends) = match memchr_newline(buf) {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        if line.len() + chunk.len() <= MAX_LINE {
-            line.extend_from_slice(chunk);
-        } else {
-            too_long = true;
-        }
-        let used = ends.unwrap_or(buf.len());
-        r.consume(used);
-        if ends.is_some() {
-            n += 1;
-            if !too_long {
-                f(n, &line);
-            }
-            line.clear();
-            too_long = false;
-        }
-    }
-    if !line.is_empty() && !too_long {
-        f(n + 1, &line);
-    }
-}
-
-fn memchr_newline(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
-}
 
 /// What one run under kopt's tracer gave.
 struct TracedRun {
@@ -1140,24 +1057,6 @@ mod tests {
         }
         assert!(VariantSpec::parse("noequals").is_err());
         assert_eq!(VariantSpec::parse("x=sleep 1").unwrap().command, "sleep 1");
-    }
-
-    #[test]
-    fn lines_are_split_and_long_ones_skipped() {
-        let text = format!("a\n{}\nb\nlast", "x".repeat(MAX_LINE + 10));
-        let mut seen = Vec::new();
-        for_each_line(
-            std::io::BufReader::with_capacity(7, text.as_bytes()),
-            |n, l| seen.push((n, String::from_utf8_lossy(l).into_owned())),
-        );
-        assert_eq!(
-            seen,
-            [
-                (1, "a".to_string()),
-                (3, "b".to_string()),
-                (4, "last".to_string())
-            ]
-        );
     }
 
     #[test]

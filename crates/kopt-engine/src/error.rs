@@ -57,6 +57,23 @@ impl From<kopt_ingest::IngestError> for Error {
     }
 }
 
+/// A wrong space, parameter or constraint is the request's fault.
+impl From<kopt_space::SpaceError> for Error {
+    fn from(e: kopt_space::SpaceError) -> Self {
+        Error::Usage(e.0)
+    }
+}
+
+impl From<kopt_collect::module_script::ModuleScriptError> for Error {
+    fn from(e: kopt_collect::module_script::ModuleScriptError) -> Self {
+        use kopt_collect::module_script::ModuleScriptError;
+        match e {
+            ModuleScriptError::Usage(m) => Error::Usage(m),
+            ModuleScriptError::Io { .. } => Error::Output(e.to_string()),
+        }
+    }
+}
+
 impl From<CollectError> for Error {
     fn from(e: CollectError) -> Self {
         match e {

@@ -1,79 +1,19 @@
-//! PyTorch module scripts in the KernelBench convention (an `nn.Module`
-//! class, `get_inputs()`, optionally `get_init_inputs()`): kopt drives them
-//! itself, so `profile`, `profile_module` and `optimize` see exact steps.
-//! The Python it runs is kept in `python/` and written into the run folder.
+//! Module scripts: kopt-collect drives them (`kopt_collect::module_script`,
+//! its Python beside it); here they are prepared with failures in the
+//! engine's error kinds.
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{io_error, Error, Result};
+pub use kopt_collect::module_script::{
+    is_module_script, optimize_harness_source, without_op_ranges, PreparedScript,
+};
 
-/// The loader both drivers import.
-const LOADER: (&str, &str) = ("kopt_module.py", include_str!("../python/kopt_module.py"));
-/// Warm-up, then N steps in NVTX ranges (profile, trace).
-pub(crate) const PROFILE_DRIVER: (&str, &str) = (
-    "kopt_profile_driver.py",
-    include_str!("../python/kopt_profile_driver.py"),
-);
-/// Candidates built, checked and timed (optimize).
-pub(crate) const OPTIMIZE_HARNESS: (&str, &str) = (
-    "kopt_optimize.py",
-    include_str!("../python/kopt_optimize.py"),
-);
-
-/// True when the script defines `get_inputs()` and a class: kopt drives it.
-pub fn is_module_script(text: &str) -> bool {
-    let get_inputs = text.lines().any(|l| {
-        l.strip_prefix("def get_inputs")
-            .is_some_and(|rest| rest.trim_start().starts_with('('))
-    });
-    let class = text.lines().any(|l| {
-        l.strip_prefix("class ")
-            .is_some_and(|rest| rest.starts_with(|c: char| c.is_alphabetic() || c == '_'))
-    });
-    get_inputs && class
-}
-
-/// A module script placed in a run folder, ready to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreparedScript {
-    pub run_dir: PathBuf,
-    /// The script as copied into the run folder.
-    pub script: PathBuf,
-    /// What to run: the driver for a module script, else the script itself.
-    pub argv: Vec<String>,
-    pub driven: bool,
-}
-
-fn write(dir: &Path, (name, text): (&str, &str)) -> Result<PathBuf> {
-    let path = dir.join(name);
-    std::fs::write(&path, text).map_err(|e| io_error(&path, "write", e))?;
-    Ok(path)
-}
-
-/// A safe file stem for a module name.
-fn stem(module: &str) -> String {
-    let s: String = module
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let s = s.trim_matches('_').to_string();
-    if s.is_empty() {
-        "module".into()
-    } else {
-        s
-    }
-}
+use crate::error::Result;
 
 /// Copy `text` into `run_dir` as `<module>.py`; for a module script, write
-/// kopt's driver beside it and run that (`warmup` then `steps` passes, each an NVTX step;
-/// with `record_ops`, PyTorch's op ranges with input shapes too, so kernels
-/// can be traced back to ops: it costs host time per op).
+/// kopt's driver beside it and run that (`warmup` then `steps` passes, each
+/// an NVTX step; with `record_ops`, PyTorch's op ranges with input shapes
+/// too). See `kopt_collect::module_script::prepare`.
 pub fn prepare(
     run_dir: &Path,
     text: &str,
@@ -83,121 +23,12 @@ pub fn prepare(
     steps: u32,
     record_ops: bool,
 ) -> Result<PreparedScript> {
-    if text.trim().is_empty() {
-        return Err(Error::Usage("the script is empty".into()));
-    }
-    if steps == 0 {
-        return Err(Error::Usage("steps must be at least 1".into()));
-    }
-    std::fs::create_dir_all(run_dir).map_err(|e| io_error(run_dir, "create", e))?;
-    let script = write(run_dir, (&format!("{}.py", stem(module)), text))?;
-    let driven = is_module_script(text);
-    let argv = if driven {
-        write(run_dir, LOADER)?;
-        let driver = write(run_dir, PROFILE_DRIVER)?;
-        let mut argv = vec![
-            python.to_string(),
-            driver.display().to_string(),
-            script.display().to_string(),
-            module.to_string(),
-            warmup.to_string(),
-            steps.to_string(),
-        ];
-        if record_ops {
-            argv.push("ops".into());
-        }
-        argv
-    } else {
-        vec![python.to_string(), script.display().to_string()]
-    };
-    Ok(PreparedScript {
-        run_dir: run_dir.to_path_buf(),
-        script,
-        argv,
-        driven,
-    })
-}
-
-/// `argv` without the driver's `ops` argument: a bare run times the steps
-/// as they run unrecorded, and PyTorch's op ranges cost host time per op.
-/// Any other command is returned as it is.
-pub fn without_op_ranges(argv: &[String]) -> Vec<String> {
-    let driven = argv.get(1).is_some_and(|a| a.ends_with(PROFILE_DRIVER.0));
-    match argv.split_last() {
-        Some((last, rest)) if driven && last == "ops" && argv.len() == 7 => rest.to_vec(),
-        _ => argv.to_vec(),
-    }
-}
-
-/// The optimize harness's source (the Python package runs it in-process).
-pub fn optimize_harness_source() -> &'static str {
-    OPTIMIZE_HARNESS.1
+    Ok(kopt_collect::module_script::prepare(
+        run_dir, text, module, python, warmup, steps, record_ops,
+    )?)
 }
 
 /// The loader and the optimize harness in `dir`; returns the harness path.
 pub(crate) fn write_harness(dir: &Path) -> Result<PathBuf> {
-    write(dir, LOADER)?;
-    write(dir, OPTIMIZE_HARNESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MODULE: &str = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\ndef get_inputs():\n    return [torch.randn(4)]\n";
-
-    #[test]
-    fn module_scripts_are_driven_others_run_as_they_are() {
-        assert!(is_module_script(MODULE));
-        assert!(!is_module_script("print('hello')\n"));
-        assert!(!is_module_script("class A:\n    pass\n"));
-        let d = tempfile::tempdir().unwrap();
-        let p = prepare(d.path(), MODULE, "topk sort", "python3", 3, 20, false).unwrap();
-        assert!(p.driven);
-        assert_eq!(p.script, d.path().join("topk_sort.py"));
-        assert!(p.argv[1].ends_with("kopt_profile_driver.py"));
-        assert_eq!(&p.argv[3..], ["topk sort", "3", "20"]);
-        let ops = prepare(d.path(), MODULE, "m", "python3", 3, 20, true).unwrap();
-        assert_eq!(ops.argv.last().map(String::as_str), Some("ops"));
-        assert!(d.path().join("kopt_module.py").is_file());
-        assert_eq!(without_op_ranges(&ops.argv), ops.argv[..6].to_vec());
-        assert_eq!(without_op_ranges(&p.argv), p.argv);
-        let plain = prepare(d.path(), "print(1)\n", "m", "python3", 3, 20, false).unwrap();
-        assert!(!plain.driven);
-        assert_eq!(
-            plain.argv,
-            [
-                "python3".to_string(),
-                d.path().join("m.py").display().to_string()
-            ]
-        );
-        assert!(prepare(d.path(), "  ", "m", "python3", 3, 20, false).is_err());
-    }
-
-    #[test]
-    fn the_python_is_valid() {
-        // The Python files kopt writes compile (no torch needed to parse them).
-        let Ok(out) = std::process::Command::new("python3")
-            .args([
-                "-c",
-                "import ast,sys\nfor p in sys.argv[1:]: ast.parse(open(p).read(), p)",
-            ])
-            .args(
-                [
-                    "kopt_module.py",
-                    "kopt_profile_driver.py",
-                    "kopt_optimize.py",
-                ]
-                .map(|f| format!("{}/python/{f}", env!("CARGO_MANIFEST_DIR"))),
-            )
-            .output()
-        else {
-            return; // no python3 on this machine: nothing to parse with
-        };
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    Ok(kopt_collect::module_script::write_harness(dir)?)
 }

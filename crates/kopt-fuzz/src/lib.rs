@@ -75,6 +75,10 @@ pub const TARGETS: &[Target] = &[
         name: "rocpd",
         run: fuzz_rocpd,
     },
+    Target {
+        name: "tune_space",
+        run: fuzz_tune_space,
+    },
 ];
 
 pub fn target(name: &str) -> Option<Target> {
@@ -249,6 +253,40 @@ pub fn fuzz_kopt_trace(data: &[u8]) -> bool {
         "fuzz.jsonl",
         "kopt trace (CUPTI)",
     ));
+    true
+}
+
+/// The most points a fuzzed space is expanded to: enough to evaluate every
+/// constraint many times, few enough for the driver's 5 s per input.
+const SPACE_POINTS: usize = 4096;
+
+/// `kopt tune`'s space language: the input as a space file (parameters,
+/// ranges, constraints), the space built and its points enumerated with
+/// every constraint evaluated; each line also as a `--param` and a
+/// `--baseline` argument.
+pub fn fuzz_tune_space(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    for line in text.lines().take(64) {
+        let _ = kopt_space::parse_param(line);
+        let _ = kopt_space::parse_assignment(line);
+    }
+    let Ok((params, constraints)) = kopt_space::parse_space_text(&text) else {
+        return false;
+    };
+    let Ok(space) = kopt_space::Space::new(params, &constraints) else {
+        return false;
+    };
+    if let Ok((points, _excluded)) = space.points(SPACE_POINTS) {
+        for point in points.iter().take(8) {
+            let label = space.label(point);
+            let names: Vec<String> = space
+                .params
+                .iter()
+                .map(|p| format!("{{{}}}", p.name))
+                .collect();
+            let _ = space.substitute(&format!("{label} {}", names.join(" ")), point);
+        }
+    }
     true
 }
 

@@ -94,3 +94,8 @@ fn every_target_has_a_test() {
         );
     }
 }
+
+#[test]
+fn fuzz_tune_space() {
+    fuzz("tune_space");
+}

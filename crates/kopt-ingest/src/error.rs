@@ -28,6 +28,10 @@ pub enum IngestError {
     },
     #[error("{}: {}", one_line(path), one_line(message))]
     Format { path: String, message: String },
+    /// The inputs together cannot be read as one workload (captures of two
+    /// GPUs, no kernel in any): the message names the inputs.
+    #[error("{0}")]
+    Inputs(String),
 }
 
 impl IngestError {

@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod detect;
 mod error;
+pub mod inputs;
 pub mod kineto;
 mod kineto_fast;
 pub mod kopt_trace;

@@ -15,11 +15,16 @@ pub const REPORT_JSON: &str = "report.json";
 /// kopt's tracer's trace (pass 1 of `kopt profile`, `kopt trace`); other
 /// processes of the workload write `trace.jsonl.<pid>` beside it.
 pub const TRACE_FILE: &str = "trace.jsonl";
-/// ncu's timing pass (when the tracer could not time the launches).
+/// ncu's passes by file stem (kopt-collect names each pass's CSV, report
+/// and log after it), then their CSVs. The timing pass runs when the
+/// tracer could not time the launches; the targeted pass puts kopt's
+/// metrics on the kernels that carry the time; the deep pass is `--set
+/// full` on the very top kernels.
+pub const TIMING_PASS: &str = "pass1-timing";
+pub const TARGETED_PASS: &str = "pass2-targeted";
+pub const DEEP_PASS: &str = "pass3-deep";
 pub const TIMING_CSV: &str = "pass1-timing.csv";
-/// ncu's targeted pass: kopt's metrics on the kernels that carry the time.
 pub const TARGETED_CSV: &str = "pass2-targeted.csv";
-/// ncu's `--set full` pass on the very top kernels.
 pub const DEEP_CSV: &str = "pass3-deep.csv";
 /// The bare run's step ranges, beside the trace.
 pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
@@ -95,4 +100,20 @@ pub struct RunRecord {
     pub status: String,
     #[serde(default)]
     pub wall_s: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_csvs_are_named_after_their_passes() {
+        for (stem, csv) in [
+            (TIMING_PASS, TIMING_CSV),
+            (TARGETED_PASS, TARGETED_CSV),
+            (DEEP_PASS, DEEP_CSV),
+        ] {
+            assert_eq!(format!("{stem}.csv"), csv);
+        }
+    }
 }

@@ -704,8 +704,8 @@ fn tune(
         .iter()
         .map(|(n, v)| space::parse_param(&format!("{n}={v}")))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(engine_err)?;
-    let space = space::Space::new(params, &constraints).map_err(engine_err)?;
+        .map_err(|e| engine_err(e.into()))?;
+    let space = space::Space::new(params, &constraints).map_err(|e| engine_err(e.into()))?;
     let mut req = kopt_engine::TuneRequest::new(template, space);
     req.strategy = match strategy.as_deref() {
         None => None,
@@ -723,7 +723,7 @@ fn tune(
         .as_deref()
         .map(space::parse_assignment)
         .transpose()
-        .map_err(engine_err)?;
+        .map_err(|e| engine_err(e.into()))?;
     req.key = key;
     req.fresh = fresh;
     req.gpus = gpus;

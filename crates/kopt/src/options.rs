@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use kopt_bench::StopRule;
+use kopt_engine::bench::StopRule;
 use kopt_engine::bench::{Measurement, VariantSpec};
 use kopt_engine::profile::timeout_from_secs;
 use kopt_engine::{
@@ -339,7 +339,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Result<kopt_engine::TuneRequest, Error>
     let mut params = Vec::new();
     let mut constraints = Vec::new();
     if let Some(file) = &a.space {
-        let (p, c) = space::Space::parse_file(file)?;
+        let (p, c) = space::parse_file(file)?;
         params.extend(p);
         constraints.extend(c);
     }

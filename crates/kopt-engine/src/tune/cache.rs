@@ -1,0 +1,133 @@
+//! What a sweep keeps: each trial committed to the tune cache as it
+//! finishes (and found there by the next sweep), the run in the history,
+//! the cached winners.
+
+use std::path::Path;
+
+use kopt_model::tune::{TrialStatus, TuneReport};
+use kopt_store::{CachedTrial, TrialKey, TuneCache};
+
+use crate::error::{Error, Result};
+use crate::progress::Progress;
+
+use super::jobs::parse_source;
+use super::request::{canonical, TuneRequest};
+use super::state::{Driver, Trial};
+
+impl Driver<'_> {
+    pub(super) fn trial_key(&self, t: &Trial) -> TrialKey {
+        TrialKey {
+            params: canonical(&t.config),
+            ..self.key.clone()
+        }
+    }
+
+    pub(super) fn load_cache(&mut self) {
+        let Some(cache) = &self.cache else { return };
+        let mut hits = Vec::new();
+        for (i, t) in self.trials.iter().enumerate() {
+            match cache.get(&self.trial_key(t)) {
+                // A failed baseline is tried again: the sweep cannot go on without it.
+                Ok(Some(c)) if i == 0 && c.status == "failed" => {}
+                Ok(Some(c)) => hits.push((i, c)),
+                Ok(None) => {}
+                Err(e) => {
+                    self.progress.note(&format!("warning: tune cache: {e}"));
+                    return;
+                }
+            }
+        }
+        for (i, c) in hits {
+            let t = &mut self.trials[i];
+            t.samples = c.samples;
+            t.spent_s = c.spent_s;
+            t.complete = c.complete;
+            t.correct = c.correct;
+            t.gpu = c.gpu;
+            t.reason = c.reason;
+            t.status = match c.status.as_str() {
+                "rejected" => TrialStatus::Rejected,
+                "failed" => TrialStatus::Failed,
+                _ => TrialStatus::Ok,
+            };
+            if t.status != TrialStatus::Ok {
+                t.complete = true;
+            }
+            if self.timing.source.is_none() && parse_source(&c.source).is_some() {
+                self.timing.source = Some(c.source.clone());
+            }
+            t.source = Some(c.source);
+        }
+    }
+
+    pub(super) fn save(&mut self, i: usize) {
+        let t = &self.trials[i];
+        if self.cache.is_none() {
+            return;
+        }
+        let status = match t.status {
+            TrialStatus::Rejected => "rejected",
+            TrialStatus::Failed => "failed",
+            _ => "ok",
+        };
+        let row = CachedTrial {
+            status: status.into(),
+            reason: if t.status == TrialStatus::Pruned {
+                None
+            } else {
+                t.reason.clone()
+            },
+            samples: t.samples.clone(),
+            spent_s: t.spent_s,
+            complete: t.complete,
+            correct: t.correct,
+            source: t
+                .source
+                .clone()
+                .or_else(|| self.timing.source.clone())
+                .unwrap_or_default(),
+            gpu: t.gpu.clone(),
+        };
+        let key = self.trial_key(t);
+        let now = crate::run_folder::utc_timestamp(std::time::SystemTime::now());
+        if let Some(cache) = self.cache.as_mut() {
+            if let Err(e) = cache.put(&key, &row, &now) {
+                self.progress
+                    .note(&format!("warning: trial not kept in the tune cache: {e}"));
+            }
+        }
+    }
+}
+
+/// The sweep in the run history, one row (its trials are in the tune cache).
+pub fn record(req: &TuneRequest, r: &TuneReport, progress: &dyn Progress) {
+    let summary = match &r.winner {
+        Some(w) => format!(
+            "tune {}: winner {} {:.3}x vs {} ({} trials, {} measured)",
+            r.strategy,
+            w.label,
+            w.speedup_vs_baseline,
+            r.baseline,
+            r.trials.len(),
+            r.measured_trials
+        ),
+        None => format!("tune {}: no winner ({} trials)", r.strategy, r.trials.len()),
+    };
+    let mut row = crate::record::run_row("tune", r.template.clone(), summary);
+    row.device = r.device.clone();
+    row.verdict = r
+        .winner
+        .as_ref()
+        .and_then(|w| w.verdict.as_ref())
+        .map(|v| v.kind.as_str().to_string());
+    row.report_json = serde_json::to_string(r).ok();
+    crate::record::record_run(&req.db, &row, progress);
+}
+
+/// Cached winners per template, key and device (`kopt tune show`).
+pub fn cached_winners(db: &Path, key: Option<&str>) -> Result<Vec<kopt_store::CachedWinner>> {
+    if !db.is_file() {
+        return Err(Error::Input(format!("{}: no history yet", db.display())));
+    }
+    Ok(TuneCache::open(db)?.winners(key)?)
+}

@@ -1,0 +1,162 @@
+//! `kopt analyze`'s inputs read and merged into one profile: each input
+//! sniffed ([`crate::detect`]) and read by the reader of its kind, ncu
+//! pages merged, counters from run folders, the timeline from a trace.
+//! A `.ncu-rep` report comes already exported (running ncu is
+//! kopt-collect's), so reading the inputs never leaves this crate.
+
+use std::path::{Path, PathBuf};
+
+use kopt_model::Profile;
+
+use crate::detect::{sniff, InputKind};
+use crate::{
+    merge_profile, parse_ncu_csv, profile_from_timeline, profile_from_trace, read_kineto,
+    read_kopt_trace_set, read_ncu_csv, read_rocprof_compute_dir, read_rocprof_files, IngestError,
+    NcuFile,
+};
+
+/// A `.ncu-rep` report's two CSV pages, as ncu exported them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExportedReport {
+    /// The report, as the input names it.
+    pub path: PathBuf,
+    /// The raw page (the counters).
+    pub raw: Vec<u8>,
+    /// The details page (ncu's rules).
+    pub details: Vec<u8>,
+}
+
+/// The inputs merged into one profile: counters per kernel from ncu pages
+/// and run folders, the timeline from a trace.
+pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Profile, IngestError> {
+    let mut files = Vec::new();
+    let mut profiles = Vec::new();
+    let mut traces = Vec::new();
+    // AMD files of one run (rocprofv3 / rocprof / rocpd), merged together.
+    let mut amd = Vec::new();
+    // (input, GPU it names): captures of two GPUs are never merged silently.
+    let mut devices: Vec<(String, String)> = Vec::new();
+    let mut named = |label: &str, device: &kopt_model::Device| {
+        if !device.name.starts_with(&kopt_model::Device::unknown().name) {
+            devices.push((label.to_string(), device.name.clone()));
+        }
+    };
+    for path in paths {
+        let label = path.display().to_string();
+        match sniff(path)? {
+            InputKind::RocprofCompute => {
+                let p = read_rocprof_compute_dir(path)?;
+                named(&label, &p.device);
+                profiles.push(p);
+            }
+            InputKind::Rocprof => amd.push(path.clone()),
+            InputKind::RunFolder => {
+                // ncu and rocprofv3 run folders, as `kopt profile` read them.
+                let p = crate::run_folder::read_run_folder_filtered(path)?;
+                named(&label, &p.device);
+                profiles.push(p);
+            }
+            InputKind::KoptTrace => {
+                let t = read_kopt_trace_set(path)?;
+                let format = t.source_format();
+                let p = profile_from_timeline(t.timeline, &label, &format);
+                named(&label, &p.device);
+                traces.push(p);
+            }
+            InputKind::Kineto => {
+                let p = profile_from_trace(read_kineto(path)?, &label);
+                named(&label, &p.device);
+                traces.push(p);
+            }
+            InputKind::NcuReport => {
+                for (l, f) in parse_exported_report(path, reports)? {
+                    if let Some(d) = &f.device {
+                        named(&l, d);
+                    }
+                    files.push((l, f));
+                }
+            }
+            InputKind::NcuCsv => {
+                let f = read_ncu_csv(path)?;
+                if let Some(d) = &f.device {
+                    named(&label, d);
+                }
+                files.push((label, f));
+            }
+        }
+    }
+    if !amd.is_empty() {
+        let p = read_rocprof_files(&amd)?;
+        named(&amd[0].display().to_string(), &p.device);
+        // A kernel trace brings its timeline: it goes with the traces.
+        if p.timeline.is_some() {
+            traces.push(p);
+        } else {
+            profiles.push(p);
+        }
+    }
+    if let Some((other, other_device)) = devices.iter().find(|(_, d)| *d != devices[0].1) {
+        let (first, first_device) = &devices[0];
+        return Err(IngestError::Inputs(format!(
+            "{first} is from {first_device} but {other} is from {other_device}: kopt does not merge captures of two GPUs into one table; analyze each on its own"
+        )));
+    }
+    let mut profile = merge_profile(files);
+    for p in profiles {
+        if profile.launches.is_empty() {
+            profile.device = p.device;
+        }
+        profile.launches.extend(p.launches);
+        profile.sources.extend(p.sources);
+        // A run folder whose pass 1 was kopt's tracer brings its timeline.
+        if p.timeline.is_some() {
+            profile.timeline = p.timeline;
+        }
+    }
+    for t in traces {
+        // With counters present, the trace feeds the timeline view only:
+        // its kernels are the counters' kernels, timed without ncu's serialisation.
+        if profile.launches.is_empty() {
+            profile.device = t.device;
+            profile.launches = t.launches;
+        }
+        profile.sources.extend(t.sources);
+        profile.timeline = t.timeline;
+    }
+    let has_activity = profile
+        .timeline
+        .as_ref()
+        .is_some_and(|t| !t.activities.is_empty());
+    if profile.launches.is_empty() && !has_activity {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(IngestError::Inputs(format!(
+            "no GPU kernels in {}",
+            names.join(", ")
+        )));
+    }
+    Ok(profile)
+}
+
+/// A .ncu-rep's exported pages parsed: the raw page for the counters, the
+/// details page for ncu's rules.
+fn parse_exported_report(
+    path: &Path,
+    reports: &[ExportedReport],
+) -> Result<Vec<(String, NcuFile)>, IngestError> {
+    let label = path.display().to_string();
+    let Some(report) = reports.iter().find(|r| r.path == path) else {
+        return Err(IngestError::format(
+            &label,
+            "a .ncu-rep report is read through ncu's CSV export, and it was not exported",
+        ));
+    };
+    let raw_label = format!("{label} (raw page)");
+    let details_label = format!("{label} (details page)");
+    Ok(vec![
+        (raw_label.clone(), parse_ncu_csv(&report.raw, &raw_label)?),
+        (
+            details_label.clone(),
+            parse_ncu_csv(&report.details, &details_label)?,
+        ),
+    ])
+}
