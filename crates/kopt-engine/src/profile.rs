@@ -65,7 +65,7 @@ impl Backend {
 /// How a workload runs (shared by profile and trace).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WorkloadOptions {
-    /// argv as given: argv[0] is the program (no shell).
+    /// argv as given: `argv[0]` is the program (no shell).
     pub argv: Vec<String>,
     /// `CUDA_VISIBLE_DEVICES` for the workload.
     pub gpu: Option<String>,
