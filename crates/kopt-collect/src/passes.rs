@@ -29,7 +29,7 @@ pub const TIMING_METRICS: &[&str] = &[
 /// The program to profile.
 #[derive(Debug, Clone)]
 pub struct Workload {
-    /// argv as given: argv[0] is the program.
+    /// argv as given: `argv[0]` is the program.
     pub argv: Vec<String>,
     /// `CUDA_VISIBLE_DEVICES` for the workload.
     pub gpu: Option<String>,

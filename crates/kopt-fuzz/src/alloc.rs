@@ -41,7 +41,8 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if !self.grow(layout.size()) {
             return std::ptr::null_mut();
         }
-        let p = System.alloc(layout);
+        // SAFETY: the caller's layout (and pointer) forwarded unchanged to the system allocator.
+        let p = unsafe { System.alloc(layout) };
         if p.is_null() {
             CURRENT.fetch_sub(layout.size(), Relaxed);
         }
@@ -52,7 +53,8 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if !self.grow(layout.size()) {
             return std::ptr::null_mut();
         }
-        let p = System.alloc_zeroed(layout);
+        // SAFETY: the caller's layout (and pointer) forwarded unchanged to the system allocator.
+        let p = unsafe { System.alloc_zeroed(layout) };
         if p.is_null() {
             CURRENT.fetch_sub(layout.size(), Relaxed);
         }
@@ -60,7 +62,8 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        System.dealloc(ptr, layout);
+        // SAFETY: the caller's layout (and pointer) forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) };
         CURRENT.fetch_sub(layout.size(), Relaxed);
     }
 
@@ -69,7 +72,8 @@ unsafe impl GlobalAlloc for CountingAlloc {
         if new_size > old && !self.grow(new_size - old) {
             return std::ptr::null_mut();
         }
-        let p = System.realloc(ptr, layout, new_size);
+        // SAFETY: the caller's layout (and pointer) forwarded unchanged to the system allocator.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
         if p.is_null() {
             if new_size > old {
                 CURRENT.fetch_sub(new_size - old, Relaxed);

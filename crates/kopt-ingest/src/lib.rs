@@ -120,11 +120,11 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
         return parse_kineto(&bytes, &label);
     }
     // Mapped, not read: a trace can be gigabytes, and copying it into the
-    // heap costs about a sixth of the whole analysis. SAFETY: the mapping is
-    // only read; a file truncated underneath would fault, as it would for any
-    // mmap-based reader (ripgrep's trade-off too); an empty or unmappable
-    // file is read normally.
+    // heap costs about a sixth of the whole analysis.
     let len = file.metadata().map_err(io)?.len();
+    // SAFETY: the mapping is only read; a file truncated underneath would
+    // fault, as it would for any mmap-based reader (ripgrep's trade-off
+    // too); an empty or unmappable file is read normally.
     match (len > 0).then(|| unsafe { memmap2::Mmap::map(&file) }) {
         Some(Ok(map)) => parse_kineto(&map, &label),
         _ => {

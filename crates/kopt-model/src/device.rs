@@ -45,7 +45,7 @@ pub struct Device {
     pub peak_source: PeakSource,
     /// What replaying one kernel of a captured CUDA graph costs on this card
     /// beyond the kernel's own run time, ns (the graph-capture prediction
-    /// adds it per kernel). Filled from [`crate::peaks`]'s table by name.
+    /// adds it per kernel). Filled from `peaks`'s table by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph_replay_ns_per_kernel: Option<f64>,
     /// What an AMD Instinct GPU adds to the model (wavefronts, LDS, XCDs,
