@@ -600,7 +600,7 @@ pub struct MeasureArgs {
     #[arg(long, default_value_t = 0.5)]
     pub min_time: f64,
 
-    /// Seconds each variant or config may run at most, warm-up included (a run past it is cut)
+    /// Seconds each variant or config may run at most; kopt bench counts them from a variant's first sample (start-up and warm-up excluded, up to max(60 s, 6x this))
     #[arg(long, default_value_t = 10.0)]
     pub max_time: f64,
 
