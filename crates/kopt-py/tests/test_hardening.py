@@ -46,3 +46,29 @@ def test_a_huge_timeout_is_a_usage_error(timeout, fixtures):
 def test_a_huge_max_time_is_a_usage_error():
     with pytest.raises(kopt.UsageError, match="--max-time"):
         kopt.bench("true", "true", max_time=1e19)
+
+
+def test_the_installed_package_carries_the_tracer(monkeypatch):
+    # A wheel built the standard way (maturin build, pip install
+    # crates/kopt-py) had no libkopt_tracer.so: kopt-py's build script now
+    # builds it into the package. Fails when the library is missing.
+    import os
+
+    from kopt import _api
+
+    monkeypatch.delenv("KOPT_TRACER", raising=False)
+    path = _api.tracer_path()
+    assert path is not None, "the kopt package has no libkopt_tracer.so"
+    assert os.path.dirname(path) == os.path.dirname(os.path.abspath(kopt.__file__))
+    with open(path, "rb") as f:
+        assert f.read(4) == b"\x7fELF"
+
+
+def test_profile_module_warns_loudly_without_the_tracer(monkeypatch, tmp_path):
+    from kopt import _api, _module
+
+    monkeypatch.setattr(_module, "tracer_path", lambda: None)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.warns(kopt.TracerMissingWarning, match="timed with ncu instead"):
+        with pytest.raises(kopt.KoptError):
+            kopt.profile_module("print(1)\n", "m", 0, runs_dir=tmp_path, quiet=True)

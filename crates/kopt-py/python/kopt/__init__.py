@@ -25,7 +25,7 @@ from ._kopt import (
     __version__,
 )
 from ._analysis import Analysis, Kernel, Recommendation, Timeline
-from ._api import analyze, bench, compare, trace
+from ._api import TracerMissingWarning, analyze, bench, compare, trace
 
 # The rest loads on first use (PEP 562): `import kopt` stays cheap.
 _LAZY = {
@@ -71,6 +71,7 @@ __all__ = [
     "Recommendation",
     "TensorResult",
     "Timeline",
+    "TracerMissingWarning",
     "TuneResult",
     "ToolMissing",
     "UsageError",
