@@ -18,8 +18,14 @@ fn main() {
     let dest = manifest.join("python/kopt/libkopt_tracer.so");
     let tracer_src = manifest.join("../kopt-tracer");
     println!("cargo:rerun-if-env-changed=KOPT_PY_TRACER");
-    println!("cargo:rerun-if-changed={}", tracer_src.join("src").display());
-    println!("cargo:rerun-if-changed={}", tracer_src.join("Cargo.toml").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        tracer_src.join("src").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        tracer_src.join("Cargo.toml").display()
+    );
     println!("cargo:rerun-if-changed={}", dest.display());
     match std::env::var("KOPT_PY_TRACER").ok().as_deref() {
         Some("skip") => return,
@@ -68,7 +74,10 @@ fn main() {
         }
     }
     let status = cmd.status().expect("cargo runs");
-    assert!(status.success(), "building kopt-tracer for the wheel failed");
+    assert!(
+        status.success(),
+        "building kopt-tracer for the wheel failed"
+    );
     let built = target
         .join(if release { "release" } else { "debug" })
         .join("libkopt_tracer.so");
@@ -78,8 +87,7 @@ fn main() {
 fn copy(from: &Path, to: &Path) {
     let same = std::fs::read(from).ok() == std::fs::read(to).ok();
     if !same {
-        std::fs::copy(from, to).unwrap_or_else(|e| {
-            panic!("copying {} to {}: {e}", from.display(), to.display())
-        });
+        std::fs::copy(from, to)
+            .unwrap_or_else(|e| panic!("copying {} to {}: {e}", from.display(), to.display()));
     }
 }

@@ -240,6 +240,9 @@ fn a_rocpd_view_computing_rows_stops_at_a_budget() {
     let db = rocpd_with_view(
         "SELECT a.x AS id, 'k' AS name, 1 AS start, 2 AS end FROM t a, t b, t c, t d, t e, t f, t g, t h",
     );
+    // A small memory budget, so the test is quick (only this test reads
+    // it; the message names the variable).
+    std::env::set_var("KOPT_SQLITE_TEMP_MB", "16");
     let started = Instant::now();
     let s = kopt_ingest::rocprof::parse_rocpd(&db, "cross.db")
         .map(|_| ())
@@ -288,12 +291,12 @@ fn a_rocpd_view_computing_rows_stops_at_a_budget() {
 
 #[test]
 fn counters_of_one_dispatch_join_in_linear_time() {
-    // A rocprofv3 counter collection with one dispatch and 40,000 distinct
-    // per-instance counters (1.9 MB): a search per row took 32 s for 1.5 MB.
+    // A rocprofv3 counter collection with one dispatch and 80,000 distinct
+    // per-instance counters (3.9 MB): a search per row took 31 s for half of it.
     let mut csv = String::from(
         "Correlation_Id,Dispatch_Id,Agent_Id,Queue_Id,Process_Id,Thread_Id,Grid_Size,Kernel_Id,Kernel_Name,Workgroup_Size,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,Counter_Name,Counter_Value,Start_Timestamp,End_Timestamp\n",
     );
-    for i in 0..40_000 {
+    for i in 0..80_000 {
         csv.push_str(&format!(
             "1,1,2,1,100,100,1024,7,k,256,0,0,8,0,16,TCC_HIT[{i}],{i},1000,2000\n"
         ));
@@ -303,9 +306,37 @@ fn counters_of_one_dispatch_join_in_linear_time() {
     let f = kopt_ingest::rocprof::parse_rocprof(csv.as_bytes(), "counters.csv").unwrap();
     let profile = kopt_ingest::rocprof::merge_rocprof(vec![("counters.csv".into(), f)], false);
     assert!(profile.is_ok());
+    // Linear: a few seconds in a debug build; quadratic, minutes.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
+}
+
+#[test]
+fn implausible_ncu_durations_are_errors_not_zero() {
+    // NaN was read as missing, then 0 ns, exit 0.
+    let header = "\"ID\",\"Kernel Name\",\"Grid Size\",\"Block Size\",\"gpu__time_duration.sum\"\n\"\",\"\",\"\",\"\",\"nsecond\"\n";
+    for (cell, want) in [
+        ("NaN", "NaN, not a duration"),
+        ("nan", "NaN, not a duration"),
+        ("0", "a zero duration"),
+        ("1e15", "beyond any kernel launch"),
+        ("-5", "negative duration"),
+    ] {
+        let csv = format!(
+            "{header}\"0\",\"good\",\"(1, 1, 1)\",\"(32, 1, 1)\",\"1000\"\n\"1\",\"k\",\"(1, 1, 1)\",\"(32, 1, 1)\",\"{cell}\"\n"
+        );
+        let e = kopt_ingest::parse_ncu_csv(csv.as_bytes(), "n.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("n.csv:4: "), "{cell}: {e}");
+        assert!(e.contains(want), "{cell}: {e}");
+    }
+    // n/a stays a metric not collected.
+    let csv = format!(
+        "{header}\"0\",\"good\",\"(1, 1, 1)\",\"(32, 1, 1)\",\"1000\"\n\"1\",\"k\",\"(1, 1, 1)\",\"(32, 1, 1)\",\"n/a\"\n"
+    );
+    assert!(kopt_ingest::parse_ncu_csv(csv.as_bytes(), "n.csv").is_ok());
 }
