@@ -210,7 +210,7 @@ pub(crate) fn check_duration(raw: &str, v: Option<f64>) -> Result<(), String> {
         None => Ok(()),
         Some(v) if !v.is_finite() => Err(format!("{v}, not a duration")),
         Some(v) if v < 0.0 => Err(format!("a negative duration ({v} ns)")),
-        Some(v) if v == 0.0 => Err("a zero duration: every kernel launch takes time".into()),
+        Some(0.0) => Err("a zero duration: every kernel launch takes time".into()),
         Some(v) if v > MAX_KERNEL_DURATION_NS => Err(format!(
             "{v} ns, beyond any kernel launch ({MAX_KERNEL_DURATION_NS:e} ns, 2.8 hours)"
         )),
