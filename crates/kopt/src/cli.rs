@@ -295,6 +295,18 @@ pub struct CompareArgs {
     #[arg(long)]
     pub tf32: bool,
 
+    /// Element-wise absolute tolerance: each element must satisfy |candidate - reference| <= atol + rtol*|reference| (torch.allclose's rule) [default by dtype: f64 1e-10, f32 1e-5, tf32 1e-3, f16 1e-3, bf16 1e-2, integers 0]
+    #[arg(long, value_name = "ATOL")]
+    pub atol: Option<f64>,
+
+    /// Element-wise relative tolerance (see --atol) [default by dtype: f64 1e-8, f32 1e-4, tf32 5e-3, f16 1e-2, bf16 5e-2, integers 0; at least --tol]
+    #[arg(long, value_name = "RTOL")]
+    pub rtol: Option<f64>,
+
+    /// Compare a candidate whose dtype differs from the reference's (judged with the looser type's tolerances); without it, a changed dtype fails
+    #[arg(long)]
+    pub allow_dtype_change: bool,
+
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value = "term")]
     pub format: Format,

@@ -227,14 +227,26 @@ def compare(
     *,
     tf32: bool = False,
     db: Optional[PathLike] = None,
+    atol: Optional[float] = None,
+    rtol: Optional[float] = None,
+    allow_dtype_change: bool = False,
 ) -> CompareResult:
     """The correctness gate on two ``.npy`` / ``.safetensors`` files: tensors
-    paired by name, relative L2 error against a dtype-aware tolerance,
-    NaN/Inf and shape checks."""
+    paired by name, relative L2 error against a dtype-aware tolerance and
+    every element within ``atol + rtol*|reference|`` (torch.allclose's rule,
+    by dtype unless given), NaN/Inf and shape checks; a changed dtype fails
+    unless ``allow_dtype_change``."""
     from ._results import CompareResult
 
     return CompareResult(
         _kopt.compare(
-            os.fspath(reference), os.fspath(candidate), tol=tol, tf32=tf32, db=_opt_path(db)
+            os.fspath(reference),
+            os.fspath(candidate),
+            tol=tol,
+            tf32=tf32,
+            db=_opt_path(db),
+            atol=atol,
+            rtol=rtol,
+            allow_dtype_change=allow_dtype_change,
         )
     )
