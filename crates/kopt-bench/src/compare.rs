@@ -290,7 +290,11 @@ fn compare_elements(
                 base.add(rf);
                 max_abs = max_abs.max(d.abs());
                 // torch.allclose's rule; NaN bounds (never here) fail it.
-                if !(d.abs() <= atol + rtol * rf.abs()) {
+                let within = matches!(
+                    d.abs().partial_cmp(&(atol + rtol * rf.abs())),
+                    Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+                );
+                if !within {
                     if mismatched == 0 {
                         first_mismatch = Some((compared, rf, of));
                     }
