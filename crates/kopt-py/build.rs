@@ -6,7 +6,8 @@
 //! to ncu timing and lost the timeline.
 //!
 //! The nested cargo uses its own target folder beside the outer one (no
-//! lock shared with the build that runs this script) and the same profile.
+//! lock shared with the build that runs this script) and the same profile;
+//! a debug build only fills a missing library.
 //! `KOPT_PY_TRACER=skip` leaves the library out (a build that does not
 //! make a wheel); `KOPT_PY_TRACER=/path/libkopt_tracer.so` copies that one.
 
@@ -81,7 +82,11 @@ fn main() {
     let built = target
         .join(if release { "release" } else { "debug" })
         .join("libkopt_tracer.so");
-    copy(&built, &dest);
+    // A debug build (the workspace's tests, clippy) never replaces the
+    // library a release build put there: the wheel carries the release one.
+    if release || !dest.is_file() {
+        copy(&built, &dest);
+    }
 }
 
 fn copy(from: &Path, to: &Path) {
