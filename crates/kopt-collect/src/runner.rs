@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 /// Lines of output kept in memory for error reports.
 const TAIL_LINES: usize = 40;
 
+/// How long output is still read after the program ended, when something
+/// else (a descendant in its own session) keeps its pipes open.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
 /// What to run and how.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
@@ -76,46 +80,69 @@ pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
 
-    let (status, timed_out) = std::thread::scope(
-        |scope| -> std::io::Result<(std::process::ExitStatus, bool)> {
-            for (stream, reader) in [
-                (Stream::Stdout, Box::new(stdout) as Box<dyn Read + Send>),
-                (Stream::Stderr, Box::new(stderr) as Box<dyn Read + Send>),
-            ] {
-                let (log, tail) = (Arc::clone(&log), Arc::clone(&tail));
-                scope.spawn(move || {
-                    for line in BufReader::new(reader).split(b'\n') {
-                        let Ok(bytes) = line else { break };
-                        let text = String::from_utf8_lossy(&bytes)
-                            .trim_end_matches('\r')
-                            .to_string();
-                        if let Ok(mut f) = log.lock() {
-                            let _ = writeln!(f, "{text}");
-                        }
-                        if let Ok(mut t) = tail.lock() {
-                            if t.len() == TAIL_LINES {
-                                t.pop_front();
-                            }
-                            t.push_back(text.clone());
-                        }
-                        on_line(stream, &text);
-                    }
-                });
-            }
-            let deadline = spec.timeout.map(|t| start + t);
-            loop {
-                if let Some(status) = child.try_wait()? {
-                    return Ok((status, false));
+    // Readers own the pipes and send lines here: the run ends when the
+    // program does (or its timeout), not when the last holder of its output
+    // closes it. A `setsid` descendant (its own session, out of reach of the
+    // group kill) may keep the pipes open for ever: its readers are left
+    // behind after a short drain, not waited for.
+    let (tx, rx) = std::sync::mpsc::channel::<Option<(Stream, Vec<u8>)>>();
+    for (stream, reader) in [
+        (Stream::Stdout, Box::new(stdout) as Box<dyn Read + Send>),
+        (Stream::Stderr, Box::new(stderr) as Box<dyn Read + Send>),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(reader).split(b'\n') {
+                let Ok(bytes) = line else { break };
+                if tx.send(Some((stream, bytes))).is_err() {
+                    return;
                 }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
-                    kill_group(pid);
-                    let status = child.wait()?;
-                    return Ok((status, true));
-                }
-                std::thread::sleep(Duration::from_millis(20));
             }
-        },
-    )?;
+            let _ = tx.send(None);
+        });
+    }
+    drop(tx);
+    let handle = |stream: Stream, bytes: Vec<u8>| {
+        let text = String::from_utf8_lossy(&bytes)
+            .trim_end_matches('\r')
+            .to_string();
+        if let Ok(mut f) = log.lock() {
+            let _ = writeln!(f, "{text}");
+        }
+        if let Ok(mut t) = tail.lock() {
+            if t.len() == TAIL_LINES {
+                t.pop_front();
+            }
+            t.push_back(text.clone());
+        }
+        on_line(stream, &text);
+    };
+    let deadline = spec.timeout.map(|t| start + t);
+    let mut open_streams = 2;
+    let mut ended: Option<(std::process::ExitStatus, bool, Instant)> = None;
+    let (status, timed_out) = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Some((stream, bytes))) => handle(stream, bytes),
+            Ok(None) => open_streams -= 1,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => open_streams = 0,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if ended.is_none() {
+            if let Some(status) = child.try_wait()? {
+                ended = Some((status, false, Instant::now()));
+            } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                kill_group(pid);
+                ended = Some((child.wait()?, true, Instant::now()));
+            }
+        }
+        if let Some((status, timed_out, at)) = ended {
+            // Output still in the pipes is read; a descendant still holding
+            // them after the drain is not waited for.
+            if open_streams == 0 || at.elapsed() >= OUTPUT_DRAIN {
+                break (status, timed_out);
+            }
+        }
+    };
     if let Ok(mut f) = log.lock() {
         f.flush()?;
     }
@@ -211,6 +238,42 @@ mod tests {
         assert!(lines.contains(&(Stream::Stderr, "err".to_string())));
         let log = std::fs::read_to_string(dir.path().join("run.log")).unwrap();
         assert!(log.contains("a b;c 42") && log.contains("err"));
+    }
+
+    #[test]
+    fn a_setsid_descendant_holding_the_output_does_not_hold_the_run() {
+        // The descendant leaves the process group (its own session) and
+        // keeps stdout open for 60 s: the timeout returned only after it.
+        let dir = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let out = run(
+            &spec(
+                dir.path(),
+                "/bin/sh",
+                &["-c", "echo before; setsid sleep 60 & sleep 30"],
+                Some(1),
+            ),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert!(out.timed_out);
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(out.tail.contains(&"before".to_string()), "{:?}", out.tail);
+        // Without a timeout too: the program exits, its descendant stays.
+        let t = Instant::now();
+        let out = run(
+            &spec(
+                dir.path(),
+                "/bin/sh",
+                &["-c", "setsid sleep 60 & echo done"],
+                None,
+            ),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_eq!(out.code, Some(0));
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(out.tail.contains(&"done".to_string()), "{:?}", out.tail);
     }
 
     #[test]
