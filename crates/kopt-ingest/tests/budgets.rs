@@ -340,3 +340,53 @@ fn implausible_ncu_durations_are_errors_not_zero() {
     );
     assert!(kopt_ingest::parse_ncu_csv(csv.as_bytes(), "n.csv").is_ok());
 }
+
+#[test]
+fn implausible_amd_values_are_errors_or_left_unknown() {
+    let header = "Correlation_Id,Dispatch_Id,Agent_Id,Queue_Id,Process_Id,Thread_Id,Grid_Size,Kernel_Id,Kernel_Name,Workgroup_Size,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,Counter_Name,Counter_Value,Start_Timestamp,End_Timestamp\n";
+    let merge = |csv: String| {
+        let f = kopt_ingest::rocprof::parse_rocprof(csv.as_bytes(), "c.csv").unwrap();
+        kopt_ingest::rocprof::merge_rocprof(vec![("c.csv".into(), f)], false)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+    };
+    // A workgroup of 0 work-items was reported as fact.
+    let e = merge(format!(
+        "{header}1,1,2,1,100,100,1024,7,k,0,0,0,8,0,16,SQ_WAVES,4,1000,2000\n"
+    ));
+    assert!(e.starts_with("c.csv:2: kernel k: workgroup size"), "{e}");
+    // Per-instance counters whose sum overflows.
+    let e = merge(format!(
+        "{header}1,1,2,1,100,100,1024,7,k,256,0,0,8,0,16,TCC_HIT[0],1.7e308,1000,2000\n1,1,2,1,100,100,1024,7,k,256,0,0,8,0,16,TCC_HIT[1],1.7e308,1000,2000\n"
+    ));
+    assert!(e.contains("counter TCC_HIT") && e.contains("inf"), "{e}");
+    // A negative LDS size.
+    let e = merge(format!(
+        "{header}1,1,2,1,100,100,1024,7,k,256,-64,0,8,0,16,SQ_WAVES,4,1000,2000\n"
+    ));
+    assert!(e.contains("LDS bytes is -64"), "{e}");
+}
+
+#[test]
+fn an_agent_with_4294967295_cus_is_left_unknown_and_said() {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/amd/rocprof-v1-mi250");
+    let d = tempfile::tempdir().unwrap();
+    let info = std::fs::read_to_string(root.join("results.sysinfo.txt"))
+        .unwrap()
+        .replace(
+            "Compute Unit:            104",
+            "Compute Unit:            4294967295",
+        );
+    assert!(info.contains("4294967295"));
+    let p = d.path().join("results.sysinfo.txt");
+    std::fs::write(&p, info).unwrap();
+    let profile = kopt_ingest::read_rocprof_files(&[root.join("results.csv"), p]).unwrap();
+    assert_ne!(profile.device.sm_count, Some(4294967295));
+    let said = profile
+        .sources
+        .iter()
+        .any(|s| s.format.contains("4294967295 CUs"));
+    assert!(said, "{:?}", profile.sources);
+}
