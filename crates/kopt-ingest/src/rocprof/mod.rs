@@ -484,10 +484,12 @@ fn check_plausible(label: &str, f: &mut AmdFile) -> Result<(), IngestError> {
                 let wg = d.workgroup.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
                 match wg {
                     Some(n) if (1..=MAX_WORKGROUP).contains(&n) => {}
-                    _ => return Err(at(format!(
+                    _ => {
+                        return Err(at(format!(
                         "workgroup size {:?}: an AMD workgroup has 1 to {MAX_WORKGROUP} work-items",
                         d.workgroup
-                    ))),
+                    )))
+                    }
                 }
                 if d.grid.contains(&0) {
                     return Err(at(format!("grid size {:?}: an empty grid", d.grid)));
