@@ -45,8 +45,12 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print kopt's man page (roff) on stdout
-    Man,
+    /// Print a man page (roff) on stdout: kopt's, or a command's (`kopt man analyze > kopt-analyze.1`)
+    Man {
+        /// The command whose page to print (the pages kopt(1) refers to as kopt-COMMAND(1))
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

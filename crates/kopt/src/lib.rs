@@ -38,7 +38,7 @@ where
         cli::Command::Optimize(a) => commands::optimize(a),
         cli::Command::Tune(a) => commands::tune(a),
         cli::Command::Completions { shell } => completions::completions(*shell),
-        cli::Command::Man => completions::man(),
+        cli::Command::Man { command } => completions::man(command.as_deref()),
     };
     exit::report(result)
 }
