@@ -390,3 +390,21 @@ fn an_agent_with_4294967295_cus_is_left_unknown_and_said() {
         .any(|s| s.format.contains("4294967295 CUs"));
     assert!(said, "{:?}", profile.sources);
 }
+
+#[test]
+fn the_bundled_mi300x_vcopy_folder_reads_with_durations_from_grbm() {
+    // Its timestamps.csv was rounded to 5 digits (start = end): it failed
+    // "no dispatch with usable timestamps".
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/amd/omniperf-vcopy-mi300x");
+    let p = kopt_ingest::read_rocprof_compute_dir(&dir).unwrap();
+    assert_eq!(p.launches.len(), 3);
+    assert!(p.device.name.contains("MI300X"), "{}", p.device.name);
+    // 2,572,147 cycles over 8 XCDs at 2100 MHz: 153 us.
+    let d = p.launches[0].metrics.duration_ns.unwrap();
+    assert!((d - 2_572_147.0 / 8.0 / 2.1e9 * 1e9).abs() < 1.0, "{d}");
+    assert!(p
+        .sources
+        .iter()
+        .any(|s| s.format.contains("estimated from GRBM_GUI_ACTIVE")));
+}

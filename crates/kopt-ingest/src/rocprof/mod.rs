@@ -685,6 +685,27 @@ pub fn merge_rocprof(
         })
         .collect();
 
+    // Durations estimated from GRBM_GUI_ACTIVE where timestamps were unusable: said.
+    let estimated = base
+        .iter()
+        .filter(|d| !matches!((d.start_ns, d.end_ns), (Some(s), Some(e)) if e > s))
+        .filter(|d| metrics::grbm_duration_ns(d, &model).is_some())
+        .count();
+    if estimated > 0 {
+        let label = sources
+            .iter()
+            .find(|s| s.launches > 0)
+            .map(|s| s.path.clone())
+            .unwrap_or_default();
+        sources.extra(
+            &label,
+            "durations".into(),
+            format!(
+                "{estimated} dispatch duration(s) estimated from GRBM_GUI_ACTIVE cycles at SCLK: their timestamps are unusable (End_Timestamp not after Start_Timestamp; rounded?)"
+            ),
+        );
+    }
+
     let mut tl = None;
     if timeline && trace_based {
         let mut activities: Vec<GpuActivity> = base
