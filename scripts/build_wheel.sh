@@ -5,7 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/wheels}
-cargo build --release -p kopt-tracer
-cp "${CARGO_TARGET_DIR:-target}/release/libkopt_tracer.so" crates/kopt-py/python/kopt/libkopt_tracer.so
+# kopt-py's build script builds the tracer and puts it into the package.
 maturin build --release --quiet -m crates/kopt-py/Cargo.toml -o "$out"
 ls -1 "$out"/kopt-*.whl | tail -n 1

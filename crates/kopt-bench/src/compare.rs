@@ -27,6 +27,45 @@ pub fn default_tolerance(dtype: &str, tf32: bool) -> f64 {
     }
 }
 
+/// Default element-wise tolerances (atol, rtol) by element type, for the
+/// rule |candidate - reference| <= atol + rtol * |reference|
+/// (torch.allclose's): loose enough for a reordered reduction, tight
+/// enough that a sign flip or a wrong element fails whatever the L2 says.
+pub fn default_elementwise(dtype: &str, tf32: bool) -> (f64, f64) {
+    match dtype {
+        "f64" => (1e-10, 1e-8),
+        "f32" if tf32 => (1e-3, 5e-3),
+        "f32" => (1e-5, 1e-4),
+        "f16" => (1e-3, 1e-2),
+        "bf16" => (1e-2, 5e-2),
+        // Integers and booleans must match exactly.
+        _ => (0.0, 0.0),
+    }
+}
+
+/// What the gate applies: the relative L2 tolerance, the element-wise
+/// atol and rtol (None: by dtype), tf32, and whether a changed dtype is
+/// allowed (it fails otherwise).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Gate {
+    pub tol: Option<f64>,
+    pub atol: Option<f64>,
+    pub rtol: Option<f64>,
+    pub tf32: bool,
+    pub allow_dtype_change: bool,
+}
+
+impl Gate {
+    /// The relative L2 tolerance alone (the rest by default).
+    pub fn l2(tol: Option<f64>, tf32: bool) -> Gate {
+        Gate {
+            tol,
+            tf32,
+            ..Gate::default()
+        }
+    }
+}
+
 /// Values already widened to f64, for [`compare`]. Files are compared
 /// through [`compare_tensor`] and [`compare_tensors`], which never widen.
 pub struct Side<'a> {
@@ -49,8 +88,7 @@ pub fn compare(
         (candidate.dtype, candidate.shape),
         reference.values.iter().map(|&v| Scalar::Float(v)),
         candidate.values.iter().map(|&v| Scalar::Float(v)),
-        tolerance,
-        tf32,
+        &Gate::l2(tolerance, tf32),
     )
 }
 
@@ -62,14 +100,23 @@ pub fn compare_tensor(
     tolerance: Option<f64>,
     tf32: bool,
 ) -> TensorComparison {
+    compare_tensor_gate(name, reference, candidate, &Gate::l2(tolerance, tf32))
+}
+
+/// [`compare_tensor`] with every setting of the gate.
+pub fn compare_tensor_gate(
+    name: &str,
+    reference: &Tensor,
+    candidate: &Tensor,
+    gate: &Gate,
+) -> TensorComparison {
     compare_elements(
         name,
         (reference.dtype.name(), &reference.shape),
         (candidate.dtype.name(), &candidate.shape),
         reference.scalars(),
         candidate.scalars(),
-        tolerance,
-        tf32,
+        gate,
     )
 }
 
@@ -152,13 +199,24 @@ fn compare_elements(
     (c_dtype, c_shape): (&str, &[usize]),
     reference: impl ExactSizeIterator<Item = Scalar>,
     candidate: impl ExactSizeIterator<Item = Scalar>,
-    tolerance: Option<f64>,
-    tf32: bool,
+    gate: &Gate,
 ) -> TensorComparison {
+    let tf32 = gate.tf32;
     // The looser of the two types sets the default: a bf16 candidate against
     // an f32 reference is judged as bf16.
-    let tol = tolerance
+    let tol = gate
+        .tol
         .unwrap_or_else(|| default_tolerance(r_dtype, tf32).max(default_tolerance(c_dtype, tf32)));
+    let (r_el, c_el) = (
+        default_elementwise(r_dtype, tf32),
+        default_elementwise(c_dtype, tf32),
+    );
+    let atol = gate.atol.unwrap_or(r_el.0.max(c_el.0));
+    // A relative L2 tolerance given (--tol) loosens the element-wise rtol
+    // to it too, unless rtol is given.
+    let rtol = gate
+        .rtol
+        .unwrap_or(r_el.1.max(c_el.1).max(gate.tol.unwrap_or(0.0)));
     let mut c = TensorComparison {
         name: name.to_string(),
         reference_dtype: r_dtype.into(),
@@ -171,14 +229,23 @@ fn compare_elements(
         nan: (0, 0),
         inf: (0, 0),
         compared: 0,
+        atol: Some(atol),
+        rtol: Some(rtol),
+        mismatched: 0,
         passed: false,
         problems: Vec::new(),
         warnings: Vec::new(),
     };
     if r_dtype != c_dtype {
-        c.warnings.push(format!(
-            "dtype differs: reference {r_dtype}, candidate {c_dtype} (tolerance {tol:e} from the looser one)"
-        ));
+        if gate.allow_dtype_change {
+            c.warnings.push(format!(
+                "dtype differs: reference {r_dtype}, candidate {c_dtype} (allowed; tolerances from the looser one)"
+            ));
+        } else {
+            c.problems.push(format!(
+                "dtype differs: reference {r_dtype}, candidate {c_dtype} (--allow-dtype-change / allow_dtype_change=True compares them with the looser one's tolerances)"
+            ));
+        }
     }
     let (mut r_nf, mut c_nf) = (NonFinite::default(), NonFinite::default());
     let (r_len, c_len) = (reference.len(), candidate.len());
@@ -197,6 +264,8 @@ fn compare_elements(
     let (mut diff, mut base) = (Norm::default(), Norm::default());
     let mut max_abs = 0.0f64;
     let mut compared = 0u64;
+    let mut mismatched = 0u64;
+    let mut first_mismatch: Option<(u64, f64, f64)> = None;
     // Non-finite where the other is finite, either way round; non-finite in
     // both but not the same (NaN against Inf, +Inf against -Inf); the same.
     let (mut bad_candidate, mut bad_reference, mut differ, mut same) = (0u64, 0u64, 0u64, 0u64);
@@ -220,6 +289,17 @@ fn compare_elements(
                 diff.add(d);
                 base.add(rf);
                 max_abs = max_abs.max(d.abs());
+                // torch.allclose's rule; NaN bounds (never here) fail it.
+                let within = matches!(
+                    d.abs().partial_cmp(&(atol + rtol * rf.abs())),
+                    Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+                );
+                if !within {
+                    if mismatched == 0 {
+                        first_mismatch = Some((compared, rf, of));
+                    }
+                    mismatched += 1;
+                }
                 compared += 1;
             }
             (true, false) => bad_candidate += 1,
@@ -258,6 +338,13 @@ fn compare_elements(
         if !within {
             c.problems.push(format!(
                 "relative L2 error {rel:.3e} exceeds the {c_dtype} tolerance {tol:.1e}"
+            ));
+        }
+        c.mismatched = mismatched;
+        if let Some((at, r, o)) = first_mismatch {
+            c.problems.push(format!(
+                "{mismatched} of {compared} element(s) ({:.2}%) differ by more than atol + rtol*|reference| (atol {atol:.1e}, rtol {rtol:.1e}, torch.allclose's rule); the first, element {at} (flat index among those compared): reference {r}, candidate {o}",
+                100.0 * mismatched as f64 / compared as f64
             ));
         }
     } else if r_len > 0 {
@@ -304,6 +391,9 @@ fn missing(name: &str, present: &Tensor, in_reference: bool) -> TensorComparison
         nan: (0, 0),
         inf: (0, 0),
         compared: 0,
+        atol: None,
+        rtol: None,
+        mismatched: 0,
         passed: false,
         problems: vec![if in_reference {
             "missing from the candidate".into()
@@ -356,6 +446,15 @@ pub fn compare_tensors(
     tol: Option<f64>,
     tf32: bool,
 ) -> CompareReport {
+    compare_tensors_gate(reference, candidate, &Gate::l2(tol, tf32))
+}
+
+/// [`compare_tensors`] with every setting of the gate.
+pub fn compare_tensors_gate(
+    reference: &[Tensor],
+    candidate: &[Tensor],
+    gate: &Gate,
+) -> CompareReport {
     let mut problems = Vec::new();
     for (side, ts) in [("reference", reference), ("candidate", candidate)] {
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -373,7 +472,7 @@ pub fn compare_tensors(
     let tensors: Vec<TensorComparison> = match (single_npy(reference), single_npy(candidate)) {
         (Some(r), Some(c)) => {
             paired = 1;
-            vec![compare_tensor(&r.name, r, c, tol, tf32)]
+            vec![compare_tensor_gate(&r.name, r, c, gate)]
         }
         _ => {
             if let Some(p) = layout_problem(reference, candidate) {
@@ -399,7 +498,7 @@ pub fn compare_tensors(
                 .filter_map(|(name, pair)| match pair {
                     (Some(r), Some(c)) => {
                         paired += 1;
-                        Some(compare_tensor(name, r, c, tol, tf32))
+                        Some(compare_tensor_gate(name, r, c, gate))
                     }
                     (Some(r), None) => Some(missing(name, r, true)),
                     (None, Some(c)) => Some(missing(name, c, false)),
@@ -532,7 +631,64 @@ mod tests {
             false,
         );
         assert_eq!(c.tolerance, 1e-2);
+        assert!(!c.passed);
+        assert!(c.problems[0].contains("dtype differs"), "{:?}", c.problems);
+        assert!(c.problems[0].contains("--allow-dtype-change"));
+        // Allowed: a warning, judged by the looser type.
+        let c = compare_elements(
+            "y",
+            ("f32", &[6]),
+            ("bf16", &[6]),
+            r.iter().map(|&v| Scalar::Float(v)),
+            r.iter().map(|&v| Scalar::Float(v)),
+            &Gate {
+                allow_dtype_change: true,
+                ..Gate::default()
+            },
+        );
+        assert!(c.passed, "{:?}", c.problems);
         assert!(c.warnings[0].contains("dtype differs"));
+    }
+
+    #[test]
+    fn sign_flips_under_a_large_element_fail_element_wise() {
+        // 10 of 11 elements sign-flipped, one large element the same: the
+        // relative L2 error is small enough for bf16, and this passed.
+        let mut r = vec![1.0; 11];
+        r[0] = 1000.0;
+        let o: Vec<f64> = r
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if i == 0 { *v } else { -v })
+            .collect();
+        let c = compare(
+            "y",
+            side("bf16", &[11], &r),
+            side("bf16", &[11], &o),
+            None,
+            false,
+        );
+        assert!(c.rel_l2.unwrap() < 1e-2, "{:?}", c.rel_l2);
+        assert!(!c.passed);
+        assert_eq!(c.mismatched, 10);
+        let p = c.problems.iter().find(|p| p.contains("atol")).unwrap();
+        assert!(p.starts_with("10 of 11 element(s) (90.91%)"), "{p}");
+        assert!(p.contains("element 1"), "{p}");
+        // Given atol and rtol are used as they are.
+        let c = compare_elements(
+            "y",
+            ("bf16", &[11]),
+            ("bf16", &[11]),
+            r.iter().map(|&v| Scalar::Float(v)),
+            o.iter().map(|&v| Scalar::Float(v)),
+            &Gate {
+                atol: Some(2.5),
+                rtol: Some(0.0),
+                ..Gate::default()
+            },
+        );
+        assert_eq!(c.mismatched, 0);
+        assert!(c.passed, "{:?}", c.problems);
     }
 
     #[test]

@@ -9,7 +9,8 @@ pub mod stats;
 pub mod verdict;
 
 pub use compare::{
-    compare, compare_tensor, compare_tensors, default_tolerance, CompareReport, Comparison, Side,
+    compare, compare_tensor, compare_tensor_gate, compare_tensors, compare_tensors_gate,
+    default_elementwise, default_tolerance, CompareReport, Comparison, Gate, Side,
     TensorComparison,
 };
 pub use gate::{judge, CheckFacts, GateFacts, GateSettings, ShapeFacts, SideFacts};

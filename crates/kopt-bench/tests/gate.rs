@@ -24,6 +24,15 @@ fn gate(r: &Path, c: &Path) -> CompareReport {
     compare_tensors(&read(r), &read(c), None, false)
 }
 
+/// The gate with a changed dtype allowed (`--allow-dtype-change`).
+fn gate_allowing_dtypes(r: &Path, c: &Path) -> CompareReport {
+    let g = kopt_bench::Gate {
+        allow_dtype_change: true,
+        ..kopt_bench::Gate::default()
+    };
+    kopt_bench::compare_tensors_gate(&read(r), &read(c), &g)
+}
+
 fn read_err(p: &Path) -> String {
     let e = read_tensors(p).expect_err("an unreadable file").to_string();
     assert!(e.starts_with(&p.display().to_string()), "{e}");
@@ -321,7 +330,11 @@ fn dtypes_mix_and_convert() {
                 &bytes,
             ),
         );
+        // A changed dtype fails unless allowed.
         let report = gate(&r, &c);
+        assert!(!report.passed, "{dtype}: {report:?}");
+        assert!(report.tensors[0].problems[0].contains("dtype differs"));
+        let report = gate_allowing_dtypes(&r, &c);
         assert!(report.passed, "{dtype}: {report:?}");
         assert_eq!(report.tensors[0].rel_l2, Some(0.0));
         assert!(report.tensors[0].warnings[0].contains("dtype differs"));
@@ -329,7 +342,7 @@ fn dtypes_mix_and_convert() {
     // Big-endian f8 against little-endian f4, integers exact, booleans.
     let be: Vec<u8> = v.iter().flat_map(|x| f64::from(*x).to_be_bytes()).collect();
     let c = write(d.path(), "be.npy", &npy_bytes(">f8", &[4], &be));
-    assert!(gate(&r, &c).passed);
+    assert!(gate_allowing_dtypes(&r, &c).passed);
     let i = write(d.path(), "i.npy", &npy_bytes("<i2", &[2], &[1, 0, 2, 0]));
     let j = write(d.path(), "j.npy", &npy_bytes("<i2", &[2], &[1, 0, 3, 0]));
     assert!(gate(&i, &i).passed);

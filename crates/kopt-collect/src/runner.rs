@@ -5,11 +5,11 @@
 //! traced runs and the optimize harness keep; [`output`] runs a short query
 //! (`--version`, `nvidia-smi`) to its end.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -61,6 +61,10 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// Lines of output kept in memory for error reports.
 const TAIL_LINES: usize = 40;
+
+/// How long output is still read after the program ended, when something
+/// else (a descendant in its own session) keeps its pipes open.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// What to run and how.
 #[derive(Debug, Clone)]
@@ -166,8 +170,7 @@ impl From<GroupError> for std::io::Error {
 /// The one process runner: `spec.program` (no shell unless it is one) in a
 /// process group of its own, stdin closed, each line of stdout and stderr
 /// handed to `on_stdout` / `on_stderr` (1-based line numbers) as it
-/// arrives, and the whole group stopped when its time is up. The leader is
-/// waited for on a thread of its own, so `elapsed` is exact (no polling).
+/// arrives, and the whole group stopped when its time is up.
 pub fn run_group(
     spec: &GroupSpec<'_>,
     on_stdout: &mut (dyn FnMut(u64, &[u8]) + Send),
@@ -197,55 +200,74 @@ pub fn run_group(
     let start = Instant::now();
     let pid = child.id();
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let (done_tx, done_rx) = mpsc::channel();
+    // Readers own the pipes and send lines here: the run ends when the
+    // program does (or its time is up), not when the last holder of its
+    // output closes it. A `setsid` descendant (its own session, out of reach
+    // of the group kill) may keep the pipes open for ever: its readers are
+    // left behind after a short drain, not waited for.
+    let (line_tx, line_rx) = mpsc::channel::<Option<(Stream, u64, Vec<u8>)>>();
     let max_line = spec.max_line;
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            if let Some(out) = stdout {
-                for_each_line(BufReader::new(out), max_line, on_stdout);
-            }
+    let mut open_streams = 0;
+    for (stream, reader) in [
+        (Stream::Stdout, stdout.map(|r| Box::new(r) as Box<dyn std::io::Read + Send>)),
+        (Stream::Stderr, stderr.map(|r| Box::new(r) as Box<dyn std::io::Read + Send>)),
+    ] {
+        let Some(reader) = reader else { continue };
+        open_streams += 1;
+        let tx = line_tx.clone();
+        std::thread::spawn(move || {
+            for_each_line(BufReader::new(reader), max_line, &mut |n, line| {
+                let _ = tx.send(Some((stream, n, line.to_vec())));
+            });
+            let _ = tx.send(None);
         });
-        scope.spawn(move || {
-            if let Some(err) = stderr {
-                for_each_line(BufReader::new(err), max_line, on_stderr);
-            }
-        });
-        scope.spawn(move || {
-            let status = child.wait();
-            let _ = done_tx.send((status, start.elapsed()));
-        });
-        // Wait in slices so a front end's cancellation stops the group as
-        // a timeout does.
-        let deadline = spec.timeout.map(|t| start + t);
-        let waited = loop {
-            let slice = match deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()).min(CANCEL_POLL),
-                None => CANCEL_POLL,
-            };
-            match done_rx.recv_timeout(slice) {
-                Ok(done) => break Some(done),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
-                Err(mpsc::RecvTimeoutError::Timeout) => {
+    }
+    drop(line_tx);
+    // The leader is waited for on a thread of its own, so `elapsed` is exact.
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let status = child.wait();
+        let _ = done_tx.send((status, start.elapsed()));
+    });
+    let deadline = spec.timeout.map(|t| start + t);
+    let mut ended: Option<(std::io::Result<std::process::ExitStatus>, Duration, bool, Instant)> =
+        None;
+    loop {
+        // Lines first, in slices, so a timeout or a front end's
+        // cancellation is seen within CANCEL_POLL.
+        match line_rx.recv_timeout(CANCEL_POLL) {
+            Ok(Some((Stream::Stdout, n, line))) => on_stdout(n, &line),
+            Ok(Some((Stream::Stderr, n, line))) => on_stderr(n, &line),
+            Ok(None) => open_streams -= 1,
+            Err(mpsc::RecvTimeoutError::Disconnected) => open_streams = 0,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if ended.is_none() {
+            match done_rx.try_recv() {
+                Ok((status, elapsed)) => ended = Some((status, elapsed, false, Instant::now())),
+                Err(mpsc::TryRecvError::Disconnected) => return Err(GroupError::Lost),
+                Err(mpsc::TryRecvError::Empty) => {
                     if cancel_requested() || deadline.is_some_and(|d| Instant::now() >= d) {
-                        break None;
+                        kill_group(pid, spec.stop);
+                        let (status, elapsed) = done_rx.recv().map_err(|_| GroupError::Lost)?;
+                        ended = Some((status, elapsed, true, Instant::now()));
                     }
                 }
             }
-        };
-        let (status, elapsed, timed_out) = match waited {
-            Some((status, elapsed)) => (status, elapsed, false),
-            None => {
-                kill_group(pid, spec.stop);
-                let (status, elapsed) = done_rx.recv().map_err(|_| GroupError::Lost)?;
-                (status, elapsed, true)
+        }
+        if let Some((_, _, _, at)) = &ended {
+            // Output still in the pipes is read; a descendant still holding
+            // them after the drain is not waited for.
+            if open_streams == 0 || at.elapsed() >= OUTPUT_DRAIN {
+                let (status, elapsed, timed_out, _) = ended.take().expect("ended");
+                return Ok(GroupExit {
+                    status: status.map_err(GroupError::Wait)?,
+                    elapsed,
+                    timed_out,
+                });
             }
-        };
-        Ok(GroupExit {
-            status: status.map_err(GroupError::Wait)?,
-            elapsed,
-            timed_out,
-        })
-    })
+        }
+    }
 }
 
 /// Call `f(line_number, line)` for every line of `r` (the last one without
@@ -430,6 +452,42 @@ mod tests {
         assert!(lines.contains(&(Stream::Stderr, "err".to_string())));
         let log = std::fs::read_to_string(dir.path().join("run.log")).unwrap();
         assert!(log.contains("a b;c 42") && log.contains("err"));
+    }
+
+    #[test]
+    fn a_setsid_descendant_holding_the_output_does_not_hold_the_run() {
+        // The descendant leaves the process group (its own session) and
+        // keeps stdout open for 60 s: the timeout returned only after it.
+        let dir = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        let out = run(
+            &spec(
+                dir.path(),
+                "/bin/sh",
+                &["-c", "echo before; setsid sleep 60 & sleep 30"],
+                Some(1),
+            ),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert!(out.timed_out);
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(out.tail.contains(&"before".to_string()), "{:?}", out.tail);
+        // Without a timeout too: the program exits, its descendant stays.
+        let t = Instant::now();
+        let out = run(
+            &spec(
+                dir.path(),
+                "/bin/sh",
+                &["-c", "setsid sleep 60 & echo done"],
+                None,
+            ),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_eq!(out.code, Some(0));
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert!(out.tail.contains(&"done".to_string()), "{:?}", out.tail);
     }
 
     #[test]

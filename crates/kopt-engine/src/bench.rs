@@ -248,10 +248,20 @@ struct Variant {
     samples: Vec<f64>,
     /// Seconds spent in timed runs (the stopping rule's clock).
     spent: f64,
-    /// Seconds spent in every run, warm-up included (the --max-time budget).
+    /// Seconds spent in every run, warm-up included (bounds the runs
+    /// before the first sample).
     used: f64,
+    /// The longest run so far, in seconds.
+    longest: f64,
     correct: Option<bool>,
     check_problems: Vec<String>,
+}
+
+/// How long a run before a variant's first sample may take: start-up and
+/// warm-up are outside --max-time, but a program that never gives a
+/// sample must still end.
+pub fn first_sample_wait(max_time_s: f64) -> f64 {
+    (6.0 * max_time_s).max(60.0)
 }
 
 /// The measuring loop: timing choice, warm-up (and the correctness gate),
@@ -271,6 +281,7 @@ pub fn run_bench(
             samples: Vec::new(),
             spent: 0.0,
             used: 0.0,
+            longest: 0.0,
             correct: None,
             check_problems: Vec::new(),
         })
@@ -284,7 +295,20 @@ pub fn run_bench(
         min_samples: req.measure.stop.min_samples.max(2),
         ..req.measure.stop
     };
-    let budget = |v: &Variant| crate::profile::secs(rule.max_time_s - v.used);
+    // --max-time counts from a variant's first sample: start-up, warm-up
+    // and the run that gives the first sample are not part of it (a
+    // program taking 7 s to start still gets samples within 10 s). Those
+    // runs wait up to `first_wait`; once sampling, a run started within
+    // the budget may finish (twice the longest run so far), so a long run
+    // is never cut for the little budget left.
+    let first_wait = first_sample_wait(rule.max_time_s);
+    let budget = |v: &Variant| {
+        if v.samples.is_empty() {
+            crate::profile::secs(first_wait)
+        } else {
+            crate::profile::secs((rule.max_time_s - v.spent).max(2.0 * v.longest))
+        }
+    };
     let mut outputs = Vec::new();
     for v in vs.iter_mut() {
         for _ in 0..req
@@ -296,10 +320,11 @@ pub fn run_bench(
             v.used += run.wall_s;
             if run.cut {
                 return Err(Error::WorkloadFailed(format!(
-                    "`{}`: its warm-up run passed --max-time ({} s) before it finished; raise --max-time",
-                    v.command, rule.max_time_s
+                    "`{}`: its warm-up run had not finished after {:.1} s (a run before the first sample may take max(60 s, 6 x --max-time)); raise --max-time",
+                    v.command, run.wall_s
                 )));
             }
+            v.longest = v.longest.max(run.wall_s);
         }
         if let Some(path) = &req.measure.check {
             // Fresh output per variant: a stale file must not pass for a new one.
@@ -328,6 +353,7 @@ pub fn run_bench(
             if rule.should_stop(&v.samples, v.spent) {
                 continue;
             }
+            let sampling = !v.samples.is_empty();
             let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
             if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
                 return Err(Error::WorkloadFailed(format!(
@@ -335,7 +361,9 @@ pub fn run_bench(
                     v.command
                 )));
             }
-            v.spent += run.wall_s;
+            if sampling {
+                v.spent += run.wall_s;
+            }
             v.used += run.wall_s;
             v.samples.extend(run.samples);
             if v.samples.len() >= MAX_SAMPLES {
@@ -343,13 +371,27 @@ pub fn run_bench(
                 v.spent = v.spent.max(rule.max_time_s);
             }
             if run.cut {
+                if v.samples.is_empty() {
+                    let before = if v.longest > 0.0 {
+                        format!(" (its warm-up run took {:.1} s)", v.longest)
+                    } else {
+                        String::new()
+                    };
+                    return Err(Error::WorkloadFailed(format!(
+                        "`{}` gave no sample: one run had not finished after {:.1} s{before}; a run before the first sample may take max(60 s, 6 x --max-time ({} s)): raise --max-time",
+                        v.command, run.wall_s, rule.max_time_s
+                    )));
+                }
                 // Its budget is spent: what it gave before the cut is all it gets.
                 v.spent = v.spent.max(rule.max_time_s);
             }
-            if v.samples.is_empty() && v.spent >= rule.max_time_s {
+            v.longest = v.longest.max(run.wall_s);
+            if v.samples.is_empty() && v.used >= first_wait {
+                // Runs that finish without a sample: the first-sample wait
+                // bounds them as it bounds one long run.
                 return Err(Error::WorkloadFailed(format!(
-                    "`{}` gave no sample within --max-time ({} s); raise --max-time",
-                    v.command, rule.max_time_s
+                    "`{}` gave no sample in {:.1} s of runs (one run took {:.1} s); raise --max-time",
+                    v.command, v.used, run.wall_s
                 )));
             }
         }
@@ -961,7 +1003,8 @@ mod tests {
         req.measure.stop.noise_target = 0.0; // never quiet enough: only the clock stops it
         let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
         for v in &r.variants {
-            assert_eq!(v.samples, 5, "{}", v.name);
+            // The first sample's run, then 2 s of runs.
+            assert_eq!(v.samples, 6, "{}", v.name);
         }
     }
 
@@ -977,13 +1020,38 @@ mod tests {
     }
 
     #[test]
-    fn a_warmup_past_the_budget_is_an_error_naming_max_time() {
+    fn runs_longer_than_max_time_still_give_a_verdict() {
+        // --max-time counts from the first sample (#26): 5 s runs under a
+        // 1 s --max-time give a warm-up, the first sample, and one more.
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
         s.run_s = 5.0;
         let mut req = request(&[("a", "a"), ("b", "b")]);
         req.measure.stop.max_time_s = 1.0;
-        let err = run_bench(&req, &mut s, &crate::Silent).unwrap_err();
-        assert!(err.to_string().contains("--max-time"), "{err}");
+        let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
+        assert!(r.variants[1].verdict.is_some());
+        assert!(r.variants.iter().all(|v| v.samples == 2), "{r:?}");
+    }
+
+    #[test]
+    fn a_run_past_the_first_sample_wait_is_an_error_saying_how_long_it_ran() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        s.run_s = 70.0;
+        let mut req = request(&[("a", "a"), ("b", "b")]);
+        req.measure.warmup = 0;
+        let err = run_bench(&req, &mut s, &crate::Silent)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("had not finished after 70.0 s"), "{err}");
+        assert!(err.contains("--max-time"), "{err}");
+        // In the warm-up too.
+        req.measure.warmup = 1;
+        let err = run_bench(&req, &mut s, &crate::Silent)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("warm-up run had not finished after 70.0 s"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -16,20 +16,42 @@ pub struct CompareRequest {
     pub tol: Option<f64>,
     /// The candidate ran float32 math on tensor cores.
     pub tf32: bool,
+    /// Element-wise tolerances (`atol + rtol*|reference|`); None: by dtype.
+    pub atol: Option<f64>,
+    pub rtol: Option<f64>,
+    /// A candidate of another dtype is compared (else it fails).
+    pub allow_dtype_change: bool,
     /// History database the comparison is recorded in (None: not recorded).
     pub db: Option<PathBuf>,
 }
 
 impl CompareRequest {
     pub fn validate(&self) -> Result<()> {
-        if let Some(t) = self.tol {
-            if !(t.is_finite() && t >= 0.0) {
-                return Err(Error::Usage(format!(
-                    "--tol must be a non-negative number, got {t}"
-                )));
+        for (flag, v) in [
+            ("--tol", self.tol),
+            ("--atol", self.atol),
+            ("--rtol", self.rtol),
+        ] {
+            if let Some(t) = v {
+                if !(t.is_finite() && t >= 0.0) {
+                    return Err(Error::Usage(format!(
+                        "{flag} must be a non-negative number, got {t}"
+                    )));
+                }
             }
         }
         Ok(())
+    }
+
+    /// The gate these settings make.
+    pub fn gate(&self) -> kopt_bench::Gate {
+        kopt_bench::Gate {
+            tol: self.tol,
+            atol: self.atol,
+            rtol: self.rtol,
+            tf32: self.tf32,
+            allow_dtype_change: self.allow_dtype_change,
+        }
     }
 }
 
@@ -38,7 +60,7 @@ pub fn compare(req: &CompareRequest, progress: &dyn Progress) -> Result<CompareR
     req.validate()?;
     let reference = read_tensors(&req.reference)?;
     let candidate = read_tensors(&req.candidate)?;
-    let report = kopt_bench::compare_tensors(&reference, &candidate, req.tol, req.tf32);
+    let report = kopt_bench::compare_tensors_gate(&reference, &candidate, &req.gate());
     if let Some(db) = &req.db {
         let failed: Vec<&str> = report
             .tensors

@@ -44,8 +44,14 @@ pub fn add_entry(file: &Path, req: &JournalEntryRequest) -> Result<Entry> {
 
 /// The journal's text.
 pub fn read(file: &Path) -> Result<String> {
-    std::fs::read_to_string(file)
-        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", file.display())))
+    match kopt_store::journal::read_journal(file) {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(Error::Input(format!(
+            "{}: cannot read: No such file or directory (os error 2)",
+            file.display()
+        ))),
+        Err(e) => Err(Error::Input(e.to_string())),
+    }
 }
 
 /// Where the journal is by default, from `cwd`.

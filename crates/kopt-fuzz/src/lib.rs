@@ -79,6 +79,14 @@ pub const TARGETS: &[Target] = &[
         name: "tune_space",
         run: fuzz_tune_space,
     },
+    Target {
+        name: "gzip",
+        run: fuzz_gzip,
+    },
+    Target {
+        name: "demangle",
+        run: fuzz_demangle,
+    },
 ];
 
 pub fn target(name: &str) -> Option<Target> {
@@ -187,6 +195,39 @@ pub fn fuzz_rocpd(data: &[u8]) -> bool {
         }
         Err(_) => false,
     }
+}
+
+/// A gzipped trace: decompressed under the gzip budgets (ratio and size
+/// caps, gzip in gzip refused), then read as a Kineto trace and as a kopt
+/// trace; also handed to `parse_kineto` whole, as `kopt analyze t.json.gz`.
+pub fn fuzz_gzip(data: &[u8]) -> bool {
+    let _ = kopt_ingest::parse_kineto(data, "fuzz.json.gz");
+    let Ok(plain) = kopt_ingest::kineto::decompress(data, "fuzz.gz") else {
+        return false;
+    };
+    let _ = kopt_ingest::parse_kineto(&plain, "fuzz.json");
+    let text = String::from_utf8_lossy(&plain);
+    if let Ok(t) = kopt_ingest::parse_kopt_trace(&text, "fuzz.jsonl") {
+        timeline_consumers(&t.timeline);
+    }
+    true
+}
+
+/// A kernel name through the demangler (as it is, and as a `_Z` symbol):
+/// bounded in work and output whatever the name.
+pub fn fuzz_demangle(data: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(data);
+    let mut demangled = false;
+    for name in [text.to_string(), format!("_Z{text}")] {
+        let (out, _) = kopt_ingest::kopt_trace::demangle_bounded(&name);
+        assert!(
+            out.len() <= kopt_ingest::kopt_trace::DEMANGLED_MAX_BYTES.max(name.len()),
+            "demangled to {} bytes",
+            out.len()
+        );
+        demangled |= out != name;
+    }
+    demangled
 }
 
 /// A Kineto / torch.profiler trace through `parse_kineto`: a well-formed one

@@ -84,6 +84,16 @@ fn fuzz_rocpd() {
 }
 
 #[test]
+fn fuzz_gzip() {
+    fuzz("gzip");
+}
+
+#[test]
+fn fuzz_demangle() {
+    fuzz("demangle");
+}
+
+#[test]
 fn every_target_has_a_test() {
     let this = include_str!("fuzz_ci.rs");
     for t in kopt_fuzz::TARGETS {

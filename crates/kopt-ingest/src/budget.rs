@@ -46,6 +46,7 @@ pub const GZIP_MAX_BYTES: Budget = Budget {
 /// The most a gzipped input may decompress to, as a multiple of its
 /// compressed size (profiler JSON compresses 5-30x; a bomb a thousandfold).
 /// Inputs up to [`GZIP_RATIO_FLOOR_BYTES`] decompressed are always allowed.
+/// With the floor, a bomb costs at most twice 16 MiB (the buffer doubling).
 pub const GZIP_MAX_RATIO: Budget = Budget {
     var: "KOPT_GZIP_MAX_RATIO",
     default: 64,
@@ -53,7 +54,7 @@ pub const GZIP_MAX_RATIO: Budget = Budget {
 };
 
 /// Decompressed bytes always allowed, whatever the ratio.
-pub const GZIP_RATIO_FLOOR_BYTES: u64 = 64 << 20;
+pub const GZIP_RATIO_FLOOR_BYTES: u64 = 16 << 20;
 
 /// Seconds SQLite may spend on the queries of one rocpd database.
 pub const SQLITE_SECONDS: Budget = Budget {
@@ -62,11 +63,21 @@ pub const SQLITE_SECONDS: Budget = Budget {
     unit: "s",
 };
 
+/// Work SQLite may do for one rocpd database's queries, in millions of
+/// virtual-machine steps; at least 256 steps per byte of the file. Reading
+/// the tables of a database costs a few steps per byte; a view that
+/// computes rows (cross or recursive joins) costs without end.
+pub const SQLITE_MSTEPS: Budget = Budget {
+    var: "KOPT_SQLITE_MSTEPS",
+    default: 50,
+    unit: "million steps",
+};
+
 /// Memory SQLite may take for one rocpd database's queries (sorts, joins,
 /// temporary tables, all kept in memory), in MiB; at least four times the
 /// file's size.
 pub const SQLITE_TEMP_MB: Budget = Budget {
     var: "KOPT_SQLITE_TEMP_MB",
-    default: 192,
+    default: 64,
     unit: "MiB",
 };

@@ -641,6 +641,12 @@ pub(crate) fn gunzip(
     Ok(out)
 }
 
+/// `bytes` decompressed under the gzip budgets (see [`gunzip`]): gzip in
+/// gzip refused, the output capped by ratio and size.
+pub fn decompress(bytes: &[u8], path: &str) -> Result<Vec<u8>, IngestError> {
+    gunzip(bytes, bytes.len() as u64, gzip_size_hint(bytes), path)
+}
+
 /// The decompressed size a gzip file's trailer states (modulo 4 GiB, of its
 /// last member): a hint for allocating once, never trusted beyond that.
 pub(crate) fn gzip_size_hint(bytes: &[u8]) -> Option<u64> {

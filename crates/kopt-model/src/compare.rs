@@ -30,6 +30,15 @@ pub struct TensorComparison {
     /// Elements finite in both, the ones the error figures are computed on.
     #[serde(default)]
     pub compared: u64,
+    /// The element-wise rule applied beside the relative L2 error:
+    /// |candidate - reference| <= atol + rtol * |reference| (torch.allclose's).
+    #[serde(default)]
+    pub atol: Option<f64>,
+    #[serde(default)]
+    pub rtol: Option<f64>,
+    /// Elements (finite in both) outside the element-wise rule.
+    #[serde(default)]
+    pub mismatched: u64,
     pub passed: bool,
     /// Why it failed.
     pub problems: Vec<String>,
@@ -82,6 +91,9 @@ mod tests {
             nan: (0, 0),
             inf: (0, 0),
             compared: 2,
+            atol: None,
+            rtol: None,
+            mismatched: 0,
             passed,
             problems: Vec::new(),
             warnings: Vec::new(),

@@ -433,7 +433,8 @@ fn bench_commands(
 
 /// The correctness gate on two output files; returns the report as JSON.
 #[pyfunction]
-#[pyo3(signature = (reference, candidate, *, tol=None, tf32=false, db=None))]
+#[pyo3(signature = (reference, candidate, *, tol=None, tf32=false, db=None, atol=None, rtol=None, allow_dtype_change=false))]
+#[allow(clippy::too_many_arguments)]
 fn compare(
     py: Python<'_>,
     reference: PathBuf,
@@ -441,12 +442,18 @@ fn compare(
     tol: Option<f64>,
     tf32: bool,
     db: Option<PathBuf>,
+    atol: Option<f64>,
+    rtol: Option<f64>,
+    allow_dtype_change: bool,
 ) -> PyResult<String> {
     let req = CompareRequest {
         reference,
         candidate,
         tol,
         tf32,
+        atol,
+        rtol,
+        allow_dtype_change,
         db,
     };
     let r = py

@@ -679,11 +679,22 @@ impl Parser<'_> {
     }
 }
 
+/// The most tokens a constraint may have (see [`Expr::parse`]).
+pub const MAX_CONSTRAINT_TOKENS: usize = 1000;
+
 impl Expr {
     /// Parse `text`; only `names` may appear as variables.
     pub fn parse(text: &str, names: &[&str]) -> Result<Expr> {
         let bad = |why: String| SpaceError(format!("constraint {text:?}: {why}"));
         let toks = lex(text).map_err(bad)?;
+        // Evaluating (and dropping) the tree recurses once per operator
+        // of a chain: a 40,000-term sum overflowed the stack.
+        if toks.len() > MAX_CONSTRAINT_TOKENS {
+            return Err(bad(format!(
+                "{} tokens; a constraint has at most {MAX_CONSTRAINT_TOKENS}",
+                toks.len()
+            )));
+        }
         let mut p = Parser {
             toks,
             at: 0,

@@ -9,7 +9,7 @@
 //! - several outputs are checked together first ([`check_writable`]), so
 //!   nothing is written unless every one of them can be.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -115,6 +115,19 @@ fn target(path: &Path) -> Result<Target, OutputError> {
     }
 }
 
+/// The process's umask, from /proc (reading it with umask(2) would change
+/// it for a moment under other threads); 022 when unknown.
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
 fn parent(p: &Path) -> &Path {
     p.parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -155,21 +168,24 @@ fn replace(user_path: &Path, real: &Path, bytes: &[u8]) -> Result<(), OutputErro
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = parent(real).join(format!(".{name}.kopt-tmp-{}", std::process::id()));
+    // An unpredictable name created with O_EXCL (tempfile): a symlink
+    // planted at a predictable name (`.NAME.kopt-tmp-PID`) redirected the
+    // write. Removed on failure.
     let mode = std::fs::metadata(real).ok().map(|m| m.permissions());
     let result = (|| -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
+        let mut f = tempfile::Builder::new()
+            .prefix(&format!(".{name}.kopt-tmp-"))
+            .tempfile_in(parent(real))?;
         f.write_all(bytes)?;
-        if let Some(mode) = mode {
-            f.set_permissions(mode)?;
-        }
-        f.sync_all()?;
-        std::fs::rename(&tmp, real)
+        // The old file's mode, or what a plain create would give (tempfile
+        // makes 0600).
+        let mode = mode.unwrap_or_else(|| std::fs::Permissions::from_mode(0o666 & !umask()));
+        f.as_file().set_permissions(mode)?;
+        f.as_file().sync_all()?;
+        f.persist(real).map_err(|e| e.error)?;
+        Ok(())
     })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(user_path, format!("cannot write: {e}"))
-    })
+    result.map_err(|e| fail(user_path, format!("cannot write: {e}")))
 }
 
 #[cfg(test)]

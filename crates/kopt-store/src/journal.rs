@@ -1,6 +1,7 @@
 //! Appending to OPTIMIZATIONS.md without ever losing what it held: the new
 //! file is written beside the old one and renamed over it.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
@@ -61,12 +62,31 @@ pub fn find_journal(start: &Path) -> PathBuf {
     start.join("OPTIMIZATIONS.md")
 }
 
-/// Append an entry; the journal is created with a title when missing.
-pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
+/// The largest journal kopt reads, in bytes (`KOPT_JOURNAL_MAX_BYTES`
+/// raises it): a journal is text people write; more is not one.
+pub const JOURNAL_MAX_BYTES: u64 = 64 << 20;
+
+fn journal_max_bytes() -> u64 {
+    std::env::var("KOPT_JOURNAL_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|v| *v > 0)
+        .unwrap_or(JOURNAL_MAX_BYTES)
+}
+
+/// Read a journal: a regular file only (a FIFO would block, `/dev/zero`
+/// never ends), at most [`JOURNAL_MAX_BYTES`] (a sparse 1.5 GB file is not
+/// read whole), as UTF-8. `Ok(None)` when it does not exist.
+pub fn read_journal(path: &Path) -> Result<Option<String>, JournalError> {
+    use std::io::Read;
     let label = path.display().to_string();
-    let old = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => TITLE.to_string(),
+    let err = |message: String| JournalError::Write {
+        path: label.clone(),
+        message,
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
             return Err(JournalError::Read {
                 path: label,
@@ -74,6 +94,53 @@ pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
             })
         }
     };
+    if !meta.is_file() {
+        return Err(err(
+            "not a regular file (a FIFO, a device or a folder): the journal is a Markdown file; pass --file PATH of one".into(),
+        ));
+    }
+    let max = journal_max_bytes();
+    if meta.len() > max {
+        return Err(err(format!(
+            "{} bytes, more than the journal budget of {max} bytes: not read; raise it with KOPT_JOURNAL_MAX_BYTES={}",
+            meta.len(),
+            meta.len()
+        )));
+    }
+    // Opened non-blocking: a file swapped for a FIFO after the check must
+    // not block; the read is capped as well.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|source| JournalError::Read {
+            path: label.clone(),
+            source,
+        })?;
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| JournalError::Read {
+            path: label.clone(),
+            source,
+        })?;
+    if bytes.len() as u64 > max {
+        return Err(err(format!(
+            "more than the journal budget of {max} bytes: not read; raise it with KOPT_JOURNAL_MAX_BYTES"
+        )));
+    }
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        err(format!(
+            "not UTF-8 text (byte {}): not a journal",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Append an entry; the journal is created with a title when missing.
+pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
+    let label = path.display().to_string();
+    let old = read_journal(path)?.unwrap_or_else(|| TITLE.to_string());
     let mut text = old;
     if !text.ends_with("\n\n") {
         text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });

@@ -45,8 +45,12 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print kopt's man page (roff) on stdout
-    Man,
+    /// Print a man page (roff) on stdout: kopt's, or a command's (`kopt man analyze > kopt-analyze.1`)
+    Man {
+        /// The command whose page to print (the pages kopt(1) refers to as kopt-COMMAND(1))
+        #[arg(value_name = "COMMAND")]
+        command: Option<String>,
+    },
     /// Serve kopt's tools to coding agents over the Model Context Protocol (stdio)
     Mcp(McpArgs),
     /// Print the JSON Schema of a kopt/1 document (diagnosis, bench, compare, optimize, tune), or of all
@@ -309,6 +313,18 @@ pub struct CompareArgs {
     /// The candidate ran float32 math on tensor cores (tf32): tolerance 5e-4
     #[arg(long)]
     pub tf32: bool,
+
+    /// Element-wise absolute tolerance: each element must satisfy |candidate - reference| <= atol + rtol*|reference| (torch.allclose's rule) [default by dtype: f64 1e-10, f32 1e-5, tf32 1e-3, f16 1e-3, bf16 1e-2, integers 0]
+    #[arg(long, value_name = "ATOL")]
+    pub atol: Option<f64>,
+
+    /// Element-wise relative tolerance (see --atol) [default by dtype: f64 1e-8, f32 1e-4, tf32 5e-3, f16 1e-2, bf16 5e-2, integers 0; at least --tol]
+    #[arg(long, value_name = "RTOL")]
+    pub rtol: Option<f64>,
+
+    /// Compare a candidate whose dtype differs from the reference's (judged with the looser type's tolerances); without it, a changed dtype fails
+    #[arg(long)]
+    pub allow_dtype_change: bool,
 
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value = "term")]
@@ -616,7 +632,7 @@ pub struct MeasureArgs {
     #[arg(long, default_value_t = Measurement::default().stop.min_time_s)]
     pub min_time: f64,
 
-    /// Seconds each variant or config may run at most, warm-up included (a run past it is cut)
+    /// Seconds each variant or config may run at most; kopt bench counts them from a variant's first sample (start-up and warm-up excluded, up to max(60 s, 6x this))
     #[arg(long, default_value_t = Measurement::default().stop.max_time_s)]
     pub max_time: f64,
 

@@ -18,9 +18,30 @@ pub fn completions(shell: Shell) -> Result<(), Failure> {
 }
 
 /// Write the man page (roff, section 1) to stdout.
-pub fn man() -> Result<(), Failure> {
+pub fn man(command: Option<&str>) -> Result<(), Failure> {
     let mut out = Vec::new();
-    clap_mangen::Man::new(Cli::command())
+    let cli = Cli::command();
+    let page = match command {
+        None => cli,
+        Some(name) => {
+            let names: Vec<String> = cli
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .collect();
+            let Some(sub) = cli.find_subcommand(name) else {
+                return Err(Failure::Error(kopt_engine::Error::Usage(format!(
+                    "no command '{}': man pages exist for {}",
+                    name.escape_default(),
+                    names.join(", ")
+                ))));
+            };
+            // The page kopt(1) names: kopt-COMMAND(1).
+            // Leaked once per process: clap names are &'static str here.
+            let full: &'static str = Box::leak(format!("kopt-{}", sub.get_name()).into_boxed_str());
+            sub.clone().name(full).bin_name(full)
+        }
+    };
+    clap_mangen::Man::new(page)
         .render(&mut out)
         .map_err(|e| Failure::Error(kopt_engine::Error::Output(format!("man page: {e}"))))?;
     write_stdout(&out)

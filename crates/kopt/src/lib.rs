@@ -8,19 +8,26 @@ mod exit;
 mod mcp;
 mod options;
 mod progress;
+mod usage;
 
 use std::ffi::OsString;
 
 use clap::Parser;
 
 /// Run kopt with `args` (the program name first); returns the exit code.
-/// Usage errors and `--help` exit the process, as clap does.
+/// Nothing here exits the process: `--help` and `--version` print and
+/// return 0, a usage error prints one `kopt: error:` line and returns 2
+/// (the Python package calls this in the interpreter's process).
 pub fn run<I, T>(args: I) -> u8
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = cli::Cli::parse_from(args);
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match cli::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return usage::report(&e, &args),
+    };
     let result = match &cli.command {
         cli::Command::Analyze(a) => commands::analyze(a),
         cli::Command::Profile(a) => commands::profile(a),
@@ -32,7 +39,7 @@ where
         cli::Command::Optimize(a) => commands::optimize(a),
         cli::Command::Tune(a) => commands::tune(a),
         cli::Command::Completions { shell } => completions::completions(*shell),
-        cli::Command::Man => completions::man(),
+        cli::Command::Man { command } => completions::man(command.as_deref()),
         cli::Command::Mcp(a) => commands::mcp(a),
         cli::Command::Schema { name } => commands::schema(name.as_deref()),
     };

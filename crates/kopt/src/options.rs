@@ -283,6 +283,9 @@ pub fn compare(a: &CompareArgs) -> Result<CompareRequest, Error> {
         candidate: a.candidate.clone(),
         tol: a.tol,
         tf32: a.tf32,
+        atol: a.atol,
+        rtol: a.rtol,
+        allow_dtype_change: a.allow_dtype_change,
         db: Some(a.db.clone().unwrap_or(RecordPaths::current().db)),
     };
     req.validate()?;

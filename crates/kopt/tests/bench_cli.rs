@@ -363,3 +363,40 @@ fn gpu_time_per_nvtx_range_from_the_tracer() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("printed no"));
 }
+
+#[test]
+fn a_program_taking_7_s_to_start_gets_a_verdict_with_default_flags() {
+    // --max-time (10 s) counts from the first sample (#26): before, the
+    // 7 s warm-up left 3 s for a 7 s first run, which was cut ("gave no
+    // sample"). The program is slow in its first two runs (start-up
+    // caches), fast after, so the test takes about 30 s, not minutes.
+    let d = tempfile::tempdir().unwrap();
+    let script = |name: &str| {
+        let count = d.path().join(format!("{name}.runs"));
+        format!(
+            "sh -c 'n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; if [ $n -lt 2 ]; then sleep 7; else sleep 0.02; fi'",
+            c = count.display()
+        )
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "bench",
+            "--baseline",
+            &script("a"),
+            "--candidate",
+            &script("b"),
+            "--format",
+            "json",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        matches!(o.status.code(), Some(0 | 3)),
+        "exit {:?}: {stderr}",
+        o.status.code()
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["variants"][1]["verdict"]["kind"].is_string(), "{v}");
+}

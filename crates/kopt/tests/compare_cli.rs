@@ -137,9 +137,38 @@ fn bf16_safetensors_against_f32_reference() {
     let c = d.path().join("c.safetensors");
     std::fs::write(&c, st).unwrap();
     let r = npy(d.path(), "out.npy", &[64], &v);
+    // A changed dtype fails (REVERT) unless allowed (#27).
     let o = kopt(&[&r, &c], &[]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("dtype differs"));
+    let o = kopt(&[&r, &c], &["--allow-dtype-change"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(text(&o).contains("dtype differs"));
+}
+
+#[test]
+fn sign_flipped_elements_fail_element_wise() {
+    // 10 of 11 elements sign-flipped under one large element: relative L2
+    // 6.3e-3, within a 1e-2 tolerance: this passed. Element-wise fails it.
+    let d = tempfile::tempdir().unwrap();
+    let mut v = vec![1.0f32; 11];
+    v[0] = 1000.0;
+    let flipped: Vec<f32> = v
+        .iter()
+        .enumerate()
+        .map(|(i, x)| if i == 0 { *x } else { -x })
+        .collect();
+    let r = npy(d.path(), "r.npy", &[11], &v);
+    let c = npy(d.path(), "c.npy", &[11], &flipped);
+    let o = kopt(&[&r, &c], &["--tol", "1e-2"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("10 of 11 element(s) (90.91%)"),
+        "{}",
+        text(&o)
+    );
+    let o = kopt(&[&r, &c], &["--tol", "1e-2", "--atol", "3"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
 #[test]

@@ -79,3 +79,57 @@ fn help_names_the_amd_backend_and_formats() {
     let top = kopt(&["--help"]);
     assert!(top.contains("ncu on NVIDIA, rocprofv3 on AMD"), "{top}");
 }
+
+#[test]
+fn every_page_kopt_1_refers_to_exists() {
+    // kopt(1) points to kopt-analyze(1) and the rest; they did not exist.
+    let top = kopt(&["man"]);
+    for sub in [
+        "analyze", "profile", "trace", "compare", "journal", "history", "bench", "optimize", "tune",
+    ] {
+        assert!(top.contains(&format!("kopt\\-{sub}(1)")), "{sub}");
+        let page = kopt(&["man", sub]);
+        assert!(
+            page.contains(&format!(".TH kopt-{sub} 1")),
+            "{sub}: {}",
+            &page[..200.min(page.len())]
+        );
+        assert!(page.contains(".SH OPTIONS"), "{sub}");
+    }
+}
+
+#[test]
+fn the_readme_completion_commands_work_on_a_fresh_home() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let after = readme
+        .split("Shell completions and the man page:")
+        .nth(1)
+        .unwrap();
+    let block = after
+        .split("```sh")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_kopt"))
+        .parent()
+        .unwrap();
+    let o = Command::new("bash")
+        .args(["-euo", "pipefail", "-c", block])
+        .env("HOME", home.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(home
+        .path()
+        .join(".local/share/bash-completion/completions/kopt")
+        .is_file());
+    assert!(home
+        .path()
+        .join(".local/share/man/man1/kopt-analyze.1")
+        .is_file());
+}

@@ -208,19 +208,24 @@ pub(super) fn parse(
         if style.is_none() {
             style = vote(&value);
         }
-        match parse_cell(&value, style.unwrap_or(NumberStyle::DotDecimal)) {
+        let cell = parse_cell(&value, style.unwrap_or(NumberStyle::DotDecimal));
+        if metric == "Duration" {
+            let ns = match cell {
+                Cell::Value(v) => Some(v * to_base_factor(&text(unit_col))),
+                _ => None,
+            };
+            if let Err(why) = super::check_duration(&value, ns) {
+                return Err(IngestError::at(
+                    ctx.path,
+                    line,
+                    format!("metric \"{section} / Duration\": {why}"),
+                ));
+            }
+        }
+        match cell {
             Cell::Value(v) => {
                 let v = v * to_base_factor(&text(unit_col));
                 if metric == "Duration" {
-                    if v < 0.0 {
-                        return Err(IngestError::at(
-                            ctx.path,
-                            line,
-                            format!(
-                                "metric \"{section} / Duration\": a negative duration ({v} ns)"
-                            ),
-                        ));
-                    }
                     any_duration = true;
                 }
                 put(slot(&mut launch.metrics), v);

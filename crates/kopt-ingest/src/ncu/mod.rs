@@ -193,6 +193,31 @@ pub(crate) fn parse_dim3(s: &str) -> Option<Dim3> {
 }
 
 /// Decide a file's number style from a sample of its value cells.
+/// The longest duration a kernel launch is believed to have: about 2.8
+/// hours. ncu's replay of one longer launch is not a measurement kopt can
+/// rank; a larger value is a broken capture.
+pub const MAX_KERNEL_DURATION_NS: f64 = 1e13;
+
+/// A kernel duration checked at the parser boundary: `raw` as the file
+/// wrote it, `v` in ns when it read as a number. NaN, zero (no launch takes
+/// no time), negative, infinite or beyond [`MAX_KERNEL_DURATION_NS`] is an
+/// error message; "n/a" or an empty cell stays missing.
+pub(crate) fn check_duration(raw: &str, v: Option<f64>) -> Result<(), String> {
+    if raw.trim().eq_ignore_ascii_case("nan") {
+        return Err("NaN, not a duration (kopt does not read it as 0 ns)".into());
+    }
+    match v {
+        None => Ok(()),
+        Some(v) if !v.is_finite() => Err(format!("{v}, not a duration")),
+        Some(v) if v < 0.0 => Err(format!("a negative duration ({v} ns)")),
+        Some(0.0) => Err("a zero duration: every kernel launch takes time".into()),
+        Some(v) if v > MAX_KERNEL_DURATION_NS => Err(format!(
+            "{v} ns, beyond any kernel launch ({MAX_KERNEL_DURATION_NS:e} ns, 2.8 hours)"
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
 pub(crate) fn sample_style(values: &[String]) -> NumberStyle {
     detect_style(values.iter().map(String::as_str))
 }

@@ -278,11 +278,11 @@ pub(super) fn parse(
                 }
             }
         }
-        if let Some(d) = metrics.duration_ns.filter(|d| *d < 0.0) {
+        if let Err(why) = super::check_duration(text(duration_index), metrics.duration_ns) {
             return Err(IngestError::at(
                 ctx.path,
                 line,
-                format!("column \"gpu__time_duration.sum\": a negative duration ({d} ns)"),
+                format!("column \"gpu__time_duration.sum\": {why}"),
             ));
         }
         if col_has_value(text(duration_index)) {

@@ -53,11 +53,21 @@ pub(crate) fn workgroups(d: &Dispatch) -> [u64; 3] {
     std::array::from_fn(|k| d.grid[k].div_ceil(d.workgroup[k].max(1)).max(1))
 }
 
+/// A counter-collection dispatch's duration from GRBM_GUI_ACTIVE (busy
+/// cycles, counted on each XCD) at SCLK, for when its timestamps are
+/// unusable (a rocprof-compute folder saved through a spreadsheet rounds
+/// them to 5 digits, start = end). None without the counter or the clock.
+pub(crate) fn grbm_duration_ns(d: &Dispatch, m: &Model) -> Option<f64> {
+    let cycles = d.counter("GRBM_GUI_ACTIVE")?;
+    let sclk = m.sclk_hz?;
+    ratio(cycles / m.xcds, sclk).map(|s| s * 1e9)
+}
+
 pub(crate) fn metrics(d: &Dispatch, m: &Model) -> Metrics {
     let c = |name: &str| d.counter(name);
     let duration = match (d.start_ns, d.end_ns) {
         (Some(s), Some(e)) if e > s => Some((e - s) as f64),
-        _ => None,
+        _ => grbm_duration_ns(d, m),
     };
     let wg = workgroups(d);
     let mut out = Metrics {

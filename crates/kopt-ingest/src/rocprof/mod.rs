@@ -460,12 +460,108 @@ fn occurrence_keys(ds: &[Dispatch]) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// The most work-items an AMD workgroup holds (HIP's limit on every CDNA
+/// and RDNA GPU).
+const MAX_WORKGROUP: u64 = 1024;
+
+/// Values no AMD GPU reports, checked where every AMD format meets (CSV,
+/// JSON, rocpd): a dispatch's workgroup of 0 or more than 1024 work-items,
+/// an empty grid, negative or non-finite register, LDS or scratch sizes,
+/// and counters that are negative or not finite (instances whose sum
+/// overflowed) are errors naming the kernel and line; an agent's CU count,
+/// wave size or clock out of range is left unknown, and the input says so.
+fn check_plausible(label: &str, f: &mut AmdFile) -> Result<(), IngestError> {
+    match f {
+        AmdFile::Dispatches(_, ds) => {
+            for d in ds.iter() {
+                let at = |why: String| {
+                    IngestError::at(
+                        label,
+                        d.line,
+                        format!("kernel {}: {why}", crate::echo(&d.name)),
+                    )
+                };
+                let wg = d.workgroup.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+                match wg {
+                    Some(n) if (1..=MAX_WORKGROUP).contains(&n) => {}
+                    _ => {
+                        return Err(at(format!(
+                        "workgroup size {:?}: an AMD workgroup has 1 to {MAX_WORKGROUP} work-items",
+                        d.workgroup
+                    )))
+                    }
+                }
+                if d.grid.contains(&0) {
+                    return Err(at(format!("grid size {:?}: an empty grid", d.grid)));
+                }
+                for (what, v) in [
+                    ("LDS bytes", d.lds_bytes),
+                    ("scratch bytes", d.scratch_bytes),
+                    ("VGPRs", d.arch_vgpr),
+                    ("AGPRs", d.accum_vgpr),
+                    ("SGPRs", d.sgpr),
+                ] {
+                    if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                        return Err(at(format!("{what} is {v}: negative or not a number")));
+                    }
+                }
+                if let Some((n, v)) = d
+                    .counters
+                    .iter()
+                    .find(|(_, v)| !(v.is_finite() && *v >= 0.0))
+                {
+                    return Err(at(format!(
+                        "counter {} is {v}: counters are finite and not negative (instances whose sum overflows?)",
+                        crate::echo(n)
+                    )));
+                }
+            }
+        }
+        AmdFile::Agents(agents) => {
+            for a in agents.iter_mut() {
+                let mut dropped = Vec::new();
+                if let Some(n) = a.cus.filter(|n| !(1..=1024).contains(n)) {
+                    dropped.push(format!("{n} CUs"));
+                    a.cus = None;
+                }
+                if let Some(n) = a.wave_size.filter(|n| *n != 32 && *n != 64) {
+                    dropped.push(format!("wave size {n}"));
+                    a.wave_size = None;
+                }
+                if let Some(n) = a.xcds.filter(|n| !(1..=64).contains(n)) {
+                    dropped.push(format!("{n} XCDs"));
+                    a.xcds = None;
+                }
+                for (what, slot) in [("SCLK", &mut a.sclk_mhz), ("MCLK", &mut a.mclk_mhz)] {
+                    if let Some(v) = slot.filter(|v| !(v.is_finite() && *v > 0.0 && *v <= 10_000.0))
+                    {
+                        dropped.push(format!("{what} {v} MHz"));
+                        *slot = None;
+                    }
+                }
+                if !dropped.is_empty() {
+                    let why = format!("implausible, left unknown: {}", dropped.join(", "));
+                    a.unread = Some(match a.unread.take() {
+                        Some(u) => format!("{u}; {why}"),
+                        None => why,
+                    });
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// Merge parsed AMD files into one profile. `timeline`: build the timeline
 /// from a kernel trace (false for counter-replay captures).
 pub fn merge_rocprof(
-    files: Vec<(String, AmdFile)>,
+    mut files: Vec<(String, AmdFile)>,
     timeline: bool,
 ) -> Result<Profile, IngestError> {
+    for (label, f) in files.iter_mut() {
+        check_plausible(label, f)?;
+    }
     let mut agents: Vec<AgentInfo> = Vec::new();
     let mut traces: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
     let mut counted: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
@@ -588,6 +684,27 @@ pub fn merge_rocprof(
             }
         })
         .collect();
+
+    // Durations estimated from GRBM_GUI_ACTIVE where timestamps were unusable: said.
+    let estimated = base
+        .iter()
+        .filter(|d| !matches!((d.start_ns, d.end_ns), (Some(s), Some(e)) if e > s))
+        .filter(|d| metrics::grbm_duration_ns(d, &model).is_some())
+        .count();
+    if estimated > 0 {
+        let label = sources
+            .iter()
+            .find(|s| s.launches > 0)
+            .map(|s| s.path.clone())
+            .unwrap_or_default();
+        sources.extra(
+            &label,
+            "durations".into(),
+            format!(
+                "{estimated} dispatch duration(s) estimated from GRBM_GUI_ACTIVE cycles at SCLK: their timestamps are unusable (End_Timestamp not after Start_Timestamp; rounded?)"
+            ),
+        );
+    }
 
     let mut tl = None;
     if timeline && trace_based {

@@ -80,11 +80,12 @@ fn row_budget(size: u64) -> u64 {
 /// calls must be harmless (`trusted_schema` off), recursive CTEs are
 /// refused when a statement is prepared, strings and blobs are capped at
 /// 16 MiB, temporary tables stay in memory, and a progress handler stops
-/// any query past the time budget ([`crate::budget::SQLITE_SECONDS`]) or
-/// the memory budget ([`crate::budget::SQLITE_TEMP_MB`]); the rows read
-/// are capped relative to the file's size.
+/// any query past the work budget ([`crate::budget::SQLITE_MSTEPS`]), the
+/// time budget ([`crate::budget::SQLITE_SECONDS`]) or the memory budget
+/// ([`crate::budget::SQLITE_TEMP_MB`]); the rows read are capped relative
+/// to the file's size.
 fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile>, IngestError> {
-    use crate::budget::{SQLITE_SECONDS, SQLITE_TEMP_MB};
+    use crate::budget::{SQLITE_MSTEPS, SQLITE_SECONDS, SQLITE_TEMP_MB};
     use rusqlite::hooks::{AuthAction, Authorization};
     let setup = |e| sql_error(label, "cannot set up SQLite", &e);
     for (pragma, value) in [
@@ -110,6 +111,12 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
         .saturating_mul(1 << 20)
         .max(size.saturating_mul(4));
     let started = std::time::Instant::now();
+    // The handler runs every 10,000 steps.
+    let max_calls = SQLITE_MSTEPS
+        .get()
+        .saturating_mul(100)
+        .max(size.saturating_mul(256) / 10_000);
+    let mut calls = 0u64;
     // SAFETY: sqlite3_memory_used only reads SQLite's allocation counter.
     let base = unsafe { rusqlite::ffi::sqlite3_memory_used() }.max(0) as u64;
     TRIPPED.with(|t| t.set(None));
@@ -119,7 +126,14 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
         Some(move || {
             // SAFETY: as above.
             let used = unsafe { rusqlite::ffi::sqlite3_memory_used() }.max(0) as u64;
-            let why = if started.elapsed().as_secs() >= seconds {
+            calls += 1;
+            let why = if calls > max_calls {
+                Some(format!(
+                    "SQLite work budget: its queries took more than {} million steps for a {size}-byte database (a view computing rows, not reading them?); {}",
+                    max_calls / 100,
+                    SQLITE_MSTEPS.how_to_raise()
+                ))
+            } else if started.elapsed().as_secs() >= seconds {
                 Some(format!(
                     "SQLite time budget: its queries ran past {seconds} s; {}",
                     SQLITE_SECONDS.how_to_raise()

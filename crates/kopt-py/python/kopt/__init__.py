@@ -25,7 +25,15 @@ from ._kopt import (
     __version__,
 )
 from ._analysis import Analysis, Kernel, Recommendation, Timeline
-from ._api import analyze, bench, compare, history, measure_defaults, trace
+from ._api import (
+    TracerMissingWarning,
+    analyze,
+    bench,
+    compare,
+    history,
+    measure_defaults,
+    trace,
+)
 
 # The rest loads on first use (PEP 562): `import kopt` stays cheap.
 _LAZY = {
@@ -71,6 +79,7 @@ __all__ = [
     "Recommendation",
     "TensorResult",
     "Timeline",
+    "TracerMissingWarning",
     "TuneResult",
     "ToolMissing",
     "UsageError",

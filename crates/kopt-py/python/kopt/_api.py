@@ -27,6 +27,27 @@ def tracer_path() -> Optional[str]:
     return bundled if os.path.isfile(bundled) else None
 
 
+class TracerMissingWarning(RuntimeWarning):
+    """kopt's tracer library is not installed: timing falls back to ncu and
+    the report has no timeline."""
+
+
+def warn_tracer_missing(what: str) -> None:
+    """Say loudly (a warning, on stderr by default) that ``what`` times
+    every launch with ncu because the tracer library is missing."""
+    import warnings
+
+    warnings.warn(
+        f"kopt: {what}: kopt's tracer library (libkopt_tracer.so) is not inside "
+        "this kopt package and KOPT_TRACER is not set: every launch is timed with "
+        "ncu instead, and the report has no timeline (launch overhead, gaps, "
+        "graph-capture prediction). Reinstall kopt from a wheel that carries it "
+        "(pip install crates/kopt-py builds one) or set KOPT_TRACER=/path/libkopt_tracer.so.",
+        TracerMissingWarning,
+        stacklevel=3,
+    )
+
+
 # The measuring keywords bench and tune share; the engine takes them as one
 # dict (its Measurement), so each signature lists them once for users and
 # hands them on with measure_kwargs(locals()). Each defaults to None: the
@@ -235,14 +256,26 @@ def compare(
     *,
     tf32: bool = False,
     db: Optional[PathLike] = None,
+    atol: Optional[float] = None,
+    rtol: Optional[float] = None,
+    allow_dtype_change: bool = False,
 ) -> CompareResult:
     """The correctness gate on two ``.npy`` / ``.safetensors`` files: tensors
-    paired by name, relative L2 error against a dtype-aware tolerance,
-    NaN/Inf and shape checks."""
+    paired by name, relative L2 error against a dtype-aware tolerance and
+    every element within ``atol + rtol*|reference|`` (torch.allclose's rule,
+    by dtype unless given), NaN/Inf and shape checks; a changed dtype fails
+    unless ``allow_dtype_change``."""
     from ._results import CompareResult
 
     return CompareResult(
         _kopt.compare(
-            os.fspath(reference), os.fspath(candidate), tol=tol, tf32=tf32, db=_opt_path(db)
+            os.fspath(reference),
+            os.fspath(candidate),
+            tol=tol,
+            tf32=tf32,
+            db=_opt_path(db),
+            atol=atol,
+            rtol=rtol,
+            allow_dtype_change=allow_dtype_change,
         )
     )

@@ -102,6 +102,9 @@ def compare(
     tol: Optional[float] = None,
     tf32: bool = False,
     db: Optional[str] = None,
+    atol: Optional[float] = None,
+    rtol: Optional[float] = None,
+    allow_dtype_change: bool = False,
 ) -> str: ...
 def render(kind: str, report_json: str, format_name: str, *, width: Optional[int] = None) -> str: ...
 def create_run_dir(runs_dir: Optional[str] = None) -> str: ...

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from . import _kopt
 from ._analysis import Analysis
-from ._api import tracer_path
+from ._api import tracer_path, warn_tracer_missing
 
 if TYPE_CHECKING:
     from typing import Optional, Union
@@ -64,6 +64,9 @@ def profile_module(
         raise _kopt.UsageError("script_content is empty")
     if steps < 1 or warmup < 0:
         raise _kopt.UsageError("steps must be at least 1 and warmup at least 0")
+    tracer = tracer_path()
+    if tracer is None and timing_pass == "tracer":
+        warn_tracer_missing("profile_module")
     run_dir = _kopt.create_run_dir(None if runs_dir is None else os.fspath(runs_dir))
     argv = _kopt.prepare_script(
         run_dir, script_content, module_name, sys.executable, warmup, steps, record_ops=ops
@@ -79,7 +82,7 @@ def profile_module(
             deep_top=3 if deep else None,
             timing_pass=timing_pass,
             quiet=quiet,
-            tracer=tracer_path(),
+            tracer=tracer,
             ncu=None if ncu is None else os.fspath(ncu),
             run_dir=run_dir,
             db=None if db is None else os.fspath(db),

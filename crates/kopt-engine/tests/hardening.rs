@@ -1,6 +1,6 @@
-//! `--timeout 1e300` and `--max-time 1e19` panicked in
-//! `Duration::from_secs_f64` in every command that takes them (#27): they
-//! are usage errors now, and time budgets never panic.
+//! Hostile input to the engine's validators (#27): `--timeout 1e300` and
+//! `--max-time 1e19` panicked in `Duration::from_secs_f64`; a 40k-term tune
+//! constraint overflowed the stack.
 
 use kopt_engine::bench::Measurement;
 use kopt_engine::profile::{secs, timeout_from_secs, MAX_SECONDS};
@@ -42,4 +42,24 @@ fn seconds_saturate() {
     assert_eq!(secs(f64::NAN), std::time::Duration::ZERO);
     assert_eq!(secs(-1.0), std::time::Duration::ZERO);
     assert_eq!(secs(1.5), std::time::Duration::from_millis(1500));
+}
+
+#[test]
+fn a_40k_term_constraint_is_refused_not_a_stack_overflow() {
+    use kopt_engine::tune::space::Expr;
+    let long = vec!["B"; 40_000].join(" + ") + " > 0";
+    let run = std::thread::Builder::new()
+        // The stack of a Python thread is about this size.
+        .stack_size(2 << 20)
+        .spawn(move || Expr::parse(&long, &["B"]).map(|_| ()))
+        .unwrap();
+    match run.join().unwrap() {
+        Err(Error::Usage(m)) => assert!(m.contains("tokens; a constraint has at most"), "{m:.200}"),
+        other => panic!("{other:?}"),
+    }
+    // A long but reasonable one still parses and evaluates.
+    let ok = vec!["B"; 200].join(" + ") + " > 0";
+    let e = Expr::parse(&ok, &["B"]).unwrap();
+    let point = [("B".to_string(), "2".to_string())].into_iter().collect();
+    assert!(e.eval(&point).is_ok());
 }
