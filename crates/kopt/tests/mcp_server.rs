@@ -502,3 +502,18 @@ fn a_call_is_stopped_when_its_budget_is_spent() {
     }
     s.close(Duration::from_secs(5));
 }
+
+#[test]
+fn an_oversized_message_is_skipped_whole() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"{}\"}}",
+        "a".repeat(17 << 20)
+    );
+    s.send_raw(&huge);
+    let r = s.reply();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    s.ping_ok(2);
+    s.close(Duration::from_secs(5));
+}
