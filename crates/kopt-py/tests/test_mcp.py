@@ -128,7 +128,9 @@ def _alive(pid: int) -> bool:
     return ") Z " not in stat
 
 
-def test_profile_resource_then_cancel_kills_the_workload(tmp_path, fake_ncu):
+def test_profile_resource_then_cancel_kills_the_workload(tmp_path, fake_ncu, monkeypatch):
+    ncu_log = tmp_path / "ncu-args.log"
+    monkeypatch.setenv("FAKE_NCU_ARGS_LOG", str(ncu_log))
     work = tmp_path / "work.sh"
     work.write_text('echo $$ > "$(dirname "$0")/pid"\nexec sleep "$(cat "$(dirname "$0")/duration")"\n')
     (tmp_path / "duration").write_text("0")
@@ -163,6 +165,7 @@ def test_profile_resource_then_cancel_kills_the_workload(tmp_path, fake_ncu):
         # the workload, the client gives up; the workload must be gone.
         pid_file.unlink()
         (tmp_path / "duration").write_text("60")
+        ncu_runs = len(ncu_log.read_text().splitlines())
         with anyio.move_on_after(30) as scope:
             async with anyio.create_task_group() as tg:
 
@@ -174,6 +177,8 @@ def test_profile_resource_then_cancel_kills_the_workload(tmp_path, fake_ncu):
                     await anyio.sleep(0.05)
                 pid = int(pid_file.read_text())
                 assert _alive(pid)
+                # ncu started it (no timing run first: the history priced it).
+                assert len(ncu_log.read_text().splitlines()) == ncu_runs + 1
                 tg.cancel_scope.cancel()
         assert not scope.cancelled_caught, "the workload never started"
         deadline = time.monotonic() + 10

@@ -16,13 +16,16 @@ pub mod schema;
 mod tools;
 
 use std::collections::HashMap;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+/// Longest message read; a longer line is skipped with a parse error.
+const MAX_LINE: u64 = 16 << 20;
 
 /// Revisions of the `initialize` handshake this server speaks, oldest first.
 const PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
@@ -94,8 +97,24 @@ pub fn serve(mut input: impl BufRead, out: Out, config: Config) -> std::io::Resu
     let mut line = Vec::new();
     loop {
         line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
+        if (&mut input).take(MAX_LINE).read_until(b'\n', &mut line)? == 0 {
             break;
+        }
+        if line.len() as u64 == MAX_LINE && line.last() != Some(&b'\n') {
+            // Skip the rest of the line: one message is not worth the memory.
+            let mut rest = Vec::new();
+            while (&mut input).take(MAX_LINE).read_until(b'\n', &mut rest)? > 0 {
+                if rest.last() == Some(&b'\n') {
+                    break;
+                }
+                rest.clear();
+            }
+            out.error(
+                &Value::Null,
+                PARSE_ERROR,
+                "parse error: a message longer than 16 MiB",
+            );
+            continue;
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim();
