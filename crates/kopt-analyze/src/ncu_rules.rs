@@ -5,9 +5,7 @@
 //! "L2 Compression") and for small grids ("HighPipeUtilization" before
 //! "LaunchConfiguration"). kopt reports where the two differ and why.
 
-use kopt_model::{BottleneckClass, NcuDisagreement, NcuRule};
-
-use crate::rollup::KernelGroup;
+use kopt_model::{BottleneckClass, KernelLaunch, KernelVerdict, NcuDisagreement, NcuRule};
 
 /// The class an ncu rule points at.
 pub fn rule_class(rule: &NcuRule) -> BottleneckClass {
@@ -35,9 +33,8 @@ pub fn rule_class(rule: &NcuRule) -> BottleneckClass {
 }
 
 /// ncu's top OPT rule by estimated speedup over the kernel's launches.
-pub fn top_rule<'a>(group: &'a KernelGroup) -> Option<&'a NcuRule> {
-    group
-        .launches
+pub fn top_rule<'a>(launches: &[&'a KernelLaunch]) -> Option<&'a NcuRule> {
+    launches
         .iter()
         .flat_map(|l| l.ncu_rules.iter())
         .filter(|r| r.kind == "OPT" && r.estimated_speedup_pct.is_some())
@@ -48,10 +45,12 @@ pub fn top_rule<'a>(group: &'a KernelGroup) -> Option<&'a NcuRule> {
         })
 }
 
-pub fn disagreement(group: &KernelGroup) -> Option<NcuDisagreement> {
-    let rule = top_rule(group)?;
+/// Where ncu's top rule names another class than kopt's verdict on the same
+/// launches: the rule and why kopt differs. Takes the launches and the
+/// verdict, not the roll-up's group, so this module does not import it back.
+pub fn disagreement(launches: &[&KernelLaunch], v: &KernelVerdict) -> Option<NcuDisagreement> {
+    let rule = top_rule(launches)?;
     let ncu_class = rule_class(rule);
-    let v = &group.verdict;
     let kopt = v.bottleneck.class;
     if kopt == BottleneckClass::Unknown {
         return None;

@@ -255,7 +255,7 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         tiny: false,
     };
     group.tiny = group.representative_verdict.tiny;
-    group.verdict.ncu_disagreement = disagreement(&group);
+    group.verdict.ncu_disagreement = disagreement(&group.launches, &group.verdict);
     group
 }
 
