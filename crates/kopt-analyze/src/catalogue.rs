@@ -312,11 +312,17 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
         ),
         C::Divergence => {
             let lanes = crate::rules::active_lanes(m).unwrap_or(32.0);
+            let block = m
+                .block_size
+                .filter(|b| *b > 0.0 && b % 32.0 != 0.0)
+                .map_or(String::new(), |b| {
+                    format!(" The block size ({b:.0}) is not a multiple of 32: round it up first, so no warp starts with idle lanes.")
+                });
             push(
                 "regroup_divergent_work",
                 v.root_cause.clone(),
                 format!(
-                    "{lanes:.0} of 32 lanes active: regroup work so a warp takes one path. Sort or bin the work items by the branch they take (one warp per case), make the condition warp-uniform (branch on warp index, not lane), turn short branches into selects, and move rare heavy paths into a second pass over a compacted list. Gain: up to the useful/issued lane ratio ({:.0}x fewer instructions).",
+                    "{lanes:.0} of 32 lanes active: regroup work so a warp takes one path. Sort or bin the work items by the branch they take (one warp per case), make the condition warp-uniform (branch on warp index, not lane), turn short branches into selects, and move rare heavy paths into a second pass over a compacted list.{block} Gain: up to the useful/issued lane ratio ({:.0}x fewer instructions).",
                     32.0 / lanes.max(1.0)
                 ),
                 recoverable,

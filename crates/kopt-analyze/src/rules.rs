@@ -762,9 +762,12 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
 
     // 1b. A partial last wave: most SMs idle while the last blocks run.
     let wave = last_wave(s.waves);
-    if let Some((w, fill, idle)) =
-        wave.filter(|(_, _, idle)| *idle >= PARTIAL_WAVE_PRIMARY && hottest < THROUGHPUT_BOUND_PCT)
-    {
+    // A memory-bound kernel's last wave can still fill the memory system:
+    // the idle-SM model holds where the SMs, not DRAM, set the pace.
+    let sm_paced = s.m < LATENCY_BOUND_PCT || s.c >= s.m;
+    if let Some((w, fill, idle)) = wave.filter(|(_, _, idle)| {
+        *idle >= PARTIAL_WAVE_PRIMARY && hottest < THROUGHPUT_BOUND_PCT && sm_paced
+    }) {
         // Few resident blocks per SM make each wave coarse: say what limits them.
         if let Some(o) = m
             .occupancy_theoretical_pct
@@ -937,11 +940,16 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             .map_or(String::new(), |b| {
                 format!(", {b:.0} divergent branch targets")
             });
+        // Blocks of fewer than 32 threads idle lanes without any branch.
+        let what = match m.block_size.filter(|b| *b < 32.0) {
+            Some(b) => format!("Partial warps (blocks of {b:.0} threads)"),
+            None => "Thread divergence".to_string(),
+        };
         return verdict(
             BottleneckClass::Divergence,
             busiest_pipe.filter(|(_, p)| *p > 0.0),
             format!(
-                "Thread divergence: {l:.1} of 32 lanes active per instruction{branches}; the SM issues {:.0}x the instructions the useful work needs (SM {}, busiest pipe {})",
+                "{what}: {l:.1} of 32 lanes active per instruction{branches}; the SM issues {:.0}x the instructions the useful work needs (SM {}, busiest pipe {})",
                 32.0 / l,
                 pct(s.c),
                 busiest_pipe.map_or("?".into(), |(u, p)| format!("{} {}", unit_label(u), pct(p)))
@@ -1386,6 +1394,18 @@ mod tests {
         fed.memory_pct = Some(45.0);
         let r = classify(&fed).recoverable.unwrap();
         assert!((r - 0.5).abs() < 1e-3, "{r}");
+        // Blocks of 16 threads: the same lanes idle, named for what they are.
+        let mut half = m.clone();
+        half.active_threads_per_inst = Some(16.0);
+        half.block_size = Some(16.0);
+        let v = classify(&half);
+        assert_eq!(v.bottleneck.class, BottleneckClass::Divergence);
+        assert!(
+            v.root_cause
+                .starts_with("Partial warps (blocks of 16 threads)"),
+            "{}",
+            v.root_cause
+        );
         // 20 of 32 lanes: a finding, not the cause.
         m.active_threads_per_inst = Some(20.0);
         let v = classify(&m);
