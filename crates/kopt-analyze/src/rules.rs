@@ -479,8 +479,9 @@ pub fn atomics(m: &Metrics) -> Option<Atomics> {
 
 /// The XU pipe's utilisation where no XU counter was collected (the details
 /// page: ncu's pipe rule leaves XU out): ncu's "SM Busy" is high while no
-/// named pipe explains it, warps wait on the MIO queue that feeds XU, and
-/// shared memory (the queue's other user) is idle.
+/// named pipe explains it, warps wait on the MIO queue that feeds XU (or on
+/// a throttled math pipe that is none of the named ones), and shared memory
+/// (the queue's other user) is idle.
 pub fn xu_inferred(m: &Metrics) -> Option<f64> {
     if m.xu_pct.is_some() {
         return None;
@@ -489,7 +490,10 @@ pub fn xu_inferred(m: &Metrics) -> Option<f64> {
     let named = pipes(m).first().map_or(0.0, |(_, p)| *p);
     let (r, _, share) = top_stall(m)?;
     (named < 0.6 * busy
-        && matches!(r, StallReason::MioThrottle | StallReason::ShortScoreboard)
+        && matches!(
+            r,
+            StallReason::MioThrottle | StallReason::ShortScoreboard | StallReason::MathPipeThrottle
+        )
         && share >= 40.0
         && m.l1_pct.unwrap_or(0.0) < 20.0)
         .then_some(busy)
