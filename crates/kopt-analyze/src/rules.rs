@@ -994,9 +994,6 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         let l2 = m
             .l2_pct
             .map_or(String::new(), |p| format!(", L2 {} busy", pct(p)));
-        let stall = top_stall(m).map_or(String::new(), |(r, _, share)| {
-            format!("; warps mostly {} ({} of stalls)", r.meaning(), pct(share))
-        });
         let mut counts: Vec<String> = [
             (a.l1_accesses, "global atomic requests"),
             (a.l2_sectors, "L2 atomic sectors"),
@@ -1013,7 +1010,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             BottleneckClass::Atomics,
             memory_unit(m).filter(|(_, p)| *p > 0.0),
             format!(
-                "Atomics: {} of the kernel's memory traffic is atomic ({}){l2}{stall}; many threads on few addresses serialise in L2 without using its bandwidth",
+                "Atomics: {} of the kernel's memory traffic is atomic ({}){l2}; many threads on few addresses serialise in L2 without using its bandwidth",
                 pct(a.share_pct),
                 counts.join(", ")
             ),
