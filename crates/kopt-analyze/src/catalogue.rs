@@ -69,6 +69,30 @@ pub const CATALOGUE: &[Strategy] = &[
         source: "rebalancing a pipeline: warp assignment, warp specialization",
     },
     Strategy {
+        id: "regroup_divergent_work",
+        title: "Regroup work so each warp takes one path",
+        triggered_by: &[C::Divergence],
+        source: "thread divergence: sort or bin work items by branch, warp-uniform conditions, predication of short branches; ncu's ThreadDivergence rule",
+    },
+    Strategy {
+        id: "privatise_atomics",
+        title: "Privatise the atomics: per-warp or per-block partials, then reduce",
+        triggered_by: &[C::Atomics],
+        source: "histogram and reduction privatisation: warp-aggregated atomics, shared-memory partials, one global atomic per block",
+    },
+    Strategy {
+        id: "whole_waves",
+        title: "Size the grid to whole waves",
+        triggered_by: &[C::PartialWave],
+        source: "wave quantisation: grid = SMs x resident blocks per SM (or a multiple), a persistent grid-stride loop, or smaller blocks; ncu's LaunchConfiguration rule",
+    },
+    Strategy {
+        id: "cut_transcendentals",
+        title: "Fewer transcendental operations, or cheaper variants",
+        triggered_by: &[C::Compute],
+        source: "special-function unit: hoist or tabulate sin/exp/log, fast-math intrinsics (__expf, __sinf, -use_fast_math), algebraic rewrites (exp(a)*exp(b) = exp(a+b)), FMA polynomials instead of XU",
+    },
+    Strategy {
         id: "cut_local_memory",
         title: "Keep per-thread data in registers (cut local-memory traffic)",
         triggered_by: &[C::Memory, C::Latency],
@@ -111,6 +135,9 @@ pub const CATALOGUE: &[Strategy] = &[
             C::SmallGrid,
             C::Sync,
             C::Balanced,
+            C::Divergence,
+            C::Atomics,
+            C::PartialWave,
         ],
         source: "library kernels: aligned shapes, bf16/TF32, channels_last, cudnn.benchmark, fused ops and torch.compile, graph capture",
     },
@@ -277,7 +304,52 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
         C::Sync => push(
             "reduce_synchronisation",
             v.root_cause.clone(),
-            "Remove barriers that guard nothing, split producer and consumer warps (warp specialization) with asynchronous copies and mbarriers, and double-buffer so loads overlap compute.".into(),
+            format!(
+                "Fewer block-wide barriers: do more work between two __syncthreads() (several steps per barrier, double-buffered shared tiles), use warp-level sync where only a warp shares data (__syncwarp, shuffles, cooperative_groups tiles), and let more blocks share an SM ({} resident per SM now) so one block's wait is another's issue slot; for pipelines, split producer and consumer warps with asynchronous copies and mbarriers.",
+                crate::rules::blocks_per_sm(m).map_or("?".into(), |b| format!("{b:.0}"))
+            ),
+            recoverable,
+        ),
+        C::Divergence => {
+            let lanes = crate::rules::active_lanes(m).unwrap_or(32.0);
+            let block = m
+                .block_size
+                .filter(|b| *b > 0.0 && b % 32.0 != 0.0)
+                .map_or(String::new(), |b| {
+                    format!(" The block size ({b:.0}) is not a multiple of 32: round it up first, so no warp starts with idle lanes.")
+                });
+            push(
+                "regroup_divergent_work",
+                v.root_cause.clone(),
+                format!(
+                    "{lanes:.0} of 32 lanes active: regroup work so a warp takes one path. Sort or bin the work items by the branch they take (one warp per case), make the condition warp-uniform (branch on warp index, not lane), turn short branches into selects, and move rare heavy paths into a second pass over a compacted list.{block} Gain: up to the useful/issued lane ratio ({:.0}x fewer instructions).",
+                    32.0 / lanes.max(1.0)
+                ),
+                recoverable,
+            );
+        }
+        C::Atomics => push(
+            "privatise_atomics",
+            v.root_cause.clone(),
+            "Privatise: accumulate per warp (__reduce_add_sync / shuffles, or warp-aggregated atomics) or per block in shared memory, then one global atomic (or a second reduction kernel) per block; spread hot counters over several copies and sum them at the end. Atomics on a few addresses serialise in L2 however many threads issue them.".into(),
+            recoverable,
+        ),
+        C::PartialWave => {
+            let per_sm = crate::rules::blocks_per_sm(m);
+            let wave = per_sm.map_or(String::new(), |b| format!(" ({:.0} blocks here: {sms:.0} SMs x {b:.0} per SM)", sms * b));
+            push(
+                "whole_waves",
+                v.root_cause.clone(),
+                format!(
+                    "Size the grid to whole waves{wave}: split the work into a multiple of one wave, run a persistent grid-stride loop over exactly one wave, or use smaller blocks so more fit per SM and the last wave's remainder shrinks."
+                ),
+                recoverable,
+            );
+        }
+        C::Compute if v.bottleneck.unit == Some(HotUnit::Xu) => push(
+            "cut_transcendentals",
+            v.root_cause.clone(),
+            "The special-function unit (XU) does sin, cos, exp2, log2, rsqrt, rcp and type conversions at 16 lanes per clock per SM (1/8 of FMA): call fewer of them (hoist out of loops, tabulate, combine exp(a)*exp(b) into exp(a+b)), use the fast-math variants where accuracy allows (__expf, __sinf, __fdividef, -use_fast_math), or evaluate a short FMA polynomial instead.".into(),
             recoverable,
         ),
         C::Latency => {

@@ -5,9 +5,7 @@
 //! "L2 Compression") and for small grids ("HighPipeUtilization" before
 //! "LaunchConfiguration"). kopt reports where the two differ and why.
 
-use kopt_model::{BottleneckClass, NcuDisagreement, NcuRule};
-
-use crate::rollup::KernelGroup;
+use kopt_model::{BottleneckClass, KernelLaunch, KernelVerdict, NcuDisagreement, NcuRule};
 
 /// The class an ncu rule points at.
 pub fn rule_class(rule: &NcuRule) -> BottleneckClass {
@@ -18,12 +16,15 @@ pub fn rule_class(rule: &NcuRule) -> BottleneckClass {
         {
             BottleneckClass::SmallGrid
         }
+        "LaunchConfiguration" if d.contains("partial wave") => BottleneckClass::PartialWave,
         "LaunchConfiguration" => BottleneckClass::SmallGrid,
+        "ThreadDivergence" => BottleneckClass::Divergence,
+        "CPIStall" if d.contains("barrier") => BottleneckClass::Sync,
         "TheoreticalOccupancy" | "AchievedOccupancy" => BottleneckClass::Occupancy,
         "SharedMemoryConflicts" | "UncoalescedSharedAccess" => BottleneckClass::BankConflict,
         "UncoalescedGlobalAccess" | "MemoryCacheAccessPattern" => BottleneckClass::Uncoalesced,
         "HighPipeUtilization" if d.contains("under-utilized") => BottleneckClass::Latency,
-        "HighPipeUtilization" | "FPInstructions" | "ThreadDivergence" => BottleneckClass::Compute,
+        "HighPipeUtilization" | "FPInstructions" => BottleneckClass::Compute,
         "MemoryL2Compression" | "SOLBottleneck" if d.contains("Memory is more heavily") => {
             BottleneckClass::Memory
         }
@@ -35,9 +36,8 @@ pub fn rule_class(rule: &NcuRule) -> BottleneckClass {
 }
 
 /// ncu's top OPT rule by estimated speedup over the kernel's launches.
-pub fn top_rule<'a>(group: &'a KernelGroup) -> Option<&'a NcuRule> {
-    group
-        .launches
+pub fn top_rule<'a>(launches: &[&'a KernelLaunch]) -> Option<&'a NcuRule> {
+    launches
         .iter()
         .flat_map(|l| l.ncu_rules.iter())
         .filter(|r| r.kind == "OPT" && r.estimated_speedup_pct.is_some())
@@ -48,10 +48,12 @@ pub fn top_rule<'a>(group: &'a KernelGroup) -> Option<&'a NcuRule> {
         })
 }
 
-pub fn disagreement(group: &KernelGroup) -> Option<NcuDisagreement> {
-    let rule = top_rule(group)?;
+/// Where ncu's top rule names another class than kopt's verdict on the same
+/// launches: the rule and why kopt differs. Takes the launches and the
+/// verdict, not the roll-up's group, so this module does not import it back.
+pub fn disagreement(launches: &[&KernelLaunch], v: &KernelVerdict) -> Option<NcuDisagreement> {
+    let rule = top_rule(launches)?;
     let ncu_class = rule_class(rule);
-    let v = &group.verdict;
     let kopt = v.bottleneck.class;
     if kopt == BottleneckClass::Unknown {
         return None;
@@ -76,6 +78,10 @@ pub fn disagreement(group: &KernelGroup) -> Option<NcuDisagreement> {
             BottleneckClass::Uncoalesced => "most sectors the kernel moves are wasted: fix the access pattern first, every other memory figure improves with it".to_string(),
             BottleneckClass::BankConflict => "shared-memory bank conflicts serialise the L1/shared pipe, which is the busiest unit; DRAM is far from its peak".to_string(),
             BottleneckClass::Occupancy => "too few warps are resident to hide latency; the occupancy limiter is the root cause of the stalls ncu ranks".to_string(),
+            BottleneckClass::Divergence => "most lanes of each issued instruction are idle: pipe utilisation counts issued instructions, the useful work is a fraction of it".to_string(),
+            BottleneckClass::Atomics => "the warps wait on atomics or reductions that serialise in L2; the pipes and bandwidth look idle because the atomic unit works one address at a time".to_string(),
+            BottleneckClass::Sync => "warps spend most stall cycles at barriers; the SM throughput figure is not work on a pipe".to_string(),
+            BottleneckClass::PartialWave => "the last wave of blocks runs on a few SMs while the rest idle; ncu's occupancy and imbalance rules describe the same launch shape".to_string(),
             _ => format!(
                 "kopt ranks by the limiting unit (SM {:.0}%, memory {:.0}%); ncu's rule estimates are independent upper bounds",
                 v.compute_sol_pct.unwrap_or(0.0),

@@ -244,6 +244,7 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         ops: Vec::new(),
         library: crate::library::classify(name),
         covered_by: None,
+        evidence: crate::rules::evidence(&rep.metrics),
     };
     let mut group = KernelGroup {
         verdict,
@@ -255,7 +256,7 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
         tiny: false,
     };
     group.tiny = group.representative_verdict.tiny;
-    group.verdict.ncu_disagreement = disagreement(&group);
+    group.verdict.ncu_disagreement = disagreement(&group.launches, &group.verdict);
     group
 }
 

@@ -27,6 +27,29 @@ pub const TINY_KERNEL_NS: f64 = 10_000.0;
 /// of "time after the fix" use it as the attainable ceiling.
 pub const ATTAINABLE_PCT: f64 = 90.0;
 
+/// Active lanes per warp instruction at or below this: divergence is the
+/// cause (at most half the lanes do work; ncu's ThreadDivergence rule).
+pub const DIVERGENCE_PRIMARY_LANES: f64 = 16.0;
+/// ... and below this a finding.
+pub const DIVERGENCE_FINDING_LANES: f64 = 24.0;
+/// Barrier + membar stalls from this share of all stall cycles make
+/// synchronisation the cause, whatever the SM throughput says.
+pub const SYNC_PRIMARY_SHARE_PCT: f64 = 40.0;
+/// ... and from this share a finding.
+pub const SYNC_FINDING_SHARE_PCT: f64 = 20.0;
+/// Atomic L2 sectors from this share of global traffic make atomics the cause.
+pub const ATOMICS_PRIMARY_PCT: f64 = 50.0;
+/// ... and from this share a finding.
+pub const ATOMICS_FINDING_PCT: f64 = 10.0;
+/// The XU (special-function) pipe from this utilisation, the busiest pipe:
+/// the transcendental math is the cause.
+pub const XU_PRIMARY_PCT: f64 = 50.0;
+/// A partial last wave that idles this share of the kernel's SM time or
+/// more is the cause (e.g. 133 blocks on 132 SMs at 1 block/SM: 50%).
+pub const PARTIAL_WAVE_PRIMARY: f64 = 0.25;
+/// ... and from this share a finding.
+pub const PARTIAL_WAVE_FINDING: f64 = 0.10;
+
 /// Local-memory sectors from this share of all L1 global + local sectors
 /// make register spills / local arrays the primary cause.
 pub const LOCAL_PRIMARY_PCT: f64 = 20.0;
@@ -197,16 +220,7 @@ impl Signals {
             .unwrap_or(0.0);
         // ncu prints waves rounded to 0.01; recompute from the grid and the
         // occupancy limits where they are known.
-        let blocks_per_sm = [
-            m.occupancy_limit_blocks,
-            m.occupancy_limit_registers,
-            m.occupancy_limit_shared_mem,
-            m.occupancy_limit_warps,
-        ]
-        .into_iter()
-        .flatten()
-        .reduce(f64::min);
-        let exact = match (m.grid_size, m.sm_count, blocks_per_sm) {
+        let exact = match (m.grid_size, m.sm_count, blocks_per_sm(m)) {
             (Some(g), Some(sms), Some(b)) if sms > 0.0 && b > 0.0 => Some(g / (sms * b)),
             _ => None,
         };
@@ -232,8 +246,25 @@ pub fn conflict_pct(m: &Metrics) -> Option<f64> {
     let counted = (wavefronts > 0.0).then(|| 100.0 * conflicts / wavefronts);
     match (counted, m.shared_conflict_pct_from_rule) {
         (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
+        (a, b) => a.or(b).or_else(|| conflict_pct_from_banks(m)),
     }
+}
+
+/// L1 data-pipe wavefronts from this utilisation, with the data banks
+/// doing at most a quarter of it: each wavefront touches a few banks.
+const BANK_ESTIMATE_WAVEFRONTS_PCT: f64 = 60.0;
+
+/// Without conflict counters (ncu's basic set): when the L1 data pipe is
+/// busy with wavefronts while its banks do a small share of that work and
+/// L2/DRAM are quiet (the traffic stays inside the SM), the wavefronts are
+/// replays of conflicting shared accesses: 1 - banks / wavefronts.
+pub fn conflict_pct_from_banks(m: &Metrics) -> Option<f64> {
+    let wf = m
+        .l1_wavefronts_pct
+        .filter(|w| *w >= BANK_ESTIMATE_WAVEFRONTS_PCT)?;
+    let banks = m.l1_bank_reads_pct? + m.l1_bank_writes_pct.unwrap_or(0.0);
+    let outside = m.l2_pct.unwrap_or(0.0).max(m.dram_pct.unwrap_or(0.0));
+    (banks <= 0.25 * wf && outside < 30.0).then(|| 100.0 * (1.0 - banks / wf))
 }
 
 /// Sectors moved beyond what the threads asked for, as a share of all global sectors.
@@ -244,6 +275,31 @@ pub fn excess_sector_pct(m: &Metrics) -> Option<f64> {
     let counted = (moved > 0.0 && m.global_ld_bytes_requested.is_some())
         .then(|| (100.0 * (1.0 - requested / moved)).clamp(0.0, 100.0));
     counted.or(m.uncoalesced_excess_pct_from_rule)
+}
+
+/// Resident blocks per SM: the smallest of the occupancy limits.
+pub fn blocks_per_sm(m: &Metrics) -> Option<f64> {
+    [
+        m.occupancy_limit_blocks,
+        m.occupancy_limit_registers,
+        m.occupancy_limit_shared_mem,
+        m.occupancy_limit_warps,
+    ]
+    .into_iter()
+    .flatten()
+    .reduce(f64::min)
+}
+
+/// Without an L1 throughput counter (a capture of a few metrics), the busy
+/// memory unit is the shared/L1 pipe when most shared wavefronts are
+/// conflicts and memory throughput is well above what DRAM and L2 show
+/// (or they were not collected either) (#23).
+fn shared_is_busiest_without_l1(m: &Metrics, s: &Signals) -> bool {
+    if m.l1_pct.is_some() || s.conflict_pct.is_none_or(|c| c < 50.0) || s.m < 40.0 {
+        return false;
+    }
+    let others = m.dram_pct.unwrap_or(0.0).max(m.l2_pct.unwrap_or(0.0));
+    s.m >= others + LEANING_DIFF_PCT
 }
 
 /// The occupancy limiter: the launch__occupancy_limit_* with the fewest blocks.
@@ -281,6 +337,8 @@ fn compute_unit(m: &Metrics) -> Option<(HotUnit, f64)> {
         (HotUnit::Fp32, m.fma_pct),
         (HotUnit::Alu, m.alu_pct),
         (HotUnit::Fp64, m.fp64_pct),
+        (HotUnit::Xu, m.xu_pct),
+        (HotUnit::Lsu, m.lsu_pct),
     ]
     .into_iter()
     .filter_map(|(u, v)| Some((u, v?)))
@@ -290,13 +348,215 @@ fn compute_unit(m: &Metrics) -> Option<(HotUnit, f64)> {
 
 /// The stall reason with the most cycles per issued instruction, and its share.
 pub fn top_stall(m: &Metrics) -> Option<(StallReason, f64, f64)> {
-    let total: f64 = m.stalls.iter().map(|(_, v)| v).sum();
+    let total = stall_total(m);
     let (r, v) = m
         .stalls
         .iter()
         .filter(|(r, _)| *r != StallReason::NotSelected)
         .max_by(|a, b| a.1.total_cmp(&b.1))?;
     (total > 0.0).then(|| (*r, *v, 100.0 * v / total))
+}
+
+/// Lanes doing work per executed warp instruction (1..=32), where counted.
+pub fn active_lanes(m: &Metrics) -> Option<f64> {
+    m.active_threads_per_inst
+        .filter(|l| *l > 0.0)
+        .map(|l| l.min(32.0))
+}
+
+/// The share of issued lane slots that do useful work: 1 where not counted.
+/// Pipe utilisation counts issued instructions; the useful work is that
+/// scaled by the active lanes.
+pub fn useful_share(m: &Metrics) -> f64 {
+    active_lanes(m).map_or(1.0, |l| l / 32.0)
+}
+
+/// Stall cycles per issued instruction over all reasons: the larger of the
+/// reasons' sum and ncu's "Warp Cycles Per Issued Instruction" (the details
+/// page names only the top reasons).
+fn stall_total(m: &Metrics) -> f64 {
+    let sum: f64 = m.stalls.iter().map(|(_, v)| v).sum();
+    sum.max(m.warp_cycles_per_issue.unwrap_or(0.0))
+}
+
+/// The share of stall cycles, %, that the given reasons take.
+pub fn stall_share(m: &Metrics, reasons: &[StallReason]) -> Option<f64> {
+    let total = stall_total(m);
+    let part: f64 = m
+        .stalls
+        .iter()
+        .filter(|(r, _)| reasons.contains(r))
+        .map(|(_, v)| v)
+        .sum();
+    (total > 0.0 && !m.stalls.is_empty()).then(|| 100.0 * part / total)
+}
+
+/// Every stall reason with its cycles per issued instruction and share, largest first.
+pub fn stall_breakdown(m: &Metrics) -> Vec<(StallReason, f64, f64)> {
+    let total = stall_total(m);
+    let mut out: Vec<(StallReason, f64, f64)> = m
+        .stalls
+        .iter()
+        .filter(|(_, v)| *v > 0.0)
+        .map(|(r, v)| (*r, *v, if total > 0.0 { 100.0 * v / total } else { 0.0 }))
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
+}
+
+/// Every pipe counter collected, % of its peak, busiest first.
+pub fn pipes(m: &Metrics) -> Vec<(HotUnit, f64)> {
+    let mut out: Vec<(HotUnit, f64)> = [
+        (HotUnit::Tensor, m.tensor_pct),
+        (HotUnit::Fp32, m.fma_pct),
+        (HotUnit::Alu, m.alu_pct),
+        (HotUnit::Fp64, m.fp64_pct),
+        (HotUnit::Xu, m.xu_pct),
+        (HotUnit::Lsu, m.lsu_pct),
+    ]
+    .into_iter()
+    .filter_map(|(u, v)| Some((u, v?)))
+    .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    out
+}
+
+/// What the atomic counters say about a launch.
+#[derive(Debug, Clone, Copy)]
+pub struct Atomics {
+    /// Global atomic and reduction accesses at L1 (tag lookups).
+    pub l1_accesses: f64,
+    /// L2 sectors of atomics and reductions.
+    pub l2_sectors: f64,
+    /// Shared-memory atomic wavefronts.
+    pub shared_wavefronts: f64,
+    /// The larger of: atomic L2 sectors as a share of atomic + global L1
+    /// sectors, and shared atomic wavefronts as a share of all shared
+    /// wavefronts, %.
+    pub share_pct: f64,
+}
+
+/// Atomics and reductions, where their counters were collected.
+pub fn atomics(m: &Metrics) -> Option<Atomics> {
+    let parts = [
+        m.global_atom_accesses,
+        m.global_red_accesses,
+        m.l2_atom_sectors,
+        m.l2_red_sectors,
+        m.shared_atom_wavefronts,
+        m.l2_atomic_pct,
+    ];
+    if parts.iter().all(Option::is_none) {
+        return None;
+    }
+    let l1 = m.global_atom_accesses.unwrap_or(0.0) + m.global_red_accesses.unwrap_or(0.0);
+    let l2 = m.l2_atom_sectors.unwrap_or(0.0) + m.l2_red_sectors.unwrap_or(0.0);
+    let shared = m.shared_atom_wavefronts.unwrap_or(0.0);
+    let global = m.global_ld_sectors.unwrap_or(0.0) + m.global_st_sectors.unwrap_or(0.0);
+    let share = |part: f64, rest: f64| {
+        if part + rest > 0.0 {
+            100.0 * part / (part + rest)
+        } else {
+            0.0
+        }
+    };
+    let shared_rest = m.shared_ld_wavefronts.unwrap_or(0.0) + m.shared_st_wavefronts.unwrap_or(0.0);
+    // Without sector counters (ncu's basic set): the L2 atomic unit's
+    // activity as a share of all L2 activity, once it does measurable work.
+    let unit_share = match (m.l2_atomic_pct, m.l2_pct) {
+        (Some(a), Some(l2)) if a >= 0.5 && l2 > 0.0 => (100.0 * a / l2).min(100.0),
+        _ => 0.0,
+    };
+    Some(Atomics {
+        l1_accesses: l1,
+        l2_sectors: l2,
+        shared_wavefronts: shared,
+        share_pct: share(l2, global)
+            .max(share(shared, shared_rest))
+            .max(unit_share),
+    })
+}
+
+/// The XU pipe's utilisation where no XU counter was collected (the details
+/// page: ncu's pipe rule leaves XU out): ncu's "SM Busy" is high while no
+/// named pipe explains it, warps wait on the MIO queue that feeds XU (or on
+/// a throttled math pipe that is none of the named ones), and shared memory
+/// (the queue's other user) is idle.
+pub fn xu_inferred(m: &Metrics) -> Option<f64> {
+    if m.xu_pct.is_some() {
+        return None;
+    }
+    let busy = m.sm_busy_pct.filter(|b| *b >= XU_PRIMARY_PCT)?;
+    let named = pipes(m).first().map_or(0.0, |(_, p)| *p);
+    let (r, _, share) = top_stall(m)?;
+    (named < 0.6 * busy
+        && matches!(
+            r,
+            StallReason::MioThrottle | StallReason::ShortScoreboard | StallReason::MathPipeThrottle
+        )
+        && share >= 40.0
+        && m.l1_pct.unwrap_or(0.0) < 20.0)
+        .then_some(busy)
+}
+
+/// Atomics where no atomic counter was collected (the details page): the
+/// LSU queue is full (LG throttle, most stall cycles) while no memory unit
+/// moves data, which is what contended atomics or reductions look like.
+/// Returns the LG-throttle share of stalls.
+pub fn atomics_inferred(m: &Metrics) -> Option<f64> {
+    if atomics(m).is_some() {
+        return None;
+    }
+    let (r, _, share) = top_stall(m)?;
+    let moving = [m.memory_pct, m.l1_pct, m.l2_pct, m.dram_pct]
+        .into_iter()
+        .flatten()
+        .fold(0.0, f64::max);
+    (r == StallReason::LgThrottle && share >= 50.0 && moving < 10.0).then_some(share)
+}
+
+/// The last wave of blocks: (waves, how full the last one is in %, the
+/// share of the kernel's SM time left idle by it), for grids of more than
+/// one wave. Each wave is taken to last as long as a full one.
+pub fn last_wave(waves: Option<f64>) -> Option<(f64, f64, f64)> {
+    let w = waves.filter(|w| *w > 1.0)?;
+    let whole = w.floor();
+    let part = w - whole;
+    if part < 1e-6 {
+        return Some((w, 100.0, 0.0));
+    }
+    Some((w, 100.0 * part, 1.0 - w / (whole + 1.0)))
+}
+
+/// The evidence behind a launch's verdict, for the report: None when no
+/// part of it was counted.
+pub fn evidence(m: &Metrics) -> Option<kopt_model::KernelEvidence> {
+    let wave = last_wave(Signals::of(m).waves);
+    let a = atomics(m);
+    let e = kopt_model::KernelEvidence {
+        stalls: stall_breakdown(m)
+            .into_iter()
+            .map(
+                |(reason, cycles_per_issue, share_pct)| kopt_model::StallShare {
+                    reason,
+                    cycles_per_issue,
+                    share_pct,
+                },
+            )
+            .collect(),
+        pipes: pipes(m)
+            .into_iter()
+            .map(|(pipe, pct)| kopt_model::PipeUse { pipe, pct })
+            .collect(),
+        active_threads_per_inst: active_lanes(m),
+        divergent_branches: m.divergent_branches,
+        global_atomic_accesses: a.map(|a| a.l1_accesses),
+        l2_atomic_sectors: a.map(|a| a.l2_sectors),
+        shared_atomic_wavefronts: a.map(|a| a.shared_wavefronts),
+        waves: wave.map(|(w, _, _)| w),
+        last_wave_fill_pct: wave.map(|(_, f, _)| f),
+    };
+    (e != kopt_model::KernelEvidence::default()).then_some(e)
 }
 
 /// One launch's verdict and the share of its time a fix could recover.
@@ -334,6 +594,8 @@ fn unit_label(u: HotUnit) -> &'static str {
         HotUnit::Fp32 => "FP32-pipe",
         HotUnit::Alu => "ALU-pipe",
         HotUnit::Fp64 => "FP64-pipe",
+        HotUnit::Xu => "XU-pipe",
+        HotUnit::Lsu => "LSU-pipe",
         HotUnit::Sm => "SM",
     }
 }
@@ -415,12 +677,19 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
     let verdict =
         |class, unit: Option<(HotUnit, f64)>, cause: String, recoverable, method, findings| {
             let unit_pct = unit.map(|(_, p)| p);
+            // At the roofline only when the useful work is near peak: a pipe
+            // busy with instructions whose lanes mostly idle is not.
+            let useful = if class == BottleneckClass::Compute {
+                useful_share(m)
+            } else {
+                1.0
+            };
             LaunchVerdict {
                 bottleneck: Bottleneck {
                     class,
                     unit: unit.map(|(u, _)| u),
                     unit_pct,
-                    at_roofline: unit_pct.unwrap_or(hottest) >= THROUGHPUT_BOUND_PCT
+                    at_roofline: unit_pct.unwrap_or(hottest) * useful >= THROUGHPUT_BOUND_PCT
                         && matches!(class, BottleneckClass::Memory | BottleneckClass::Compute),
                 },
                 root_cause: cause,
@@ -430,6 +699,24 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 tiny,
             }
         };
+
+    // The stall that dominates a kernel far from any roofline: ncu's
+    // CPIStall rule names it, so the report does too (barriers have their
+    // own finding; near a roofline the busy unit is the story).
+    if let Some((r, cycles, share)) = top_stall(m).filter(|(r, _, share)| {
+        *share >= 50.0
+            && hottest < LATENCY_BOUND_PCT
+            && !matches!(r, StallReason::Barrier | StallReason::Membar)
+    }) {
+        findings.push(Finding {
+            class: BottleneckClass::Latency,
+            evidence: format!(
+                "warps mostly {} ({cycles:.1} cycles per issued instruction, {} of stall cycles)",
+                r.meaning(),
+                pct(share)
+            ),
+        });
+    }
 
     // 1. Under one wave: nothing else matters until the grid fills the GPU.
     if let Some(w) = s.waves.filter(|w| *w < 1.0) {
@@ -454,6 +741,18 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 findings,
             );
         }
+        if let Some(e) = s
+            .excess_sector_pct
+            .filter(|e| *e >= UNCOALESCED_FINDING_PCT)
+        {
+            findings.push(Finding {
+                class: BottleneckClass::Uncoalesced,
+                evidence: format!(
+                    "{} of global sectors moved are not used by the threads",
+                    pct(e)
+                ),
+            });
+        }
         let recoverable = headroom(hottest).min(1.0 - w);
         return verdict(
             BottleneckClass::SmallGrid,
@@ -465,12 +764,55 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         );
     }
 
+    // 1b. A partial last wave: most SMs idle while the last blocks run.
+    let wave = last_wave(s.waves);
+    // A memory-bound kernel's last wave can still fill the memory system:
+    // the idle-SM model holds where the SMs, not DRAM, set the pace.
+    let sm_paced = s.m < LATENCY_BOUND_PCT || s.c >= s.m;
+    if let Some((w, fill, idle)) = wave.filter(|(_, _, idle)| {
+        *idle >= PARTIAL_WAVE_PRIMARY && hottest < THROUGHPUT_BOUND_PCT && sm_paced
+    }) {
+        // Few resident blocks per SM make each wave coarse: say what limits them.
+        if let Some(o) = m
+            .occupancy_theoretical_pct
+            .filter(|o| *o <= LOW_OCCUPANCY_PCT)
+        {
+            findings.push(occupancy_finding(o, s.occupancy_limiter));
+        }
+        return verdict(
+            BottleneckClass::PartialWave,
+            None,
+            format!(
+                "Partial last wave: {} blocks make {w:.2} waves on {} SMs ({} resident per SM); the last wave is {} full, so about {} of the kernel's SM time is idle",
+                m.grid_size.map_or("?".into(), |g| format!("{g:.0}")),
+                m.sm_count.map_or("?".into(), |g| format!("{g:.0}")),
+                blocks_per_sm(m).map_or("?".into(), |b| format!("{b:.0}")),
+                pct(fill),
+                pct(100.0 * idle)
+            ),
+            Some(idle),
+            "time if the same work ran in whole waves: waves / ceil(waves) of now",
+            findings,
+        );
+    }
+    if let Some((w, fill, idle)) = wave.filter(|(_, _, idle)| *idle >= PARTIAL_WAVE_FINDING) {
+        findings.push(Finding {
+            class: BottleneckClass::PartialWave,
+            evidence: format!(
+                "{w:.2} waves: the last wave is {} full, about {} of SM time idle",
+                pct(fill),
+                pct(100.0 * idle)
+            ),
+        });
+    }
+
     // Secondary findings any class may carry.
     let conflicts = s.conflict_pct.filter(|p| *p >= BANK_CONFLICT_PCT);
     // On AMD the LDS is its own unit: its utilisation decides.
     let shared_matters = m.l1_pct.is_some_and(|p| p >= 40.0)
         || m.shared_conflict_pct_from_rule.is_some()
-        || m.lds_pct.is_some_and(|p| p >= 40.0);
+        || m.lds_pct.is_some_and(|p| p >= 40.0)
+        || shared_is_busiest_without_l1(m, &s);
     let excess = s.excess_sector_pct;
     let low_occupancy = m
         .occupancy_theoretical_pct
@@ -587,12 +929,203 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         });
     }
 
+    let lanes = active_lanes(m);
+    let sync_share = stall_share(m, &[StallReason::Barrier, StallReason::Membar]);
+    let atomic = atomics(m);
+    let busiest_pipe = pipes(m).first().copied();
+    let memory_at_peak = s.m >= THROUGHPUT_BOUND_PCT && s.m > s.c;
+
+    // 4b. Divergence: most lanes of each issued instruction do nothing.
+    if let Some(l) = lanes.filter(|l| *l <= DIVERGENCE_PRIMARY_LANES && !memory_at_peak) {
+        let after = (l / 32.0).max(s.m / ATTAINABLE_PCT).min(1.0);
+        let branches = m
+            .divergent_branches
+            .filter(|b| *b > 0.0)
+            .map_or(String::new(), |b| {
+                format!(", {b:.0} divergent branch targets")
+            });
+        // Blocks of fewer than 32 threads idle lanes without any branch.
+        let what = match m.block_size.filter(|b| *b < 32.0) {
+            Some(b) => format!("Partial warps (blocks of {b:.0} threads)"),
+            None => "Thread divergence".to_string(),
+        };
+        return verdict(
+            BottleneckClass::Divergence,
+            busiest_pipe.filter(|(_, p)| *p > 0.0),
+            format!(
+                "{what}: {l:.1} of 32 lanes active per instruction{branches}; the SM issues {:.0}x the instructions the useful work needs (SM {}, busiest pipe {})",
+                32.0 / l,
+                pct(s.c),
+                busiest_pipe.map_or("?".into(), |(u, p)| format!("{} {}", unit_label(u), pct(p)))
+            ),
+            Some(1.0 - after),
+            "useful / issued lane slots: time if every lane of each instruction did work, floored by the memory time",
+            findings,
+        );
+    }
+    if let Some(l) = lanes.filter(|l| *l < DIVERGENCE_FINDING_LANES) {
+        findings.push(Finding {
+            class: BottleneckClass::Divergence,
+            evidence: format!(
+                "{l:.1} of 32 lanes active per instruction (divergence or partial warps)"
+            ),
+        });
+    }
+
+    // 4c. Atomics: global or shared atomics carry the traffic and serialise
+    // where many threads hit the same addresses.
+    // A compute kernel that ends with one atomic per block has a large
+    // atomic share of a little traffic: its warps do not wait on memory.
+    let waits_on_memory = top_stall(m).is_none_or(|(r, _, _)| {
+        matches!(
+            r,
+            StallReason::LgThrottle
+                | StallReason::LongScoreboard
+                | StallReason::Membar
+                | StallReason::MioThrottle
+                | StallReason::ShortScoreboard
+        )
+    });
+    if let Some(a) = atomic.filter(|a| {
+        a.share_pct >= ATOMICS_PRIMARY_PCT
+            && waits_on_memory
+            && !(s.c >= THROUGHPUT_BOUND_PCT && s.c > s.m)
+    }) {
+        let l2 = m
+            .l2_pct
+            .map_or(String::new(), |p| format!(", L2 {} busy", pct(p)));
+        let mut counts: Vec<String> = [
+            (a.l1_accesses, "global atomic requests"),
+            (a.l2_sectors, "L2 atomic sectors"),
+            (a.shared_wavefronts, "shared atomic wavefronts"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0.0)
+        .map(|(n, what)| format!("{n:.0} {what}"))
+        .collect();
+        if let Some(u) = m.l2_atomic_pct.filter(|u| *u > 0.0) {
+            counts.push(format!("L2 atomic unit {} busy", pct(u)));
+        }
+        return verdict(
+            BottleneckClass::Atomics,
+            memory_unit(m).filter(|(_, p)| *p > 0.0),
+            format!(
+                "Atomics: {} of the kernel's memory traffic is atomic ({}){l2}; many threads on few addresses serialise in L2 without using its bandwidth",
+                pct(a.share_pct),
+                counts.join(", ")
+            ),
+            Some((a.share_pct / 100.0) * 0.9),
+            "atomic traffic removed from the memory time (per-warp or per-block partials leave one atomic per block), 90% at most",
+            findings,
+        );
+    }
+    if let Some(share) = atomics_inferred(m) {
+        return verdict(
+            BottleneckClass::Atomics,
+            None,
+            format!(
+                "Atomics or reductions contending (inferred: no atomic counters on this page): {} of warp stall cycles wait for the LSU queue, yet memory moves almost nothing (memory {}, L2 {}); the global memory instructions queue behind atomics on a few addresses",
+                pct(share),
+                pct(s.m),
+                pct(m.l2_pct.unwrap_or(0.0))
+            ),
+            Some(0.9 * share / 100.0),
+            "LSU-queue stall share removed (per-warp or per-block partials leave one atomic per block), 90% at most",
+            findings,
+        );
+    }
+    if let Some(a) = atomic.filter(|a| a.share_pct >= ATOMICS_FINDING_PCT) {
+        findings.push(Finding {
+            class: BottleneckClass::Atomics,
+            evidence: format!(
+                "{} of memory traffic is atomics or reductions",
+                pct(a.share_pct)
+            ),
+        });
+    }
+
+    // 4d. Barriers: warps wait at __syncthreads() (or fences) most of the
+    // time. A busy SM figure does not clear it unless a pipe is near peak.
+    let pipe_at_peak = busiest_pipe.is_some_and(|(_, p)| p >= THROUGHPUT_BOUND_PCT);
+    if let Some(share) =
+        sync_share.filter(|sh| *sh >= SYNC_PRIMARY_SHARE_PCT && !pipe_at_peak && !memory_at_peak)
+    {
+        let top = stall_breakdown(m)
+            .into_iter()
+            .find(|(r, _, _)| matches!(r, StallReason::Barrier | StallReason::Membar));
+        let (r, cycles) = top.map_or((StallReason::Barrier, 0.0), |(r, c, _)| (r, c));
+        let per_sm =
+            blocks_per_sm(m).map_or(String::new(), |b| format!(", {b:.0} block(s) per SM"));
+        return verdict(
+            BottleneckClass::Sync,
+            None,
+            format!(
+                "Sync-bound: {} of warp stall cycles are {} ({cycles:.1} cycles per issued instruction){per_sm}; SM {}, memory {}",
+                pct(share),
+                r.meaning(),
+                pct(s.c),
+                pct(s.m)
+            ),
+            Some((share / 100.0).min(headroom(busiest_pipe.map_or(0.0, |(_, p)| p)).max(0.0))),
+            "barrier share of stall cycles, capped by the busiest pipe's headroom",
+            findings,
+        );
+    }
+    if let Some(share) = sync_share.filter(|sh| *sh >= SYNC_FINDING_SHARE_PCT) {
+        findings.push(Finding {
+            class: BottleneckClass::Sync,
+            evidence: format!(
+                "{} of warp stall cycles are at barriers or fences",
+                pct(share)
+            ),
+        });
+    }
+
+    // 4e. The special-function (XU) pipe: transcendentals cap the kernel.
+    let xu_counted = busiest_pipe
+        .filter(|(u, p)| *u == HotUnit::Xu && *p >= XU_PRIMARY_PCT)
+        .map(|(_, p)| p);
+    let xu_guess = xu_inferred(m);
+    if let Some(xu) = xu_counted.or(xu_guess) {
+        let useful = xu * useful_share(m);
+        let at = useful >= THROUGHPUT_BOUND_PCT;
+        let mio = stall_share(m, &[StallReason::MioThrottle, StallReason::ShortScoreboard])
+            .filter(|p| *p >= 10.0)
+            .map_or(String::new(), |p| {
+                format!(
+                    "; {} of stalls wait on the MIO queue / short scoreboard it feeds",
+                    pct(p)
+                )
+            });
+        return verdict(
+            BottleneckClass::Compute,
+            Some((HotUnit::Xu, xu)),
+            format!(
+                "Special-function (XU) pipe {} busy{}{}: sin/cos/exp/log/rsqrt and conversions run at 1/8 of the FMA rate{mio}",
+                pct(xu),
+                if xu_counted.is_none() {
+                    " (inferred: SM busy with no FMA/ALU pipe near it, warps waiting on the MIO queue, shared memory idle)"
+                } else {
+                    ""
+                },
+                if at { " (at its roofline)" } else { "" }
+            ),
+            (!at).then(|| headroom(xu)),
+            "roofline headroom of the XU pipe",
+            findings,
+        );
+    }
+
     // 5. Throughput bound: at or near a roofline.
     if hottest >= THROUGHPUT_BOUND_PCT {
         let (class, unit) = if s.c >= s.m {
             (
                 BottleneckClass::Compute,
-                compute_unit(m).or(Some((HotUnit::Sm, s.c))),
+                // No pipe explains the SM figure: name the busiest pipe
+                // anyway (not a roofline) rather than "SM at peak".
+                compute_unit(m)
+                    .or_else(|| pipes(m).first().copied().filter(|(_, p)| *p > 0.0))
+                    .or(Some((HotUnit::Sm, s.c))),
             )
         } else {
             (
@@ -788,6 +1321,329 @@ fn occupancy_finding(theoretical: f64, limiter: Option<&str>) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A busy kernel with every counter of the targeted pass, quiet on all
+    /// of them: each test below plants one cause.
+    fn busy() -> Metrics {
+        Metrics {
+            duration_ns: Some(1e6),
+            sm_pct: Some(55.0),
+            memory_pct: Some(20.0),
+            l1_pct: Some(20.0),
+            l2_pct: Some(10.0),
+            dram_pct: Some(5.0),
+            grid_size: Some(1056.0),
+            block_size: Some(256.0),
+            sm_count: Some(132.0),
+            occupancy_limit_blocks: Some(8.0),
+            occupancy_limit_warps: Some(8.0),
+            occupancy_theoretical_pct: Some(100.0),
+            fma_pct: Some(50.0),
+            alu_pct: Some(10.0),
+            xu_pct: Some(0.0),
+            lsu_pct: Some(5.0),
+            active_threads_per_inst: Some(32.0),
+            global_atom_accesses: Some(0.0),
+            global_red_accesses: Some(0.0),
+            l2_atom_sectors: Some(0.0),
+            l2_red_sectors: Some(0.0),
+            shared_atom_wavefronts: Some(0.0),
+            global_ld_sectors: Some(1e6),
+            global_st_sectors: Some(1e6),
+            global_ld_bytes_requested: Some(32e6),
+            global_st_bytes_requested: Some(32e6),
+            stalls: vec![
+                (StallReason::Wait, 4.0),
+                (StallReason::LongScoreboard, 3.0),
+                (StallReason::NotSelected, 2.0),
+            ],
+            ..Metrics::default()
+        }
+    }
+
+    #[test]
+    fn the_quiet_kernel_has_none_of_the_planted_causes() {
+        let v = classify(&busy());
+        assert_eq!(
+            v.bottleneck.class,
+            BottleneckClass::Latency,
+            "{}",
+            v.root_cause
+        );
+    }
+
+    #[test]
+    fn divergence_names_the_lanes_and_drops_the_roofline() {
+        let mut m = busy();
+        m.sm_pct = Some(99.0);
+        m.fma_pct = Some(95.0);
+        m.memory_pct = Some(1.0);
+        m.active_threads_per_inst = Some(1.07);
+        m.divergent_branches = Some(270_336.0);
+        let v = classify(&m);
+        assert_eq!(v.bottleneck.class, BottleneckClass::Divergence);
+        assert!(!v.bottleneck.at_roofline);
+        assert!(
+            v.root_cause.contains("1.1 of 32 lanes active"),
+            "{}",
+            v.root_cause
+        );
+        // Gain: useful / issued lane slots, floored by the memory time.
+        let r = v.recoverable.unwrap();
+        assert!((r - (1.0 - 1.07 / 32.0)).abs() < 1e-3, "{r}");
+        let mut fed = m.clone();
+        fed.memory_pct = Some(45.0);
+        let r = classify(&fed).recoverable.unwrap();
+        assert!((r - 0.5).abs() < 1e-3, "{r}");
+        // Blocks of 16 threads: the same lanes idle, named for what they are.
+        let mut half = m.clone();
+        half.active_threads_per_inst = Some(16.0);
+        half.block_size = Some(16.0);
+        let v = classify(&half);
+        assert_eq!(v.bottleneck.class, BottleneckClass::Divergence);
+        assert!(
+            v.root_cause
+                .starts_with("Partial warps (blocks of 16 threads)"),
+            "{}",
+            v.root_cause
+        );
+        // 20 of 32 lanes: a finding, not the cause.
+        m.active_threads_per_inst = Some(20.0);
+        let v = classify(&m);
+        assert_ne!(v.bottleneck.class, BottleneckClass::Divergence);
+        assert!(v
+            .findings
+            .iter()
+            .any(|f| f.class == BottleneckClass::Divergence));
+    }
+
+    #[test]
+    fn a_pipe_busy_with_idle_lanes_is_not_at_its_roofline() {
+        // 24 of 32 lanes: FMA 95% busy issues 71% useful work.
+        let mut m = busy();
+        m.sm_pct = Some(96.0);
+        m.fma_pct = Some(95.0);
+        m.active_threads_per_inst = Some(24.0);
+        let v = classify(&m);
+        assert_eq!(v.bottleneck.class, BottleneckClass::Compute);
+        assert!(!v.bottleneck.at_roofline, "{}", v.root_cause);
+        m.active_threads_per_inst = Some(32.0);
+        assert!(classify(&m).bottleneck.at_roofline);
+    }
+
+    #[test]
+    fn barrier_stalls_make_a_busy_sm_sync_bound() {
+        // The SM throughput figure is high (91%) but no pipe is near peak.
+        let mut m = busy();
+        m.sm_pct = Some(91.0);
+        m.memory_pct = Some(50.0);
+        m.l1_pct = Some(50.0);
+        m.fma_pct = Some(13.0);
+        m.alu_pct = Some(26.0);
+        m.lsu_pct = Some(45.0);
+        m.stalls = vec![
+            (StallReason::Barrier, 12.8),
+            (StallReason::MioThrottle, 3.5),
+            (StallReason::ShortScoreboard, 3.2),
+            (StallReason::NotSelected, 3.0),
+        ];
+        let v = classify(&m);
+        assert_eq!(
+            v.bottleneck.class,
+            BottleneckClass::Sync,
+            "{}",
+            v.root_cause
+        );
+        assert!(v.root_cause.contains("__syncthreads()"), "{}", v.root_cause);
+        assert!(v.recoverable.is_some_and(|r| r > 0.4));
+        // With a pipe at its peak, the pipe is the story.
+        m.fma_pct = Some(92.0);
+        assert_ne!(classify(&m).bottleneck.class, BottleneckClass::Sync);
+    }
+
+    #[test]
+    fn contended_atomics_are_named_from_their_counters() {
+        let mut m = busy();
+        m.sm_pct = Some(0.3);
+        m.memory_pct = Some(1.6);
+        m.l2_pct = Some(1.6);
+        m.l1_pct = Some(1.1);
+        m.fma_pct = Some(0.1);
+        m.global_ld_sectors = Some(0.0);
+        m.global_st_sectors = Some(0.0);
+        m.global_red_accesses = Some(2.1e6);
+        m.l2_red_sectors = Some(7.9e6);
+        m.stalls = vec![
+            (StallReason::LgThrottle, 4583.0),
+            (StallReason::LongScoreboard, 918.0),
+        ];
+        let v = classify(&m);
+        assert_eq!(
+            v.bottleneck.class,
+            BottleneckClass::Atomics,
+            "{}",
+            v.root_cause
+        );
+        assert!(v
+            .root_cause
+            .contains("100% of the kernel's memory traffic is atomic"));
+        // ncu's basic set: only the L2 atomic unit's activity.
+        let basic = Metrics {
+            global_red_accesses: None,
+            l2_red_sectors: None,
+            l2_atom_sectors: None,
+            global_atom_accesses: None,
+            shared_atom_wavefronts: None,
+            stalls: Vec::new(),
+            l2_atomic_pct: Some(1.12),
+            ..m.clone()
+        };
+        assert_eq!(classify(&basic).bottleneck.class, BottleneckClass::Atomics);
+        // The details page: no atomic counter, the LSU queue full while nothing moves.
+        let details = Metrics {
+            l2_atomic_pct: None,
+            ..basic.clone()
+        };
+        let mut details = details;
+        details.stalls = vec![(StallReason::LgThrottle, 4583.0)];
+        details.warp_cycles_per_issue = Some(5574.0);
+        let v = classify(&details);
+        assert_eq!(
+            v.bottleneck.class,
+            BottleneckClass::Atomics,
+            "{}",
+            v.root_cause
+        );
+        assert!(v.root_cause.contains("inferred"), "{}", v.root_cause);
+        // A compute kernel ending in one atomic per block is not atomic-bound.
+        let mut tail_atomic = busy();
+        tail_atomic.sm_pct = Some(50.0);
+        tail_atomic.global_ld_sectors = Some(0.0);
+        tail_atomic.global_st_sectors = Some(0.0);
+        tail_atomic.l2_red_sectors = Some(1056.0);
+        assert_ne!(
+            classify(&tail_atomic).bottleneck.class,
+            BottleneckClass::Atomics
+        );
+    }
+
+    #[test]
+    fn the_special_function_pipe_is_named() {
+        let mut m = busy();
+        m.sm_pct = Some(97.0);
+        m.xu_pct = Some(97.0);
+        m.fma_pct = Some(33.0);
+        m.stalls = vec![
+            (StallReason::MioThrottle, 11.2),
+            (StallReason::NotSelected, 2.6),
+        ];
+        let v = classify(&m);
+        assert_eq!(v.bottleneck.class, BottleneckClass::Compute);
+        assert_eq!(v.bottleneck.unit, Some(HotUnit::Xu));
+        assert!(v.bottleneck.at_roofline);
+        assert!(
+            v.root_cause
+                .starts_with("Special-function (XU) pipe 97% busy"),
+            "{}",
+            v.root_cause
+        );
+        // The details page has no XU counter: ncu's SM Busy, the MIO stall
+        // and idle shared memory tell.
+        m.xu_pct = None;
+        m.sm_busy_pct = Some(96.9);
+        m.l1_pct = Some(0.1);
+        let v = classify(&m);
+        assert_eq!(v.bottleneck.unit, Some(HotUnit::Xu), "{}", v.root_cause);
+        assert!(v.root_cause.contains("inferred"));
+    }
+
+    #[test]
+    fn a_half_empty_last_wave_is_named_with_its_cost() {
+        let mut m = busy();
+        m.grid_size = Some(133.0);
+        m.block_size = Some(1024.0);
+        m.occupancy_limit_blocks = Some(32.0);
+        m.occupancy_limit_warps = Some(2.0);
+        m.occupancy_limit_shared_mem = Some(1.0);
+        m.occupancy_theoretical_pct = Some(50.0);
+        m.sm_pct = Some(48.7);
+        m.fma_pct = Some(91.0);
+        let v = classify(&m);
+        assert_eq!(
+            v.bottleneck.class,
+            BottleneckClass::PartialWave,
+            "{}",
+            v.root_cause
+        );
+        let (w, fill, idle) = last_wave(Signals::of(&m).waves).unwrap();
+        assert!((w - 133.0 / 132.0).abs() < 1e-9);
+        assert!(fill < 1.0 && (idle - 0.496).abs() < 1e-3);
+        assert!((v.recoverable.unwrap() - idle).abs() < 1e-9);
+        // Many waves: the tail costs little and is at most a finding.
+        m.grid_size = Some(132.0 * 10.0 + 66.0);
+        let v = classify(&m);
+        assert_ne!(v.bottleneck.class, BottleneckClass::PartialWave);
+        // Whole waves: nothing to say.
+        assert_eq!(last_wave(Some(2.0)), Some((2.0, 100.0, 0.0)));
+        assert_eq!(last_wave(Some(0.5)), None);
+    }
+
+    /// #23: a capture of a few metrics (no L1 throughput counter) with the
+    /// conflict counters: 97% of shared wavefronts are conflicts and memory
+    /// throughput 89% is the shared pipe, DRAM far below it.
+    #[test]
+    fn bank_conflicts_come_first_without_the_l1_counter() {
+        let m = Metrics {
+            duration_ns: Some(2e6),
+            sm_pct: Some(8.0),
+            memory_pct: Some(89.0),
+            dram_pct: Some(20.0),
+            grid_size: Some(16384.0),
+            block_size: Some(256.0),
+            sm_count: Some(132.0),
+            shared_ld_conflicts: Some(65.5e6),
+            shared_st_conflicts: Some(0.0),
+            shared_ld_wavefronts: Some(67.6e6),
+            shared_st_wavefronts: Some(2.1e6),
+            ..Metrics::default()
+        };
+        let v = classify(&m);
+        assert_eq!(
+            v.bottleneck.class,
+            BottleneckClass::BankConflict,
+            "{}",
+            v.root_cause
+        );
+        assert_eq!(v.bottleneck.unit, Some(HotUnit::L1Shared));
+        // DRAM as busy as memory: the shared pipe is not shown to be the busy unit.
+        let mut dram = m.clone();
+        dram.dram_pct = Some(88.0);
+        assert_eq!(classify(&dram).bottleneck.class, BottleneckClass::Memory);
+        // ncu's basic set: no conflict counters, the L1 data pipe full of
+        // wavefronts that touch few banks while L2 and DRAM idle.
+        let basic = Metrics {
+            shared_ld_conflicts: None,
+            shared_st_conflicts: None,
+            shared_ld_wavefronts: None,
+            shared_st_wavefronts: None,
+            l1_pct: Some(97.7),
+            l2_pct: Some(2.8),
+            dram_pct: Some(2.4),
+            memory_pct: Some(96.8),
+            l1_wavefronts_pct: Some(96.8),
+            l1_bank_reads_pct: Some(2.8),
+            l1_bank_writes_pct: Some(1.5),
+            ..m
+        };
+        let v = classify(&basic);
+        assert_eq!(
+            v.bottleneck.class,
+            BottleneckClass::BankConflict,
+            "{}",
+            v.root_cause
+        );
+        assert!(conflict_pct_from_banks(&basic).is_some_and(|p| p > 95.0));
+    }
 
     /// A memory-leaning kernel whose L1 traffic is mostly local (spills).
     fn spilling() -> Metrics {

@@ -17,6 +17,12 @@ pub enum BottleneckClass {
     SmallGrid,
     Sync,
     Balanced,
+    /// Threads of a warp take different paths: most lanes idle.
+    Divergence,
+    /// Atomics or reductions serialise on a few addresses.
+    Atomics,
+    /// A last partial wave of blocks leaves most SMs idle.
+    PartialWave,
     /// No counters were collected for this kernel (e.g. below the top N that
     /// `kopt profile` profiles in depth): its time counts, its cause is unknown.
     Unknown,
@@ -35,6 +41,9 @@ impl BottleneckClass {
             BottleneckClass::SmallGrid => "small_grid",
             BottleneckClass::Sync => "sync",
             BottleneckClass::Balanced => "balanced",
+            BottleneckClass::Divergence => "divergence",
+            BottleneckClass::Atomics => "atomics",
+            BottleneckClass::PartialWave => "partial_wave",
             BottleneckClass::Unknown => "unknown",
         }
     }
@@ -58,6 +67,10 @@ pub enum HotUnit {
     Fp32,
     Alu,
     Fp64,
+    /// The special-function unit (sin, cos, exp2, rsqrt, conversions).
+    Xu,
+    /// The load/store unit (shared, global, local memory instructions).
+    Lsu,
     /// The SM as a whole, when no pipe counter tells which one.
     Sm,
 }
@@ -72,6 +85,8 @@ impl HotUnit {
             HotUnit::Fp32 => "fp32",
             HotUnit::Alu => "alu",
             HotUnit::Fp64 => "fp64",
+            HotUnit::Xu => "xu",
+            HotUnit::Lsu => "lsu",
             HotUnit::Sm => "sm",
         }
     }
@@ -177,6 +192,59 @@ pub struct KernelVerdict {
     /// eager elementwise chain): the id of the recommendation that covers it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covered_by: Option<String>,
+    /// What the counters say about why the kernel is slow, beyond its
+    /// class: stall breakdown, pipe utilisation, lanes active, atomics, waves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<KernelEvidence>,
+}
+
+/// The evidence behind a kernel's verdict (#29), from its representative
+/// launch; each part is there only where its counters were collected.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelEvidence {
+    /// Warp stall reasons, largest first: cycles per issued instruction and
+    /// share of all stall cycles, %.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<StallShare>,
+    /// Pipe utilisation, % of each pipe's peak, busiest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipes: Vec<PipeUse>,
+    /// Active threads per executed warp instruction (1..=32).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_threads_per_inst: Option<f64>,
+    /// Divergent branch targets (`smsp__sass_branch_targets_threads_divergent.sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divergent_branches: Option<f64>,
+    /// Global atomic/reduction accesses at L1 (tag lookups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_atomic_accesses: Option<f64>,
+    /// L2 sectors of atomics and reductions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_atomic_sectors: Option<f64>,
+    /// Shared-memory atomic wavefronts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_atomic_wavefronts: Option<f64>,
+    /// Waves of blocks: grid / (SMs x resident blocks per SM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waves: Option<f64>,
+    /// How full the last wave is, % (100 when the grid is whole waves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_wave_fill_pct: Option<f64>,
+}
+
+/// One stall reason's cycles per issued instruction and its share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StallShare {
+    pub reason: crate::StallReason,
+    pub cycles_per_issue: f64,
+    pub share_pct: f64,
+}
+
+/// One pipe's utilisation, % of its peak.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipeUse {
+    pub pipe: HotUnit,
+    pub pct: f64,
 }
 
 /// Which library a kernel comes from and what kind of work it does.

@@ -38,10 +38,11 @@ pub enum StallReason {
     Wait,
     NotSelected,
     NoInstruction,
+    BranchResolving,
 }
 
 impl StallReason {
-    pub const ALL: [StallReason; 10] = [
+    pub const ALL: [StallReason; 11] = [
         StallReason::LongScoreboard,
         StallReason::ShortScoreboard,
         StallReason::Barrier,
@@ -52,6 +53,7 @@ impl StallReason {
         StallReason::Wait,
         StallReason::NotSelected,
         StallReason::NoInstruction,
+        StallReason::BranchResolving,
     ];
 
     /// The `<reason>` part of the ncu metric name.
@@ -67,6 +69,7 @@ impl StallReason {
             StallReason::Wait => "wait",
             StallReason::NotSelected => "not_selected",
             StallReason::NoInstruction => "no_instruction",
+            StallReason::BranchResolving => "branch_resolving",
         }
     }
 
@@ -83,6 +86,9 @@ impl StallReason {
             StallReason::Wait => "fixed-latency dependency",
             StallReason::NotSelected => "eligible but another warp issued",
             StallReason::NoInstruction => "instruction cache miss / no instruction",
+            StallReason::BranchResolving => {
+                "waiting for a branch target to resolve (divergent or indirect branches)"
+            }
         }
     }
 }
@@ -148,6 +154,62 @@ pub struct Metrics {
     /// Local store instructions executed (`smsp__inst_executed_op_local_st.sum`).
     #[serde(default)]
     pub local_st_inst: Option<f64>,
+    /// XU (special-function: sin, cos, exp2, rsqrt, conversions) pipe, % of
+    /// peak (`sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xu_pct: Option<f64>,
+    /// LSU pipe (shared, global, local memory instructions), % of peak
+    /// (`sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsu_pct: Option<f64>,
+    /// Active threads per executed warp instruction, 1..=32
+    /// (`smsp__thread_inst_executed_per_inst_executed.ratio`; the details
+    /// page's "Avg. Active Threads Per Warp"): below 32, lanes idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_threads_per_inst: Option<f64>,
+    /// Branch targets where the warp's threads diverged
+    /// (`smsp__sass_branch_targets_threads_divergent.sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divergent_branches: Option<f64>,
+    /// Global atomics at L1, tag lookups (`l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_atom_accesses: Option<f64>,
+    /// Global reductions (atomics whose result is unused: `RED`) at L1
+    /// (`l1tex__t_set_accesses_pipe_lsu_mem_global_op_red.sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_red_accesses: Option<f64>,
+    /// L2 sectors of atomics (`lts__t_sectors_op_atom.sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_atom_sectors: Option<f64>,
+    /// L2 sectors of reductions (`lts__t_sectors_op_red.sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_red_sectors: Option<f64>,
+    /// Shared-memory atomic wavefronts (`l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_atom_wavefronts: Option<f64>,
+    /// The busiest SM pipe or issue slots, % (ncu's "SM Busy" on the details
+    /// page): with `sm_pct` high and this low, the SM figure is not pipe work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_busy_pct: Option<f64>,
+    /// L2 atomic unit busy, % of peak (`lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed`,
+    /// in ncu's basic set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_atomic_pct: Option<f64>,
+    /// L1 data-pipe wavefronts, % of peak (`l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l1_wavefronts_pct: Option<f64>,
+    /// L1 data-bank reads + writes, % of peak (`l1tex__data_bank_reads` /
+    /// `_writes.avg.pct_of_peak_sustained_elapsed`): far below the
+    /// wavefronts, each wavefront touches few banks (conflicts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l1_bank_reads_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l1_bank_writes_pct: Option<f64>,
+    /// Cycles between two issued instructions of a warp, all reasons
+    /// together (`smsp__average_warp_latency_per_inst_issued.ratio`; the
+    /// details page's "Warp Cycles Per Issued Instruction").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warp_cycles_per_issue: Option<f64>,
     /// Cycles per issued instruction spent in each stall reason.
     pub stalls: Vec<(StallReason, f64)>,
     /// Percent of shared wavefronts that are bank conflicts, from ncu's rule text

@@ -26,10 +26,10 @@ pub use bench::{
 pub use device::{AmdDevice, Device, PeakSource, Peaks, Vendor};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
-    IdleGap, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare, OpSummary,
-    PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, SteadyState,
-    StepDetection, StepSource, StripLane, TimelineStrip, TimelineSummary, WarmupEvidence,
-    WarmupKernel, WarmupTrials,
+    IdleGap, KernelEvidence, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare,
+    OpSummary, PipeUse, PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo,
+    SampledCoverage, StallShare, SteadyState, StepDetection, StepSource, StripLane, TimelineStrip,
+    TimelineSummary, WarmupEvidence, WarmupKernel, WarmupTrials,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

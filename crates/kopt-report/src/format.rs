@@ -39,6 +39,8 @@ pub fn key_figure(k: &KernelVerdict) -> String {
             kopt_model::HotUnit::Fp32 => "FP32",
             kopt_model::HotUnit::Alu => "ALU",
             kopt_model::HotUnit::Fp64 => "FP64",
+            kopt_model::HotUnit::Xu => "XU",
+            kopt_model::HotUnit::Lsu => "LSU",
             kopt_model::HotUnit::Sm => "SM",
         };
         format!("{name} {p:.0}%")

@@ -10,7 +10,7 @@ use crate::{format, roofline, Exporter};
 
 pub struct HtmlExporter;
 
-const CLASSES: [BottleneckClass; 11] = [
+const CLASSES: [BottleneckClass; 14] = [
     BottleneckClass::LaunchOverhead,
     BottleneckClass::Memory,
     BottleneckClass::Compute,
@@ -21,6 +21,9 @@ const CLASSES: [BottleneckClass; 11] = [
     BottleneckClass::SmallGrid,
     BottleneckClass::Sync,
     BottleneckClass::Balanced,
+    BottleneckClass::Divergence,
+    BottleneckClass::Atomics,
+    BottleneckClass::PartialWave,
     BottleneckClass::Unknown,
 ];
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use kopt_model::{Device, KernelLaunch, Metrics, NcuRule};
+use kopt_model::{Device, KernelLaunch, Metrics, NcuRule, StallReason};
 
 use super::raw::put;
 use super::{parse_dim3, Ctx, NcuFile, NcuPage};
@@ -61,6 +61,19 @@ const DETAIL_METRICS: &[(&str, &str, Slot)] = &[
     ),
     ("Launch Statistics", "Waves Per SM", |m| &mut m.waves_per_sm),
     ("Launch Statistics", "# SMs", |m| &mut m.sm_count),
+    ("Compute Workload Analysis", "SM Busy", |m| {
+        &mut m.sm_busy_pct
+    }),
+    (
+        "Warp State Statistics",
+        "Warp Cycles Per Issued Instruction",
+        |m| &mut m.warp_cycles_per_issue,
+    ),
+    (
+        "Warp State Statistics",
+        "Avg. Active Threads Per Warp",
+        |m| &mut m.active_threads_per_inst,
+    ),
     ("Occupancy", "Theoretical Occupancy", |m| {
         &mut m.occupancy_theoretical_pct
     }),
@@ -310,6 +323,15 @@ fn evidence_from_rule(rule: &NcuRule, m: &mut Metrics) {
                 put(&mut m.uncoalesced_excess_pct_from_rule, p);
             }
         }
+        // "On average, each warp of this workload spends 12.8 cycles being
+        // stalled waiting for sibling warps at a CTA barrier. ..."
+        "CPIStall" => {
+            if let Some((cycles, reason)) = stall_from_rule(d) {
+                if !m.stalls.iter().any(|(r, _)| *r == reason) {
+                    m.stalls.push((reason, cycles));
+                }
+            }
+        }
         // "Tensor is the highest-utilized pipeline (93.6%) ..."
         "HighPipeUtilization" => {
             if let Some((pipe, rest)) = d.split_once(" is the highest-utilized pipeline (") {
@@ -322,6 +344,8 @@ fn evidence_from_rule(rule: &NcuRule, m: &mut Metrics) {
                         p if p.starts_with("Tensor") => Some(&mut m.tensor_pct),
                         "FMA" | "FMA (FP16)" => Some(&mut m.fma_pct),
                         "ALU" => Some(&mut m.alu_pct),
+                        "XU" => Some(&mut m.xu_pct),
+                        "LSU" => Some(&mut m.lsu_pct),
                         p if p.starts_with("FP64") || p.starts_with("DMMA") => {
                             Some(&mut m.fp64_pct)
                         }
@@ -335,6 +359,46 @@ fn evidence_from_rule(rule: &NcuRule, m: &mut Metrics) {
         }
         _ => {}
     }
+}
+
+/// The stall reason and its cycles per issued instruction from the text of
+/// ncu's CPIStall rule ("... spends 417.4 cycles being stalled waiting for a
+/// scoreboard dependency on a L1TEX ..."): the details page has no metric
+/// row per stall reason, only the rule naming the largest ones.
+fn stall_from_rule(d: &str) -> Option<(f64, StallReason)> {
+    let (head, rest) = d.split_once(" cycles being stalled ")?;
+    let cycles: f64 = head.rsplit(' ').next()?.replace(',', "").parse().ok()?;
+    let what = rest.split('.').next().unwrap_or(rest);
+    // Most specific phrases first: "scoreboard dependency on a MIO" before "MIO".
+    const PHRASES: &[(&str, StallReason)] = &[
+        ("CTA barrier", StallReason::Barrier),
+        ("memory barrier", StallReason::Membar),
+        (
+            "scoreboard dependency on a L1TEX",
+            StallReason::LongScoreboard,
+        ),
+        (
+            "scoreboard dependency on a MIO",
+            StallReason::ShortScoreboard,
+        ),
+        ("(LG) memory operations", StallReason::LgThrottle),
+        (
+            "MIO (memory input/output) instruction queue",
+            StallReason::MioThrottle,
+        ),
+        (
+            "execution pipe to be available",
+            StallReason::MathPipeThrottle,
+        ),
+        ("fixed latency execution dependency", StallReason::Wait),
+        ("branch target", StallReason::BranchResolving),
+        ("not selected", StallReason::NotSelected),
+        ("instruction", StallReason::NoInstruction),
+    ];
+    PHRASES
+        .iter()
+        .find(|(p, _)| what.contains(p))
+        .map(|(_, r)| (cycles, *r))
 }
 
 /// The number that ends right before `marker` ("... (78% of the total" -> 78).
@@ -371,6 +435,29 @@ mod tests {
             Some(96.9)
         );
         assert_eq!(number_before("nothing here", "% of the total"), None);
+    }
+
+    #[test]
+    fn stall_reasons_in_cpistall_text() {
+        use kopt_model::StallReason as R;
+        let cases = [
+            ("On average, each warp of this workload spends 12.8 cycles being stalled waiting for sibling warps at a CTA barrier. A high number", 12.8, R::Barrier),
+            ("On average, each warp of this workload spends 4583.7 cycles being stalled waiting for the L1 instruction queue for local and global (LG) memory operations to be not full. Typically", 4583.7, R::LgThrottle),
+            ("On average, each warp of this workload spends 11.2 cycles being stalled waiting for the MIO (memory input/output) instruction queue to be not full. This", 11.2, R::MioThrottle),
+            ("On average, each warp of this workload spends 417.4 cycles being stalled waiting for a scoreboard dependency on a L1TEX (local, global, surface, texture) operation. Find", 417.4, R::LongScoreboard),
+            ("On average, each warp of this workload spends 52.7 cycles being stalled waiting for a scoreboard dependency on a MIO (memory input/output) operation (not to L1TEX). The", 52.7, R::ShortScoreboard),
+        ];
+        for (text, cycles, reason) in cases {
+            assert_eq!(
+                super::stall_from_rule(text),
+                Some((cycles, reason)),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            super::stall_from_rule("Check the Warp Stall Sampling table"),
+            None
+        );
     }
 
     #[test]

@@ -101,6 +101,92 @@ const RAW_METRICS: &[(&str, Slot)] = &[
         "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_active",
         |m| &mut m.fp64_pct,
     ),
+    (
+        "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active",
+        |m| &mut m.xu_pct,
+    ),
+    // ncu's basic set has the pipes per elapsed cycle (at most the
+    // per-active-cycle figure; where both are there, the larger stays).
+    (
+        "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.xu_pct,
+    ),
+    (
+        "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.lsu_pct,
+    ),
+    (
+        "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.fma_pct,
+    ),
+    (
+        "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.alu_pct,
+    ),
+    (
+        "sm__pipe_fp64_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.fp64_pct,
+    ),
+    (
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.tensor_pct,
+    ),
+    (
+        "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.l2_atomic_pct,
+    ),
+    (
+        "l1tex__data_pipe_lsu_wavefronts.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.l1_wavefronts_pct,
+    ),
+    (
+        "l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.l1_bank_reads_pct,
+    ),
+    (
+        "l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed",
+        |m| &mut m.l1_bank_writes_pct,
+    ),
+    (
+        "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+        |m| &mut m.lsu_pct,
+    ),
+    ("smsp__average_warp_latency_per_inst_issued.ratio", |m| {
+        &mut m.warp_cycles_per_issue
+    }),
+    ("smsp__thread_inst_executed_per_inst_executed.ratio", |m| {
+        &mut m.active_threads_per_inst
+    }),
+    ("smsp__sass_branch_targets_threads_divergent.sum", |m| {
+        &mut m.divergent_branches
+    }),
+    (
+        "l1tex__t_set_accesses_pipe_lsu_mem_global_op_atom.sum",
+        |m| &mut m.global_atom_accesses,
+    ),
+    (
+        "l1tex__t_set_accesses_pipe_lsu_mem_global_op_red.sum",
+        |m| &mut m.global_red_accesses,
+    ),
+    ("lts__t_sectors_op_atom.sum", |m| &mut m.l2_atom_sectors),
+    ("lts__t_sectors_op_red.sum", |m| &mut m.l2_red_sectors),
+    // --set full has the L2 sectors from L1 (the SMs) rather than all units.
+    ("lts__t_sectors_srcunit_tex_op_atom.sum", |m| {
+        &mut m.l2_atom_sectors
+    }),
+    ("lts__t_sectors_srcunit_tex_op_red.sum", |m| {
+        &mut m.l2_red_sectors
+    }),
+    ("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", |m| {
+        &mut m.global_atom_accesses
+    }),
+    ("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", |m| {
+        &mut m.global_red_accesses
+    }),
+    (
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum",
+        |m| &mut m.shared_atom_wavefronts,
+    ),
     ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", |m| {
         &mut m.inst_ffma
     }),
