@@ -1852,6 +1852,94 @@ mod tests {
         assert_eq!(repeated_period(&["a", "a"]), Some(1));
     }
 
+    /// A program without ranges: `warmup` steps (one trial kernel more each,
+    /// as cuDNN's benchmark search), then `steps` forward passes of
+    /// `layers` identical 4-kernel layers and a head kernel; the model syncs
+    /// after every `sync_every` layers (its own `.item()`), the loop copies
+    /// the result back and syncs after each step, then the host pauses
+    /// `loop_ns` before the next.
+    fn forward_passes(
+        warmup: usize,
+        steps: usize,
+        layers: usize,
+        sync_every: usize,
+        loop_ns: i64,
+    ) -> Timeline {
+        let mut t = Timeline::default();
+        let mut c = 1u64;
+        let mut at = 1_000_000i64;
+        let sync = |t: &mut Timeline, at: &mut i64| {
+            t.api_calls.push(ApiCall {
+                kind: ApiKind::Synchronize,
+                name: "cudaStreamSynchronize".into(),
+                start_ns: *at,
+                end_ns: *at + 2_000,
+                thread: 1,
+                correlation: 0,
+            });
+            *at += 3_000;
+        };
+        for step in 0..warmup + steps {
+            let mut push = |t: &mut Timeline, at: &mut i64, name: String| {
+                t.api_calls.push(launch(*at, 4_000, c));
+                let mut k = kernel(*at + 5_000, 2_000, c);
+                k.name = name;
+                t.activities.push(k);
+                c += 1;
+                *at += 5_000;
+            };
+            if step < warmup {
+                push(&mut t, &mut at, "trial_algo".into());
+            }
+            for layer in 0..layers {
+                for k in 0..4 {
+                    push(&mut t, &mut at, format!("layer_op_{k}"));
+                }
+                if sync_every > 0 && (layer + 1) % sync_every == 0 {
+                    sync(&mut t, &mut at);
+                }
+            }
+            push(&mut t, &mut at, "head".into());
+            sync(&mut t, &mut at);
+            at += loop_ns;
+        }
+        t
+    }
+
+    #[test]
+    fn a_program_without_ranges_steps_by_its_forward_pass() {
+        // Nested layers, the model's own syncs inside the step, warm-up
+        // before: the step is the forward pass (6 x 4 + 1 kernels).
+        for (sync_every, loop_ns) in [(0, 50_000), (2, 50_000), (1, 200_000), (0, 0)] {
+            let t = forward_passes(2, 12, 6, sync_every, loop_ns);
+            let s = find_steps(&t).unwrap();
+            let kernels_per_step = 25;
+            let n = s.starts.len();
+            assert!(
+                (12..=14).contains(&n),
+                "sync every {sync_every}, loop {loop_ns}: {n} steps: {}",
+                s.detail
+            );
+            let sum = summarize(&t).unwrap();
+            assert_eq!(
+                sum.kernels_per_iteration,
+                Some(kernels_per_step as f64),
+                "sync every {sync_every}, loop {loop_ns}: {}",
+                s.detail
+            );
+        }
+    }
+
+    #[test]
+    fn a_sync_after_every_layer_is_not_a_step() {
+        // The model syncs after every layer and the loop pauses no longer
+        // than a layer sync: the step is still the period of the sequence
+        // (the head kernel makes the layer period repeat imperfectly).
+        let t = forward_passes(0, 10, 6, 1, 0);
+        let sum = summarize(&t).unwrap();
+        assert_eq!(sum.kernels_per_iteration, Some(25.0), "{}", sum.verdict);
+    }
+
     #[test]
     fn a_pattern_of_layers_reports_the_step_it_nests_in() {
         // 10 steps of 6 layers x 4 kernels, evenly spaced (no gaps, syncs or
