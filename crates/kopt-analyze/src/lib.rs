@@ -1,6 +1,7 @@
 //! kopt's analysis: per-launch rules, per-kernel roll-up, the workload's
 //! primary bottleneck and ranked recommendations. Prints nothing.
 
+pub mod attention;
 pub mod batchnorm;
 pub mod catalogue;
 pub mod fusion;
@@ -8,6 +9,8 @@ pub mod layout;
 pub mod library;
 pub mod ncu_rules;
 pub mod ops;
+pub mod precision;
+pub mod ranking;
 pub mod rollup;
 pub mod roofline;
 pub mod rules;
@@ -99,6 +102,37 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             g.verdict.covered_by = Some(f.id.clone());
         }
     }
+    // fp32 GEMMs on the FMA pipes of a tensor-core GPU: one finding, TF32.
+    let fp32_members = precision::members(&groups, &profile.device);
+    let tf32 = precision::recommend(&groups, &fp32_members, total_ns, &profile.device);
+    if let Some(f) = &tf32 {
+        for g in groups
+            .iter_mut()
+            .filter(|g| fp32_members.contains(&g.verdict.name))
+        {
+            g.verdict.covered_by = Some(f.id.clone());
+        }
+    }
+    // Eager attention (matmul -> softmax -> matmul): one finding, SDPA.
+    let eager_attention = attribution
+        .as_ref()
+        .and_then(|a| attention::from_ops(&a.table))
+        .or_else(|| {
+            profile.timeline.as_ref().and_then(|t| {
+                attention::from_kernels(t, |a| left_out.is_none_or(|w| !w.is_trial_activity(a)))
+            })
+        });
+    let fused_attention = eager_attention
+        .as_ref()
+        .and_then(|f| attention::recommend(f, total_ns, &profile.device, !fp32_members.is_empty()));
+    // Padding S inside attention is moot: the fused kernel never writes S x S.
+    let padding: Vec<_> = match &eager_attention {
+        Some(f) if fused_attention.is_some() => padding
+            .into_iter()
+            .filter(|r| !f.ops.iter().any(|op| r.evidence.starts_with(op.as_str())))
+            .collect(),
+        _ => padding,
+    };
     let mut pointwise = fusion::members(&groups);
     if folded.is_some() {
         pointwise.retain(|m| !bn_members.contains(m));
@@ -127,6 +161,8 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     recommendations.extend(fused.iter().cloned());
     recommendations.extend(folded.iter().cloned());
     recommendations.extend(relaid.iter().cloned());
+    recommendations.extend(tf32.iter().cloned());
+    recommendations.extend(fused_attention.iter().cloned());
     let tiny_groups: Vec<&rollup::KernelGroup> = groups
         .iter()
         .filter(|g| g.tiny && g.verdict.covered_by.is_none())
@@ -136,23 +172,6 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         total_ns,
         timeline.as_ref(),
     ));
-    // Numeric gains first, largest first; then roofline advice by the kernel's share.
-    recommendations.sort_by(|a, b| match (&a.gain, &b.gain) {
-        (Some(x), Some(y)) => y.workload_pct.total_cmp(&x.workload_pct),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => {
-            let share = |k: &str| {
-                groups
-                    .iter()
-                    .find(|g| g.verdict.name == k)
-                    .map_or(0.0, |g| g.verdict.pct_of_total)
-            };
-            share(&b.kernel).total_cmp(&share(&a.kernel))
-        }
-    });
-    // Gains too small to act on are noise, not advice.
-    recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
     if let Some(t) = timeline.as_ref() {
         if let Some(mut r) = graph_recommendation(t) {
             if profile.device.amd.is_some() {
@@ -167,32 +186,34 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
                         .replace("cudaStreamBeginCapture", "hipStreamBeginCapture");
                 }
             }
-            // Kernel gains are shares of GPU time; in wall time they count
-            // only as far as the GPU is busy.
-            let busy = t.busy_pct / 100.0;
-            let share = r.gain.as_ref().map_or(0.0, |g| g.workload_pct);
-            let at = if t.launch_bound {
-                0
-            } else {
-                recommendations
-                    .iter()
-                    .position(|x| {
-                        x.gain
-                            .as_ref()
-                            .is_none_or(|g| g.workload_pct * busy < share)
-                    })
-                    .unwrap_or(recommendations.len())
-            };
-            recommendations.insert(at, r);
+            recommendations.push(r);
         }
     }
+    // One ranking: each finding's predicted speed-up of the whole step on
+    // one base (the bare step where known); findings without a figure
+    // after every finding with one, by their kernel's share.
+    let base = ranking::Base::of(timeline.as_ref(), total_ns);
+    ranking::rank(&mut recommendations, &base, |k| {
+        groups
+            .iter()
+            .find(|g| g.verdict.name == k)
+            .map_or(0.0, |g| g.verdict.pct_of_total)
+    });
+    // Gains too small to act on are noise, not advice.
+    recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
     for (i, r) in recommendations.iter_mut().enumerate() {
         r.rank = i + 1;
     }
     // The primary bottleneck is what tops the recommendations: the finding
     // with the most recoverable time.
     let primary = match recommendations.first() {
-        Some(r) if r.id == fusion::ID || r.id == batchnorm::ID || r.id == layout::ID => {
+        Some(r)
+            if r.id == fusion::ID
+                || r.id == batchnorm::ID
+                || r.id == layout::ID
+                || r.id == precision::ID
+                || r.id == attention::ID =>
+        {
             Some(fusion_primary(r, &groups))
         }
         Some(r) if r.id == "capture_cuda_graph" => timeline
@@ -367,7 +388,13 @@ fn graph_recommendation(t: &kopt_model::TimelineSummary) -> Option<kopt_model::R
     // Without steps the prediction covers the whole trace as one sequence:
     // named only where launches clearly set the pace.
     let worth = t.launch_bound || (t.steps.is_some() && p.speedup.estimate >= GRAPH_MIN_SPEEDUP);
-    if t.busy_pct > timeline::COMPUTE_BOUND_BUSY_PCT
+    // The untraced step's busy share where a bare run timed it.
+    let busy_pct = if p.eager_measured_bare && p.eager_corrected_per_step_ns > 0.0 {
+        100.0 * p.busy_per_step_ns / p.eager_corrected_per_step_ns
+    } else {
+        t.busy_pct
+    };
+    if busy_pct > timeline::COMPUTE_BOUND_BUSY_PCT
         || already_graphed
         || !worth
         || p.speedup.estimate <= 1.0

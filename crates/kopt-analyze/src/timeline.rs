@@ -241,6 +241,7 @@ pub fn find_steps(t: &Timeline) -> Option<Steps> {
     order.sort_by_key(|(a, (s, _))| (*s, a.start_ns));
     profiler_steps(t)
         .or_else(|| nvtx_steps(t, &order))
+        .or_else(|| marked_period_steps(t, &order))
         .or_else(|| sync_steps(t, &order))
         .or_else(|| host_gap_steps(&order))
         .or_else(|| pattern_steps(&order))
@@ -454,6 +455,229 @@ fn host_gap_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
         });
     }
     None
+}
+
+/// Fewest repeats of a candidate step in the steady tail.
+const MIN_REPEATS: usize = 3;
+
+/// How a candidate period's boundaries are marked: its phase, the share of
+/// boundaries marked, the share synced, their mean pause, the mean pause
+/// elsewhere.
+type Marks = (usize, f64, f64, f64, f64);
+
+/// Steps of a program without ranges, as the period of its kernel sequence
+/// that the host marks. The period is looked for in the second half of the
+/// kernels (warm-up and set-up come first): the shortest period p0 the
+/// sequence repeats with, then its multiples. A multiple is the step when
+/// its boundaries are marked by the host (nearly every boundary follows a
+/// synchronising call, or a host pause several times the pauses inside);
+/// of the marked multiples the shortest is taken, unless a longer one's
+/// boundaries stand out again (a step's end pauses longer than the layer
+/// syncs inside it). Not a layer (its repeats inside a step are not
+/// marked), not a sync call (the model's own syncs recur inside a step at
+/// the same places, so they mark nothing the step's period does not), and
+/// the warm-up before is left to the steady-state cut. None where no
+/// multiple is marked: the other detectors follow.
+fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
+    let kernels: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|(_, (a, _))| a.kind == ActivityKind::Kernel)
+        .map(|(i, _)| i)
+        .collect();
+    let n = kernels.len();
+    if n < 2 * MIN_REPEATS {
+        return None;
+    }
+    let sigs: Vec<String> = kernels.iter().map(|&i| signature(order[i].0)).collect();
+    let mut id_of: HashMap<&str, usize> = HashMap::new();
+    let ids: Vec<usize> = sigs
+        .iter()
+        .map(|s| {
+            let next = id_of.len();
+            *id_of.entry(s.as_str()).or_insert(next)
+        })
+        .collect();
+    let tail_from = n / 2;
+    let tail: Vec<&str> = sigs[tail_from..].iter().map(String::as_str).collect();
+    let p0 = repeated_period(&tail)?;
+    // Host marks before each kernel: a synchronising call ended since the
+    // previous launch, and the host pause since it.
+    let mut syncs: Vec<i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| {
+            c.kind == ApiKind::Synchronize
+                || (c.kind == ApiKind::Memory
+                    && c.name.contains("emcpy")
+                    && !c.name.contains("Async"))
+        })
+        .map(|c| c.end_ns)
+        .collect();
+    syncs.sort_unstable();
+    let launch = |k: usize| order[kernels[k]].1;
+    let synced: Vec<bool> = (0..n)
+        .map(|k| {
+            k > 0 && {
+                let (from, to) = (launch(k - 1).0, launch(k).0);
+                let i = syncs.partition_point(|s| *s <= from);
+                syncs.get(i).is_some_and(|s| *s <= to)
+            }
+        })
+        .collect();
+    let pause: Vec<f64> = (0..n)
+        .map(|k| {
+            if k == 0 {
+                0.0
+            } else {
+                (launch(k).0 - launch(k - 1).1).max(0) as f64
+            }
+        })
+        .collect();
+    let tail_len = n - tail_from;
+    // A pause marks a boundary when it is several times the typical pause.
+    let typical = median(pause[tail_from + 1..].to_vec()).unwrap_or(0.0);
+    let pause_mark = (3.0 * typical).max(10_000.0);
+    // For a period p: the phase whose boundaries are marked best, the share
+    // of its boundaries marked (a sync, or a long pause), of them synced,
+    // their mean pause, and the mean pause elsewhere.
+    let score = |p: usize| -> Marks {
+        let mut best = (0usize, -1.0f64, 0.0f64, 0.0f64);
+        for ph in 0..p {
+            let at: Vec<usize> = (tail_from + ph..n).step_by(p).filter(|&k| k > 0).collect();
+            if at.is_empty() {
+                continue;
+            }
+            let share = |f: &dyn Fn(usize) -> bool| {
+                at.iter().filter(|&&k| f(k)).count() as f64 / at.len() as f64
+            };
+            let marked = share(&|k| synced[k] || pause[k] >= pause_mark);
+            let synced_share = share(&|k| synced[k]);
+            let mean = at.iter().map(|&k| pause[k]).sum::<f64>() / at.len() as f64;
+            if (marked, mean) > (best.1, best.3) {
+                best = (ph, marked, synced_share, mean);
+            }
+        }
+        let ph = best.0;
+        let inside: Vec<f64> = (tail_from + 1..n)
+            .filter(|k| (k - tail_from) % p != ph)
+            .map(|k| pause[k])
+            .collect();
+        let inside_mean = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
+        (ph, best.1, best.2, best.3, inside_mean)
+    };
+    let mut step: Option<(usize, Marks)> = None;
+    let mut k = 1;
+    while p0 * k * MIN_REPEATS <= tail_len {
+        let p = p0 * k;
+        // The multiple must repeat as a whole.
+        if match_share(&ids[tail_from..], p) >= 0.9 {
+            let sc = score(p);
+            if sc.1 >= 0.9 {
+                match step {
+                    None => step = Some((p, sc)),
+                    // A longer marked period replaces a shorter one only
+                    // where its boundaries pause clearly longer than the
+                    // shorter one's: the step's end, not one more layer.
+                    Some((q, s0)) if p % q == 0 && sc.3 >= 2.0 * s0.3.max(1.0) => {
+                        step = Some((p, sc))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        k += 1;
+    }
+    let (period, (phase, _, synced_share, mean, inside)) = step?;
+    // Boundaries over the tail, then back over the lead while a period's
+    // kernels still repeat the next period's.
+    let mut bounds: Vec<usize> = (tail_from + phase..n).step_by(period).collect();
+    let mut b = *bounds.first()?;
+    while b >= period {
+        let a = b - period;
+        let same = (0..period)
+            .filter(|&i| b + i < n && ids[a + i] == ids[b + i])
+            .count();
+        if (same as f64) < 0.9 * period as f64 {
+            break;
+        }
+        bounds.insert(0, a);
+        b = a;
+    }
+    // A partial period at the end is not a step.
+    if let Some(&last) = bounds.last() {
+        if last + period > n {
+            bounds.pop();
+        }
+    }
+    if bounds.len() < MIN_REPEATS {
+        return None;
+    }
+    // A step starts after the longest host pause between the previous
+    // period's last kernel and its first: a copy launched after the pause
+    // belongs to the step it precedes, one before it (a result copied back)
+    // to the step it ends.
+    let first: Vec<usize> = bounds
+        .iter()
+        .map(|&k| {
+            let to = kernels[k];
+            let Some(&from) = k.checked_sub(1).and_then(|j| kernels.get(j)) else {
+                return to;
+            };
+            (from + 1..=to)
+                .max_by_key(|&j| (order[j].1 .0 - order[j - 1].1 .1, std::cmp::Reverse(j)))
+                .unwrap_or(to)
+        })
+        .collect();
+    let (starts, mut ends) = tiled(order, &first);
+    // The last step ends with the last launch before the next period's
+    // first kernel (its copies after its kernels too).
+    if let (Some(last), Some(&k)) = (ends.last_mut(), bounds.last()) {
+        let until = kernels.get(k + period).copied().unwrap_or(order.len());
+        *last = order[kernels[k]..until]
+            .iter()
+            .map(|(_, (s, _))| *s)
+            .max()
+            .unwrap_or(*last);
+    }
+    let fmt = kopt_model::format_duration_ns;
+    let (source, mark) = if synced_share >= 0.9 {
+        (
+            StepSource::Sync,
+            format!(
+                "a synchronising call before {:.0}% of its starts",
+                100.0 * synced_share
+            ),
+        )
+    } else {
+        (
+            StepSource::HostGap,
+            format!(
+                "a host pause of {} on average before each start, {} elsewhere",
+                fmt(mean),
+                fmt(inside)
+            ),
+        )
+    };
+    let nested = if period != p0 {
+        format!(
+            "; a shorter pattern of {p0} kernels repeats {} times inside it (layers of a step)",
+            period / p0
+        )
+    } else {
+        String::new()
+    };
+    Some(Steps {
+        source,
+        family: None,
+        detail: format!(
+            "the repeating sequence of {period} kernels that the host marks ({mark}; {} whole repeats{nested})",
+            starts.len()
+        ),
+        starts,
+        ends,
+        contiguous: true,
+    })
 }
 
 /// Share of positions `i` with `ids[i] == ids[i + lag]`.
@@ -898,12 +1122,6 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     let median_kernel = median(kernels.iter().map(|k| k.duration_ns() as f64).collect());
     let busy_pct = 100.0 * busy as f64 / wall as f64;
     let iterations = steady.as_ref().map(|st| (st.last + 1 - st.first) as u64);
-    let launch_bound = busy_pct < LAUNCH_BOUND_BUSY_PCT
-        && match (median_kernel, median_launch) {
-            (Some(k), Some(l)) => k <= 2.0 * l,
-            (Some(k), None) => k < crate::rules::TINY_KERNEL_NS,
-            _ => false,
-        };
     let fmt = kopt_model::format_duration_ns;
 
     let step_detection = steps.as_ref().map(|s| kopt_model::StepDetection {
@@ -1187,6 +1405,28 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         ),
         _ => " (no repeating step found: the whole trace)".to_string(),
     };
+    // What sets the pace, from the untraced step where a bare run timed it:
+    // the recorder's host cost per launch and op makes a GPU-bound step
+    // look idle.
+    let bare_busy_pct = graph_prediction
+        .as_ref()
+        .filter(|p| p.eager_measured_bare && p.eager_corrected_per_step_ns > 0.0)
+        .map(|p| (100.0 * p.busy_per_step_ns / p.eager_corrected_per_step_ns).min(100.0_f64));
+    let pace_pct = bare_busy_pct.unwrap_or(busy_pct);
+    let launch_bound = pace_pct < LAUNCH_BOUND_BUSY_PCT
+        && match (median_kernel, median_launch) {
+            (Some(k), Some(l)) => k <= 2.0 * l,
+            (Some(k), None) => k < crate::rules::TINY_KERNEL_NS,
+            _ => false,
+        };
+    let bare_note = match (bare_busy_pct, graph_prediction.as_ref()) {
+        (Some(b), Some(p)) => format!(
+            " Untraced (bare run): {} a step against {} traced; the GPU is busy {b:.1}% of the untraced step.",
+            fmt(p.eager_corrected_per_step_ns),
+            fmt(p.eager_per_step_ns)
+        ),
+        _ => String::new(),
+    };
     let verdict = if launch_bound {
         format!(
             "Launch bound: the GPU is busy {busy_pct:.1}% of the {} window{window_note}; kernels run {} (median) while each launch call costs {} of host time; {} of {} kernels ran shorter than their launch.",
@@ -1196,10 +1436,14 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             shorter,
             kernels.len()
         )
-    } else if busy_pct >= COMPUTE_BOUND_BUSY_PCT {
+    } else if pace_pct >= COMPUTE_BOUND_BUSY_PCT {
         format!(
-            "GPU bound: the GPU is busy {busy_pct:.1}% of the {} window{window_note}; launch overhead is hidden behind GPU work, so graph capture would not help.",
-            fmt(wall as f64)
+            "GPU bound: the GPU is busy {pace_pct:.1}% of the {}{window_note}; launch overhead is hidden behind GPU work, so graph capture would not help.",
+            if bare_busy_pct.is_some() {
+                "untraced step".to_string()
+            } else {
+                format!("{} window", fmt(wall as f64))
+            }
         )
     } else {
         format!(
@@ -1207,6 +1451,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             fmt(wall as f64)
         )
     };
+    let verdict = verdict + &bare_note;
     Some(TimelineSummary {
         wall_ns: wall,
         gpu_busy_ns: busy,
@@ -1605,6 +1850,94 @@ mod tests {
         assert_eq!(repeated_period(&[]), None);
         assert_eq!(repeated_period(&["a"]), None);
         assert_eq!(repeated_period(&["a", "a"]), Some(1));
+    }
+
+    /// A program without ranges: `warmup` steps (one trial kernel more each,
+    /// as cuDNN's benchmark search), then `steps` forward passes of
+    /// `layers` identical 4-kernel layers and a head kernel; the model syncs
+    /// after every `sync_every` layers (its own `.item()`), the loop copies
+    /// the result back and syncs after each step, then the host pauses
+    /// `loop_ns` before the next.
+    fn forward_passes(
+        warmup: usize,
+        steps: usize,
+        layers: usize,
+        sync_every: usize,
+        loop_ns: i64,
+    ) -> Timeline {
+        let mut t = Timeline::default();
+        let mut c = 1u64;
+        let mut at = 1_000_000i64;
+        let sync = |t: &mut Timeline, at: &mut i64| {
+            t.api_calls.push(ApiCall {
+                kind: ApiKind::Synchronize,
+                name: "cudaStreamSynchronize".into(),
+                start_ns: *at,
+                end_ns: *at + 2_000,
+                thread: 1,
+                correlation: 0,
+            });
+            *at += 3_000;
+        };
+        for step in 0..warmup + steps {
+            let mut push = |t: &mut Timeline, at: &mut i64, name: String| {
+                t.api_calls.push(launch(*at, 4_000, c));
+                let mut k = kernel(*at + 5_000, 2_000, c);
+                k.name = name;
+                t.activities.push(k);
+                c += 1;
+                *at += 5_000;
+            };
+            if step < warmup {
+                push(&mut t, &mut at, "trial_algo".into());
+            }
+            for layer in 0..layers {
+                for k in 0..4 {
+                    push(&mut t, &mut at, format!("layer_op_{k}"));
+                }
+                if sync_every > 0 && (layer + 1) % sync_every == 0 {
+                    sync(&mut t, &mut at);
+                }
+            }
+            push(&mut t, &mut at, "head".into());
+            sync(&mut t, &mut at);
+            at += loop_ns;
+        }
+        t
+    }
+
+    #[test]
+    fn a_program_without_ranges_steps_by_its_forward_pass() {
+        // Nested layers, the model's own syncs inside the step, warm-up
+        // before: the step is the forward pass (6 x 4 + 1 kernels).
+        for (sync_every, loop_ns) in [(0, 50_000), (2, 50_000), (1, 200_000), (0, 0)] {
+            let t = forward_passes(2, 12, 6, sync_every, loop_ns);
+            let s = find_steps(&t).unwrap();
+            let kernels_per_step = 25;
+            let n = s.starts.len();
+            assert!(
+                (12..=14).contains(&n),
+                "sync every {sync_every}, loop {loop_ns}: {n} steps: {}",
+                s.detail
+            );
+            let sum = summarize(&t).unwrap();
+            assert_eq!(
+                sum.kernels_per_iteration,
+                Some(kernels_per_step as f64),
+                "sync every {sync_every}, loop {loop_ns}: {}",
+                s.detail
+            );
+        }
+    }
+
+    #[test]
+    fn a_sync_after_every_layer_is_not_a_step() {
+        // The model syncs after every layer and the loop pauses no longer
+        // than a layer sync: the step is still the period of the sequence
+        // (the head kernel makes the layer period repeat imperfectly).
+        let t = forward_passes(0, 10, 6, 1, 0);
+        let sum = summarize(&t).unwrap();
+        assert_eq!(sum.kernels_per_iteration, Some(25.0), "{}", sum.verdict);
     }
 
     #[test]

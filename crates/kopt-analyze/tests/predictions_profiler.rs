@@ -70,12 +70,20 @@ fn diagnose_kopt(set: &str, w: &str, bare: Option<BareSteps>) -> Diagnosis {
     )
 }
 
+/// The timeline's prediction, where graph capture is recommended (the
+/// recommendation drops its figure where the range spans more than 3x).
 fn speedup(d: &Diagnosis) -> PredictedSpeedup {
-    d.recommendations
-        .iter()
-        .find(|r| r.id == "capture_cuda_graph")
-        .and_then(|r| r.predicted_speedup.clone())
-        .expect("a graph-capture recommendation with a prediction")
+    assert!(
+        d.recommendations
+            .iter()
+            .any(|r| r.id == "capture_cuda_graph"),
+        "a graph-capture recommendation"
+    );
+    d.timeline
+        .as_ref()
+        .and_then(|t| t.graph_prediction.as_ref())
+        .map(|g| g.speedup.clone())
+        .expect("a prediction")
 }
 
 /// The GRU (cuDNN) is the one step whose replayed time kopt cannot see in

@@ -31,7 +31,7 @@ fn seed_000_moe_step_is_launch_bound() {
     // Measured on an H200 (fixtures/bench-verdicts-h200, seed000-kopt-trace-h200):
     // 124.9 us per eager call untraced, 22.3 us replayed: 5.6x. The
     // prediction's range must hold it.
-    let sp = &d.recommendations[0].predicted_speedup.as_ref().unwrap();
+    let sp = &t.graph_prediction.as_ref().unwrap().speedup;
     assert!(sp.low <= 5.6 && 5.6 <= sp.high, "{sp:?}");
     assert!(t.busy_pct > 5.0 && t.busy_pct < 20.0, "{}", t.busy_pct);
     let p = d.primary.as_ref().unwrap();

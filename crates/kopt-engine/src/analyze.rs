@@ -73,7 +73,7 @@ fn time_steps_bare(
     };
     let Some(range) = bare_run_range(timeline) else {
         return Ok(BareRun::skipped(
-            "The command after `--` was not run: the trace's steps are not launch bound with ProfilerStep#N or NVTX step markers, so no graph-capture prediction needs a bare eager time.",
+            "The command after `--` was not run: the trace's steps are not marked by ProfilerStep#N or NVTX ranges, so a bare run could not time the same steps.",
         ));
     };
     let tracer = locate_tracer(run.tracer.as_deref())?;

@@ -174,7 +174,7 @@ impl Passes<'_> {
     fn bare_pass(&mut self, tracer: &Path, workload: &Workload, range: &str) {
         let progress = self.progress;
         progress.note(&format!(
-            "launch bound: running the workload twice more without the tracer, timing its '{range}' ranges, for the graph-capture prediction (--no-bare-run skips this)"
+            "steps recorded: running the workload twice more without the tracer, timing its '{range}' ranges, so the step every figure is based on is the untraced one (two more runs; --no-bare-run skips this)"
         ));
         let bare = Workload {
             argv: crate::module_script::without_op_ranges(&workload.argv),

@@ -49,9 +49,12 @@ pub struct Traced {
 pub(crate) const PROFILER_REPLACED: &str = "The program's torch.profiler.profile was replaced by kopt's stand-in (it records nothing and marks each step as a ProfilerStep#N NVTX range): kopt records the run itself, and the program's own profiler output was not written. KOPT_KEEP_TORCH_PROFILER=1 keeps the real one.";
 
 /// The range family a bare run should time: the steps came from NVTX
-/// ranges or `ProfilerStep#N` markers (torch.profiler's, or kopt's stand-in
-/// for it) and the timeline predicts a graph-capture gain. `kopt profile`
-/// and `kopt analyze -- CMD` ask too.
+/// ranges or `ProfilerStep#N` markers (torch.profiler's, kopt's stand-in
+/// for it, or kopt's module driver), whatever the traced step looks like:
+/// the recorder's cost can make a GPU-bound step look launch bound and the
+/// other way round, so every host-time figure (launch bound, idle share,
+/// graph gain, the step every finding's speed-up is figured on) takes the
+/// untraced step. `kopt profile` and `kopt analyze -- CMD` ask too.
 pub(crate) fn bare_run_range(t: &Timeline) -> Option<String> {
     use kopt_model::StepSource;
     // A sampled trace's steps are the windows' (the time between is cut).
@@ -61,7 +64,7 @@ pub(crate) fn bare_run_range(t: &Timeline) -> Option<String> {
     let t = kopt_analyze::timeline::summarize(t)?;
     let steps = t.steps?;
     let marked = matches!(steps.source, StepSource::Nvtx | StepSource::ProfilerStep);
-    (t.launch_bound && t.graph_prediction.is_some() && marked)
+    (t.graph_prediction.is_some() && marked)
         .then_some(steps.family)
         .flatten()
 }
@@ -91,7 +94,7 @@ impl BareRun {
     ) -> BareRun {
         let recorder = recorder_words(timeline);
         progress.note(&format!(
-            "launch bound: running the workload twice more without {recorder}, timing its '{range}' ranges, for the graph-capture prediction"
+            "steps recorded: running the workload twice more without {recorder}, timing its '{range}' ranges, so the step every figure is based on is the untraced one (two more runs)"
         ));
         let fallback = match timeline.recorder.slowdown() {
             Some((factor, _)) => format!(
@@ -373,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_run_times_marked_launch_bound_steps_of_whole_traces_only() {
+    fn a_bare_run_times_marked_steps_of_whole_traces_only() {
         let t = read_kopt_trace_set(&fixture("predictions-h200-bare/moe.trace.jsonl.gz"))
             .unwrap()
             .timeline;
@@ -386,11 +389,11 @@ mod tests {
         let mut sampled = t.clone();
         sampled.sampled_windows = vec![(0, 1)];
         assert_eq!(bare_run_range(&sampled), None);
-        // GPU bound: no graph-capture prediction to start from.
+        // GPU bound too: the untraced step is the base of every finding.
         let m =
             kopt_ingest::read_kineto(&fixture("predictions-h200-bare/matmuls.pt.trace.json.gz"))
                 .unwrap()
                 .timeline;
-        assert_eq!(bare_run_range(&m), None);
+        assert_eq!(bare_run_range(&m).as_deref(), Some("ProfilerStep"));
     }
 }

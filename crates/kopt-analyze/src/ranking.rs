@@ -1,0 +1,299 @@
+//! One ranking: every finding's predicted speed-up of the whole step, on one
+//! base. The base is the step's wall time as it runs untraced where kopt
+//! knows it (the bare run's step, else the traced step less the recorder's
+//! cost), else the traced window, else the summed kernel time. A finding
+//! that saves kernel time shortens the step as far as the GPU sets its pace:
+//! saved x the GPU's busy share of the step (all of it when the GPU is busy
+//! the whole step, little when launches set the pace). Graph capture's
+//! prediction is already a step speed-up on the same base.
+
+use kopt_model::{PredictedSpeedup, Recommendation, TimelineSummary};
+
+/// A predicted range wider than this (high / low) means the model does not
+/// know: the figure is dropped, and the finding says so.
+pub const MAX_RANGE_RATIO: f64 = 3.0;
+
+/// Id of the graph-capture finding (its prediction is a step speed-up).
+pub const GRAPH_ID: &str = "capture_cuda_graph";
+
+/// The step the speed-ups are figured on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Base {
+    /// Wall time per step (never below `busy_ns`).
+    pub wall_ns: f64,
+    /// GPU-busy time per step.
+    pub busy_ns: f64,
+    pub words: String,
+}
+
+impl Base {
+    pub fn of(t: Option<&TimelineSummary>, total_kernel_ns: f64) -> Base {
+        let fmt = kopt_model::format_duration_ns;
+        if let Some(p) = t.and_then(|t| t.graph_prediction.as_ref()) {
+            let busy = p.busy_per_step_ns.max(0.0);
+            let wall = p.eager_corrected_per_step_ns.max(busy);
+            let words = if t.is_some_and(|t| t.steps.is_none()) {
+                format!(
+                    "the traced window as one step ({}, no repeating step found), less the recorder's cost",
+                    fmt(wall)
+                )
+            } else if p.eager_measured_bare {
+                format!(
+                    "the step as it runs untraced ({}, timed in a bare run)",
+                    fmt(wall)
+                )
+            } else {
+                format!("the traced step less the recorder's cost ({})", fmt(wall))
+            };
+            return Base {
+                wall_ns: wall,
+                busy_ns: busy,
+                words,
+            };
+        }
+        Base {
+            wall_ns: total_kernel_ns,
+            busy_ns: total_kernel_ns,
+            words: format!(
+                "the summed kernel time ({}; no timeline)",
+                fmt(total_kernel_ns)
+            ),
+        }
+    }
+
+    /// The GPU's busy share of the step, 0..=1.
+    pub fn busy_share(&self) -> f64 {
+        if self.wall_ns > 0.0 {
+            (self.busy_ns / self.wall_ns).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    }
+
+    /// Step speed-up when a share `f` (0..1) of the kernel time goes, the
+    /// wall shrinking by `weight` of it.
+    fn speedup(&self, f: f64, weight: f64) -> f64 {
+        let saved = (f.clamp(0.0, 0.999) * self.busy_ns * weight).min(self.wall_ns * 0.999);
+        if self.wall_ns <= 0.0 {
+            return 1.0;
+        }
+        self.wall_ns / (self.wall_ns - saved)
+    }
+}
+
+/// Kernel-time shares (estimate, low, high) a finding saves: from its
+/// kernel-time speed-up where it has one, else from its gain.
+fn kernel_shares(r: &Recommendation) -> Option<(f64, f64, f64)> {
+    let share = |s: f64| if s > 1.0 { 1.0 - 1.0 / s } else { 0.0 };
+    if let Some(p) = &r.predicted_speedup {
+        return Some((share(p.estimate), share(p.low), share(p.high)));
+    }
+    let g = r.gain.as_ref()?;
+    let f = (g.workload_pct / 100.0).clamp(0.0, 1.0);
+    Some((f, f, f))
+}
+
+/// Batch-norm folding gains its kernels' time only where the bias goes into
+/// the convolution's epilogue (torch.compile with freezing); folded in eager
+/// mode it measured 0.99-1.03x. Its estimate is the middle of its range.
+fn middle_of_range(id: &str) -> bool {
+    id == crate::batchnorm::ID
+}
+
+/// Every finding's step speed-up on `base`, then the ranking: largest
+/// estimate first; findings without a figure after every finding with one
+/// (by their kernel's share of the time). Gains rewritten as shares of the
+/// step so that every "% of the workload" has the same base.
+pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&str) -> f64) {
+    let b = base.busy_share();
+    // What each finding ranks by: its estimate; where the figure is dropped
+    // (range over 3x), the low end, what the model is sure of; none without
+    // a figure at all.
+    let mut keys: Vec<Option<f64>> = Vec::with_capacity(recs.len());
+    for r in recs.iter_mut() {
+        let step = if r.id == GRAPH_ID {
+            r.predicted_speedup.clone()
+        } else {
+            kernel_shares(r).map(|(est, lo, hi)| {
+                let high = base.speedup(hi, 1.0);
+                let low = base.speedup(lo, b * b).min(high);
+                let mut estimate = base.speedup(est, b).clamp(low, high);
+                if middle_of_range(&r.id) {
+                    estimate = (low * high).sqrt();
+                }
+                let kernel_model = r
+                    .predicted_speedup
+                    .as_ref()
+                    .map(|p| p.model.clone())
+                    .or_else(|| r.gain.as_ref().map(|g| g.method.clone()))
+                    .unwrap_or_default();
+                PredictedSpeedup {
+                    estimate,
+                    low,
+                    high,
+                    model: format!(
+                        "step speed-up on {}: the kernel time saved ({:.1}%, range {:.1}-{:.1}%) x the GPU's busy share of the step ({:.0}%) comes off the step; high: all of it, low: x the busy share again. Kernel-time model: {kernel_model}",
+                        base.words,
+                        100.0 * est,
+                        100.0 * lo,
+                        100.0 * hi,
+                        100.0 * b
+                    ),
+                }
+            })
+        };
+        match step {
+            Some(sp) if sp.low > 0.0 && sp.high / sp.low > MAX_RANGE_RATIO => {
+                r.evidence = format!(
+                    "{} The prediction's range ({:.1}-{:.1}x) spans more than {MAX_RANGE_RATIO:.0}x: the model does not know this step, so no figure is given.",
+                    r.evidence.trim_end(),
+                    sp.low,
+                    sp.high
+                );
+                r.predicted_speedup = None;
+                r.gain = None;
+                keys.push(Some(sp.low));
+            }
+            Some(sp) => {
+                keys.push(Some(sp.estimate));
+                if let Some(g) = r.gain.as_mut() {
+                    let pct = 100.0 * (1.0 - 1.0 / sp.estimate.max(1.0));
+                    g.workload_pct = pct;
+                    g.saved_ns = base.wall_ns * pct / 100.0;
+                }
+                r.predicted_speedup = Some(sp);
+            }
+            None => {
+                r.predicted_speedup = None;
+                keys.push(None);
+            }
+        }
+    }
+    let mut keyed: Vec<(Option<f64>, Recommendation)> =
+        keys.into_iter().zip(recs.drain(..)).collect();
+    keyed.sort_by(|(ka, a), (kb, b)| match (ka, kb) {
+        (Some(x), Some(y)) => y.total_cmp(x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => kernel_share(&b.kernel).total_cmp(&kernel_share(&a.kernel)),
+    });
+    recs.extend(keyed.into_iter().map(|(_, r)| r));
+    for (i, r) in recs.iter_mut().enumerate() {
+        r.rank = i + 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kopt_model::{BottleneckClass, GainEstimate};
+
+    fn rec(id: &str, kernel_speedup: Option<(f64, f64)>, pct: Option<f64>) -> Recommendation {
+        Recommendation {
+            rank: 0,
+            id: id.into(),
+            title: id.into(),
+            kernel: id.into(),
+            kernel_short: id.into(),
+            class: BottleneckClass::Memory,
+            evidence: String::new(),
+            action: String::new(),
+            source: String::new(),
+            gain: pct.map(|p| GainEstimate {
+                kernel_pct: 100.0,
+                workload_pct: p,
+                saved_ns: 0.0,
+                method: "m".into(),
+            }),
+            predicted_speedup: kernel_speedup.map(|(e, l)| PredictedSpeedup {
+                estimate: e,
+                low: l,
+                high: e,
+                model: "k".into(),
+            }),
+        }
+    }
+
+    fn graph(e: f64, l: f64, h: f64) -> Recommendation {
+        let mut r = rec(GRAPH_ID, None, Some(10.0));
+        r.predicted_speedup = Some(PredictedSpeedup {
+            estimate: e,
+            low: l,
+            high: h,
+            model: "g".into(),
+        });
+        r
+    }
+
+    #[test]
+    fn gpu_bound_steps_rank_kernel_gains_over_graph_capture() {
+        let base = Base {
+            wall_ns: 10e6,
+            busy_ns: 9.8e6,
+            words: "w".into(),
+        };
+        let mut recs = vec![
+            graph(1.02, 1.0, 1.05),
+            rec("tiny", None, Some(0.1)),
+            rec("enable_tf32", Some((2.7, 2.0)), Some(60.0)),
+            rec("library", None, None),
+        ];
+        rank(&mut recs, &base, |_| 0.0);
+        let ids: Vec<&str> = recs.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["enable_tf32", GRAPH_ID, "tiny", "library"]);
+        let tf32 = recs[0].predicted_speedup.as_ref().unwrap();
+        assert!(
+            tf32.estimate > 2.4 && tf32.estimate < 2.7,
+            "{}",
+            tf32.estimate
+        );
+        // Every gain is now a share of the same step.
+        let g = recs[0].gain.as_ref().unwrap();
+        assert!((g.workload_pct - 100.0 * (1.0 - 1.0 / tf32.estimate)).abs() < 1e-9);
+        assert_eq!(recs[3].rank, 4);
+    }
+
+    #[test]
+    fn launch_bound_steps_rank_graph_capture_first() {
+        // The GPU is busy a quarter of the step: halving kernel time saves little.
+        let base = Base {
+            wall_ns: 4e6,
+            busy_ns: 1e6,
+            words: "w".into(),
+        };
+        let mut recs = vec![
+            rec("use_channels_last", Some((1.3, 1.1)), Some(23.0)),
+            graph(3.9, 3.5, 4.4),
+        ];
+        rank(&mut recs, &base, |_| 0.0);
+        assert_eq!(recs[0].id, GRAPH_ID);
+        let cl = recs[1].predicted_speedup.as_ref().unwrap();
+        assert!(cl.estimate < 1.02, "{}", cl.estimate);
+    }
+
+    #[test]
+    fn a_range_wider_than_three_times_drops_the_figure() {
+        let base = Base {
+            wall_ns: 4e6,
+            busy_ns: 1e6,
+            words: "w".into(),
+        };
+        let mut recs = vec![
+            graph(3.0, 1.0, 229.9),
+            rec("fuse", Some((1.1, 1.0)), Some(5.0)),
+        ];
+        rank(&mut recs, &base, |_| 0.0);
+        // Ranked by its low end (1.0x): below a finding sure of more.
+        assert_eq!(recs[0].id, "fuse");
+        assert!(recs[1].predicted_speedup.is_none());
+        assert!(recs[1].evidence.contains("does not know"));
+        // A low end above the others' estimates still ranks first.
+        let mut recs = vec![
+            rec("fuse", Some((1.1, 1.0)), Some(5.0)),
+            graph(6.0, 2.0, 9.0),
+        ];
+        rank(&mut recs, &base, |_| 0.0);
+        assert_eq!(recs[0].id, GRAPH_ID);
+        assert!(recs[0].predicted_speedup.is_none());
+    }
+}

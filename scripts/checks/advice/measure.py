@@ -1,0 +1,123 @@
+"""Every candidate fix of a suite model measured bare in one process:
+CUDA events, warm-up, 5 interleaved rounds, the median per-step time; one
+JSON object a line on stdout, per model (several models run one after the
+other in the same process, each freed before the next). torch.compile is
+not measured (minutes a model).
+
+  python3 measure.py MODEL [MODEL...]
+"""
+
+import copy
+import json
+import sys
+import time
+
+import torch
+
+import zoo
+
+
+def step_ms(fn, steps):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(steps):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / steps
+
+
+def graphed(fn):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
+def tf32(fn):
+    def run():
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cudnn.allow_tf32 = True
+        try:
+            return fn()
+        finally:
+            torch.set_float32_matmul_precision("highest")
+
+    return run
+
+
+def autocast(fn):
+    def run():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return fn()
+
+    return run
+
+
+def main():
+    for name in sys.argv[1:]:
+        try:
+            measure(name)
+        except Exception as e:  # noqa: BLE001 - one model's failure is its line
+            print(json.dumps({"model": name, "failed": f"{type(e).__name__}: {e}"[:300]}))
+        torch.cuda.empty_cache()
+        sys.stdout.flush()
+
+
+def measure(name):
+    t0 = time.time()
+    res = {"model": name, "card": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "errors": {}}
+    with torch.inference_mode():
+        m, x = zoo.build(name)
+        eager = lambda: m(*x)  # noqa: E731
+        variants = {"eager": eager}
+        for fix in zoo.fixes(name):
+            try:
+                if fix == "graph":
+                    variants[fix] = graphed(eager)
+                elif fix == "channels_last":
+                    mc = copy.deepcopy(m).to(memory_format=torch.channels_last)
+                    xc = [x[0].contiguous(memory_format=torch.channels_last)]
+                    variants[fix] = lambda mc=mc, xc=xc: mc(*xc)
+                elif fix == "bn_fold":
+                    mf = zoo.fold_bn(m)
+                    variants[fix] = lambda mf=mf: mf(*x)
+                elif fix == "tf32":
+                    variants[fix] = tf32(eager)
+                elif fix == "bf16_autocast":
+                    variants[fix] = autocast(eager)
+                elif fix in ("sdpa", "pad"):
+                    mv, xv = zoo.build(name, variant=fix)
+                    variants[fix] = lambda mv=mv, xv=xv: mv(*xv)
+                variants[fix]()
+            except Exception as e:  # noqa: BLE001 - a fix that does not apply is a row
+                res["errors"][fix] = f"{type(e).__name__}: {e}"[:300]
+                variants.pop(fix, None)
+        for fn in variants.values():
+            for _ in range(3):
+                fn()
+        torch.cuda.synchronize()
+        est = min(step_ms(eager, 2) for _ in range(2))
+        steps = max(3, min(100, int(0.12 / max(est / 1e3, 1e-6))))
+        rounds = [{k: step_ms(fn, steps) for k, fn in variants.items()} for _ in range(5)]
+    med = {k: sorted(r[k] for r in rounds)[2] for k in variants}
+    res["steps_per_round"] = steps
+    res["ms"] = med
+    res["speedup"] = {k: med["eager"] / v for k, v in med.items() if k != "eager"}
+    best = max(res["speedup"].items(), key=lambda kv: kv[1]) if res["speedup"] else None
+    res["best"] = {"fix": best[0], "speedup": best[1]} if best else None
+    res["rounds"] = rounds
+    res["seconds"] = time.time() - t0
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The advice suite on a GPU machine (kopt, libkopt_tracer.so and this
+# folder carried in one folder, KOPT_DIR, default .gpu-advice):
+#   bash run.sh OUT [PARTS] [MODEL...]
+# PARTS (comma list, default measure,plain,ops): measure (measure.py: every
+# candidate fix bare, one process a model), measureall (all the models in
+# one process, first), plain (`kopt profile -- python3 app.py`: no NVTX),
+# script (`kopt profile --script module.py`), ops (the same with --ops);
+# tplain, tscript, tops: the same workloads under `kopt trace` alone (the
+# tracer's pass and its bare run, no ncu pass: the captures that
+# `kopt analyze` reads back; tscript/tops run kopt's own module driver,
+# kopt_profile_driver.py and kopt_module.py from crates/kopt-engine/python,
+# copied beside this script). Each model's files go to OUT/m/; at the end
+# they are packed into at most six tarballs OUT/advice-N.tgz. BUDGET (s,
+# default 540) stops starting models once less than MIN_LEFT (s, default 70)
+# is left.
+set -uo pipefail
+out=${1:?OUT}; shift
+parts=${1:-measure,plain,ops}; [ $# -gt 0 ] && shift
+here=$(cd "$(dirname "$0")" && pwd)
+kdir=${KOPT_DIR:-$here}
+kopt=$kdir/kopt
+budget=${BUDGET:-540}
+start=$(date +%s)
+mkdir -p "$out/m"; out=$(cd "$out" && pwd)
+models=("$@")
+[ ${#models[@]} -gt 0 ] || mapfile -t models < <(cd "$here" && python3 -c 'import zoo; print("\n".join(zoo.MODELS))')
+{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+  python3 -c 'import torch, torchvision, transformers; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__)'
+  "$kopt" --version; } > "$out/card.txt" 2>&1
+export ADVICE_DIR=$here PYTHONUNBUFFERED=1
+work=$(mktemp -d)
+cd "$work"
+prof() { # tag model args...
+  local tag=$1 m=$2; shift 2
+  local t0=$(date +%s)
+  timeout 150 "$kopt" profile -q --profile-top 3 --timeout 120 --runs-dir runs --db h.db \
+    -f json -o "$out/m/$m.$tag.json" "$@" > "$out/m/$m.$tag.log" 2>&1
+  echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.$tag.log"
+  local run; run=$(ls -td runs/*/ 2>/dev/null | head -1)
+  [ -n "$run" ] || return
+  "$kopt" analyze "$run" --width 160 > "$out/m/$m.$tag.txt" 2>&1
+  (cd "$run" && for f in trace.jsonl*; do [ -f "$f" ] && gzip -9 "$f"; done
+   tar czf "$out/m/$m.$tag.run.tgz" --exclude='*.py' --exclude='sitecustomize*' . ) 2>/dev/null
+  rm -rf runs
+}
+trc() { # tag model argv...
+  local tag=$1 m=$2; shift 2
+  local t0=$(date +%s)
+  timeout 120 "$kopt" trace -q --timeout 100 --runs-dir runs --db h.db \
+    -f json -o "$out/m/$m.$tag.json" -- "$@" > "$out/m/$m.$tag.log" 2>&1
+  echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.$tag.log"
+  local run; run=$(ls -td runs/*/ 2>/dev/null | head -1)
+  [ -n "$run" ] || return
+  "$kopt" analyze "$run" --width 160 > "$out/m/$m.$tag.txt" 2>&1
+  (cd "$run" && for f in trace.jsonl*; do [ -f "$f" ] && gzip -9 "$f"; done
+   tar czf "$out/m/$m.$tag.run.tgz" --exclude='*.py' --exclude='sitecustomize*' . ) 2>/dev/null
+  rm -rf runs
+}
+if [[ ,$parts, == *,measureall,* ]]; then
+  t0=$(date +%s)
+  (cd "$here" && timeout 200 python3 measure.py "${models[@]}") > "$out/measured.jsonl" 2> "$out/measure.log"
+  echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/measure.log"
+fi
+for m in "${models[@]}"; do
+  left=$(( budget - ($(date +%s) - start) ))
+  [ "$left" -lt "${MIN_LEFT:-70}" ] && { echo "skipped $m: ${left}s left" >> "$out/card.txt"; continue; }
+  export ADVICE_MODEL=$m
+  if [[ ,$parts, == *,measure,* ]]; then
+    t0=$(date +%s)
+    (cd "$here" && timeout 90 python3 measure.py "$m") > "$out/m/$m.measured.json" 2> "$out/m/$m.measure.log"
+    echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.measure.log"
+  fi
+  [[ ,$parts, == *,plain,* ]] && prof plain "$m" -- python3 "$here/app.py" "$m" 20
+  [[ ,$parts, == *,script,* ]] && prof script "$m" --script "$here/module.py" --module "$m"
+  [[ ,$parts, == *,ops,* ]] && prof ops "$m" --script "$here/module.py" --module "$m" --ops
+  [[ ,$parts, == *,tplain,* ]] && trc tplain "$m" python3 "$here/app.py" "$m" 20
+  [[ ,$parts, == *,tscript,* ]] && trc tscript "$m" python3 "$here/kopt_profile_driver.py" "$here/module.py" "$m" 3 20
+  [[ ,$parts, == *,tops,* ]] && trc tops "$m" python3 "$here/kopt_profile_driver.py" "$here/module.py" "$m" 3 20 ops
+done
+cd "$out"
+echo "total seconds $(( $(date +%s) - start ))" >> card.txt
+# Two models a tarball, at most six (what comes back is 8 files).
+mv measured.jsonl measure.log m/ 2>/dev/null
+ls m | sed 's/\..*//' | grep -v '^measure' | sort -u > models.txt
+i=0
+while read -r a && { read -r b || true; }; do
+  i=$((i+1)); tar czf "advice-$i.tgz" m/"$a".* ${b:+m/"$b".*}
+done < models.txt
+tar czf advice-measured.tgz m/measure* 2>/dev/null
+rm -rf m "$work"
+ls -la "$out"
