@@ -111,6 +111,12 @@ pub fn create_run_dir(runs_dir: &Path) -> Result<(String, PathBuf)> {
     )))
 }
 
+/// `dir/run.json` read back (None: the folder has none), for front ends
+/// that cannot reach kopt-ingest themselves (the MCP server's estimates).
+pub fn read_record(dir: &Path) -> Result<Option<RunRecord>> {
+    Ok(kopt_ingest::read_run_record(dir)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,3 +208,4 @@ mod tests {
         assert_ne!(a, b);
     }
 }
+

@@ -110,6 +110,7 @@ impl BenchReport {
 /// (`kopt.bench(baseline=fn, candidate=fn)`): each a named verdict
 /// `SUSPECT: <reason>`, never KEEP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum SuspectReason {
     /// A checked call returned an earlier call's result for new inputs.
@@ -177,6 +178,7 @@ impl std::fmt::Display for SuspectReason {
 
 /// One reason to distrust a candidate, with the evidence in words.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Suspicion {
     pub reason: SuspectReason,
     pub detail: String,
@@ -186,6 +188,7 @@ pub struct Suspicion {
 /// verdict SUSPECT when a defense fired), the L2-flushed A/B beside it when
 /// asked for, and every suspicion with its evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GateShape {
     /// The shape as the caller named it (`str(shape)`), or "default".
     pub shape: String,
@@ -201,6 +204,7 @@ pub struct GateShape {
 /// `kopt.bench(baseline=fn, candidate=fn, ...)`: both callables timed in one
 /// process, per shape and overall (the worst shape's verdict).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct GateReport {
     pub schema: String,
     pub device: Option<String>,

@@ -201,6 +201,7 @@ pub struct KernelVerdict {
 /// The evidence behind a kernel's verdict (#29), from its representative
 /// launch; each part is there only where its counters were collected.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct KernelEvidence {
     /// Warp stall reasons, largest first: cycles per issued instruction and
     /// share of all stall cycles, %.
@@ -234,6 +235,7 @@ pub struct KernelEvidence {
 
 /// One stall reason's cycles per issued instruction and its share.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StallShare {
     pub reason: crate::StallReason,
     pub cycles_per_issue: f64,
@@ -242,6 +244,7 @@ pub struct StallShare {
 
 /// One pipe's utilisation, % of its peak.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PipeUse {
     pub pipe: HotUnit,
     pub pct: f64,

@@ -11,6 +11,7 @@ use crate::{BenchReport, Diagnosis};
 
 /// One recorded run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunRow {
     pub id: i64,
     /// profile, trace, compare, bench.
@@ -29,6 +30,7 @@ pub struct RunRow {
 
 /// A recorded run's report, read back as the type its kind wrote.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", content = "report", rename_all = "snake_case")]
 pub enum StoredReport {
     Diagnosis(Box<Diagnosis>),
@@ -42,6 +44,7 @@ pub enum StoredReport {
 
 /// `kopt history`: the newest runs of one database.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunListing {
     /// The database, as the user named it (said when it holds no run).
     pub db: String,
@@ -50,6 +53,7 @@ pub struct RunListing {
 
 /// `kopt history show ID`: one run and its report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunShow {
     pub row: RunRow,
     pub report: StoredReport,
@@ -57,6 +61,7 @@ pub struct RunShow {
 
 /// One compared figure of two runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct DiffRow {
     pub name: String,
     pub a: Option<f64>,
@@ -75,6 +80,7 @@ impl DiffRow {
 
 /// What is compared, and in which unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DiffUnit {
     /// Kernel time, nanoseconds (profile and trace runs).
@@ -87,6 +93,7 @@ pub enum DiffUnit {
 
 /// `kopt history diff A B`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunDiff {
     pub a: RunRow,
     pub b: RunRow,
@@ -99,6 +106,7 @@ pub struct RunDiff {
 /// One prediction checked by a measurement: `kopt optimize` predicts a
 /// candidate's speed-up from the diagnosis, then measures it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CalibrationPoint {
     /// The recommendation whose model made the prediction.
     pub rule: String,
@@ -109,6 +117,7 @@ pub struct CalibrationPoint {
 
 /// measured / predicted for one rule, over the runs that checked it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RuleCalibration {
     pub rule: String,
     pub points: usize,
@@ -124,6 +133,7 @@ pub const CALIBRATION_MIN_POINTS: usize = 3;
 
 /// `kopt history calibration`: every checked prediction, and per rule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Calibration {
     /// The database, as the user named it (said when it holds no point).
     pub db: String,

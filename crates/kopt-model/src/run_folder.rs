@@ -32,6 +32,7 @@ pub const BARE_STEPS_FILE: &str = "bare_steps.jsonl";
 pub const BEST_BARE_STEPS_FILE: &str = "bare_steps.best.jsonl";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct PassRecord {
     pub name: String,
     pub description: String,
@@ -45,6 +46,7 @@ pub struct PassRecord {
 
 /// The profiler that ran a run's passes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Profiler {
     /// NVIDIA Nsight Compute (pass 1 may be kopt's CUPTI tracer).
@@ -68,6 +70,7 @@ impl Profiler {
 /// `profiler_path` / `profiler_version` / `visible_devices`, and no
 /// `profiler` (they are ncu runs): they still load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunRecord {
     pub schema: String,
     pub id: String,

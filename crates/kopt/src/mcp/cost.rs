@@ -82,9 +82,9 @@ pub fn timing_run(argv: &[String], limit: f64, cancel: &AtomicBool) -> Result<f6
 /// of its passes (run.json) is what the next one costs.
 pub fn from_history(db: &Path, kind: &str, argv: &[String]) -> Option<Estimate> {
     let rows = kopt_engine::history::list(db, 200).ok()?;
-    rows.iter().filter(|r| r.kind == kind).find_map(|r| {
+    rows.rows.iter().filter(|r| r.kind == kind).find_map(|r| {
         let dir = Path::new(r.run_dir.as_deref()?);
-        let record = kopt_engine::run_folder::RunRecord::load(dir).ok()??;
+        let record = kopt_engine::run_folder::read_record(dir).ok()??;
         if record.argv != argv {
             return None;
         }

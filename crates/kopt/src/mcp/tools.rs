@@ -230,6 +230,15 @@ pub struct CompareArgs {
     /// The candidate ran float32 math on tensor cores.
     #[serde(default)]
     pub tf32: bool,
+    /// Element-wise absolute tolerance (`atol + rtol*|reference|`; default by dtype).
+    #[serde(default)]
+    pub atol: Option<f64>,
+    /// Element-wise relative tolerance (default by dtype).
+    #[serde(default)]
+    pub rtol: Option<f64>,
+    /// Compare a candidate of another dtype (else it fails).
+    #[serde(default)]
+    pub allow_dtype_change: bool,
 }
 
 /// Apply the mechanical fixes to a PyTorch module script, check and measure each.
@@ -874,6 +883,9 @@ fn compare(a: CompareArgs, ctx: &Context) -> Result<Value, String> {
         candidate: allowed_path(ctx.config, &a.candidate)?,
         tol: a.tol,
         tf32: a.tf32,
+        atol: a.atol,
+        rtol: a.rtol,
+        allow_dtype_change: a.allow_dtype_change,
         db: Some(RecordPaths::current().db),
     };
     req.validate().map_err(engine)?;
@@ -928,7 +940,7 @@ fn optimize(a: OptimizeArgs, ctx: &Context) -> Result<Value, String> {
         },
         || kopt_engine::optimize(&req, ctx),
         |r, meta| {
-            let text = kopt_report::render_optimize(r, kopt_report::Format::Markdown);
+            let text = kopt_report::Render::render(r, kopt_report::Format::Markdown, kopt_report::Layout::default());
             tool_ok(r, with_cost(text, &meta), Some(meta))
         },
     )
@@ -941,8 +953,8 @@ fn tune(a: TuneArgs, ctx: &Context) -> Result<Value, String> {
         .iter()
         .map(|p| space::parse_param(p))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(engine)?;
-    let space = space::Space::new(params, &a.constraints).map_err(engine)?;
+        .map_err(|e| e.to_string())?;
+    let space = space::Space::new(params, &a.constraints).map_err(|e| e.to_string())?;
     let first: String = space.params.iter().fold(a.template.clone(), |t, p| {
         t.replace(
             &format!("{{{}}}", p.name),
@@ -980,7 +992,7 @@ fn tune(a: TuneArgs, ctx: &Context) -> Result<Value, String> {
         },
         || kopt_engine::tune(&req, ctx),
         |r, meta| {
-            let text = kopt_report::render_tune(r, kopt_report::Format::Markdown);
+            let text = kopt_report::Render::render(r, kopt_report::Format::Markdown, kopt_report::Layout::default());
             tool_ok(r, with_cost(text, &meta), Some(meta))
         },
     )
@@ -996,14 +1008,18 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
     if db.exists() {
         let rows = match a.id {
             Some(id) => {
-                let (row, _) = kopt_engine::history::show(&db, id).map_err(engine)?;
+                let row = kopt_engine::history::show(&db, id).map_err(engine)?.row;
                 result.report = row
                     .report_json
                     .as_deref()
                     .and_then(|j| serde_json::from_str(j).ok());
                 vec![row]
             }
-            None => kopt_engine::history::list(&db, a.limit.unwrap_or(20)).map_err(engine)?,
+            None => {
+                kopt_engine::history::list(&db, a.limit.unwrap_or(20))
+                    .map_err(engine)?
+                    .rows
+            }
         };
         result.runs = rows
             .into_iter()
