@@ -209,8 +209,14 @@ pub fn run_group(
     let max_line = spec.max_line;
     let mut open_streams = 0;
     for (stream, reader) in [
-        (Stream::Stdout, stdout.map(|r| Box::new(r) as Box<dyn std::io::Read + Send>)),
-        (Stream::Stderr, stderr.map(|r| Box::new(r) as Box<dyn std::io::Read + Send>)),
+        (
+            Stream::Stdout,
+            stdout.map(|r| Box::new(r) as Box<dyn std::io::Read + Send>),
+        ),
+        (
+            Stream::Stderr,
+            stderr.map(|r| Box::new(r) as Box<dyn std::io::Read + Send>),
+        ),
     ] {
         let Some(reader) = reader else { continue };
         open_streams += 1;
@@ -230,8 +236,12 @@ pub fn run_group(
         let _ = done_tx.send((status, start.elapsed()));
     });
     let deadline = spec.timeout.map(|t| start + t);
-    let mut ended: Option<(std::io::Result<std::process::ExitStatus>, Duration, bool, Instant)> =
-        None;
+    let mut ended: Option<(
+        std::io::Result<std::process::ExitStatus>,
+        Duration,
+        bool,
+        Instant,
+    )> = None;
     loop {
         // Lines first, in slices, so a timeout or a front end's
         // cancellation is seen within CANCEL_POLL.

@@ -208,4 +208,3 @@ mod tests {
         assert_ne!(a, b);
     }
 }
-

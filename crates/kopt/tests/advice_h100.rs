@@ -52,10 +52,13 @@ fn the_first_finding_is_the_best_measured_fix() {
         let first = &r["recommendations"][0];
         let id = first["id"].as_str().unwrap();
         assert_eq!(id, row["first"].as_str().unwrap(), "{capture}");
-        assert_eq!(r["primary"].is_null(), false, "{capture}");
+        assert!(!r["primary"].is_null(), "{capture}");
         // The best measured fix, or within 10% of its gain.
         let speedups = measured["speedup"].as_object().unwrap();
-        let best = speedups.values().map(|v| v.as_f64().unwrap()).fold(1.0, f64::max);
+        let best = speedups
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .fold(1.0, f64::max);
         let got = speedups[fix_of(id)].as_f64().unwrap();
         assert!(
             got - 1.0 >= 0.9 * (best - 1.0),
@@ -83,9 +86,14 @@ fn the_first_finding_is_the_best_measured_fix() {
             .unwrap();
         assert!(recs[..=last_with]
             .iter()
-            .all(|x| !x["predicted_speedup"].is_null() || x["evidence"].as_str().unwrap().contains("does not know")));
+            .all(|x| !x["predicted_speedup"].is_null()
+                || x["evidence"].as_str().unwrap().contains("does not know")));
     }
-    assert!(within * 10 >= rows.len() * 8, "{within} of {} within 1.5x", rows.len());
+    assert!(
+        within * 10 >= rows.len() * 8,
+        "{within} of {} within 1.5x",
+        rows.len()
+    );
 }
 
 #[test]

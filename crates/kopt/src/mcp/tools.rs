@@ -940,7 +940,11 @@ fn optimize(a: OptimizeArgs, ctx: &Context) -> Result<Value, String> {
         },
         || kopt_engine::optimize(&req, ctx),
         |r, meta| {
-            let text = kopt_report::Render::render(r, kopt_report::Format::Markdown, kopt_report::Layout::default());
+            let text = kopt_report::Render::render(
+                r,
+                kopt_report::Format::Markdown,
+                kopt_report::Layout::default(),
+            );
             tool_ok(r, with_cost(text, &meta), Some(meta))
         },
     )
@@ -992,7 +996,11 @@ fn tune(a: TuneArgs, ctx: &Context) -> Result<Value, String> {
         },
         || kopt_engine::tune(&req, ctx),
         |r, meta| {
-            let text = kopt_report::Render::render(r, kopt_report::Format::Markdown, kopt_report::Layout::default());
+            let text = kopt_report::Render::render(
+                r,
+                kopt_report::Format::Markdown,
+                kopt_report::Layout::default(),
+            );
             tool_ok(r, with_cost(text, &meta), Some(meta))
         },
     )
