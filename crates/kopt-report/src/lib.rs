@@ -19,7 +19,7 @@ use std::io::{self, Write};
 
 use kopt_model::Diagnosis;
 
-pub use bench_report::render_bench;
+pub use bench_report::{render_bench, render_gate};
 pub use compare_report::render_compare;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
