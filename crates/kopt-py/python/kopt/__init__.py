@@ -30,6 +30,7 @@ from ._api import analyze, bench, compare, trace
 # The rest loads on first use (PEP 562): `import kopt` stays cheap.
 _LAZY = {
     "BenchResult": "._results",
+    "GateResult": "._gate",
     "CompareResult": "._results",
     "TensorResult": "._results",
     "VariantResult": "._results",
@@ -62,6 +63,7 @@ __all__ = [
     "BenchResult",
     "CandidateResult",
     "CompareResult",
+    "GateResult",
     "GenericProfiler",
     "InputError",
     "Kernel",
