@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod bench;
 pub mod compare;
 mod error;
+pub mod gate;
 pub mod history;
 pub mod journal;
 pub mod module_script;
