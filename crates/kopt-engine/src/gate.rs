@@ -38,6 +38,10 @@ pub struct GateScriptRequest {
     /// Seconds of timing in all (both sides, every mode).
     pub max_time: f64,
     pub noise_target: f64,
+    /// kopt's tracer library (default: beside kopt, or $KOPT_TRACER); when
+    /// found, the harness runs under it and the trace adds each timed
+    /// call's kernels and the GPU work launched outside every timed call.
+    pub tracer: Option<PathBuf>,
 }
 
 impl GateScriptRequest {
@@ -111,27 +115,82 @@ pub fn bench_scripts(req: &GateScriptRequest, progress: &dyn Progress) -> Result
         req.candidate.display(),
         req.baseline.display()
     ));
-    let status = cmd.status().map_err(|e| {
-        Error::ToolMissing(format!(
-            "cannot run {} (the Python with PyTorch): {e}",
-            req.python
-        ))
-    })?;
-    if !status.success() {
-        return Err(Error::WorkloadFailed(format!(
-            "the gate's harness ({} with both scripts) failed ({status}); its message is above",
-            req.python
-        )));
+    let tracer = kopt_collect::trace::locate_tracer(req.tracer.as_deref()).ok();
+    let mut timeline = None;
+    let mut notes = Vec::new();
+    match &tracer {
+        Some(t) => {
+            let argv: Vec<String> = std::iter::once(cmd.get_program())
+                .chain(cmd.get_args())
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let workload = kopt_collect::Workload {
+                argv,
+                gpu: req.gpu.clone(),
+                timeout: None,
+            };
+            let on_line = |stream, line: &str| progress.workload_line(stream, line, true);
+            match kopt_collect::trace::run_traced(&workload, t, None, dir.path(), &on_line) {
+                Ok(run) => match kopt_ingest::kopt_trace::read_kopt_trace_set(&run.trace) {
+                    Ok(tr) => timeline = Some(tr.timeline),
+                    Err(e) => notes.push(format!(
+                        "the tracer's trace could not be read ({e}): judged from CUDA events and host time"
+                    )),
+                },
+                // The harness ran and finished, but CUPTI never attached.
+                Err(kopt_collect::trace::TraceError::NoTrace(..)) => notes.push(
+                    "kopt's tracer wrote no trace: judged from CUDA events and host time".into(),
+                ),
+                Err(e) => {
+                    return Err(Error::WorkloadFailed(format!(
+                        "the gate's harness ({} with both scripts) failed under kopt's tracer: {e}",
+                        req.python
+                    )))
+                }
+            }
+        }
+        None => {
+            let status = cmd.status().map_err(|e| {
+                Error::ToolMissing(format!(
+                    "cannot run {} (the Python with PyTorch): {e}",
+                    req.python
+                ))
+            })?;
+            if !status.success() {
+                return Err(Error::WorkloadFailed(format!(
+                    "the gate's harness ({} with both scripts) failed ({status}); its message is above",
+                    req.python
+                )));
+            }
+        }
     }
     let text = std::fs::read_to_string(&facts_path)
         .map_err(|e| Error::WorkloadFailed(format!("the gate's harness wrote no facts ({e})")))?;
-    judge_facts(&text, req)
+    let mut r = judge_facts(&text, req, timeline.as_ref())?;
+    r.notes.extend(notes);
+    Ok(r)
 }
 
-/// The verdict on facts the harness wrote (JSON).
-pub fn judge_facts(text: &str, req: &GateScriptRequest) -> Result<GateReport> {
-    let facts: kopt_bench::GateFacts = serde_json::from_str(text)
+/// The verdict on facts the harness wrote (JSON), with the tracer's
+/// kernel records when the harness ran under it.
+pub fn judge_facts(
+    text: &str,
+    req: &GateScriptRequest,
+    timeline: Option<&kopt_model::Timeline>,
+) -> Result<GateReport> {
+    let mut facts: kopt_bench::GateFacts = serde_json::from_str(text)
         .map_err(|e| Error::WorkloadFailed(format!("the gate's facts cannot be read: {e}")))?;
+    if let Some(tl) = timeline {
+        let note = if kopt_bench::gate::add_tracer_facts(&mut facts, tl) > 0 {
+            "kopt's tracer recorded the run: kernels per timed call and work launched outside them counted"
+        } else {
+            "kopt's tracer recorded no timed call (NVTX ranges did not reach it): judged from CUDA events and host time"
+        };
+        facts
+            .notes
+            .retain(|n| !n.starts_with("kopt's tracer is not loaded"));
+        facts.notes.push(note.into());
+    }
     let peaks = facts
         .device
         .as_deref()
@@ -176,6 +235,7 @@ mod tests {
             min_time: 0.2,
             max_time: 2.0,
             noise_target: 0.005,
+            tracer: None,
         }
     }
 
@@ -208,9 +268,9 @@ mod tests {
             side(1e-3),
             side(1e-4)
         );
-        let g = judge_facts(&text, &r).unwrap();
+        let g = judge_facts(&text, &r, None).unwrap();
         // 10 PFLOP/s: above the H100's peak.
         assert_eq!(g.verdict, kopt_model::VerdictKind::Suspect);
-        assert!(judge_facts("{", &r).is_err());
+        assert!(judge_facts("{", &r, None).is_err());
     }
 }

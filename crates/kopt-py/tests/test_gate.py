@@ -99,6 +99,9 @@ class FakeDevice:
         self.launch(30e-6)
         self.cold = True
 
+    def probe_kernel(self):
+        self.launch(2e-6)
+
     def watched(self):
         return dict(self.watch)
 

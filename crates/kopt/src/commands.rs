@@ -93,6 +93,7 @@ fn bench_scripts(a: &BenchArgs, script: &std::path::Path, candidate: &std::path:
         min_time: m.min_time.min(a.gate_time / 4.0),
         max_time: a.gate_time,
         noise_target: m.noise_target,
+        tracer: m.tracer.clone(),
     };
     let report = kopt_engine::gate::bench_scripts(&req, &TerminalProgress::new(false))?;
     let text = kopt_report::render_gate(&report, a.format);

@@ -31,6 +31,7 @@ fn run(dir: &Path, python: &str, extra: &[&str]) -> Output {
         .args(["bench", "--script", "a.py", "--candidate-script", "b.py"])
         .args(["--python", python])
         .args(extra)
+        .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
         .current_dir(dir)
         .output()
         .unwrap()
@@ -94,6 +95,7 @@ fn clear_errors() {
     // A missing script; --candidate-script without --script.
     let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
         .args(["bench", "--script", "nope.py", "--candidate-script", "b.py"])
+        .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
         .current_dir(d.path())
         .output()
         .unwrap();

@@ -119,13 +119,33 @@ class TorchBackend:
     def seed(self, n):
         self.torch.manual_seed(n)
 
+    def ranges(self):
+        """Whether kopt's tracer records this process (it reads the NVTX
+        ranges around timed calls: kernels per call, work launched outside)."""
+        import os
+
+        return bool(os.environ.get("KOPT_TRACE_OUT"))
+
+    def range_push(self, name):
+        self.torch.cuda.nvtx.range_push(name)
+
+    def range_pop(self):
+        self.torch.cuda.nvtx.range_pop()
+
+    def probe_kernel(self):
+        """One tiny kernel, launched as a candidate's would be."""
+        if getattr(self, "_probe", None) is None:
+            self._probe = self.torch.zeros(1, device=self.device)
+        self._probe.add_(1.0)
+
     def flush_l2(self):
         if self._flush is None:
             self._flush = self.torch.empty(2 * self.l2 // 4 + 1, dtype=self.torch.float32, device=self.device)
         self._flush.fill_(1.0)
 
     def watched(self):
-        """The watched attributes as they are now."""
+        """The watched attributes as they are now, and the global settings
+        that change another callable's precision or speed."""
         import importlib
 
         out = {}
@@ -135,12 +155,33 @@ class TorchBackend:
             else:
                 obj = importlib.import_module(mod)
             out[f"{mod}.{attr}"] = getattr(obj, attr, None)
+        t = self.torch
+        for name, get in (
+            ("torch.backends.cuda.matmul.allow_tf32", lambda: t.backends.cuda.matmul.allow_tf32),
+            ("torch.backends.cudnn.allow_tf32", lambda: t.backends.cudnn.allow_tf32),
+            ("torch.backends.cudnn.benchmark", lambda: t.backends.cudnn.benchmark),
+            ("torch.get_float32_matmul_precision()", t.get_float32_matmul_precision),
+            (
+                "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+                lambda: t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+            ),
+            (
+                "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+                lambda: t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+            ),
+        ):
+            try:
+                out[name] = get()
+            except Exception:
+                pass
         return out
 
     def foreign(self, watched):
         """Watched attributes already replaced (by an import) before the gate started."""
         bad = []
         for name, f in watched.items():
+            if not callable(f):
+                continue
             m = getattr(f, "__module__", None) or ""
             if name == "time.perf_counter":
                 if f is not _perf_counter and m != "time":
@@ -253,7 +294,7 @@ class TorchBackend:
             f["poison_left"] = int((cand.view(self._int[cand.dtype]) == _signed(POISON[cn], 8 * cand.element_size())).sum())
         if ref.is_floating_point() or cand.is_floating_point():
             r = ref.detach().to(torch.float64)
-            c = cand.detach().to(torch.float64)
+            c = cand.detach().to(device=r.device, dtype=torch.float64)
             rf, cf = torch.isfinite(r), torch.isfinite(c)
             f["nonfinite"] = int((rf & ~cf).sum())
             both = rf & cf
@@ -264,7 +305,7 @@ class TorchBackend:
             f["cand_low_bits_zero"] = self._low_bits_zero(cand)
             f["ref_low_bits_zero"] = self._low_bits_zero(ref)
         else:
-            f["rel_l2"] = 0.0 if bool(torch.equal(ref, cand)) else 1.0
+            f["rel_l2"] = 0.0 if bool(torch.equal(ref, cand.to(ref.device))) else 1.0
         return f
 
     def _low_bits_zero(self, t):
@@ -334,6 +375,8 @@ class Harness:
         self.check_every = max(1, int(check_every))
         self.notes = []
         self._seed_n = seed * 1000003
+        self._ranges = False
+        self._ref_like = None
 
     # -- helpers -----------------------------------------------------------
     def _fresh(self, shape):
@@ -409,7 +452,7 @@ class Harness:
         ref = [b.clone(t) for t in ref]
         if self._ref_like is None:
             self._ref_like = ref
-        facts.update(_merge([b.compare(x, y) for x, y in zip(ref, cand)], len(ref) == len(cand)))
+        facts.update(_compare_all(b, ref, cand))
         for p in prev:
             if p["cand"] is None or p["ref"] is None:
                 continue
@@ -419,10 +462,13 @@ class Harness:
         return facts, {"in": kept, "cand": cand, "ref": ref, "call": k}
 
     # -- timing ---------------------------------------------------------------
-    def _timed(self, side, args, buf):
+    def _timed(self, side, args, buf, tag=None):
         b = self.b
         e0, e1, e2 = b.event(), b.event(), b.event()
         b.sync()
+        mark = tag is not None and self._ranges
+        if mark:
+            b.range_push(tag)
         t0 = b.now()
         b.record(e0)
         r = self._call(side, args, buf)
@@ -432,23 +478,31 @@ class Harness:
         stream = b.elapsed(e0, e1)
         event = b.elapsed(e0, e2)
         t1 = b.now()
+        if mark:
+            b.range_pop()
         return r, event, stream, t1 - t0
 
-    def _empty_floor(self):
+    def _window(self, fn):
+        """One timed window around ``fn`` (the probes: empty, one kernel)."""
         b = self.b
-        ts = []
-        for _ in range(15):
-            e0, e1, e2 = b.event(), b.event(), b.event()
-            b.sync()
-            b.record(e0)
-            b.record(e1)
-            b.sync()
-            b.record(e2)
-            ts.append(b.elapsed(e0, e2))
-        ts.sort()
-        return ts[len(ts) // 2]
+        e0, e1, e2 = b.event(), b.event(), b.event()
+        b.sync()
+        b.record(e0)
+        fn()
+        b.record(e1)
+        b.sync()
+        b.record(e2)
+        return b.elapsed(e0, e2)
 
-    def _phase(self, shape, pool, banks, refs, flush, budget, check_log, watched):
+    def _probes(self):
+        """An empty call's window and a one-kernel call's, timed beside the
+        pair every round (same clocks, same load)."""
+        self._floor.append(self._window(_nothing))
+        probe = getattr(self.b, "probe_kernel", None)
+        if probe is not None:
+            self._one.append(self._window(probe))
+
+    def _phase(self, si, pool, banks, refs, flush, budget, check_log, watched):
         """Timed rounds until both sides may stop; returns per-side samples."""
         b = self.b
         s = {side: {"event_s": [], "stream_s": [], "wall_s": []} for side in self.fns}
@@ -459,6 +513,7 @@ class Harness:
             self.rng.shuffle(order)
             p = rnd % len(pool)
             v = (rnd // len(pool)) % len(banks[p])
+            self._probes()
             for side in order:
                 # Fresh values in the same buffers: a cache keyed on the
                 # inputs' addresses goes stale.
@@ -467,12 +522,14 @@ class Harness:
                 buf = self._out_buf(pool[p])
                 if flush:
                     b.flush_l2()
-                r, ev, st, wall = self._timed(side, pool[p], buf)
+                tag = f"kopt.gate/{si}/{'cold' if flush else 'warm'}/{side}/{len(s[side]['event_s'])}"
+                r, ev, st, wall = self._timed(side, pool[p], buf, tag)
                 if buf is not None and r is None:
                     r = buf
                 if side == "candidate":
                     self._tamper(watched)
-                    if rnd % self.check_every == self.check_every - 1:
+                    # At random: a candidate counting its calls cannot tell which are checked.
+                    if self.rng.random() * self.check_every < 1.0:
                         self._check_timed(r, refs[p][v], check_log)
                 s[side]["event_s"].append(ev)
                 s[side]["stream_s"].append(st)
@@ -493,13 +550,14 @@ class Harness:
         if not out:
             f["error"] = "the candidate returned no tensor"
         else:
-            f.update(_merge([b.compare(x, y) for x, y in zip(ref, out)], len(ref) == len(out)))
+            f.update(_compare_all(b, ref, out))
         log.append(f)
 
     def _tamper(self, watched):
         now = self.b.watched()
         for k, v in watched["at_start"].items():
-            if now.get(k) is not v and k not in watched["changed"]:
+            changed = now.get(k) is not v if callable(v) else now.get(k) != v
+            if changed and k not in watched["changed"]:
                 watched["changed"].append(k)
 
     # -- the run --------------------------------------------------------------
@@ -509,10 +567,13 @@ class Harness:
         at_start = b.watched()
         watched = {"at_start": at_start, "changed": list(b.foreign(at_start))}
         shapes = []
-        floor = self._empty_floor()
+        self._floor, self._one = [], []
+        for _ in range(5):
+            self._probes()
         n_shapes = len(self.shapes)
         per_shape = self.max_time / n_shapes
-        for shape in self.shapes:
+        self._ranges = bool(getattr(b, "ranges", lambda: False)())
+        for si, shape in enumerate(self.shapes):
             self._ref_like = None
             label = "default" if shape is None else str(shape)
             prev, check_log = [], []
@@ -544,8 +605,8 @@ class Harness:
                     self._timed(side, pool[i % 2], self._out_buf(pool[i % 2]))
             self._tamper(watched)
             budget = per_shape / (2 if self.flush else 1)
-            warm = self._phase(shape, pool, banks, refs, False, budget, check_log, watched)
-            cold = self._phase(shape, pool, banks, refs, True, budget, check_log, watched) if self.flush else None
+            warm = self._phase(si, pool, banks, refs, False, budget, check_log, watched)
+            cold = self._phase(si, pool, banks, refs, True, budget, check_log, watched) if self.flush else None
             for _ in range(first, self.checks):
                 f, keep = self._check(shape, len(check_log), prev)
                 _keep(prev, keep)
@@ -568,15 +629,36 @@ class Harness:
                     "tampered": list(watched["changed"]),
                 }
             )
-        self.notes.append("kopt's tracer is not loaded in this process: side streams and kernel-less calls are judged from CUDA events and host time")
+        if not self._ranges:
+            self.notes.append("kopt's tracer is not loaded in this process: side streams and kernel-less calls are judged from CUDA events and host time")
         return {
             "device": b.name,
             "l2_bytes": float(b.l2),
-            "empty_window_s": floor,
+            "empty_window_s": _median(self._floor),
+            "kernel_window_s": _median(self._one),
             "shapes": shapes,
             "seconds": b.now() - t_start,
             "notes": sorted(set(self.notes), key=self.notes.index),
         }
+
+
+def _compare_all(b, ref, cand):
+    """One check's facts; an output the comparison cannot read is an error fact."""
+    try:
+        return _merge([b.compare(x, y) for x, y in zip(ref, cand)], len(ref) == len(cand))
+    except Exception as e:
+        return {"error": f"the outputs could not be compared ({type(e).__name__}: {e})", "shape_matches": False}
+
+
+def _nothing():
+    pass
+
+
+def _median(v):
+    if not v:
+        return None
+    s = sorted(v)
+    return s[len(s) // 2]
 
 
 def _keep(prev, keep):
