@@ -453,3 +453,32 @@ def test_one_decision_rule_with_the_process_bench():
     with pytest.raises(kopt.WorkloadFailed, match="at least 3"):
         _kopt.gate_decide(json.dumps({"shapes": [{"shape": "a", "baseline": side(1.0), "candidate": {"event_s": [1.0]}}]}))
     assert _kopt.device_peaks("NVIDIA H100 80GB HBM3")["dram_bytes_per_s"] == 3.35e12
+
+
+def test_nvtx_ranges_for_the_engine_match_the_samples(dev):
+    """Under kopt's tracer (the engine's path) every timed call sits in a
+    range named kopt.gate/<shape>/<warm|cold>/<side>/<n>, which the Rust
+    side matches to the samples by those fields."""
+    import re
+
+    from kopt._gate_harness import Harness
+
+    names = []
+    dev.ranges = lambda: True
+    dev.range_push = names.append
+    dev.range_pop = lambda: None
+    facts = Harness(dev, reference(dev), honest(dev, 150e-6), lambda: [dev.randn()], max_time=0.2, min_time=0.05, ranges=True).run()
+    pat = re.compile(r"kopt\.gate/0/warm/(baseline|candidate)/(\d+)$")
+    seen = {"baseline": set(), "candidate": set()}
+    for n in names:
+        m = pat.match(n)
+        assert m, n
+        seen[m.group(1)].add(int(m.group(2)))
+    s = facts["shapes"][0]
+    for side in seen:
+        assert seen[side] == set(range(len(s[side]["event_s"])))
+    assert not any("tracer is not loaded" in n for n in facts["notes"])
+    # The Python path asks for none.
+    names.clear()
+    Harness(dev, reference(dev), honest(dev, 150e-6), lambda: [dev.randn()], max_time=0.1, min_time=0.05).run()
+    assert names == []
