@@ -10,6 +10,7 @@ pub mod bench;
 pub mod compare;
 pub mod diagnose;
 mod error;
+pub mod gate;
 pub mod history;
 pub mod journal;
 pub mod module_script;

@@ -431,6 +431,84 @@ fn bench_commands(
     json(&r)
 }
 
+/// The in-process gate's verdict on the facts its harness collected
+/// (JSON, `kopt.bench(baseline=fn, candidate=fn)`); returns the gate report
+/// as JSON. Peaks come from kopt's device table by the facts' device name.
+#[pyfunction]
+#[pyo3(signature = (facts_json, *, threshold=0.05, noise=0.01, seed=42, tol=None))]
+fn gate_decide(
+    facts_json: &str,
+    threshold: f64,
+    noise: f64,
+    seed: u64,
+    tol: Option<f64>,
+) -> PyResult<String> {
+    let facts: kopt_bench::GateFacts = serde_json::from_str(facts_json)
+        .map_err(|e| InputError::new_err(format!("not the gate harness's facts: {e}")))?;
+    if !(threshold.is_finite() && (0.0..1.0).contains(&threshold)) {
+        return Err(UsageError::new_err(format!(
+            "threshold {threshold} is not between 0 and 1"
+        )));
+    }
+    if !(noise.is_finite() && noise >= 0.0) {
+        return Err(UsageError::new_err(format!("noise {noise} is negative")));
+    }
+    if tol.is_some_and(|t| !(t.is_finite() && t >= 0.0)) {
+        return Err(UsageError::new_err("tol must be a non-negative number"));
+    }
+    let peaks = gate_peaks(facts.device.as_deref());
+    let settings = kopt_bench::GateSettings {
+        threshold,
+        noise,
+        seed,
+        tol,
+        ..kopt_bench::GateSettings::default()
+    };
+    let mut r = kopt_bench::judge(&facts, &settings, &peaks).map_err(WorkloadFailed::new_err)?;
+    r.notes.extend(kopt_bench::gate::peak_notes(&facts, &peaks));
+    json(&r)
+}
+
+fn gate_peaks(device: Option<&str>) -> Peaks {
+    device
+        .and_then(kopt_model::datasheet_peaks)
+        .map(|(_, p)| p)
+        .unwrap_or_default()
+}
+
+/// The device table's peaks for a device name (bytes/s, FLOP/s), as a dict.
+#[pyfunction]
+fn device_peaks<'py>(py: Python<'py>, device: &str) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &gate_peaks(Some(device)))
+}
+
+/// kopt bench's stopping rule on one side's samples (seconds) after `elapsed` seconds.
+#[pyfunction]
+#[pyo3(signature = (samples, elapsed, *, min_samples, min_time, noise_target, max_time))]
+fn should_stop(
+    samples: Vec<f64>,
+    elapsed: f64,
+    min_samples: usize,
+    min_time: f64,
+    noise_target: f64,
+    max_time: f64,
+) -> bool {
+    kopt_bench::StopRule {
+        min_samples,
+        min_time_s: min_time,
+        noise_target,
+        max_time_s: max_time,
+    }
+    .should_stop(&samples, elapsed)
+}
+
+/// The relative-L2 tolerance kopt compare uses for a dtype (f64, f32, bf16, ...).
+#[pyfunction]
+#[pyo3(signature = (dtype, tf32=false))]
+fn default_tolerance(dtype: &str, tf32: bool) -> f64 {
+    kopt_bench::default_tolerance(dtype, tf32)
+}
+
 /// The correctness gate on two output files; returns the report as JSON.
 #[pyfunction]
 #[pyo3(signature = (reference, candidate, *, tol=None, tf32=false, db=None, atol=None, rtol=None, allow_dtype_change=false))]
@@ -497,9 +575,10 @@ fn render(
         "tune" => {
             parse::<kopt_model::tune::TuneReport>(report_json, "tune report")?.render(f, layout)
         }
+        "gate" => parse::<kopt_model::GateReport>(report_json, "gate report")?.render(f, layout),
         other => {
             return Err(UsageError::new_err(format!(
-                "kind {other:?} is not one of diagnosis, bench, compare, optimize"
+                "kind {other:?} is not one of diagnosis, bench, compare, optimize, tune, gate"
             )))
         }
     })
@@ -873,6 +952,10 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(measure_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(history, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(gate_decide, m)?)?;
+    m.add_function(wrap_pyfunction!(device_peaks, m)?)?;
+    m.add_function(wrap_pyfunction!(should_stop, m)?)?;
+    m.add_function(wrap_pyfunction!(default_tolerance, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;
     m.add_function(wrap_pyfunction!(prepare_script, m)?)?;

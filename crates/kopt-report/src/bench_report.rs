@@ -109,6 +109,56 @@ fn terminal(r: &BenchReport) -> String {
     o
 }
 
+/// The in-process gate's report (`kopt.bench(baseline=fn, candidate=fn)`):
+/// per shape its warm A/B and, when asked, the L2-flushed one beside it, in
+/// the bench report's own formats; the overall verdict last.
+impl Render for kopt_model::GateReport {
+    fn render(&self, format: Format, layout: Layout) -> String {
+        render_gate(self, format, layout)
+    }
+}
+
+fn render_gate(r: &kopt_model::GateReport, format: Format, layout: Layout) -> String {
+    if format == Format::Json {
+        let mut s = serde_json::to_string_pretty(r).unwrap_or_default();
+        s.push('\n');
+        return s;
+    }
+    let md = format == Format::Markdown;
+    let mut out = String::new();
+    for s in &r.shapes {
+        let title = format!("shape {} ({} checked calls)", s.shape, s.checked_calls);
+        out.push_str(&if md {
+            format!("### {title}\n\n")
+        } else {
+            format!("{title}\n")
+        });
+        out.push_str(&s.warm.render(format, layout));
+        if let Some(f) = &s.flushed {
+            out.push_str(if md {
+                "\nL2 flushed before each call:\n\n"
+            } else {
+                "L2 flushed before each call:\n"
+            });
+            out.push_str(&f.render(format, layout));
+        }
+        for x in &s.suspect {
+            out.push_str(&format!("SUSPECT: {}: {}\n", x.reason, x.detail));
+        }
+        out.push('\n');
+    }
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
+    }
+    out.push_str(&format!(
+        "verdict: {} ({} shape(s), {:.2} s)\n",
+        r.verdict,
+        r.shapes.len(),
+        r.seconds
+    ));
+    crate::format::safe_report(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

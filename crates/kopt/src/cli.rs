@@ -425,6 +425,49 @@ pub struct BenchArgs {
     #[arg(short = 'n', long = "variant", value_name = "NAME=CMD", conflicts_with_all = ["baseline", "candidate"])]
     pub variants: Vec<String>,
 
+    /// Baseline module script (an nn.Module class and get_inputs()): with --candidate-script, both are timed in one Python process by the in-process gate (CUDA events, fresh inputs checked, SUSPECT for a candidate that games the timer)
+    #[arg(long, value_name = "FILE", requires = "candidate_script", conflicts_with_all = ["baseline", "candidate", "variants"])]
+    pub script: Option<PathBuf>,
+
+    /// Candidate module script, the same class and call as --script's
+    #[arg(long, value_name = "FILE", requires = "script")]
+    pub candidate_script: Option<PathBuf>,
+
+    /// The class both module scripts define
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "Model",
+        requires = "script"
+    )]
+    pub module: String,
+
+    /// Python interpreter (with PyTorch) for --script
+    #[arg(
+        long,
+        value_name = "EXE",
+        default_value = "python3",
+        requires = "script"
+    )]
+    pub python: String,
+
+    /// With --script: time the pair again with L2 flushed before every call, reported beside the warm verdict
+    #[arg(long, requires = "script")]
+    pub flush_l2: bool,
+
+    /// With --script: seconds of timing in all (the in-process gate's budget; --max-time is the process-level bench's)
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 2.0,
+        requires = "script"
+    )]
+    pub gate_time: f64,
+
+    /// With --script: GPU the process uses (sets CUDA_VISIBLE_DEVICES)
+    #[arg(long, value_name = "ID", requires = "script")]
+    pub gpu: Option<String>,
+
     #[command(flatten)]
     pub measure: MeasureArgs,
 

@@ -53,6 +53,9 @@ pub fn trace(a: &TraceArgs) -> Outcome {
 }
 
 pub fn bench(a: &BenchArgs) -> Outcome {
+    if let (Some(script), Some(candidate)) = (&a.script, &a.candidate_script) {
+        return bench_scripts(a, script, candidate);
+    }
     let req = options::bench(a)?;
     if let Some(o) = &a.output {
         kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
@@ -61,6 +64,40 @@ pub fn bench(a: &BenchArgs) -> Outcome {
     let text = report.render(a.format, Layout::default());
     write_or_print(a.output.as_deref(), text.as_bytes(), &[])?;
     if report.verdict == VerdictKind::Revert {
+        return Err(Failure::Regression);
+    }
+    Ok(())
+}
+
+/// `kopt bench --script A.py --candidate-script B.py`: the in-process gate.
+fn bench_scripts(a: &BenchArgs, script: &std::path::Path, candidate: &std::path::Path) -> Outcome {
+    if let Some(o) = &a.output {
+        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+    }
+    let m = &a.measure;
+    let req = kopt_engine::gate::GateScriptRequest {
+        baseline: script.to_path_buf(),
+        candidate: candidate.to_path_buf(),
+        module: a.module.clone(),
+        python: a.python.clone(),
+        gpu: a.gpu.clone(),
+        flush_l2: a.flush_l2,
+        checks: 6,
+        threshold: m.threshold,
+        noise: m.noise,
+        seed: m.seed,
+        tol: m.tol,
+        warmup: m.warmup.max(3),
+        min_samples: m.min_samples.max(20),
+        min_time: m.min_time.min(a.gate_time / 4.0),
+        max_time: a.gate_time,
+        noise_target: m.noise_target,
+        tracer: m.tracer.clone(),
+    };
+    let report = kopt_engine::gate::bench_scripts(&req, &TerminalProgress::new(false))?;
+    let text = kopt_report::Render::render(&report, a.format, kopt_report::Layout::default());
+    write_or_print(a.output.as_deref(), text.as_bytes(), &[])?;
+    if matches!(report.verdict, VerdictKind::Revert | VerdictKind::Suspect) {
         return Err(Failure::Regression);
     }
     Ok(())

@@ -38,6 +38,7 @@ from ._api import (
 # The rest loads on first use (PEP 562): `import kopt` stays cheap.
 _LAZY = {
     "BenchResult": "._results",
+    "GateResult": "._gate",
     "CompareResult": "._results",
     "TensorResult": "._results",
     "VariantResult": "._results",
@@ -70,6 +71,7 @@ __all__ = [
     "BenchResult",
     "CandidateResult",
     "CompareResult",
+    "GateResult",
     "GenericProfiler",
     "InputError",
     "Kernel",

@@ -11,8 +11,9 @@ from . import _kopt
 from ._analysis import Analysis
 
 if TYPE_CHECKING:  # annotations only (start-up time)
-    from typing import List, Optional, Sequence, Tuple, Union
+    from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
+    from ._gate import GateResult
     from ._results import BenchResult, CompareResult
 
     PathLike = Union[str, "os.PathLike[str]"]
@@ -187,8 +188,8 @@ def trace(
 
 
 def bench(
-    baseline: Optional[str] = None,
-    candidate: Optional[str] = None,
+    baseline: Optional[Union[str, Callable]] = None,
+    candidate: Optional[Union[str, Callable]] = None,
     *,
     variants: Optional[Sequence[Tuple[str, str]]] = None,
     threshold: Optional[float] = None,
@@ -205,13 +206,72 @@ def bench(
     tol: Optional[float] = None,
     journal: Optional[str] = None,
     db: Optional[PathLike] = None,
-) -> BenchResult:
+    inputs: Optional[Callable] = None,
+    shapes: Optional[Sequence[Any]] = None,
+    out: Optional[Callable] = None,
+    bytes: Any = None,
+    flops: Any = None,
+    flush_l2: bool = False,
+    checks: int = 6,
+) -> Union[BenchResult, GateResult]:
     """A/B benchmark of two shell commands (or an ablation of ``variants``,
     ``[(name, command), ...]``, the first the baseline): interleaved runs,
     a bootstrap interval, and a KEEP / MARGINAL / REVERT verdict. A
     measuring keyword left at ``None`` takes the engine's default (the CLI's
-    too): :func:`kopt.measure_defaults` lists them."""
+    too): :func:`kopt.measure_defaults` lists them.
+
+    Given two callables and ``inputs`` (a callable returning the argument
+    list; called with each shape when ``shapes=[...]`` is set), both are
+    timed in this process (CUDA events, device synchronised, random order)
+    and guarded: checked on fresh inputs several times, output buffers
+    (``out``: a callable returning them for the inputs; the functions then
+    get ``out=``) poisoned, and every way of gaming the timer named as
+    ``SUSPECT: <reason>`` (never KEEP). ``bytes`` / ``flops`` per call (or a
+    callable of the shape) check rates against the device's peaks;
+    ``flush_l2=True`` times the pair again with L2 flushed before each call.
+    Returns a :class:`GateResult` (defaults: ``warmup=3, min_samples=20,
+    min_time=0.2, max_time=2`` seconds of timing in all)."""
     from ._results import BenchResult
+
+    if callable(baseline) or callable(candidate):
+        from ._gate import bench_callables
+
+        if variants is not None or journal is not None or check is not None or range is not None:
+            raise _kopt.UsageError("variants, journal, check and range apply to commands, not to callables")
+        if inputs is None:
+            raise _kopt.UsageError("benching callables needs inputs=: a callable returning their arguments")
+        # The verdict's rule (threshold, noise, stop target, seed) is the
+        # engine's; only the timing budget differs for in-process calls.
+        engine = measure_defaults()
+        return bench_callables(
+            baseline,
+            candidate,
+            inputs,
+            shapes=shapes,
+            out=out,
+            bytes=bytes,
+            flops=flops,
+            flush_l2=flush_l2,
+            checks=checks,
+            threshold=engine["threshold"] if threshold is None else threshold,
+            noise=engine["noise"] if noise is None else noise,
+            warmup=3 if warmup is None else warmup,
+            min_samples=20 if min_samples is None else min_samples,
+            min_time=0.2 if min_time is None else min_time,
+            max_time=2.0 if max_time is None else max_time,
+            noise_target=engine["noise_target"] if noise_target is None else noise_target,
+            seed=engine["seed"] if seed is None else seed,
+            tol=tol,
+        )
+    for name, value in (("inputs", inputs), ("shapes", shapes), ("out", out), ("bytes", bytes), ("flops", flops)):
+        if value is not None:
+            raise _kopt.UsageError(f"{name}= applies to callables, not to commands")
+    if flush_l2:
+        raise _kopt.UsageError("flush_l2= applies to callables, not to commands")
+    warmup = 1 if warmup is None else warmup
+    min_samples = 10 if min_samples is None else min_samples
+    min_time = 0.5 if min_time is None else min_time
+    max_time = 10.0 if max_time is None else max_time
 
     if variants is None:
         if baseline is None or candidate is None:

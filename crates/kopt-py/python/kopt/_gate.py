@@ -1,0 +1,173 @@
+"""``kopt.bench(baseline=fn, candidate=fn, inputs=...)``: the in-process gate.
+
+The harness (``_gate_harness``) times both callables in this process and
+collects facts; kopt's Rust decision (``kopt_bench::gate``, the same
+statistics and KEEP / MARGINAL / REVERT rule as the process-level bench)
+reads them and adds ``SUSPECT: <reason>`` for every way the candidate games
+the measurement.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from . import _kopt
+from ._results import BenchResult
+
+
+@dataclass(frozen=True)
+class Suspicion:
+    #: The reason's name: cached-output, partial-output, inconsistent-output,
+    #: aliases-input, lower-precision, side-stream, no-kernel,
+    #: timing-disagrees, above-peak, l2-flattered, harness-tampered.
+    reason: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"SUSPECT: {self.reason}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    shape: str
+    #: KEEP / MARGINAL / REVERT / SUSPECT (the worse of warm and flushed).
+    verdict: str
+    warm: BenchResult
+    #: The same pair with L2 flushed before each call (``flush_l2=True``).
+    flushed: Optional[BenchResult]
+    suspect: List[Suspicion]
+    checked_calls: int
+
+
+class GateResult:
+    """The in-process verdict: ``verdict`` overall (the worst shape's),
+    ``shapes`` one by one, ``suspect`` every reason found."""
+
+    def __init__(self, report_json: str):
+        self._json = report_json
+        doc = json.loads(report_json)
+        self.verdict: str = doc["verdict"]
+        self.device: Optional[str] = doc.get("device")
+        self.seconds: float = doc["seconds"]
+        self.notes: List[str] = list(doc.get("notes", []))
+        self.shapes: List[ShapeResult] = []
+        for s in doc["shapes"]:
+            self.shapes.append(
+                ShapeResult(
+                    shape=s["shape"],
+                    verdict=s["verdict"],
+                    warm=BenchResult(json.dumps(s["warm"])),
+                    flushed=BenchResult(json.dumps(s["flushed"])) if s.get("flushed") else None,
+                    suspect=[Suspicion(x["reason"], x["detail"]) for x in s["suspect"]],
+                    checked_calls=s["checked_calls"],
+                )
+            )
+        self.suspect: List[Suspicion] = [x for s in self.shapes for x in s.suspect]
+        first = self.shapes[0].warm
+        self.speedup: Optional[float] = first.speedup
+        self.interval = first.interval
+
+    @property
+    def reasons(self) -> List[str]:
+        """The SUSPECT reasons' names, each once."""
+        out: List[str] = []
+        for x in self.suspect:
+            if x.reason not in out:
+                out.append(x.reason)
+        return out
+
+    def to_dict(self) -> Dict[str, Any]:
+        return json.loads(self._json)
+
+    def to_markdown(self) -> str:
+        return _kopt.render("gate", self._json, "md")
+
+    def __str__(self) -> str:
+        return _kopt.render("gate", self._json, "term")
+
+
+def _stop(samples, elapsed, min_samples, min_time, noise_target, max_time):
+    return _kopt.should_stop(
+        list(samples),
+        elapsed,
+        min_samples=min_samples,
+        min_time=min_time,
+        noise_target=noise_target,
+        max_time=max_time,
+    )
+
+
+def _name(fn: Callable) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+
+
+def bench_callables(
+    baseline: Callable,
+    candidate: Callable,
+    inputs: Callable,
+    *,
+    shapes: Optional[Sequence[Any]] = None,
+    out: Optional[Callable] = None,
+    bytes: Any = None,
+    flops: Any = None,
+    flush_l2: bool = False,
+    checks: int = 6,
+    threshold: float = 0.05,
+    noise: float = 0.01,
+    warmup: int = 3,
+    min_samples: int = 20,
+    min_time: float = 0.2,
+    max_time: float = 2.0,
+    noise_target: float = 0.005,
+    seed: int = 42,
+    tol: Optional[float] = None,
+    backend: Any = None,
+) -> GateResult:
+    from ._gate_harness import CallFailed, Harness, TorchBackend
+
+    if not callable(inputs):
+        raise _kopt.UsageError("inputs= must be a callable returning the arguments (a list), given a shape when shapes= is set")
+    for name, fn in (("baseline", baseline), ("candidate", candidate)):
+        if not callable(fn):
+            raise _kopt.UsageError(f"{name} must be a callable when the other one is")
+    if out is not None and not callable(out):
+        raise _kopt.UsageError("out= must be a callable returning the output buffer(s) for the inputs")
+    if max_time <= 0 or min_time < 0 or checks < 2:
+        raise _kopt.UsageError("max_time must be positive, min_time non-negative, checks at least 2")
+    if backend is None:
+        try:
+            backend = TorchBackend()
+        except ImportError as e:
+            raise _kopt.ToolMissing(f"the in-process bench needs PyTorch: {e}") from None
+        except RuntimeError as e:
+            raise _kopt.ToolMissing(str(e)) from None
+    try:
+        facts = Harness(
+            backend,
+            baseline,
+            candidate,
+            inputs,
+            shapes=shapes,
+            out=out,
+            bytes=bytes,
+            flops=flops,
+            flush_l2=flush_l2,
+            checks=checks,
+            warmup=warmup,
+            min_samples=min_samples,
+            min_time=min_time,
+            max_time=max_time,
+            noise_target=noise_target,
+            seed=seed,
+            should_stop=_stop,
+            names=(_name(baseline), _name(candidate)),
+        ).run()
+    except CallFailed as e:
+        raise _kopt.WorkloadFailed(str(e)) from e.__cause__
+    except ValueError as e:
+        raise _kopt.UsageError(str(e)) from None
+    return GateResult(
+        _kopt.gate_decide(json.dumps(facts), threshold=threshold, noise=noise, seed=seed, tol=tol)
+    )
