@@ -156,7 +156,7 @@ fn render_gate(r: &kopt_model::GateReport, format: Format, layout: Layout) -> St
         r.shapes.len(),
         r.seconds
     ));
-    crate::format::safe_report(&out).into_owned()
+    crate::escape::terminal_lines(&out).into_owned()
 }
 
 #[cfg(test)]
