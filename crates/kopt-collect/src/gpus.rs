@@ -27,8 +27,10 @@ pub fn visible_gpus() -> Vec<String> {
 
 /// What `nvidia-smi ARGS` printed, when it ran and succeeded.
 fn nvidia_smi(args: &[&str]) -> Option<String> {
-    let out = crate::runner::output(Path::new("nvidia-smi"), args)?;
-    out.success.then_some(out.stdout)
+    let out = crate::runner::output(Path::new("nvidia-smi"), args).ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Name and driver of `gpu` (or the first GPU), from nvidia-smi.

@@ -17,7 +17,6 @@ pub use rocprof::{CapturedRocPass, RocPass, Rocprof, RocprofError};
 pub use runner::Stream;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// kopt's targeted metric list (comments stripped), shared with the capture scripts.
 pub const KOPT_METRICS_FILE: &str = include_str!("../ncu-metrics.txt");
@@ -132,11 +131,15 @@ impl Ncu {
 
     /// `ncu -i REPORT --csv --page raw --print-units base` (or `--page details`).
     pub fn export_csv(&self, report: &Path, page: CsvPage) -> Result<Vec<u8>, CollectError> {
-        let mut cmd = Command::new(&self.path);
-        cmd.arg("-i").arg(report).arg("--csv").arg("--page");
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "-i".as_ref(),
+            report.as_os_str(),
+            "--csv".as_ref(),
+            "--page".as_ref(),
+        ];
         match page {
-            CsvPage::Raw => cmd.args(["raw", "--print-units", "base"]),
-            CsvPage::Details => cmd.arg("details"),
+            CsvPage::Raw => args.extend(["raw", "--print-units", "base"].map(std::ffi::OsStr::new)),
+            CsvPage::Details => args.push("details".as_ref()),
         };
         let shown = format!(
             "{} -i {} --csv --page {}",
@@ -148,7 +151,7 @@ impl Ncu {
                 "details"
             }
         );
-        let output = cmd.output().map_err(|source| CollectError::Spawn {
+        let output = runner::output(&self.path, &args).map_err(|source| CollectError::Spawn {
             report: report.display().to_string(),
             ncu: self.path.display().to_string(),
             source,

@@ -390,28 +390,32 @@ fn kill_group(pid: u32, stop: Stop) {
 }
 
 /// What a short query run to its end printed (`--version`, `nvidia-smi
-/// --query-gpu`), and whether it exited 0.
+/// --query-gpu`, `ncu -i REPORT --csv`), and how it exited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Printed {
-    pub stdout: String,
-    pub stderr: String,
-    pub success: bool,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub status: std::process::ExitStatus,
 }
 
-/// `program args` run to its end, stdin closed; None when it cannot run.
-pub fn output(program: &Path, args: &[&str]) -> Option<Printed> {
-    let out = Command::new(program).args(args).output().ok()?;
-    Some(Printed {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        success: out.status.success(),
+/// `program args` run to its end, stdin closed, both streams captured.
+pub fn output<S: AsRef<std::ffi::OsStr>>(program: &Path, args: &[S]) -> std::io::Result<Printed> {
+    let out = Command::new(program).args(args).output()?;
+    Ok(Printed {
+        stdout: out.stdout,
+        stderr: out.stderr,
+        status: out.status,
     })
 }
 
 /// What `program --version` printed: (stdout, stderr); None when it cannot
 /// run. Each tool's caller picks its version line.
 pub fn version_output(program: &Path) -> Option<(String, String)> {
-    output(program, &["--version"]).map(|p| (p.stdout, p.stderr))
+    let out = output(program, &["--version"]).ok()?;
+    Some((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
 }
 
 /// The file a log line of `name` goes to inside `dir`.
