@@ -301,9 +301,16 @@ pub fn run_bench(
     // runs wait up to `first_wait`; once sampling, a run started within
     // the budget may finish (twice the longest run so far), so a long run
     // is never cut for the little budget left.
+    // That is for sources giving one sample when a run ends (the process's
+    // wall time, its kernels' sum); a source streaming samples within a run
+    // (reported, per-range GPU time) keeps the budget counted from the
+    // start, so a program printing samples without end is still cut.
+    let per_run = matches!(timing.source, Source::Wall | Source::GpuKernels);
     let first_wait = first_sample_wait(rule.max_time_s);
     let budget = |v: &Variant| {
-        if v.samples.is_empty() {
+        if !per_run {
+            crate::profile::secs(rule.max_time_s - v.used)
+        } else if v.samples.is_empty() {
             crate::profile::secs(first_wait)
         } else {
             crate::profile::secs((rule.max_time_s - v.spent).max(2.0 * v.longest))
@@ -319,10 +326,17 @@ pub fn run_bench(
             let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
             v.used += run.wall_s;
             if run.cut {
-                return Err(Error::WorkloadFailed(format!(
-                    "`{}`: its warm-up run had not finished after {:.1} s (a run before the first sample may take max(60 s, 6 x --max-time)); raise --max-time",
-                    v.command, run.wall_s
-                )));
+                return Err(Error::WorkloadFailed(if per_run {
+                    format!(
+                        "`{}`: its warm-up run had not finished after {:.1} s (a run before the first sample may take max(60 s, 6 x --max-time)); raise --max-time",
+                        v.command, run.wall_s
+                    )
+                } else {
+                    format!(
+                        "`{}`: its warm-up run passed --max-time ({} s) after {:.1} s, before it finished; raise --max-time",
+                        v.command, rule.max_time_s, run.wall_s
+                    )
+                }));
             }
             v.longest = v.longest.max(run.wall_s);
         }
@@ -353,7 +367,7 @@ pub fn run_bench(
             if rule.should_stop(&v.samples, v.spent) {
                 continue;
             }
-            let sampling = !v.samples.is_empty();
+            let sampling = !v.samples.is_empty() || !per_run;
             let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
             if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
                 return Err(Error::WorkloadFailed(format!(
@@ -371,7 +385,7 @@ pub fn run_bench(
                 v.spent = v.spent.max(rule.max_time_s);
             }
             if run.cut {
-                if v.samples.is_empty() {
+                if v.samples.is_empty() && per_run {
                     let before = if v.longest > 0.0 {
                         format!(" (its warm-up run took {:.1} s)", v.longest)
                     } else {
@@ -386,7 +400,13 @@ pub fn run_bench(
                 v.spent = v.spent.max(rule.max_time_s);
             }
             v.longest = v.longest.max(run.wall_s);
-            if v.samples.is_empty() && v.used >= first_wait {
+            if v.samples.is_empty() && !per_run && v.spent >= rule.max_time_s {
+                return Err(Error::WorkloadFailed(format!(
+                    "`{}` gave no sample within --max-time ({} s; one run took {:.1} s); raise --max-time",
+                    v.command, rule.max_time_s, run.wall_s
+                )));
+            }
+            if v.samples.is_empty() && per_run && v.used >= first_wait {
                 // Runs that finish without a sample: the first-sample wait
                 // bounds them as it bounds one long run.
                 return Err(Error::WorkloadFailed(format!(
@@ -889,6 +909,7 @@ mod tests {
         rng: fastrand::Rng,
         log: RefCell<Vec<String>>,
         cut_after: Option<usize>,
+        source: Source,
     }
 
     impl FakeSampler {
@@ -899,13 +920,15 @@ mod tests {
                 rng: fastrand::Rng::with_seed(7),
                 log: RefCell::new(Vec::new()),
                 cut_after: None,
+                source: Source::Wall,
             }
         }
     }
 
     impl Sampler for FakeSampler {
         fn choose(&mut self, _: TimingChoice, _: Option<&str>, _: &str) -> Result<Timing> {
-            Ok(Timing::untraced(Source::Reported))
+            // One sample when a run ends, as the wall time of a process.
+            Ok(Timing::untraced(self.source))
         }
 
         fn run(&mut self, command: &str, _: &Timing, budget: Option<Duration>) -> Result<Run> {
@@ -1030,6 +1053,22 @@ mod tests {
         let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
         assert!(r.variants[1].verdict.is_some());
         assert!(r.variants.iter().all(|v| v.samples == 2), "{r:?}");
+    }
+
+    #[test]
+    fn a_streaming_source_keeps_max_time_from_the_start() {
+        // Reported samples stream within a run: the first run is cut at
+        // --max-time, not at the first-sample wait.
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        s.source = Source::Reported;
+        s.run_s = 5.0;
+        let mut req = request(&[("a", "a"), ("b", "b")]);
+        req.measure.stop.max_time_s = 1.0;
+        req.measure.warmup = 0;
+        let err = run_bench(&req, &mut s, &crate::Silent)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gave no sample within --max-time"), "{err}");
     }
 
     #[test]

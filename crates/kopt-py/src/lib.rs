@@ -53,7 +53,14 @@ create_exception!(
 );
 
 fn engine_err(e: kopt_engine::Error) -> PyErr {
-    let msg = e.to_string();
+    // The CLI's flags, in the keywords a Python caller passes.
+    let msg = e
+        .to_string()
+        .replace("pass --ncu PATH", "pass ncu=PATH")
+        .replace(
+            "pass --tracer PATH",
+            "set KOPT_TRACER=PATH or pass tracer=PATH",
+        );
     match e {
         kopt_engine::Error::Usage(_) => UsageError::new_err(msg),
         kopt_engine::Error::Input(_) => InputError::new_err(msg),

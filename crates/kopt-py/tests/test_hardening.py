@@ -72,3 +72,36 @@ def test_profile_module_warns_loudly_without_the_tracer(monkeypatch, tmp_path):
     with pytest.warns(kopt.TracerMissingWarning, match="timed with ncu instead"):
         with pytest.raises(kopt.KoptError):
             kopt.profile_module("print(1)\n", "m", 0, runs_dir=tmp_path, quiet=True)
+
+
+def test_kernel_fields_match_the_json_and_latency_us_is_deprecated(fixtures):
+    a = kopt.analyze(str(fixtures / "labeled-suite-h100/ncu_raw_base.csv"))
+    k = a.kernels[0]
+    row = a.to_dict()["kernels"][0]
+    assert k.total_us == pytest.approx(row["total_ns"] / 1e3)
+    assert k.mean_us == pytest.approx(row["mean_ns"] / 1e3)
+    assert k.pct_of_total == row["pct_of_total"]
+    with pytest.warns(DeprecationWarning, match="total_us"):
+        assert k.latency_us == k.total_us
+    with pytest.warns(DeprecationWarning, match="pct_of_total"):
+        assert k.pct_total == k.pct_of_total
+    assert "total" in repr(k) and " at 0x" not in repr(k)
+
+
+def test_html_is_isolated_and_results_print_readably(tmp_path, fixtures):
+    a = kopt.analyze(str(fixtures / "labeled-suite-h100/ncu_raw_base.csv"))
+    html = a._repr_html_()
+    assert html.startswith("<iframe srcdoc=") and "<style" not in html.split("srcdoc=")[0]
+    r = kopt.bench("true", "true", min_samples=3, min_time=0, max_time=2, warmup=0)
+    assert repr(r).startswith("<kopt.BenchResult ") and " at 0x" not in repr(r)
+    assert r._repr_html_().startswith("<iframe")
+
+
+def test_tool_missing_from_python_names_the_keyword(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    rep = tmp_path / "r.ncu-rep"
+    rep.write_bytes(b"not really")
+    with pytest.raises(kopt.ToolMissing) as e:
+        kopt.analyze(str(rep))
+    assert "--ncu PATH" not in str(e.value)
+    assert "ncu=PATH" in str(e.value)

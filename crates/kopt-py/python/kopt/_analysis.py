@@ -59,11 +59,22 @@ class Recommendation:
         return f"<kopt.Recommendation #{self.rank} {self.id} [{self.kernel_short}]>"
 
 
+def _isolated_html(page: str, height: int = 640) -> str:
+    """A full HTML page as a notebook cell shows it: inside an iframe
+    (``srcdoc``), so its ``<style>`` cannot restyle the notebook."""
+    import html
+
+    return (
+        f'<iframe srcdoc="{html.escape(page, quote=True)}" '
+        f'style="width:100%;height:{height}px;border:0" sandbox="allow-scripts"></iframe>'
+    )
+
+
 class Kernel:
     """One distinct kernel (its launches grouped): a row of the kernel table."""
 
     __slots__ = (
-        "name", "short_name", "launches", "latency_us", "mean_us", "pct_total",
+        "name", "short_name", "launches", "total_us", "mean_us", "pct_of_total",
         "bandwidth_gbs", "bw_sol_pct", "compute_sol_pct", "bottleneck", "root_cause",
     )
 
@@ -72,23 +83,50 @@ class Kernel:
         self.name: str = k["name"]
         self.short_name: str = k["short_name"]
         self.launches: int = k["launches"]
-        self.latency_us: float = k["total_ns"] / 1e3
+        #: Time of all its launches together (the JSON's total_ns), in us.
+        self.total_us: float = k["total_ns"] / 1e3
+        #: One launch's mean time (the JSON's mean_ns), in us.
         self.mean_us: float = k["mean_ns"] / 1e3
-        self.pct_total: float = k["pct_of_total"]
+        self.pct_of_total: float = k["pct_of_total"]
         self.bandwidth_gbs: "Optional[float]" = None if bw is None else bw / 1e9
         self.bw_sol_pct: "Optional[float]" = k.get("dram_sol_pct")
         self.compute_sol_pct: "Optional[float]" = k.get("compute_sol_pct")
         self.bottleneck: str = k["bottleneck"]["class"]
         self.root_cause: str = k["root_cause"]
 
+    @property
+    def latency_us(self) -> float:
+        """Deprecated: the total time of every launch, not one launch's
+        latency; use ``total_us`` (or ``mean_us`` for one launch)."""
+        import warnings
+
+        warnings.warn(
+            "Kernel.latency_us is the total time of all launches: use total_us "
+            "(or mean_us for one launch)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.total_us
+
+    @property
+    def pct_total(self) -> float:
+        """Deprecated: ``pct_of_total``, the JSON's name."""
+        import warnings
+
+        warnings.warn("Kernel.pct_total is now pct_of_total", DeprecationWarning, stacklevel=2)
+        return self.pct_of_total
+
     def __str__(self) -> str:
         return (
-            f"{self.short_name}: {_fmt_ns(self.latency_us * 1e3)} "
-            f"({self.pct_total:.1f}%), {self.bottleneck}: {self.root_cause}"
+            f"{self.short_name}: {_fmt_ns(self.total_us * 1e3)} "
+            f"({self.pct_of_total:.1f}%), {self.bottleneck}: {self.root_cause}"
         )
 
     def __repr__(self) -> str:
-        return f"<kopt.Kernel {self.short_name} {self.bottleneck} {self.pct_total:.1f}%>"
+        return (
+            f"<kopt.Kernel {self.short_name} {self.bottleneck} {self.pct_of_total:.1f}% "
+            f"total {self.total_us:.1f} us over {self.launches} launch(es)>"
+        )
 
 
 class Timeline:
@@ -180,7 +218,8 @@ class Analysis:
         return self._d.render("html")
 
     def _repr_html_(self) -> str:
-        return self.to_html()
+        # In an iframe: the report's styles stay in it, not on the notebook.
+        return _isolated_html(self.to_html())
 
     def __str__(self) -> str:
         return self.to_text(width=120)

@@ -63,10 +63,22 @@ class BenchResult:
         return _kopt.render("bench", self._json, "md")
 
     def _repr_html_(self) -> str:
-        return _kopt.render("bench", self._json, "html")
+        from ._analysis import _isolated_html
+
+        return _isolated_html(_kopt.render("bench", self._json, "html"), height=360)
 
     def __str__(self) -> str:
         return _kopt.render("bench", self._json, "term")
+
+    def __repr__(self) -> str:
+        cand = self.variants[1] if len(self.variants) > 1 else None
+        if cand is None:
+            return f"<kopt.BenchResult {self.verdict}: one variant>"
+        iv = "" if self.interval is None else f", 95% [{self.interval[0]:.3f}, {self.interval[1]:.3f}]"
+        return (
+            f"<kopt.BenchResult {self.verdict}: {cand.name} {self.speedup:.3f}x vs "
+            f"{self.variants[0].name}{iv}; {len(self.variants)} variants>"
+        )
 
 
 @dataclass(frozen=True)
@@ -103,6 +115,12 @@ class CompareResult:
 
     def __bool__(self) -> bool:
         return self.passed
+
+    def __repr__(self) -> str:
+        failed = [t.name for t in self.tensors if not t.passed]
+        what = "PASS" if self.passed else "FAIL"
+        tail = f"; failing: {', '.join(failed[:5])}" if failed else ""
+        return f"<kopt.CompareResult {what}: {len(self.tensors)} tensor(s){tail}>"
 
     def to_dict(self) -> Dict[str, Any]:
         return json.loads(self._json)
