@@ -14,7 +14,7 @@ use crate::run_folder::create_run_dir;
 /// How a workload runs (shared by profile, trace and analyze's bare run).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct WorkloadOptions {
-    /// argv as given: argv[0] is the program (no shell).
+    /// argv as given: `argv[0]` is the program (no shell).
     pub argv: Vec<String>,
     /// `CUDA_VISIBLE_DEVICES` for the workload.
     pub gpu: Option<String>,

@@ -641,7 +641,7 @@ pub(crate) fn gunzip(
     Ok(out)
 }
 
-/// `bytes` decompressed under the gzip budgets (see [`gunzip`]): gzip in
+/// `bytes` decompressed under the gzip budgets (see `gunzip`): gzip in
 /// gzip refused, the output capped by ratio and size.
 pub fn decompress(bytes: &[u8], path: &str) -> Result<Vec<u8>, IngestError> {
     gunzip(bytes, bytes.len() as u64, gzip_size_hint(bytes), path)

@@ -99,7 +99,7 @@ pub struct RunRecord {
     pub kernel_filter: Option<String>,
     #[serde(default)]
     pub passes: Vec<PassRecord>,
-    /// "running", "ok", or "failed: <reason>".
+    /// "running", "ok", or `"failed: <reason>"`.
     pub status: String,
     #[serde(default)]
     pub wall_s: Option<f64>,

@@ -8,13 +8,13 @@ const MESSAGE_MAX_CHARS: usize = 1000;
 const ECHO_MAX_CHARS: usize = 80;
 
 /// `s` on one line: control characters (newlines included) escaped as
-/// `\n`, `\u{1b}`..., and cut after [`MESSAGE_MAX_CHARS`] characters.
+/// `\n`, `\u{1b}`..., and cut after `MESSAGE_MAX_CHARS` characters.
 pub fn one_line(s: &str) -> String {
     escape_capped(s, MESSAGE_MAX_CHARS)
 }
 
 /// A piece of the input quoted in a message: control characters escaped and
-/// cut after [`ECHO_MAX_CHARS`] characters, so a broken cell cannot split the
+/// cut after `ECHO_MAX_CHARS` characters, so a broken cell cannot split the
 /// error over lines or flood it.
 pub fn echo(s: &str) -> String {
     escape_capped(s, ECHO_MAX_CHARS)

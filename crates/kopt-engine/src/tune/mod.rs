@@ -11,7 +11,7 @@
 //! finished trial. Trials run through an [`Executor`]: [`LocalExecutor`]
 //! runs one worker thread per GPU (each trial with its own
 //! `CUDA_VISIBLE_DEVICES`); the Python package plugs in Ray. The best
-//! configs are then timed interleaved on one GPU ([`run_bench`]) so the
+//! configs are then timed interleaved on one GPU ([`crate::bench::run_bench`]) so the
 //! verdict is not a cross-GPU artefact.
 //!
 //! Along the data flow: `request.rs` (what is asked), `space.rs` (the
