@@ -563,6 +563,18 @@ fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Op
         bounds.insert(0, a);
         b = a;
     }
+    // The first call before them (cuDNN's algorithm search adds its trial
+    // kernels there) repeats nothing but starts at a mark too: one more
+    // step, which the steady-state cut then takes as warm-up.
+    let typical = median(pause[tail_from + 1..].to_vec()).unwrap_or(0.0);
+    let pause_mark = (3.0 * typical).max(10_000.0);
+    if let Some(&b) = bounds.first() {
+        if let Some(m) = (1..b).rev().find(|&k| synced[k] || pause[k] >= pause_mark) {
+            if b - m >= period / 2 {
+                bounds.insert(0, m);
+            }
+        }
+    }
     // A partial period at the end is not a step.
     if let Some(&last) = bounds.last() {
         if last + period > n {
@@ -1990,14 +2002,12 @@ mod tests {
         // cuDNN's algorithm search: thousands of trial launches before the
         // loop fill more than half of the kernels; the step is still found.
         let mut t = forward_passes(0, 12, 6, 0, 50_000);
-        let mut c = 1_000_000u64;
-        for i in 0..2_000 {
+        for (c, i) in (1_000_000u64..).zip(0..2_000i64) {
             let at = -50_000_000 + i * 20_000;
             t.api_calls.push(launch(at, 4_000, c));
             let mut k = kernel(at + 5_000, 2_000, c);
             k.name = format!("trial_{}", i % 37);
             t.activities.push(k);
-            c += 1;
         }
         let sum = summarize(&t).unwrap();
         assert_eq!(sum.kernels_per_iteration, Some(25.0), "{}", sum.verdict);
