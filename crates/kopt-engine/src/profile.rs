@@ -159,9 +159,9 @@ pub struct ProfileRequest {
     pub backend: Backend,
     /// rocprofv3 binary (default: PATH, then /opt/rocm/bin).
     pub rocprof: Option<PathBuf>,
-    /// After the tracer's pass, when its steps (NVTX ranges) look launch
-    /// bound, run the workload once more without CUPTI, timing only the
-    /// steps, so the graph-capture prediction starts from the bare step.
+    /// After the tracer's pass, when its steps are NVTX ranges, run the
+    /// workload again without CUPTI (twice, the faster kept), timing only
+    /// the steps, so every step figure starts from the untraced step.
     pub bare_run: bool,
     pub analysis: AnalysisOptions,
 }
@@ -483,8 +483,7 @@ impl Passes<'_> {
     }
 
     /// Pass 1 under kopt's tracer: the kernels covering the time and, when
-    /// the steps (NVTX ranges) look launch bound, their range family for a
-    /// bare run; None when the tracer recorded no kernel (no CUPTI, another
+    /// the steps are NVTX ranges, their range family for a bare run; None when the tracer recorded no kernel (no CUPTI, another
     /// CUPTI client), so ncu times them instead.
     fn tracer_pass(
         &mut self,
