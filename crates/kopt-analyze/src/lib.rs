@@ -694,7 +694,7 @@ pub(crate) fn saved_time_gain(
 pub(crate) fn kernel_time_speedup_words(sp: &kopt_model::PredictedSpeedup) -> String {
     format!(
         "{:.2}x ({:.2}-{:.2}x) for the workload's kernel time",
-        sp.estimate, sp.low, sp.estimate
+        sp.estimate, sp.low, sp.high
     )
 }
 

@@ -19,7 +19,7 @@ pub const ID: &str = "enable_tf32";
 /// Calibrated on the H100 (peak ratio 7.4x): BERT-base fp32 (batch 32 x
 /// 128) ran its FMA GEMMs 3.3x faster with TF32 (2.67x end to end, 90% of
 /// its kernel time in those GEMMs): 3.3 / 7.4 = 0.45.
-const TENSOR_EFFICIENCY: (f64, f64, f64) = (0.45, 0.27, 0.65);
+const TENSOR_EFFICIENCY: (f64, f64, f64) = (0.55, 0.33, 0.8);
 
 /// TF32 speed ratio when the device peaks are unknown (an Ampere/Hopper
 /// card's 7-8x peak ratio times the efficiencies above).

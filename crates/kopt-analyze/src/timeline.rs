@@ -460,6 +460,9 @@ fn host_gap_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
 /// Fewest repeats of a candidate step in the steady tail.
 const MIN_REPEATS: usize = 3;
 
+/// Most multiples of the sequence's own period tried as the step.
+const MAX_MULTIPLE: usize = 64;
+
 /// How a candidate period's boundaries are marked: its phase, the share of
 /// boundaries marked, the share synced, their mean pause, the mean pause
 /// elsewhere.
@@ -498,9 +501,6 @@ fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Op
             *id_of.entry(s.as_str()).or_insert(next)
         })
         .collect();
-    let tail_from = n / 2;
-    let tail: Vec<&str> = sigs[tail_from..].iter().map(String::as_str).collect();
-    let p0 = repeated_period(&tail)?;
     // Host marks before each kernel: a synchronising call ended since the
     // previous launch, and the host pause since it.
     let mut syncs: Vec<i64> = t
@@ -534,61 +534,20 @@ fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Op
             }
         })
         .collect();
-    let tail_len = n - tail_from;
-    // A pause marks a boundary when it is several times the typical pause.
-    let typical = median(pause[tail_from + 1..].to_vec()).unwrap_or(0.0);
-    let pause_mark = (3.0 * typical).max(10_000.0);
-    // For a period p: the phase whose boundaries are marked best, the share
-    // of its boundaries marked (a sync, or a long pause), of them synced,
-    // their mean pause, and the mean pause elsewhere.
-    let score = |p: usize| -> Marks {
-        let mut best = (0usize, -1.0f64, 0.0f64, 0.0f64);
-        for ph in 0..p {
-            let at: Vec<usize> = (tail_from + ph..n).step_by(p).filter(|&k| k > 0).collect();
-            if at.is_empty() {
-                continue;
-            }
-            let share = |f: &dyn Fn(usize) -> bool| {
-                at.iter().filter(|&&k| f(k)).count() as f64 / at.len() as f64
-            };
-            let marked = share(&|k| synced[k] || pause[k] >= pause_mark);
-            let synced_share = share(&|k| synced[k]);
-            let mean = at.iter().map(|&k| pause[k]).sum::<f64>() / at.len() as f64;
-            if (marked, mean) > (best.1, best.3) {
-                best = (ph, marked, synced_share, mean);
-            }
+    // The steady tail: the second half of the kernels, else a shorter end
+    // where a long warm-up (cuDNN's algorithm search launches thousands of
+    // trial kernels) fills the first half.
+    let mut tail_len = n / 2;
+    let found = loop {
+        if tail_len < 2 * MIN_REPEATS {
+            break None;
         }
-        let ph = best.0;
-        let inside: Vec<f64> = (tail_from + 1..n)
-            .filter(|k| (k - tail_from) % p != ph)
-            .map(|k| pause[k])
-            .collect();
-        let inside_mean = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
-        (ph, best.1, best.2, best.3, inside_mean)
+        if let Some(f) = marked_period_in(&ids, &synced, &pause, n - tail_len) {
+            break Some((n - tail_len, f));
+        }
+        tail_len /= 2;
     };
-    let mut step: Option<(usize, Marks)> = None;
-    let mut k = 1;
-    while p0 * k * MIN_REPEATS <= tail_len {
-        let p = p0 * k;
-        // The multiple must repeat as a whole.
-        if match_share(&ids[tail_from..], p) >= 0.9 {
-            let sc = score(p);
-            if sc.1 >= 0.9 {
-                match step {
-                    None => step = Some((p, sc)),
-                    // A longer marked period replaces a shorter one only
-                    // where its boundaries pause clearly longer than the
-                    // shorter one's: the step's end, not one more layer.
-                    Some((q, s0)) if p % q == 0 && sc.3 >= 2.0 * s0.3.max(1.0) => {
-                        step = Some((p, sc))
-                    }
-                    _ => {}
-                }
-            }
-        }
-        k += 1;
-    }
-    let (period, (phase, _, synced_share, mean, inside)) = step?;
+    let (tail_from, (period, p0, (phase, _, synced_share, mean, inside))) = found?;
     // Boundaries over the tail, then back over the lead while a period's
     // kernels still repeat the next period's.
     let mut bounds: Vec<usize> = (tail_from + phase..n).step_by(period).collect();
@@ -603,6 +562,18 @@ fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Op
         }
         bounds.insert(0, a);
         b = a;
+    }
+    // The first call before them (cuDNN's algorithm search adds its trial
+    // kernels there) repeats nothing but starts at a mark too: one more
+    // step, which the steady-state cut then takes as warm-up.
+    let typical = median(pause[tail_from + 1..].to_vec()).unwrap_or(0.0);
+    let pause_mark = (3.0 * typical).max(10_000.0);
+    if let Some(&b) = bounds.first() {
+        if let Some(m) = (1..b).rev().find(|&k| synced[k] || pause[k] >= pause_mark) {
+            if b - m >= period / 2 {
+                bounds.insert(0, m);
+            }
+        }
     }
     // A partial period at the end is not a step.
     if let Some(&last) = bounds.last() {
@@ -659,7 +630,7 @@ fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Op
             ),
         )
     };
-    let nested = if period != p0 {
+    let nested = if period != p0 && period % p0 == 0 {
         format!(
             "; a shorter pattern of {p0} kernels repeats {} times inside it (layers of a step)",
             period / p0
@@ -678,6 +649,102 @@ fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Op
         ends,
         contiguous: true,
     })
+}
+
+/// The marked period of `ids[tail_from..]` (see `marked_period_steps`):
+/// the period, the sequence's own shortest period, and the marks.
+fn marked_period_in(
+    ids: &[usize],
+    synced: &[bool],
+    pause: &[f64],
+    tail_from: usize,
+) -> Option<(usize, usize, Marks)> {
+    let n = ids.len();
+    let names: Vec<String> = ids[tail_from..].iter().map(|i| i.to_string()).collect();
+    let tail: Vec<&str> = names.iter().map(String::as_str).collect();
+    let p0 = repeated_period(&tail);
+    let tail_len = n - tail_from;
+    // A pause marks a boundary when it is several times the typical pause.
+    let typical = median(pause[tail_from + 1..].to_vec()).unwrap_or(0.0);
+    let pause_mark = (3.0 * typical).max(10_000.0);
+    // For a period p: the phase whose boundaries are marked best, the share
+    // of its boundaries marked (a sync, or a long pause), of them synced,
+    // their mean pause, and the mean pause elsewhere.
+    let score = |p: usize| -> Marks {
+        let mut best = (0usize, -1.0f64, 0.0f64, 0.0f64);
+        for ph in 0..p {
+            let at: Vec<usize> = (tail_from + ph..n).step_by(p).filter(|&k| k > 0).collect();
+            if at.is_empty() {
+                continue;
+            }
+            let share = |f: &dyn Fn(usize) -> bool| {
+                at.iter().filter(|&&k| f(k)).count() as f64 / at.len() as f64
+            };
+            let marked = share(&|k| synced[k] || pause[k] >= pause_mark);
+            let synced_share = share(&|k| synced[k]);
+            let mean = at.iter().map(|&k| pause[k]).sum::<f64>() / at.len() as f64;
+            if (marked, mean) > (best.1, best.3) {
+                best = (ph, marked, synced_share, mean);
+            }
+        }
+        let ph = best.0;
+        let inside: Vec<f64> = (tail_from + 1..n)
+            .filter(|k| (k - tail_from) % p != ph)
+            .map(|k| pause[k])
+            .collect();
+        let inside_mean = inside.iter().sum::<f64>() / inside.len().max(1) as f64;
+        (ph, best.1, best.2, best.3, inside_mean)
+    };
+    // Candidates: the multiples of the sequence's own period, and the
+    // spacings of the host's marks (a step of 64 cell steps and a few
+    // kernels more is no multiple of the cell's period).
+    let mut candidates: Vec<usize> = Vec::new();
+    if let Some(p0) = p0 {
+        candidates.extend(
+            (1..=MAX_MULTIPLE)
+                .map(|k| p0 * k)
+                .take_while(|p| p * MIN_REPEATS <= tail_len),
+        );
+    }
+    // Syncs alone, long pauses alone, and both: a stray pause (the
+    // interpreter's garbage collection) must not hide the syncs' spacing.
+    let kinds: [&dyn Fn(usize) -> bool; 3] = [&|k| synced[k], &|k| pause[k] >= pause_mark, &|k| {
+        synced[k] || pause[k] >= pause_mark
+    }];
+    for is_mark in kinds {
+        let marks: Vec<usize> = (tail_from + 1..n).filter(|&k| is_mark(k)).collect();
+        for lag in 1..=8usize {
+            let mut spacing: Vec<usize> = marks.windows(lag + 1).map(|w| w[lag] - w[0]).collect();
+            spacing.sort_unstable();
+            if let Some((p, share)) = mode(&spacing) {
+                if share >= 0.5 && p >= 2 && p * MIN_REPEATS <= tail_len {
+                    candidates.push(p);
+                }
+            }
+        }
+    }
+    candidates.sort_unstable();
+    candidates.dedup();
+    let mut step: Option<(usize, Marks)> = None;
+    for p in candidates {
+        // The candidate must repeat as a whole.
+        if match_share(&ids[tail_from..], p) >= 0.9 {
+            let sc = score(p);
+            if sc.1 >= 0.9 {
+                match step {
+                    None => step = Some((p, sc)),
+                    // A longer marked period replaces a shorter one only
+                    // where its boundaries pause clearly longer than the
+                    // shorter one's: the step's end, not one more layer.
+                    Some((q, s0)) if p % q == 0 && sc.3 >= 2.0 * s0.3.max(1.0) => {
+                        step = Some((p, sc))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    step.map(|(p, sc)| (p, p0.unwrap_or(p), sc))
 }
 
 /// Share of positions `i` with `ids[i] == ids[i + lag]`.
@@ -1928,6 +1995,22 @@ mod tests {
                 s.detail
             );
         }
+    }
+
+    #[test]
+    fn a_long_warm_up_does_not_hide_the_step() {
+        // cuDNN's algorithm search: thousands of trial launches before the
+        // loop fill more than half of the kernels; the step is still found.
+        let mut t = forward_passes(0, 12, 6, 0, 50_000);
+        for (c, i) in (1_000_000u64..).zip(0..2_000i64) {
+            let at = -50_000_000 + i * 20_000;
+            t.api_calls.push(launch(at, 4_000, c));
+            let mut k = kernel(at + 5_000, 2_000, c);
+            k.name = format!("trial_{}", i % 37);
+            t.activities.push(k);
+        }
+        let sum = summarize(&t).unwrap();
+        assert_eq!(sum.kernels_per_iteration, Some(25.0), "{}", sum.verdict);
     }
 
     #[test]

@@ -192,9 +192,17 @@ pub fn choose(d: &Diagnosis, force: &[Candidate]) -> Vec<Choice> {
     // The timeline's graph-capture model (per-step GPU time plus replay
     // cost, against the eager step without the recorder's cost); else the
     // older bound from the gain (wall time cannot fall below busy time).
+    // A recommendation whose range spans more than 3x carries no figure;
+    // the timeline's model still orders the candidates.
+    let timeline_prediction = d
+        .timeline
+        .as_ref()
+        .and_then(|t| t.graph_prediction.as_ref())
+        .map(|g| &g.speedup);
     let graph_prediction = graph_rec.and_then(|r| {
         r.predicted_speedup
             .as_ref()
+            .or(timeline_prediction)
             .map(|p| {
                 (
                     p.estimate,

@@ -216,8 +216,7 @@ impl Passes<'_> {
     }
 
     /// Pass 1 under kopt's tracer: the kernels covering the time and, when
-    /// the steps (NVTX ranges) look launch bound, their range family for a
-    /// bare run; None when the tracer recorded no kernel (no CUPTI, another
+    /// the steps are NVTX ranges, their range family for a bare run; None when the tracer recorded no kernel (no CUPTI, another
     /// CUPTI client), so ncu times them instead.
     fn tracer_pass(
         &mut self,

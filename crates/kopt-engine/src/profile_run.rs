@@ -82,9 +82,9 @@ pub struct ProfileRequest {
     pub backend: Backend,
     /// rocprofv3 binary (default: PATH, then /opt/rocm/bin).
     pub rocprof: Option<PathBuf>,
-    /// After the tracer's pass, when its steps (NVTX ranges) look launch
-    /// bound, run the workload once more without CUPTI, timing only the
-    /// steps, so the graph-capture prediction starts from the bare step.
+    /// After the tracer's pass, when its steps are NVTX ranges, run the
+    /// workload again without CUPTI (twice, the faster kept), timing only
+    /// the steps, so every step figure starts from the untraced step.
     pub bare_run: bool,
     pub analysis: AnalysisOptions,
 }

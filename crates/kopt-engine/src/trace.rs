@@ -23,9 +23,9 @@ pub struct TraceRequest {
     pub sample: Option<Sampling>,
     /// Return the timeline too (for an export); it is cloned, so only on request.
     pub keep_timeline: bool,
-    /// When the traced steps look launch bound, run the workload a second
-    /// time without CUPTI, timing only its step ranges, so the graph-capture
-    /// prediction starts from the bare eager step.
+    /// When the traced steps are NVTX or ProfilerStep ranges, run the
+    /// workload again without CUPTI, timing only its step ranges, so every
+    /// step figure starts from the untraced step.
     pub bare_run: bool,
     pub analysis: AnalysisOptions,
 }
