@@ -155,6 +155,19 @@ pub fn demangle_bounded(name: &str) -> (String, bool) {
     if !name.starts_with("_Z") || name.len() > crate::MAX_NAME_BYTES {
         return (name.to_string(), false);
     }
+    // cpp_demangle adds to the numbers it reads unchecked (`T<n>_` takes
+    // n + 1): a number no real name holds overflows, which is a panic in a
+    // debug build. Lengths and indexes in kernel names stay far below 10^9.
+    if longest_digit_run(name) > MAX_NAME_DIGITS {
+        return (name.to_string(), true);
+    }
+    // And should another such path remain, the mangled name is kept rather
+    // than the run lost.
+    std::panic::catch_unwind(|| demangle_within_budget(name))
+        .unwrap_or_else(|_| (name.to_string(), true))
+}
+
+fn demangle_within_budget(name: &str) -> (String, bool) {
     let parse = cpp_demangle::ParseOptions::default().recursion_limit(DEMANGLE_RECURSION);
     let print = cpp_demangle::DemangleOptions::default().recursion_limit(DEMANGLE_PRINT_RECURSION);
     let symbol = match cpp_demangle::Symbol::new_with_options(name, &parse) {
@@ -167,6 +180,18 @@ pub fn demangle_bounded(name: &str) -> (String, bool) {
         Ok(()) => (out.0, false),
         Err(_) => (name.to_string(), true),
     }
+}
+
+/// The most digits in a row a name is demangled with (see
+/// [`demangle_bounded`]).
+const MAX_NAME_DIGITS: usize = 9;
+
+fn longest_digit_run(name: &str) -> usize {
+    name.as_bytes()
+        .split(|b| !b.is_ascii_digit())
+        .map(<[u8]>::len)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Nesting the demangler's parser follows before giving up (see
@@ -990,5 +1015,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("trace.jsonl:3: "), "{e}");
+    }
+
+    #[test]
+    fn a_number_past_usize_is_left_mangled_not_a_panic() {
+        // `T<n>_` with n = usize::MAX: cpp_demangle's n + 1 overflowed.
+        let name = "_Z1fIT18446744073709551615_EvT_";
+        assert_eq!(demangle_bounded(name), (name.to_string(), true));
+        // Real names keep demangling.
+        assert_eq!(demangle("_Z3fooi"), "foo(int)");
     }
 }
