@@ -90,7 +90,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "PATH")]
     pub ncu: Option<PathBuf>,
 
-    /// The program that made the trace: when its steps look launch bound, kopt runs it once more bare (its torch.profiler replaced by step markers, no CUPTI) and times the same steps, so the graph-capture prediction starts from the eager step without the profiler's cost
+    /// The program that made the trace: when its steps are marked (ProfilerStep#N or NVTX ranges), kopt runs it again bare (its torch.profiler replaced by step markers, no CUPTI) and times the same steps, so every step figure starts from the step without the profiler's cost
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 
@@ -204,7 +204,7 @@ pub struct ProfileArgs {
     #[arg(long, requires = "script")]
     pub ops: bool,
 
-    /// Skip the bare run: when the tracer's steps (NVTX ranges) look launch bound, kopt runs the workload once more without CUPTI (and without --ops' op ranges), timing only the steps, so the graph-capture prediction starts from the eager step as it runs untraced
+    /// Skip the bare run: when the tracer's steps are NVTX ranges, kopt runs the workload twice more without CUPTI (and without --ops' op ranges), timing only the steps, so every step figure starts from the step as it runs untraced
     #[arg(long)]
     pub no_bare_run: bool,
 
@@ -282,7 +282,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "ON/PERIOD")]
     pub sample: Option<String>,
 
-    /// Skip the bare run: when the traced steps (NVTX ranges) look launch bound, kopt runs the workload a second time without CUPTI, timing only those ranges, so the graph-capture prediction starts from the eager step as it runs untraced
+    /// Skip the bare run: when the traced steps are NVTX or ProfilerStep ranges, kopt runs the workload twice more without CUPTI, timing only those ranges, so every step figure starts from the step as it runs untraced
     #[arg(long)]
     pub no_bare_run: bool,
 
