@@ -372,8 +372,10 @@ fn kernel_counts(order: &[(&GpuActivity, (i64, i64))], first: &[usize]) -> Vec<u
         .collect()
 }
 
-fn sync_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
-    let mut bounds: Vec<i64> = t
+/// When each call that makes the host wait for the GPU ended (device,
+/// stream and event syncs, blocking copies), in order.
+fn host_sync_ends(t: &Timeline) -> Vec<i64> {
+    let mut ends: Vec<i64> = t
         .api_calls
         .iter()
         .filter(|c| {
@@ -384,10 +386,15 @@ fn sync_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Option<Step
         })
         .map(|c| c.end_ns)
         .collect();
+    ends.sort_unstable();
+    ends
+}
+
+fn sync_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
+    let bounds = host_sync_ends(t);
     if bounds.len() < 3 || order.is_empty() {
         return None;
     }
-    bounds.sort_unstable();
     // The first activity launched after each boundary starts a segment.
     let mut first: Vec<usize> = vec![0];
     for b in &bounds {
@@ -503,18 +510,7 @@ fn marked_period_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> Op
         .collect();
     // Host marks before each kernel: a synchronising call ended since the
     // previous launch, and the host pause since it.
-    let mut syncs: Vec<i64> = t
-        .api_calls
-        .iter()
-        .filter(|c| {
-            c.kind == ApiKind::Synchronize
-                || (c.kind == ApiKind::Memory
-                    && c.name.contains("emcpy")
-                    && !c.name.contains("Async"))
-        })
-        .map(|c| c.end_ns)
-        .collect();
-    syncs.sort_unstable();
+    let syncs = host_sync_ends(t);
     let launch = |k: usize| order[kernels[k]].1;
     let synced: Vec<bool> = (0..n)
         .map(|k| {
