@@ -268,10 +268,6 @@ def bench(
             raise _kopt.UsageError(f"{name}= applies to callables, not to commands")
     if flush_l2:
         raise _kopt.UsageError("flush_l2= applies to callables, not to commands")
-    warmup = 1 if warmup is None else warmup
-    min_samples = 10 if min_samples is None else min_samples
-    min_time = 0.5 if min_time is None else min_time
-    max_time = 10.0 if max_time is None else max_time
 
     if variants is None:
         if baseline is None or candidate is None:
