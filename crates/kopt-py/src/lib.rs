@@ -425,16 +425,23 @@ fn bench_commands(
 
 /// The in-process gate's verdict on the facts its harness collected
 /// (JSON, `kopt.bench(baseline=fn, candidate=fn)`); returns the gate report
-/// as JSON. Peaks come from kopt's device table by the facts' device name.
+/// as JSON. Peaks come from kopt's device table by the facts' device name;
+/// the rule left at `None` is the engine's (`Measurement::default()`).
 #[pyfunction]
-#[pyo3(signature = (facts_json, *, threshold=0.05, noise=0.01, seed=42, tol=None))]
+#[pyo3(signature = (facts_json, *, threshold=None, noise=None, seed=None, tol=None))]
 fn gate_decide(
     facts_json: &str,
-    threshold: f64,
-    noise: f64,
-    seed: u64,
+    threshold: Option<f64>,
+    noise: Option<f64>,
+    seed: Option<u64>,
     tol: Option<f64>,
 ) -> PyResult<String> {
+    let engine = kopt_engine::Measurement::default();
+    let (threshold, noise, seed) = (
+        threshold.unwrap_or(engine.threshold),
+        noise.unwrap_or(engine.noise),
+        seed.unwrap_or(engine.seed),
+    );
     let facts: kopt_bench::GateFacts = serde_json::from_str(facts_json)
         .map_err(|e| InputError::new_err(format!("not the gate harness's facts: {e}")))?;
     if !(threshold.is_finite() && (0.0..1.0).contains(&threshold)) {

@@ -99,6 +99,20 @@ def _stop(samples, elapsed, min_samples, min_time, noise_target, max_time):
     )
 
 
+#: The in-process bench's timing budget, where the caller gives none: calls
+#: in this process need far less time than whole processes. The verdict's
+#: rule (threshold, noise, stop target, seed) stays the engine's.
+BUDGET = {"warmup": 3, "min_samples": 20, "min_time": 0.2, "max_time": 2.0}
+
+
+def _measure(ns: Dict[str, Any]) -> Dict[str, Any]:
+    """The measuring keywords out of ``bench_callables``' ``locals()``, each
+    one left at ``None`` given the budget's value or the engine's."""
+    engine = _kopt.measure_defaults()
+    keys = ("threshold", "noise", "warmup", "min_samples", "min_time", "max_time", "noise_target", "seed")
+    return {k: ns[k] if ns[k] is not None else BUDGET.get(k, engine[k]) for k in keys}
+
+
 def _name(fn: Callable) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
@@ -106,7 +120,7 @@ def _name(fn: Callable) -> str:
 def bench_callables(
     baseline: Callable,
     candidate: Callable,
-    inputs: Callable,
+    inputs: Optional[Callable],
     *,
     shapes: Optional[Sequence[Any]] = None,
     out: Optional[Callable] = None,
@@ -114,19 +128,25 @@ def bench_callables(
     flops: Any = None,
     flush_l2: bool = False,
     checks: int = 6,
-    threshold: float = 0.05,
-    noise: float = 0.01,
-    warmup: int = 3,
-    min_samples: int = 20,
-    min_time: float = 0.2,
-    max_time: float = 2.0,
-    noise_target: float = 0.005,
-    seed: int = 42,
+    threshold: Optional[float] = None,
+    noise: Optional[float] = None,
+    warmup: Optional[int] = None,
+    min_samples: Optional[int] = None,
+    min_time: Optional[float] = None,
+    max_time: Optional[float] = None,
+    noise_target: Optional[float] = None,
+    seed: Optional[int] = None,
     tol: Optional[float] = None,
     backend: Any = None,
 ) -> GateResult:
+    """``kopt.bench`` on two callables. A measuring keyword left at ``None``
+    takes the in-process budget (``BUDGET``) or, for the verdict's rule,
+    the engine's default."""
     from ._gate_harness import CallFailed, Harness, TorchBackend
 
+    m = _measure(locals())
+    if inputs is None:
+        raise _kopt.UsageError("benching callables needs inputs=: a callable returning their arguments")
     if not callable(inputs):
         raise _kopt.UsageError("inputs= must be a callable returning the arguments (a list), given a shape when shapes= is set")
     for name, fn in (("baseline", baseline), ("candidate", candidate)):
@@ -134,7 +154,7 @@ def bench_callables(
             raise _kopt.UsageError(f"{name} must be a callable when the other one is")
     if out is not None and not callable(out):
         raise _kopt.UsageError("out= must be a callable returning the output buffer(s) for the inputs")
-    if max_time <= 0 or min_time < 0 or checks < 2:
+    if m["max_time"] <= 0 or m["min_time"] < 0 or checks < 2:
         raise _kopt.UsageError("max_time must be positive, min_time non-negative, checks at least 2")
     if backend is None:
         try:
@@ -155,12 +175,12 @@ def bench_callables(
             flops=flops,
             flush_l2=flush_l2,
             checks=checks,
-            warmup=warmup,
-            min_samples=min_samples,
-            min_time=min_time,
-            max_time=max_time,
-            noise_target=noise_target,
-            seed=seed,
+            warmup=m["warmup"],
+            min_samples=m["min_samples"],
+            min_time=m["min_time"],
+            max_time=m["max_time"],
+            noise_target=m["noise_target"],
+            seed=m["seed"],
             should_stop=_stop,
             names=(_name(baseline), _name(candidate)),
         ).run()
@@ -169,5 +189,5 @@ def bench_callables(
     except ValueError as e:
         raise _kopt.UsageError(str(e)) from None
     return GateResult(
-        _kopt.gate_decide(json.dumps(facts), threshold=threshold, noise=noise, seed=seed, tol=tol)
+        _kopt.gate_decide(json.dumps(facts), threshold=m["threshold"], noise=m["noise"], seed=m["seed"], tol=tol)
     )
