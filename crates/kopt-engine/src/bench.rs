@@ -193,6 +193,22 @@ impl Default for Measurement {
 }
 
 impl Measurement {
+    /// The in-process gate's (`kopt.bench` on two Python callables): the
+    /// same rule, with a budget for calls timed inside one process, which
+    /// need far less time than whole processes.
+    pub fn in_process() -> Measurement {
+        Measurement {
+            warmup: 3,
+            stop: StopRule {
+                min_samples: 20,
+                min_time_s: 0.2,
+                max_time_s: 2.0,
+                ..StopRule::default()
+            },
+            ..Measurement::default()
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         let s = &self.stop;
         let finite_at_least_zero = |x: f64| x >= 0.0 && x.is_finite();
@@ -1073,6 +1089,20 @@ mod tests {
         assert_eq!(
             (m.threshold, m.warmup, m.stop.min_samples),
             (d.threshold, d.warmup, d.stop.min_samples)
+        );
+    }
+
+    #[test]
+    fn the_in_process_measurement_keeps_the_rule_and_shortens_the_budget() {
+        let (gate, d) = (Measurement::in_process(), Measurement::default());
+        gate.validate().unwrap();
+        assert_eq!(
+            (gate.threshold, gate.noise, gate.seed),
+            (d.threshold, d.noise, d.seed)
+        );
+        assert_eq!(gate.stop.noise_target, d.stop.noise_target);
+        assert!(
+            gate.stop.max_time_s < d.stop.max_time_s && gate.stop.min_time_s < d.stop.min_time_s
         );
     }
 

@@ -357,13 +357,19 @@ impl MeasureKw {
     }
 }
 
-/// The engine's measuring defaults (`Measurement::default()`) under the
-/// keyword names `bench` and `tune` take, for the Python layer's docs and
-/// tests: a keyword left at `None` gets these.
+/// The engine's measuring defaults (`Measurement::default()`, or with
+/// `in_process` the in-process gate's, `Measurement::in_process()`) under
+/// the keyword names `bench` and `tune` take: a keyword left at `None`
+/// gets these.
 #[pyfunction]
-fn measure_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let d = kopt_engine::MeasureOptions::from(&kopt_engine::Measurement::default());
-    pythonize::pythonize(py, &d).map_err(PyErr::from)
+#[pyo3(signature = (*, in_process=false))]
+fn measure_defaults(py: Python<'_>, in_process: bool) -> PyResult<Bound<'_, PyAny>> {
+    let m = if in_process {
+        kopt_engine::Measurement::in_process()
+    } else {
+        kopt_engine::Measurement::default()
+    };
+    pythonize::pythonize(py, &kopt_engine::MeasureOptions::from(&m)).map_err(PyErr::from)
 }
 
 /// The run history as `kopt history` prints it, in `format_name`: the

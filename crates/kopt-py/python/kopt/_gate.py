@@ -99,18 +99,13 @@ def _stop(samples, elapsed, min_samples, min_time, noise_target, max_time):
     )
 
 
-#: The in-process bench's timing budget, where the caller gives none: calls
-#: in this process need far less time than whole processes. The verdict's
-#: rule (threshold, noise, stop target, seed) stays the engine's.
-BUDGET = {"warmup": 3, "min_samples": 20, "min_time": 0.2, "max_time": 2.0}
-
-
 def _measure(ns: Dict[str, Any]) -> Dict[str, Any]:
     """The measuring keywords out of ``bench_callables``' ``locals()``, each
-    one left at ``None`` given the budget's value or the engine's."""
-    engine = _kopt.measure_defaults()
+    one left at ``None`` given the engine's in-process default (the rule of
+    every bench, a budget for calls timed in this process)."""
+    engine = _kopt.measure_defaults(in_process=True)
     keys = ("threshold", "noise", "warmup", "min_samples", "min_time", "max_time", "noise_target", "seed")
-    return {k: ns[k] if ns[k] is not None else BUDGET.get(k, engine[k]) for k in keys}
+    return {k: ns[k] if ns[k] is not None else engine[k] for k in keys}
 
 
 def _name(fn: Callable) -> str:
@@ -140,8 +135,7 @@ def bench_callables(
     backend: Any = None,
 ) -> GateResult:
     """``kopt.bench`` on two callables. A measuring keyword left at ``None``
-    takes the in-process budget (``BUDGET``) or, for the verdict's rule,
-    the engine's default."""
+    takes the engine's in-process default."""
     from ._gate_harness import CallFailed, Harness, TorchBackend
 
     m = _measure(locals())
