@@ -99,13 +99,20 @@ def _stop(samples, elapsed, min_samples, min_time, noise_target, max_time):
     )
 
 
-def _measure(ns: Dict[str, Any]) -> Dict[str, Any]:
-    """The measuring keywords out of ``bench_callables``' ``locals()``, each
-    one left at ``None`` given the engine's in-process default (the rule of
-    every bench, a budget for calls timed in this process)."""
+#: The measuring keywords the in-process bench takes (``kopt.bench``'s,
+#: less those for commands).
+MEASURE_KEYS = ("threshold", "noise", "warmup", "min_samples", "min_time", "max_time", "noise_target", "seed")
+
+
+def _measure(given: Dict[str, Any]) -> Dict[str, Any]:
+    """The measuring keywords, each one not given (or ``None``) taking the
+    engine's in-process default: the rule of every bench, a budget for calls
+    timed in this process."""
+    unknown = sorted(set(given) - set(MEASURE_KEYS))
+    if unknown:
+        raise TypeError(f"bench_callables() got unexpected keyword arguments: {', '.join(unknown)}")
     engine = _kopt.measure_defaults(in_process=True)
-    keys = ("threshold", "noise", "warmup", "min_samples", "min_time", "max_time", "noise_target", "seed")
-    return {k: ns[k] if ns[k] is not None else engine[k] for k in keys}
+    return {k: engine[k] if given.get(k) is None else given[k] for k in MEASURE_KEYS}
 
 
 def _name(fn: Callable) -> str:
@@ -123,22 +130,16 @@ def bench_callables(
     flops: Any = None,
     flush_l2: bool = False,
     checks: int = 6,
-    threshold: Optional[float] = None,
-    noise: Optional[float] = None,
-    warmup: Optional[int] = None,
-    min_samples: Optional[int] = None,
-    min_time: Optional[float] = None,
-    max_time: Optional[float] = None,
-    noise_target: Optional[float] = None,
-    seed: Optional[int] = None,
     tol: Optional[float] = None,
     backend: Any = None,
+    **measure: Any,
 ) -> GateResult:
-    """``kopt.bench`` on two callables. A measuring keyword left at ``None``
-    takes the engine's in-process default."""
+    """``kopt.bench`` on two callables; ``measure``: the keywords in
+    ``MEASURE_KEYS``, each one left out or ``None`` taking the engine's
+    in-process default."""
     from ._gate_harness import CallFailed, Harness, TorchBackend
 
-    m = _measure(locals())
+    m = _measure(measure)
     if inputs is None:
         raise _kopt.UsageError("benching callables needs inputs=: a callable returning their arguments")
     if not callable(inputs):
