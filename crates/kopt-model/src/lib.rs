@@ -33,8 +33,8 @@ pub use diagnosis::{
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{
-    clip_chars, format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name,
-    qualified_function_name,
+    clip_chars, clip_distinct, format_duration_ns, kernel_function_name, kernel_match_key,
+    kernel_short_name, qualified_function_name,
 };
 pub use peaks::{
     amd_spec, datasheet_peaks, graph_replay_ns_per_kernel, AmdSpec, AMD_SPECS,

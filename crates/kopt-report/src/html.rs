@@ -143,6 +143,10 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             present.push(c);
         }
     }
+    let shown = &d.kernels[..d.kernels.len().min(TABLE_ROWS_SHOWN)];
+    // Full names cut for the tooltip, two kernels never reading the same.
+    let full: Vec<&str> = shown.iter().map(|k| k.name.as_str()).collect();
+    let tooltips = kopt_model::clip_distinct(&full, TOOLTIP_MAX + 1);
     let page = Page {
         title: if module.is_empty() {
             d.device.name.clone()
@@ -187,13 +191,15 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
         classes_present: present,
         kernels_hidden: hidden_kernels(d),
         columns: crate::markdown::KERNEL_COLUMNS,
-        kernel_chunks: d.kernels[..d.kernels.len().min(TABLE_ROWS_SHOWN)]
+        kernel_chunks: shown
             .chunks(ROWS_PER_CHUNK)
-            .map(|chunk| {
+            .zip(tooltips.chunks(ROWS_PER_CHUNK))
+            .map(|(chunk, tips)| {
                 chunk
                     .iter()
-                    .map(|k| KernelRow {
-                        name: kopt_model::clip_chars(&k.name, TOOLTIP_MAX + 1),
+                    .zip(tips)
+                    .map(|(k, tip)| KernelRow {
+                        name: tip.clone(),
                         short: breakable_name(&k.short_name),
                         launches: k.launches,
                         total: format::duration(k.total_ns),
