@@ -379,6 +379,9 @@ pub struct JournalAddArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 the runs listed, or one line where none was recorded yet (no database, or an empty one); 1 a database that cannot be read (named), or a run ID that is not there."
+)]
 pub struct HistoryArgs {
     /// History database [default: .kopt/history.db at the repository root, else here]
     #[arg(long, value_name = "FILE", global = true)]
