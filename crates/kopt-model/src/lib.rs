@@ -28,8 +28,8 @@ pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
     IdleGap, KernelEvidence, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare,
     OpSummary, PipeUse, PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo,
-    SampledCoverage, StallShare, SteadyState, StepDetection, StepSource, StripLane, TimelineStrip,
-    TimelineSummary, WarmupEvidence, WarmupKernel, WarmupTrials,
+    SampledCoverage, StallShare, SteadyState, SteadyStrip, StepDetection, StepSource, StripLane,
+    TimelineStrip, TimelineSummary, WarmupEvidence, WarmupKernel, WarmupTrials,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

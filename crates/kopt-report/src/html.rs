@@ -86,6 +86,8 @@ struct Page {
     roofline: String,
     points: usize,
     roof_labels: Vec<RoofLabel>,
+    /// Kernels with counters but no point, said under the chart.
+    roof_left_out: String,
     timeline_lines: Vec<(String, String)>,
     strip: String,
     classes: Vec<&'static str>,
@@ -168,6 +170,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             .as_ref()
             .map(|p| p.insight.clone())
             .unwrap_or_default(),
+        roof_left_out: left_out_note(&chart.left_out),
         roofline: chart.svg,
         points,
         roof_labels: chart
@@ -186,7 +189,11 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             .as_ref()
             .map(format::timeline_lines)
             .unwrap_or_default(),
-        strip: d.strip.as_ref().map(crate::strip::svg).unwrap_or_default(),
+        strip: d
+            .strip
+            .as_ref()
+            .map(|w| crate::strip::strips(w, d.steady_strip.as_ref()))
+            .unwrap_or_default(),
         classes: CLASSES.iter().map(|c| c.as_str()).collect(),
         classes_present: present,
         kernels_hidden: hidden_kernels(d),
@@ -265,6 +272,29 @@ impl Exporter for HtmlExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(page(d).0.as_bytes())
     }
+}
+
+/// Kernels named at most in the note on those left off the roofline.
+const LEFT_OUT_NAMED: usize = 8;
+
+/// The kernels with counters the roofline cannot place, hottest first.
+fn left_out_note(left_out: &[(String, f64)]) -> String {
+    if left_out.is_empty() {
+        return String::new();
+    }
+    let mut names: Vec<String> = left_out
+        .iter()
+        .take(LEFT_OUT_NAMED)
+        .map(|(n, pct)| format!("{n} ({}%)", format::pct(Some(*pct))))
+        .collect();
+    if left_out.len() > LEFT_OUT_NAMED {
+        names.push(format!("{} more", left_out.len() - LEFT_OUT_NAMED));
+    }
+    format!(
+        "{} kernel(s) with counters are not on the chart: no FLOP or no DRAM byte was counted (a copy, data served from cache, counters without FLOPs), so they have no arithmetic intensity to place them at: {}.",
+        left_out.len(),
+        names.join(", ")
+    )
 }
 
 /// A kernel name as HTML with a line-break opportunity after each separator
