@@ -44,6 +44,8 @@ struct KernelRow {
     class_label: String,
     root_cause: String,
     findings: Vec<String>,
+    /// The counters' evidence in one line (empty without).
+    evidence: String,
 }
 
 struct RoofLabel {
@@ -222,6 +224,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
                         class_label: format::class(k),
                         root_cause: k.root_cause.clone(),
                         findings: k.findings.iter().map(|f| f.evidence.clone()).collect(),
+                        evidence: format::evidence_line(k).unwrap_or_default(),
                     })
                     .collect()
             })

@@ -247,6 +247,11 @@ impl TerminalExporter {
             if let Some(line) = format::ops_line(k) {
                 para(out, width, INDENT, INDENT, &escape::terminal(&line))?;
             }
+            // The counters' evidence in the detailed table only.
+            if let Some(line) = format::evidence_line(k).filter(|_| self.wide) {
+                let text = format!("evidence: {}", escape::terminal(&line));
+                para(out, width, INDENT, INDENT, &text)?;
+            }
         }
         Ok(())
     }

@@ -175,3 +175,17 @@ fn hottest_points_are_numbered_and_listed() {
     assert!(!chart.svg.contains(">1e"), "exponent ticks");
     assert!(chart.svg.contains(" G<") && chart.svg.contains(" T<"));
 }
+
+#[test]
+fn kernel_rows_carry_the_counters_evidence() {
+    let d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let (page, _) = html::page(&d);
+    let with = d.kernels.iter().filter(|k| k.evidence.is_some()).count();
+    assert!(with > 0);
+    assert_eq!(
+        page.matches("<span class=\"note evidence\">evidence: stalls ").count(),
+        with
+    );
+    // The transpose's bank conflicts show as MIO throttling.
+    assert!(page.contains("evidence: stalls mio_throttle 51%"), "{page}");
+}

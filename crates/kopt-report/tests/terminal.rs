@@ -206,12 +206,55 @@ fn no_number_or_word_is_split_across_lines() {
                     for f in &k.findings {
                         expected.push(format!("also: {} ({})", f.evidence, f.class));
                     }
+                    if wide {
+                        if let Some(line) = kopt_report::evidence_line(k) {
+                            expected.push(format!("evidence: {line}"));
+                        }
+                    }
                     let got: Vec<&str> = under.iter().flat_map(|l| l.split_whitespace()).collect();
                     let expected = expected.join(" ");
                     let want: Vec<&str> = expected.split_whitespace().collect();
                     assert_eq!(got, want, "{ctx}: the text under {:?}", k.short_name);
                 }
             }
+        }
+    }
+}
+
+/// The start of the evidence line the wide table prints under a kernel
+/// (the largest stall), rebuilt here from the JSON fields.
+fn evidence_line(k: &kopt_model::KernelVerdict) -> Option<String> {
+    let e = k.evidence.as_ref()?;
+    let mut parts = Vec::new();
+    if let Some(s) = e.stalls.first().filter(|s| s.share_pct >= 1.0) {
+        parts.push(format!(
+            "stalls {} {:.0}% ({:.1} cycles per issue)",
+            s.reason.metric_stem(),
+            s.share_pct,
+            s.cycles_per_issue
+        ));
+    }
+    Some(parts.join("; ")).filter(|p| !p.is_empty())
+}
+
+/// The wide table shows each kernel's evidence (stall reasons first); the
+/// compact one leaves it to the JSON.
+#[test]
+fn wide_table_shows_the_counters_evidence() {
+    let d = suite();
+    let with = d.kernels.iter().filter(|k| k.evidence.is_some()).count();
+    assert!(with > 0, "the suite's kernels carry evidence");
+    let wide = render(&d, 200, true);
+    let compact = render(&d, 200, false);
+    assert_eq!(
+        wide.matches("    evidence: stalls ").count(),
+        with,
+        "{wide}"
+    );
+    assert!(!compact.contains("evidence: stalls "));
+    for k in &d.kernels {
+        if let Some(first) = evidence_line(k) {
+            assert!(wide.contains(&first), "{first:?} not in\n{wide}");
         }
     }
 }
