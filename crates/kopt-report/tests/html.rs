@@ -183,7 +183,8 @@ fn kernel_rows_carry_the_counters_evidence() {
     let with = d.kernels.iter().filter(|k| k.evidence.is_some()).count();
     assert!(with > 0);
     assert_eq!(
-        page.matches("<span class=\"note evidence\">evidence: stalls ").count(),
+        page.matches("<span class=\"note evidence\">evidence: stalls ")
+            .count(),
         with
     );
     // The transpose's bank conflicts show as MIO throttling.
