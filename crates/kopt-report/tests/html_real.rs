@@ -151,6 +151,12 @@ fn real_models_roofline_points_sit_inside_and_labels_never_overlap() {
                 boxes.push((text.clone(), text_box(&a, &text)));
             }
         }
+        if points > 0 {
+            assert!(
+                boxes.iter().any(|(t, _)| t == "1"),
+                "{name}: no numbered point"
+            );
+        }
         for (i, (ta, a)) in boxes.iter().enumerate() {
             for (tb, b) in &boxes[i + 1..] {
                 assert!(
