@@ -11,7 +11,8 @@ use kopt_report::Format;
 #[command(
     name = "kopt",
     version,
-    about = "Profile-guided GPU kernel optimization: where the time goes, why each hot kernel is slow, what to change first"
+    about = "Profile-guided GPU kernel optimization: where the time goes, why each hot kernel is slow, what to change first",
+    after_help = "Exit codes: 0 success (also `kopt history` with no run recorded yet); 1 an error: bad input, a missing tool, a failed workload, an unwritable output, an unreadable history; 2 a wrong command line; 3 a REVERT verdict (bench, compare). Every error is one line on stderr starting 'kopt: error:'."
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -219,3 +219,25 @@ fn empty_history_exits_0_and_an_unreadable_one_1() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+/// The exit codes are in `kopt --help` (and so `man kopt`) and in
+/// `kopt history --help`, where the empty history's 0 is said.
+#[test]
+fn exit_codes_are_documented_in_help() {
+    let d = tempfile::tempdir().unwrap();
+    let top = String::from_utf8_lossy(&kopt(d.path(), &["--help"]).stdout).into_owned();
+    let top = top.split_whitespace().collect::<Vec<_>>().join(" ");
+    for code in [
+        "0 success",
+        "1 an error",
+        "2 a wrong command line",
+        "3 a REVERT verdict",
+    ] {
+        assert!(top.contains(code), "{code}: {top}");
+    }
+    let history =
+        String::from_utf8_lossy(&kopt(d.path(), &["history", "--help"]).stdout).into_owned();
+    let history = history.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(history.contains("Exit codes: 0"), "{history}");
+    assert!(history.contains("none was recorded yet"), "{history}");
+}
