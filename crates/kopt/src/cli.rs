@@ -11,7 +11,8 @@ use kopt_report::Format;
 #[command(
     name = "kopt",
     version,
-    about = "Profile-guided GPU kernel optimization: where the time goes, why each hot kernel is slow, what to change first"
+    about = "Profile-guided GPU kernel optimization: where the time goes, why each hot kernel is slow, what to change first",
+    after_help = "Exit codes: 0 success (also `kopt history` with no run recorded yet); 1 an error: bad input, a missing tool, a failed workload, an unwritable output, an unreadable history; 2 a wrong command line; 3 a REVERT verdict (bench, compare). Every error is one line on stderr starting 'kopt: error:'."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -379,6 +380,9 @@ pub struct JournalAddArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 the runs listed, or one line where none was recorded yet (no database, or an empty one); 1 a database that cannot be read (named), or a run ID that is not there."
+)]
 pub struct HistoryArgs {
     /// History database [default: .kopt/history.db at the repository root, else here]
     #[arg(long, value_name = "FILE", global = true)]
