@@ -255,8 +255,16 @@ pub struct Timeline {
     pub bare_steps: Option<BareSteps>,
 }
 
+/// The `range` of a bare run of a program without step ranges: not an NVTX
+/// range but the ends of the host's synchronising calls (device, stream and
+/// event syncs, blocking copies), one span `(end, end)` each, timed with
+/// CUPTI's callbacks for those calls only. The analysis matches them to the
+/// traced run's sync calls to read the untraced step off them.
+pub const BARE_SYNC_RANGE: &str = "kopt:host-sync";
+
 /// Step ranges timed in a bare run (no CUPTI): one NVTX range name, the
-/// start and end of each range in run order (host clock, ns).
+/// start and end of each range in run order (host clock, ns); or, with the
+/// range `BARE_SYNC_RANGE`, the ends of the host's synchronising calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BareSteps {

@@ -2,7 +2,9 @@
 # The advice suite on a GPU machine (kopt, libkopt_tracer.so and this
 # folder carried in one folder, KOPT_DIR, default .gpu-advice):
 #   bash run.sh OUT [PARTS] [MODEL...]
-# PARTS (comma list, default measure,plain,ops): measure (measure.py: every
+# PARTS (comma list, default measure,plain,ops): synccost (sync_cost.py:
+# the sync-only bare run's host cost a launch and a sync, into
+# OUT/sync_cost.txt), measure (measure.py: every
 # candidate fix bare, one process a model), measureall (all the models in
 # one process, first), plain (`kopt profile -- python3 app.py`: no NVTX),
 # script (`kopt profile --script module.py`), ops (the same with --ops);
@@ -57,6 +59,15 @@ trc() { # tag model argv...
    tar czf "$out/m/$m.$tag.run.tgz" --exclude='*.py' --exclude='sitecustomize*' . ) 2>/dev/null
   rm -rf runs
 }
+if [[ ,$parts, == *,synccost,* ]]; then
+  # The sync-only bare run's cost a launch and a sync call, against none.
+  (cd "$here" && for i in 1 2; do
+     timeout 60 python3 sync_cost.py
+     KOPT_BARE_SYNCS_OUT="$work/syncs.jsonl" CUDA_INJECTION64_PATH="$kdir/libkopt_tracer.so" \
+       timeout 60 python3 sync_cost.py
+     echo "sync lines: $(wc -l < "$work/syncs.jsonl")"; rm -f "$work/syncs.jsonl"
+   done) > "$out/sync_cost.txt" 2>&1
+fi
 if [[ ,$parts, == *,measureall,* ]]; then
   t0=$(date +%s)
   (cd "$here" && timeout 200 python3 measure.py "${models[@]}") > "$out/measured.jsonl" 2> "$out/measure.log"
@@ -87,6 +98,6 @@ i=0
 while read -r a && { read -r b || true; }; do
   i=$((i+1)); tar czf "advice-$i.tgz" m/"$a".* ${b:+m/"$b".*}
 done < models.txt
-tar czf advice-measured.tgz m/measure* 2>/dev/null
+tar czf advice-measured.tgz m/measure* sync_cost.txt 2>/dev/null
 rm -rf m "$work"
 ls -la "$out"
