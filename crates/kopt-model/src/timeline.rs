@@ -139,7 +139,7 @@ pub enum Recorder {
 /// (2026-11-26 morning, fixtures/predictions-h200), 7.5, 2.4 and 1.7 us in
 /// another (fixtures/predictions-h200-bare); on an H100 (plain loops, no
 /// NVTX, traced step against measure.py's bare eager step,
-/// fixtures/advice-h100) 12.7 (ResNet-50 b1), 7.8 (LSTMCell b16) and 0.6
+/// fixtures/advice-h100 of 2026-11-26, since replaced) 12.7 (ResNet-50 b1), 7.8 (LSTMCell b16) and 0.6
 /// us (BERT b1, whose step is the interpreter's, 575 us of 4.3 ms busy).
 /// The median of the nine, 6.4 us (`Recorder::overhead_band` gives the
 /// range). The cost follows the framework's runtime calls (a decode step
