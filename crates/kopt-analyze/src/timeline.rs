@@ -1380,7 +1380,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             .as_ref()
             .is_some_and(|b| b.range == kopt_model::BARE_SYNC_RANGE)
         {
-            "the same steps of a second run without CUPTI's records, timed between the synchronising calls that end them"
+            "steps of a second run without CUPTI's records, matched to the traced steps by the synchronising calls that end them"
         } else {
             "steps of a second run without CUPTI, only the step ranges timed"
         };
