@@ -859,6 +859,52 @@ fn bare_step_periods(t: &Timeline, family: Option<&str>, warmup_steps: usize) ->
     (periods.len() >= 3).then_some(periods)
 }
 
+/// Step periods of a sync-only bare run (range `BARE_SYNC_RANGE`) for
+/// steps without ranges: the traced run's steady step boundaries are
+/// matched to the synchronising calls that ended before each (the k-th
+/// traced call is the k-th bare one, counted from the end, where start-up
+/// may differ), and the bare periods read between those calls' ends. None
+/// where a step holds no sync call, the calls do not line up, or fewer
+/// than three periods are left; also where the bare steps come out more
+/// than 10% slower than the traced ones (a bare run cannot be: the two
+/// runs' calls did not match).
+fn bare_sync_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<Vec<f64>> {
+    let bare = t.bare_steps.as_ref()?;
+    if bare.range != kopt_model::BARE_SYNC_RANGE || steps.family.is_some() {
+        return None;
+    }
+    let traced = host_sync_ends(t);
+    let mut bare_ends: Vec<i64> = bare.spans_ns.iter().map(|s| s.1).collect();
+    bare_ends.sort_unstable();
+    let bounds: Vec<i64> = (steady.first..=steady.last + 1)
+        .filter_map(|i| steps.starts.get(i).copied())
+        .collect();
+    let counts: Vec<usize> = bounds
+        .iter()
+        .map(|b| traced.partition_point(|e| e <= b))
+        .collect();
+    if counts.first().is_none_or(|k| *k == 0) || counts.windows(2).any(|w| w[1] <= w[0]) {
+        return None;
+    }
+    let shift = bare_ends.len() as i64 - traced.len() as i64;
+    let times: Vec<i64> = counts
+        .iter()
+        .map(|&k| {
+            let i = k as i64 - 1 + shift;
+            usize::try_from(i)
+                .ok()
+                .and_then(|i| bare_ends.get(i).copied())
+        })
+        .collect::<Option<_>>()?;
+    let periods: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+    if periods.len() < 3 || periods.iter().any(|p| *p <= 0.0) {
+        return None;
+    }
+    let traced_mean = (bounds[bounds.len() - 1] - bounds[0]) as f64 / (bounds.len() - 1) as f64;
+    let bare_mean = periods.iter().sum::<f64>() / periods.len() as f64;
+    (bare_mean <= 1.1 * traced_mean).then_some(periods)
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -1324,7 +1370,20 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             t,
             steps.as_ref().and_then(|s| s.family.as_deref()),
             warmup_steps,
-        );
+        )
+        .or_else(|| match (&steps, &steady) {
+            (Some(s), Some(st)) => bare_sync_periods(t, s, st),
+            _ => None,
+        });
+        let bare_words = if t
+            .bare_steps
+            .as_ref()
+            .is_some_and(|b| b.range == kopt_model::BARE_SYNC_RANGE)
+        {
+            "steps of a second run without CUPTI's records, matched to the traced steps by the synchronising calls that end them"
+        } else {
+            "steps of a second run without CUPTI, only the step ranges timed"
+        };
         let (corrected, overhead, per_launch, e_lo, e_hi) = match &bare {
             // Measured without any recorder: nothing to take out.
             Some(p) => {
@@ -1392,7 +1451,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         };
         let model = match &bare {
             Some(p) => format!(
-                "speed-up = eager time per step measured bare / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} eager (mean of {} steps of a second run without CUPTI, only the step ranges timed; {} as traced, so {} cost {} a launch here); {} busy + {:.0} kernels x {} = {} after capture. Range: bare steps' 25th-75th percentiles, replay cost x0.5-2 ({} us per kernel is {card}).",
+                "speed-up = eager time per step measured bare / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} eager (mean of {} {bare_words}; {} as traced, so {} cost {} a launch here); {} busy + {:.0} kernels x {} = {} after capture. Range: bare steps' 25th-75th percentiles, replay cost x0.5-2 ({} us per kernel is {card}).",
                 fmt(corrected),
                 p.len(),
                 fmt(eager),
@@ -1967,6 +2026,87 @@ mod tests {
             at += loop_ns;
         }
         t
+    }
+
+    /// The sync ends of a bare run of `forward_passes(warmup, steps, 6, 2,
+    /// _)` (four syncs a step), `lead` extra calls at start-up, steps of
+    /// `period_ns`.
+    fn bare_syncs(
+        warmup: usize,
+        steps: usize,
+        lead: usize,
+        period_ns: i64,
+    ) -> kopt_model::BareSteps {
+        let mut ends: Vec<i64> = (0..lead as i64).map(|i| 10_000 + i).collect();
+        for step in 0..(warmup + steps) as i64 {
+            for k in 1..=4 {
+                let e = 5_000_000 + step * period_ns + k * period_ns / 4;
+                ends.push(e);
+            }
+        }
+        kopt_model::BareSteps {
+            range: kopt_model::BARE_SYNC_RANGE.into(),
+            spans_ns: ends.into_iter().map(|e| (e, e)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_program_without_ranges_is_timed_bare_by_its_sync_calls() {
+        // 25 launches, 4 syncs and 50 us of host work a step: 187 us traced.
+        for lead in [0, 3] {
+            let mut t = forward_passes(2, 12, 6, 2, 50_000);
+            t.recorder = kopt_model::Recorder::KoptTracer;
+            t.bare_steps = Some(bare_syncs(2, 12, lead, 120_000));
+            let g = summarize(&t).unwrap().graph_prediction.unwrap();
+            assert!(g.eager_measured_bare, "lead {lead}: {}", g.speedup.model);
+            assert!(
+                (g.eager_corrected_per_step_ns - 120_000.0).abs() < 1.0,
+                "lead {lead}: {}",
+                g.eager_corrected_per_step_ns
+            );
+            assert!(
+                (g.eager_per_step_ns - 187_000.0).abs() < 1_000.0,
+                "{}",
+                g.eager_per_step_ns
+            );
+            // The recorder's cost a launch is what the two runs differ by.
+            assert!((g.recorder_ns_per_launch - 67_000.0 / 25.0).abs() < 50.0);
+            assert!(
+                g.speedup.model.contains("synchronising calls"),
+                "{}",
+                g.speedup.model
+            );
+        }
+    }
+
+    #[test]
+    fn bare_sync_ends_that_do_not_match_the_steps_are_not_used() {
+        let mut t = forward_passes(2, 12, 6, 2, 50_000);
+        t.recorder = kopt_model::Recorder::KoptTracer;
+        // Slower than traced: the two runs' calls do not line up.
+        t.bare_steps = Some(bare_syncs(2, 12, 0, 400_000));
+        let g = summarize(&t).unwrap().graph_prediction.unwrap();
+        assert!(!g.eager_measured_bare);
+        // Too few calls for the steps.
+        t.bare_steps = Some(bare_syncs(0, 2, 0, 120_000));
+        assert!(
+            !summarize(&t)
+                .unwrap()
+                .graph_prediction
+                .unwrap()
+                .eager_measured_bare
+        );
+        // Another range's steps are not sync ends.
+        let mut other = bare_syncs(2, 12, 0, 120_000);
+        other.range = "step".into();
+        t.bare_steps = Some(other);
+        assert!(
+            !summarize(&t)
+                .unwrap()
+                .graph_prediction
+                .unwrap()
+                .eager_measured_bare
+        );
     }
 
     #[test]

@@ -139,7 +139,7 @@ fn the_graph_recommendation_carries_its_prediction() {
         "{}",
         r.action
     );
-    // No bare run: the recorder's cost per launch spans x0.25-2.5, so the
+    // No bare run: the recorder's cost per launch spans x0.375-1.22, so the
     // range is wider than 3x and the recommendation drops the figure.
     assert!(sp.high / sp.low > 3.0, "{sp:?}");
     assert!(r.predicted_speedup.is_none() && r.gain.is_none());

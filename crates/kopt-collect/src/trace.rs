@@ -154,6 +154,19 @@ pub struct TracedRun {
     pub outcome: RunOutcome,
 }
 
+/// CUPTI's usual folders that exist, then the caller's `LD_LIBRARY_PATH`.
+fn cupti_library_path() -> Vec<String> {
+    let mut lib_path: Vec<String> = CUPTI_DIRS
+        .iter()
+        .filter(|d| Path::new(d).is_dir())
+        .map(|d| d.to_string())
+        .collect();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        lib_path.push(old.to_string_lossy().into_owned());
+    }
+    lib_path
+}
+
 pub fn run_traced(
     workload: &Workload,
     tracer: &Path,
@@ -163,14 +176,7 @@ pub fn run_traced(
 ) -> Result<TracedRun, TraceError> {
     let trace = dir.join(TRACE_FILE);
     let log = runner::log_path(dir, "trace");
-    let mut lib_path: Vec<String> = CUPTI_DIRS
-        .iter()
-        .filter(|d| Path::new(d).is_dir())
-        .map(|d| d.to_string())
-        .collect();
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        lib_path.push(old.to_string_lossy().into_owned());
-    }
+    let lib_path = cupti_library_path();
     let mut env = vec![
         (
             "CUDA_INJECTION64_PATH".to_string(),
@@ -267,11 +273,15 @@ fn run_checked(
     Ok(outcome)
 }
 
-/// Run the workload again without CUPTI: kopt's tracer is loaded as NVTX's
-/// injection only and times the ranges of the `range` family (the traced
-/// run's steps) into `dir/bare_steps.jsonl`, logging to `bare.log` (run 1)
-/// or `bare-N.log`. None when the program timed no such range (it opened
-/// none, or its NVTX did not load the tool).
+/// Run the workload again without CUPTI's activity records: kopt's tracer
+/// is loaded as NVTX's injection only and times the ranges of the `range`
+/// family (the traced run's steps) into `dir/bare_steps.jsonl`, logging to
+/// `bare.log` (run 1) or `bare-N.log`. With `range` =
+/// `BARE_SYNC_RANGE` (a program without step ranges) it is loaded as
+/// CUDA's injection instead and records only the ends of the host's
+/// synchronising calls (CUPTI's callbacks for those calls alone). None when
+/// the program timed no such range or call (it made none, or its NVTX did
+/// not load the tool).
 pub fn run_bare_steps(
     workload: &Workload,
     tracer: &Path,
@@ -285,14 +295,29 @@ pub fn run_bare_steps(
         0 | 1 => runner::log_path(dir, "bare"),
         n => runner::log_path(dir, &format!("bare-{n}")),
     };
-    let mut env = vec![
-        (
-            "NVTX_INJECTION64_PATH".to_string(),
-            tracer.display().to_string(),
-        ),
-        ("KOPT_BARE_STEPS_OUT".to_string(), out.display().to_string()),
-        ("KOPT_BARE_STEPS_RANGE".to_string(), range.to_string()),
-    ];
+    let mut env = if range == kopt_model::BARE_SYNC_RANGE {
+        vec![
+            (
+                "CUDA_INJECTION64_PATH".to_string(),
+                tracer.display().to_string(),
+            ),
+            ("KOPT_BARE_SYNCS_OUT".to_string(), out.display().to_string()),
+            // libcupti is found where the traced run finds it.
+            (
+                "LD_LIBRARY_PATH".to_string(),
+                cupti_library_path().join(":"),
+            ),
+        ]
+    } else {
+        vec![
+            (
+                "NVTX_INJECTION64_PATH".to_string(),
+                tracer.display().to_string(),
+            ),
+            ("KOPT_BARE_STEPS_OUT".to_string(), out.display().to_string()),
+            ("KOPT_BARE_STEPS_RANGE".to_string(), range.to_string()),
+        ]
+    };
     if let Some(g) = &workload.gpu {
         env.push(("CUDA_VISIBLE_DEVICES".into(), g.clone()));
     }

@@ -174,7 +174,8 @@ impl Passes<'_> {
     fn bare_pass(&mut self, tracer: &Path, workload: &Workload, range: &str) {
         let progress = self.progress;
         progress.note(&format!(
-            "steps recorded: running the workload twice more without the tracer, timing its '{range}' ranges, so the step every figure is based on is the untraced one (two more runs; --no-bare-run skips this)"
+            "steps recorded: running the workload twice more without the tracer, timing its {}, so the step every figure is based on is the untraced one (two more runs; --no-bare-run skips this)",
+            crate::trace::bare_timed_words(range)
         ));
         let bare = Workload {
             argv: crate::module_script::without_op_ranges(&workload.argv),
@@ -188,7 +189,8 @@ impl Passes<'_> {
                 self.record.passes.push(PassRecord {
                     name: "bare-steps".into(),
                     description: format!(
-                        "the '{range}' steps timed without CUPTI ({})",
+                        "the {} timed without CUPTI's records ({})",
+                        crate::trace::bare_timed_words(range),
                         timed.runs_words()
                     ),
                     command: bare.argv.clone(),

@@ -55,18 +55,40 @@ pub(crate) const PROFILER_REPLACED: &str = "The program's torch.profiler.profile
 /// other way round, so every host-time figure (launch bound, idle share,
 /// graph gain, the step every finding's speed-up is figured on) takes the
 /// untraced step. `kopt profile` and `kopt analyze -- CMD` ask too.
+///
+/// A program without ranges (steps from its sync calls, host pauses or the
+/// kernel sequence's period) is timed by its synchronising calls instead
+/// (`BARE_SYNC_RANGE`: the tracer records only their ends), where the
+/// traced run made at least three: the analysis matches the two runs' calls.
 pub(crate) fn bare_run_range(t: &Timeline) -> Option<String> {
     use kopt_model::StepSource;
     // A sampled trace's steps are the windows' (the time between is cut).
     if !t.sampled_windows.is_empty() {
         return None;
     }
+    let is_kopt_trace = t.recorder == kopt_model::Recorder::KoptTracer;
     let t = kopt_analyze::timeline::summarize(t)?;
     let steps = t.steps?;
-    let marked = matches!(steps.source, StepSource::Nvtx | StepSource::ProfilerStep);
-    (t.graph_prediction.is_some() && marked)
-        .then_some(steps.family)
-        .flatten()
+    t.graph_prediction.as_ref()?;
+    match steps.source {
+        StepSource::Nvtx | StepSource::ProfilerStep => steps.family,
+        // Only kopt's tracer runs bare this way (a torch.profiler trace's
+        // program has its ProfilerStep markers).
+        _ if is_kopt_trace && steps.family.is_none() && t.sync_calls >= 3 => {
+            Some(kopt_model::BARE_SYNC_RANGE.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// What a bare run of `range` times, in words.
+pub(crate) fn bare_timed_words(range: &str) -> String {
+    if range == kopt_model::BARE_SYNC_RANGE {
+        "synchronising calls (the program marks no steps; only those calls' ends are recorded)"
+            .into()
+    } else {
+        format!("'{range}' ranges")
+    }
 }
 
 /// A bare run: the workload again with no recorder, only its step ranges
@@ -94,7 +116,8 @@ impl BareRun {
     ) -> BareRun {
         let recorder = recorder_words(timeline);
         progress.note(&format!(
-            "steps recorded: running the workload twice more without {recorder}, timing its '{range}' ranges, so the step every figure is based on is the untraced one (two more runs)"
+            "steps recorded: running the workload twice more without {recorder}, timing its {}, so the step every figure is based on is the untraced one (two more runs)",
+            bare_timed_words(range)
         ));
         let fallback = match timeline.recorder.slowdown() {
             Some((factor, _)) => format!(
@@ -109,7 +132,8 @@ impl BareRun {
             Ok(timed) => {
                 if timed.steps.is_none() {
                     notes.push(format!(
-                        "The bare run (the workload again without {recorder}) timed no '{range}' range: {fallback}."
+                        "The bare run (the workload again without {recorder}) timed no {}: {fallback}.",
+                        bare_timed_words(range)
                     ));
                 }
                 notes.extend(timed.later_failure);
@@ -146,8 +170,8 @@ impl BareRun {
             .is_some_and(|g| g.eager_measured_bare);
         if self.read && !used {
             self.notes.push(format!(
-                "The bare run timed too few '{}' steps to use (three periods after warm-up are needed): {}.",
-                self.range, self.fallback
+                "The bare run's {} gave too few steps to use (three periods after warm-up, matched to the traced run's, are needed): {}.",
+                bare_timed_words(&self.range), self.fallback
             ));
         }
         diagnosis.notes.extend(self.notes);
@@ -230,7 +254,8 @@ pub(crate) fn time_bare_steps(
             }
             Ok(None) => {
                 later_failure = Some(format!(
-                    "Bare run {run} of {BARE_RUNS} timed no '{range}' range: the steps are the earlier run's."
+                    "Bare run {run} of {BARE_RUNS} timed no {}: the steps are the earlier run's.",
+                    bare_timed_words(range)
                 ));
                 break;
             }
@@ -395,5 +420,22 @@ mod tests {
                 .unwrap()
                 .timeline;
         assert_eq!(bare_run_range(&m).as_deref(), Some("ProfilerStep"));
+    }
+
+    #[test]
+    fn a_program_without_ranges_is_timed_bare_by_its_sync_calls() {
+        // A plain inference loop (no NVTX) that copies its result back
+        // every step: its steps are marked by those syncs.
+        let t = read_kopt_trace_set(&fixture(
+            "advice-h100/resnet50_b1_fp32-plain/trace.jsonl.gz",
+        ))
+        .unwrap()
+        .timeline;
+        assert_eq!(
+            bare_run_range(&t).as_deref(),
+            Some(kopt_model::BARE_SYNC_RANGE)
+        );
+        assert!(bare_timed_words(kopt_model::BARE_SYNC_RANGE).contains("synchronising calls"));
+        assert_eq!(bare_timed_words("step"), "'step' ranges");
     }
 }

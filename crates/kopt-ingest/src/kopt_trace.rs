@@ -712,9 +712,19 @@ struct BareStepLine {
     e: i64,
 }
 
+/// One line of a sync-only bare run: `{"t":"bare_sync","pid":P,"e":E}`,
+/// the end of one of the host's synchronising calls.
+#[derive(Deserialize)]
+struct BareSyncLine {
+    #[serde(default)]
+    pid: u32,
+    e: i64,
+}
+
 /// Read the step ranges a bare run timed (kopt's tracer as NVTX injection
-/// only, no CUPTI). Lines of other kinds are skipped; a malformed step line
-/// is an error with its line number. Steps are grouped by process and range
+/// only, no CUPTI), or the ends of the synchronising calls a sync-only bare
+/// run timed (range `BARE_SYNC_RANGE`). Lines of other kinds are skipped; a
+/// malformed step or sync line is an error with its line number. Steps are grouped by process and range
 /// family (`step#3` is a `step`); the largest group is the run's. None when
 /// no step was recorded.
 pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, IngestError> {
@@ -739,7 +749,23 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
         let at = |e: serde_json::Error| {
             IngestError::at(&label, i as u64 + 1, format!("not a bare-step line: {e}"))
         };
-        if serde_json::from_str::<Kind>(line).map_err(at)?.t != "bare_step" {
+        let kind = serde_json::from_str::<Kind>(line).map_err(at)?.t;
+        if kind == "bare_sync" {
+            let l: BareSyncLine = serde_json::from_str(line).map_err(at)?;
+            if !usable_ns(l.e) {
+                return Err(IngestError::at(
+                    &label,
+                    i as u64 + 1,
+                    format!("sync end out of range: {} ns", l.e),
+                ));
+            }
+            groups
+                .entry((l.pid, kopt_model::BARE_SYNC_RANGE.to_string()))
+                .or_default()
+                .push((l.e, l.e));
+            continue;
+        }
+        if kind != "bare_step" {
             continue;
         }
         let l: BareStepLine = serde_json::from_str(line).map_err(at)?;

@@ -76,3 +76,23 @@ fn numbered_steps_are_one_family_per_process() {
     assert_eq!(b.range, "step");
     assert_eq!(b.spans_ns.len(), 4);
 }
+
+/// A sync-only bare run (a program without step ranges) leaves the ends of
+/// the host's synchronising calls: one span each, the family
+/// `BARE_SYNC_RANGE`, in order.
+#[test]
+fn sync_ends_of_a_bare_run_are_read_as_their_own_family() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(BARE_STEPS_FILE);
+    std::fs::write(
+        &p,
+        "{\"t\":\"bare_sync\",\"pid\":7,\"e\":300}\n{\"t\":\"bare_sync\",\"pid\":7,\"e\":100}\n{\"t\":\"bare_sync\",\"pid\":7,\"e\":200}\n",
+    )
+    .unwrap();
+    let b = read_bare_steps(&p).unwrap().unwrap();
+    assert_eq!(b.range, kopt_model::BARE_SYNC_RANGE);
+    assert_eq!(b.spans_ns, vec![(100, 100), (200, 200), (300, 300)]);
+    std::fs::write(&p, "{\"t\":\"bare_sync\",\"pid\":7}\n").unwrap();
+    let e = read_bare_steps(&p).unwrap_err().to_string();
+    assert!(e.contains("line 1") || e.contains(":1"), "{e}");
+}

@@ -42,7 +42,7 @@ pub use peaks::{
 };
 pub use timeline::{
     range_family, ActivityKind, ApiCall, ApiKind, BareSteps, GpuActivity, Range, Recorder,
-    Timeline, KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH, KINETO_SLOWDOWN,
+    Timeline, BARE_SYNC_RANGE, KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH, KINETO_SLOWDOWN,
     KINETO_SLOWDOWN_BAND, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
 };
 

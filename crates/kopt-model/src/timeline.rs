@@ -131,15 +131,21 @@ pub enum Recorder {
 }
 
 /// Host time kopt's tracer adds to a PyTorch step, per kernel launch, ns,
-/// used only when `kopt trace` had no bare run (the steps timed untraced,
-/// `Timeline::bare_steps`) to measure it. Measured on two H200s, traced
-/// step vs the same step bare: 4.8 (MoE routing), 6.4 (MLP) and 19.8 us
-/// (decode) in one session (2026-11-26 morning, fixtures/predictions-h200),
-/// 7.5, 2.4 and 1.7 us in another (fixtures/predictions-h200-bare). The
-/// cost follows the framework's runtime calls (a decode step makes 1,133
-/// a step, 670 of them cudaGetDevice) and the machine, not the launches:
-/// no constant fits both, which is why `kopt trace` measures it.
-pub const KOPT_TRACER_NS_PER_LAUNCH: f64 = 4_800.0;
+/// used only when there was no bare run (the steps timed untraced,
+/// `Timeline::bare_steps`: marked steps by their ranges, others by their
+/// sync calls) to measure it. Measured, traced step vs the same step bare,
+/// on launch-bound steps only (a GPU-bound step hides the cost): on two
+/// H200s 4.8 (MoE routing), 6.4 (MLP) and 19.8 us (decode) in one session
+/// (2026-11-26 morning, fixtures/predictions-h200), 7.5, 2.4 and 1.7 us in
+/// another (fixtures/predictions-h200-bare); on an H100 (plain loops, no
+/// NVTX, traced step against measure.py's bare eager step,
+/// fixtures/advice-h100 of 2026-11-26, since replaced) 12.7 (ResNet-50 b1), 7.8 (LSTMCell b16) and 0.6
+/// us (BERT b1, whose step is the interpreter's, 575 us of 4.3 ms busy).
+/// The median of the nine, 6.4 us (`Recorder::overhead_band` gives the
+/// range). The cost follows the framework's runtime calls (a decode step
+/// makes 1,133 a step, 670 of them cudaGetDevice) and the machine, not the
+/// launches: no constant fits all, which is why the bare run measures it.
+pub const KOPT_TRACER_NS_PER_LAUNCH: f64 = 6_400.0;
 /// The same for torch.profiler (Kineto), ns: no longer the model (see
 /// `KINETO_SLOWDOWN`), kept as the typical figure. Measured: 8 to 52 us a
 /// launch across H200s and H100s, 2026-11-26.
@@ -188,14 +194,18 @@ impl Recorder {
         }
     }
 
-    /// How far the recorder's real per-launch cost strayed from the constant
-    /// across the steps and machines measured (low, high multipliers): kopt's
-    /// tracer 0 to 19.8 us against 4.8 (H200s, 2026-11-25/26). The
-    /// prediction's range spans it. torch.profiler's prediction uses its
+    /// How far the recorder's real per-launch cost strays from the constant
+    /// (low, high multipliers), for the prediction's range, which is an
+    /// interquartile range elsewhere too (the steps' 25th-75th
+    /// percentiles): kopt's tracer's nine measured costs (0.6 to 19.8 us,
+    /// see `KOPT_TRACER_NS_PER_LAUNCH`) have their 25th and 75th
+    /// percentiles at 2.4 and 7.8 us, x0.375-1.22 of 6.4. (Their whole
+    /// spread, x0.1-3.1, made every launch-bound step's range pass 3x, where
+    /// the figure is dropped.) torch.profiler's prediction uses its
     /// slowdown instead (`slowdown`); its band here is the old per-launch one.
     pub fn overhead_band(self) -> (f64, f64) {
         match self {
-            Recorder::KoptTracer => (0.25, 2.5),
+            Recorder::KoptTracer => (0.375, 1.22),
             Recorder::Kineto => (0.3, 2.5),
             Recorder::Unknown => (1.0, 1.0),
         }
@@ -255,8 +265,16 @@ pub struct Timeline {
     pub bare_steps: Option<BareSteps>,
 }
 
+/// The `range` of a bare run of a program without step ranges: not an NVTX
+/// range but the ends of the host's synchronising calls (device, stream and
+/// event syncs, blocking copies), one span `(end, end)` each, timed with
+/// CUPTI's callbacks for those calls only. The analysis matches them to the
+/// traced run's sync calls to read the untraced step off them.
+pub const BARE_SYNC_RANGE: &str = "kopt:host-sync";
+
 /// Step ranges timed in a bare run (no CUPTI): one NVTX range name, the
-/// start and end of each range in run order (host clock, ns).
+/// start and end of each range in run order (host clock, ns); or, with the
+/// range `BARE_SYNC_RANGE`, the ends of the host's synchronising calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BareSteps {

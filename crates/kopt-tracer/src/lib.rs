@@ -21,7 +21,9 @@
 //! - `sampling`: attaching CUPTI, sampled windows;
 //! - [`records`]: the trace's JSON lines, pure functions (public: the
 //!   format contract with kopt-ingest is tested through them);
-//! - `output`: the trace file; `cupti`: small CUPTI wrappers.
+//! - `output`: the trace file; `cupti`: small CUPTI wrappers;
+//! - `sync_ends`: the bare run of a program without step ranges (the ends
+//!   of the host's synchronising calls, CUPTI's callbacks only).
 //!
 //! This file holds the entry point, initialisation and the exit handler.
 
@@ -38,6 +40,7 @@ mod nvtx;
 mod output;
 pub mod records;
 mod sampling;
+mod sync_ends;
 
 use std::io::{BufWriter, Write};
 use std::panic::catch_unwind;
@@ -84,6 +87,17 @@ fn init() {
         return;
     }
     let Some(path) = config::trace_out() else {
+        if let Some(out) = sync_ends::out_path() {
+            // SAFETY: as below: only tries to open libcupti.
+            if unsafe { sys::is_culib_present() } {
+                // SAFETY: libcupti is present; the ACTIVE swap makes this
+                // the process's only call.
+                unsafe { sync_ends::start(&out) };
+            } else {
+                warn("libcupti not found: the bare run records no synchronising call");
+            }
+            return;
+        }
         warn("KOPT_TRACE_OUT is not set; tracing is off");
         return;
     };

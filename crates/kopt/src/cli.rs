@@ -205,7 +205,7 @@ pub struct ProfileArgs {
     #[arg(long, requires = "script")]
     pub ops: bool,
 
-    /// Skip the bare run: when the tracer's steps are NVTX ranges, kopt runs the workload twice more without CUPTI (and without --ops' op ranges), timing only the steps, so every step figure starts from the step as it runs untraced
+    /// Skip the bare run: when the tracer's steps are NVTX ranges, kopt runs the workload twice more without CUPTI (and without --ops' op ranges), timing only the steps (a program without ranges: only its sync calls), so every step figure starts from the step as it runs untraced
     #[arg(long)]
     pub no_bare_run: bool,
 
@@ -283,7 +283,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "ON/PERIOD")]
     pub sample: Option<String>,
 
-    /// Skip the bare run: when the traced steps are NVTX or ProfilerStep ranges, kopt runs the workload twice more without CUPTI, timing only those ranges, so every step figure starts from the step as it runs untraced
+    /// Skip the bare run: when the traced steps are NVTX or ProfilerStep ranges, kopt runs the workload twice more without CUPTI, timing only those ranges (a program without ranges: only its sync calls), so every step figure starts from the step as it runs untraced
     #[arg(long)]
     pub no_bare_run: bool,
 

@@ -1,14 +1,19 @@
 """Every candidate fix of a suite model measured bare in one process:
 CUDA events, warm-up, 5 interleaved rounds, the median per-step time; one
 JSON object a line on stdout, per model (several models run one after the
-other in the same process, each freed before the next). torch.compile is
-not measured (minutes a model).
+other in the same process, each freed before the next). torch.compile
+(default mode) is one of the fixes: its compilation runs in the first call,
+before the warm-up, so it is not timed (`compile_s` says how long it took;
+longer than COMPILE_S, default 120 s, and the fix is an error row).
+ADVICE_NO_COMPILE=1 leaves it out.
 
   python3 measure.py MODEL [MODEL...]
 """
 
 import copy
 import json
+import os
+import signal
 import sys
 import time
 
@@ -61,6 +66,35 @@ def autocast(fn):
     return run
 
 
+class CompileTimeout(Exception):
+    pass
+
+
+def compiled(m, x):
+    """torch.compile of the model (default mode), compiled by its first
+    call here, under a time limit."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    mc = torch.compile(m)
+
+    def expire(*_):
+        raise CompileTimeout(f"compilation over {COMPILE_S} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(COMPILE_S)
+    try:
+        mc(*x)
+        torch.cuda.synchronize()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return lambda: mc(*x)
+
+
+COMPILE_S = int(os.environ.get("COMPILE_S", "120"))
+
+
 def main():
     for name in sys.argv[1:]:
         try:
@@ -79,7 +113,10 @@ def measure(name):
         m, x = zoo.build(name)
         eager = lambda: m(*x)  # noqa: E731
         variants = {"eager": eager}
-        for fix in zoo.fixes(name):
+        fixes = zoo.fixes(name)
+        if os.environ.get("ADVICE_NO_COMPILE") != "1":
+            fixes.append("compile")
+        for fix in fixes:
             try:
                 if fix == "graph":
                     variants[fix] = graphed(eager)
@@ -97,6 +134,10 @@ def measure(name):
                 elif fix in ("sdpa", "pad"):
                     mv, xv = zoo.build(name, variant=fix)
                     variants[fix] = lambda mv=mv, xv=xv: mv(*xv)
+                elif fix == "compile":
+                    t1 = time.time()
+                    variants[fix] = compiled(m, x)
+                    res["compile_s"] = round(time.time() - t1, 1)
                 variants[fix]()
             except Exception as e:  # noqa: BLE001 - a fix that does not apply is a row
                 res["errors"][fix] = f"{type(e).__name__}: {e}"[:300]

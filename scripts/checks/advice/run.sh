@@ -2,18 +2,23 @@
 # The advice suite on a GPU machine (kopt, libkopt_tracer.so and this
 # folder carried in one folder, KOPT_DIR, default .gpu-advice):
 #   bash run.sh OUT [PARTS] [MODEL...]
-# PARTS (comma list, default measure,plain,ops): measure (measure.py: every
-# candidate fix bare, one process a model), measureall (all the models in
-# one process, first), plain (`kopt profile -- python3 app.py`: no NVTX),
-# script (`kopt profile --script module.py`), ops (the same with --ops);
-# tplain, tscript, tops: the same workloads under `kopt trace` alone (the
-# tracer's pass and its bare run, no ncu pass: the captures that
-# `kopt analyze` reads back; tscript/tops run kopt's own module driver,
-# kopt_profile_driver.py and kopt_module.py from crates/kopt-engine/python,
-# copied beside this script). Each model's files go to OUT/m/; at the end
-# they are packed into at most six tarballs OUT/advice-N.tgz. BUDGET (s,
-# default 540) stops starting models once less than MIN_LEFT (s, default 70)
-# is left.
+# PARTS (comma list, default measure,plain,ops): synccost (sync_cost.py:
+# the sync-only bare run's host cost a launch and a sync, into
+# OUT/sync_cost.txt), measure (measure.py: every candidate fix bare,
+# torch.compile included, one process a model), measureall (all the models
+# in one process, first), plain (`kopt profile -- python3 app.py`: no
+# NVTX), script (`kopt profile --script module.py`), ops (the same with
+# --ops); tplain, tscript, tops: the same workloads under `kopt trace`
+# alone (the tracer's pass and its bare run, no ncu pass: the captures
+# that `kopt analyze` reads back; tscript/tops run kopt's own module
+# driver, kopt_profile_driver.py and kopt_module.py from
+# crates/kopt-collect/python, copied beside this script). Parts run one
+# after the other, each over every model (ORDER=model: all parts of a
+# model, then the next). Each model's files go to OUT/m/; at the end they
+# are packed into at most six tarballs OUT/advice-N.tgz. BUDGET (s,
+# default 540) stops starting a part of a model once less than MIN_LEFT
+# (s, default 70) is left; MEASURE_TIMEOUT (s, default 200) bounds one
+# model's measure.py, COMPILE_S (default 120) its torch.compile.
 set -uo pipefail
 out=${1:?OUT}; shift
 parts=${1:-measure,plain,ops}; [ $# -gt 0 ] && shift
@@ -57,26 +62,53 @@ trc() { # tag model argv...
    tar czf "$out/m/$m.$tag.run.tgz" --exclude='*.py' --exclude='sitecustomize*' . ) 2>/dev/null
   rm -rf runs
 }
+if [[ ,$parts, == *,synccost,* ]]; then
+  # The sync-only bare run's cost a launch and a sync call, against none.
+  (cd "$here" && for i in 1 2; do
+     timeout 60 python3 sync_cost.py
+     KOPT_BARE_SYNCS_OUT="$work/syncs.jsonl" CUDA_INJECTION64_PATH="$kdir/libkopt_tracer.so" \
+       timeout 60 python3 sync_cost.py
+     echo "sync lines: $(wc -l < "$work/syncs.jsonl")"; rm -f "$work/syncs.jsonl"
+   done) > "$out/sync_cost.txt" 2>&1
+fi
 if [[ ,$parts, == *,measureall,* ]]; then
   t0=$(date +%s)
   (cd "$here" && timeout 200 python3 measure.py "${models[@]}") > "$out/measured.jsonl" 2> "$out/measure.log"
   echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/measure.log"
 fi
-for m in "${models[@]}"; do
-  left=$(( budget - ($(date +%s) - start) ))
-  [ "$left" -lt "${MIN_LEFT:-70}" ] && { echo "skipped $m: ${left}s left" >> "$out/card.txt"; continue; }
+# Part by part, each over every model (ORDER=model: model by model), so a
+# budget that runs out leaves whole parts done first.
+run_part() { # part model
+  local p=$1 m=$2
   export ADVICE_MODEL=$m
-  if [[ ,$parts, == *,measure,* ]]; then
-    t0=$(date +%s)
-    (cd "$here" && timeout 90 python3 measure.py "$m") > "$out/m/$m.measured.json" 2> "$out/m/$m.measure.log"
-    echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.measure.log"
-  fi
-  [[ ,$parts, == *,plain,* ]] && prof plain "$m" -- python3 "$here/app.py" "$m" 20
-  [[ ,$parts, == *,script,* ]] && prof script "$m" --script "$here/module.py" --module "$m"
-  [[ ,$parts, == *,ops,* ]] && prof ops "$m" --script "$here/module.py" --module "$m" --ops
-  [[ ,$parts, == *,tplain,* ]] && trc tplain "$m" python3 "$here/app.py" "$m" 20
-  [[ ,$parts, == *,tscript,* ]] && trc tscript "$m" python3 "$here/kopt_profile_driver.py" "$here/module.py" "$m" 3 20
-  [[ ,$parts, == *,tops,* ]] && trc tops "$m" python3 "$here/kopt_profile_driver.py" "$here/module.py" "$m" 3 20 ops
+  case $p in
+    measure)
+      local t0=$(date +%s)
+      (cd "$here" && timeout "${MEASURE_TIMEOUT:-200}" python3 measure.py "$m") > "$out/m/$m.measured.json" 2> "$out/m/$m.measure.log"
+      echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.measure.log" ;;
+    plain) prof plain "$m" -- python3 "$here/app.py" "$m" 20 ;;
+    script) prof script "$m" --script "$here/module.py" --module "$m" ;;
+    ops) prof ops "$m" --script "$here/module.py" --module "$m" --ops ;;
+    tplain) trc tplain "$m" python3 "$here/app.py" "$m" 20 ;;
+    tscript) trc tscript "$m" python3 "$here/kopt_profile_driver.py" "$here/module.py" "$m" 3 20 ;;
+    tops) trc tops "$m" python3 "$here/kopt_profile_driver.py" "$here/module.py" "$m" 3 20 ops ;;
+  esac
+}
+IFS=, read -ra part_list <<< "$parts"
+jobs=()
+if [ "${ORDER:-part}" = model ]; then
+  for m in "${models[@]}"; do for p in "${part_list[@]}"; do jobs+=("$p $m"); done; done
+else
+  for p in "${part_list[@]}"; do for m in "${models[@]}"; do jobs+=("$p $m"); done; done
+fi
+for j in "${jobs[@]}"; do
+  read -r p m <<< "$j"
+  case $p in measure|plain|script|ops|tplain|tscript|tops) ;; *) continue ;; esac
+  left=$(( budget - ($(date +%s) - start) ))
+  [ "$left" -lt "${MIN_LEFT:-70}" ] && { echo "skipped $p $m: ${left}s left" >> "$out/card.txt"; continue; }
+  t0=$(date +%s)
+  run_part "$p" "$m"
+  echo "$p $m $(( $(date +%s) - t0 ))s" >> "$out/card.txt"
 done
 cd "$out"
 echo "total seconds $(( $(date +%s) - start ))" >> card.txt
@@ -87,6 +119,6 @@ i=0
 while read -r a && { read -r b || true; }; do
   i=$((i+1)); tar czf "advice-$i.tgz" m/"$a".* ${b:+m/"$b".*}
 done < models.txt
-tar czf advice-measured.tgz m/measure* 2>/dev/null
+tar czf advice-measured.tgz m/measure* sync_cost.txt 2>/dev/null
 rm -rf m "$work"
 ls -la "$out"
