@@ -350,7 +350,9 @@ pub fn chart(d: &Diagnosis) -> Chart {
         let (cx, cy, r) = circles[i];
         let text = number.to_string();
         let w = text.chars().count() as f64 * LABEL_FONT * GLYPH + 2.0;
-        let h = LABEL_FONT + 2.0;
+        // The same extent as `text_box`: a font size above the baseline,
+        // 0.3 of it below, so numbers and ceiling labels are kept apart alike.
+        let h = LABEL_FONT * 1.3;
         let spot = label_spot(cx, cy, r, w, h, &plot, &taken, &circles);
         if let Some((b, leader)) = spot {
             if leader {
@@ -369,7 +371,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
                 s,
                 r#"<text class="pt-label" x="{:.1}" y="{:.1}" text-anchor="middle">{text}<title>{}</title></text>"#,
                 (b.x0 + b.x1) / 2.0,
-                b.y1 - 3.0,
+                b.y1 - LABEL_FONT * 0.3,
                 escape::html(&k.short_name)
             );
             taken.push(b);
