@@ -509,24 +509,36 @@ pub struct OptimizeArgs {
     #[arg(long = "candidate", value_enum, value_name = "NAME")]
     pub candidates: Vec<Candidate>,
 
+    /// Never try this candidate (repeat for several), e.g. the compile forms when minutes of compiling do not fit
+    #[arg(long = "skip", value_enum, value_name = "NAME")]
+    pub skip: Vec<Candidate>,
+
+    /// Keep candidates that change numerics (tf32, bf16-autocast) when their outputs pass that precision's tolerance
+    #[arg(long)]
+    pub allow_precision: bool,
+
+    /// Do not combine the kept candidates after measuring them one by one
+    #[arg(long)]
+    pub no_stack: bool,
+
     /// Baseline from the timeline alone (no ncu pass)
     #[arg(long)]
     pub no_counters: bool,
 
     /// Speed-up that counts for KEEP (0.05 = 5%)
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = Measurement::default().threshold)]
     pub threshold: f64,
 
     /// Samples each variant needs at least
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = Measurement::default().stop.min_samples)]
     pub min_samples: usize,
 
-    /// Seconds the interleaved timing may take at most
-    #[arg(long, default_value_t = 20.0)]
+    /// Seconds the interleaved timing may take at most (each harness run)
+    #[arg(long, default_value_t = Measurement::default().stop.max_time_s)]
     pub max_time: f64,
 
     /// Seed of the bootstrap (results reproduce)
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = Measurement::default().seed)]
     pub seed: u64,
 
     /// Do not write journal entries (OPTIMIZATIONS.md)

@@ -304,6 +304,9 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     req.ncu = a.ncu.clone();
     req.counters = !a.no_counters;
     req.force = a.candidates.clone();
+    req.skip = a.skip.clone();
+    req.allow_precision = a.allow_precision;
+    req.stack = !a.no_stack;
     req.threshold = a.threshold;
     req.seed = a.seed;
     req.min_samples = a.min_samples;
