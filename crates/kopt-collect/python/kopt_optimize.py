@@ -401,16 +401,17 @@ def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s,
         for name in [c for c in wanted if c]:
             entry = {"description": "; then ".join(CANDIDATES.get(p, p) for p in name.split("+")), "status": "ok"}
             t = time.perf_counter()
-            why_not = applicable(name.split("+"), model, state) if isinstance(model, torch.nn.Module) else None
             try:
+                why_not = applicable(name.split("+"), model, state) if isinstance(model, torch.nn.Module) else None
                 if why_not:
                     raise NotApplicable(why_not)
                 fns[name] = build(name, model, capture_inputs)
                 torch.cuda.synchronize()
             except NotApplicable as e:  # said, not tried: the model has nothing for it
                 entry.update(status="skipped", reason=str(e))
-            except BuildError as e:  # a candidate that cannot be built is REVERT, the run goes on
-                entry.update(status="failed", phase=e.phase, error=str(e))
+            except Exception as e:  # a candidate that cannot be built is REVERT, the run goes on
+                phase = e.phase if isinstance(e, BuildError) else "build"
+                entry.update(status="failed", phase=phase, error=str(e) if isinstance(e, BuildError) else one_line(e))
                 try:
                     torch.cuda.synchronize()
                 except Exception as after:  # a failed capture can poison what follows: say so

@@ -230,7 +230,7 @@ fn analyze(
 
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true))]
+#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true, verify=0))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -251,6 +251,7 @@ fn profile(
     run_dir: Option<PathBuf>,
     device: Option<String>,
     bare_run: bool,
+    verify: usize,
 ) -> PyResult<DiagnosisHandle> {
     let timing_pass = match timing_pass {
         "tracer" => TimingPass::Tracer,
@@ -274,6 +275,7 @@ fn profile(
         rocprof: None,
         bare_run,
         analysis: analysis(device, None, top, false),
+        verify,
     };
     let d = py
         .detach(|| kopt_engine::profile(&req, &StderrProgress))

@@ -208,6 +208,10 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub no_bare_run: bool,
 
+    /// Measure the top N recommendations that have an automatic fix (graph capture, channels_last, TF32, SDPA, batch-norm folding) on the module script: each shows "verified: measured X" beside its prediction, and the ranking uses the measurement
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub verify: usize,
+
     /// Profile in depth at most N distinct kernels (those carrying the time)
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub profile_top: usize,
@@ -540,6 +544,10 @@ pub struct OptimizeArgs {
     /// Seed of the bootstrap (results reproduce)
     #[arg(long, default_value_t = Measurement::default().seed)]
     pub seed: u64,
+
+    /// Steps the baseline profile records (after 3 warm-up steps)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub steps: u32,
 
     /// Do not write journal entries (OPTIMIZATIONS.md)
     #[arg(long)]

@@ -191,6 +191,7 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
         rocprof: a.rocprof.clone(),
         bare_run: !a.no_bare_run,
         analysis: analysis(&a.report, a.top),
+        verify: a.verify,
     };
     req.validate()?;
     Ok((req, report))
@@ -311,6 +312,7 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     req.seed = a.seed;
     req.min_samples = a.min_samples;
     req.max_time_s = a.max_time;
+    req.steps = a.steps;
     req.runs_dir = a.run.runs_dir.clone().unwrap_or(paths.runs_dir);
     req.db = a.run.db.clone().unwrap_or(paths.db);
     req.journal = (!a.no_journal).then(|| a.journal_file.clone().unwrap_or(paths.journal));

@@ -4,14 +4,16 @@
 # (copied from scripts/checks/advice, used read-only) and this folder's
 # files.
 #   bash suite.sh OUT [MODEL...]
-# Per model: measure.py (every fix bare, the best measured single fix) and
+# First measure.py (every fix bare, the best measured single fix) on the
+# MEASURE models (default: all given) in one process; then per model
 # `kopt optimize --script MODEL.py` (a module script per model built from
-# zoo.py) with the timeline-only baseline, --allow-precision, the compile
-# forms skipped (SKIP, minutes of Inductor a model), a small bench budget
-# (MAX_TIME s a harness run). Also `kopt trace` of graph_replay.py (a
-# graph-replaying program) once (TRACE=0 leaves it out). BUDGET (s,
-# default 530) stops starting models once less than MIN_LEFT (s, default
-# 75) is left. Everything lands in OUT as at most 7 tarballs.
+# zoo.py) with the timeline-only baseline (STEPS steps, default 5),
+# --allow-precision, the compile forms skipped (SKIP, minutes of Inductor a
+# model), a small bench budget (MAX_TIME s a harness run, default 3). Also
+# `kopt trace` of graph_replay.py (a graph-replaying program) first
+# (TRACE=0 leaves it out). BUDGET (s, default 530) stops starting models
+# once less than MIN_LEFT (s, default 45) is left. Everything lands in OUT
+# as one tarball, opt-results.tgz.
 set -uo pipefail
 out=${1:?OUT}; shift
 kdir=$(cd "${KOPT_DIR:?KOPT_DIR}" && pwd)
@@ -37,13 +39,16 @@ if [ "${TRACE:-1}" = 1 ]; then
   [ -n "$run" ] && { "$kopt" analyze "$run" --width 160 > "$out/m/graph_replay.trace.txt" 2>&1
     (cd "$run" && tar czf "$out/m/graph_replay.run.tgz" --exclude='*.py' --exclude='sitecustomize*' .); }
 fi
+measure=(${MEASURE-${models[@]}})
+if [ ${#measure[@]} -gt 0 ]; then
+  t0=$(date +%s)
+  (cd "$kdir" && timeout 200 python3 measure.py "${measure[@]}") > "$out/m/measured.jsonl" 2> "$out/m/measure.log"
+  echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/measure.log"
+fi
 skips=(); for s in $skip; do skips+=(--skip "$s"); done
 for m in "${models[@]}"; do
   left=$(( budget - ($(date +%s) - start) ))
-  [ "$left" -lt "${MIN_LEFT:-75}" ] && { echo "skipped $m: ${left}s left" >> "$out/card.txt"; continue; }
-  t0=$(date +%s)
-  (cd "$kdir" && timeout 60 python3 measure.py "$m") > "$out/m/$m.measured.json" 2> "$out/m/$m.measure.log"
-  echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.measure.log"
+  [ "$left" -lt "${MIN_LEFT:-45}" ] && { echo "skipped $m: ${left}s left" >> "$out/card.txt"; continue; }
   # The model as a module script: kopt copies it into its run folder, so
   # it names zoo.py's folder itself.
   cat > "$m.py" <<PY
@@ -70,10 +75,10 @@ def get_inputs():
     return zoo.build_inputs(NAME)
 PY
   left=$(( budget - ($(date +%s) - start) ))
-  limit=$(( left < 290 ? left - 5 : 290 ))
+  limit=$(( left < 290 ? left : 290 ))
   t0=$(date +%s)
   timeout "$limit" "$kopt" optimize --script "$m.py" --module "$m" --no-counters --allow-precision "${skips[@]}" \
-    --steps 10 --min-samples 10 --max-time "${MAX_TIME:-6}" --timeout "$(( limit - 5 ))" \
+    --steps "${STEPS:-5}" --min-samples 10 --max-time "${MAX_TIME:-3}" --timeout "$(( limit > 125 ? 120 : limit - 5 ))" \
     --runs-dir runs --db h.db --journal-file "$out/m/OPTIMIZATIONS.md" -q \
     -f json -o "$out/m/$m.optimize.json" > "$out/m/$m.optimize.log" 2>&1
   echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.optimize.log"
@@ -84,11 +89,7 @@ PY
 done
 cd "$out"
 echo "total seconds $(( $(date +%s) - start ))" >> card.txt
-ls m | sed 's/\..*//' | grep -v '^OPTIMIZATIONS$' | sort -u > models.txt
-i=0
-while read -r a && { read -r b || true; }; do
-  i=$((i+1)); tar czf "opt-$i.tgz" m/"$a".* ${b:+m/"$b".*}
-done < models.txt
-tar czf opt-journal.tgz m/OPTIMIZATIONS.md 2>/dev/null
+# Reports, logs and run folders without traces or tensors: small, one tarball.
+tar czf opt-results.tgz m
 rm -rf m "$work"
 ls -la "$out"
