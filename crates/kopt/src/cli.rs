@@ -494,7 +494,7 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "The script follows the module convention: an nn.Module class (Model, or the one --module names), get_inputs() and optionally get_init_inputs().\n\nSteps: a baseline profile (kopt's tracer, and ncu on the hot kernels) and its diagnosis; the candidates the diagnosis gives a reason for (CUDA graph capture when launches set the pace, torch.compile modes); each checked against eager on fresh inputs (kopt compare's rules); all timed interleaved in one process (CUDA events per step); KEEP / MARGINAL / REVERT per candidate, a journal entry each, and the ablation table.\n\nExample:\n  kopt optimize --script moe_routing.py --module topk_sort --gpu 0"
+    after_help = "The script follows the module convention: an nn.Module class (Model, or the one --module names), get_inputs() and optionally get_init_inputs().\n\nSteps: a baseline profile (kopt's tracer, and ncu on the hot kernels) and its diagnosis; the candidates the diagnosis gives a reason for, in its order (CUDA graph capture when launches set the pace, torch.compile modes, channels_last, tf32, bf16-autocast, sdpa, compile-freezing, cudnn-benchmark from their findings); each checked against eager on fresh inputs with the tolerance of what it changes (tf32 and bf16-autocast kept only with --allow-precision); all timed interleaved in one process (CUDA events per step); KEEP / MARGINAL / REVERT per candidate; the kept ones stacked greedily, each stack checked and timed; a journal entry each (a kept one with the line to type by hand), and the ablation table.\n\nExample:\n  kopt optimize --script moe_routing.py --module topk_sort --gpu 0"
 )]
 pub struct OptimizeArgs {
     /// The module script
