@@ -348,6 +348,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             kept: options.keep_warmup,
             ..w.trials
         }),
+        verified: Vec::new(),
     }
 }
 

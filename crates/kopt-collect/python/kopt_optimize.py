@@ -1,12 +1,17 @@
 # kopt's optimize harness: builds the candidate forms of a PyTorch module
-# (CUDA graph replay, torch.compile modes), checks each against eager on
-# fresh inputs, and times them all interleaved in one process with CUDA
-# events. kopt (the engine, or the Python package in-process) decides the
+# (CUDA graph replay, torch.compile modes, channels_last, TF32, bf16
+# autocast, SDPA, Inductor freezing, cuDNN benchmark, and stacks of them
+# joined with "+"), checks each against eager on fresh inputs, and times
+# them all interleaved in one process with CUDA events. The user's file is
+# never edited: each candidate works on a copy of the model or wraps its
+# calls. kopt (the engine, or the Python package in-process) decides the
 # verdicts from what this writes.
 #
 #   python3 kopt_optimize.py SCRIPT MODULE_NAME CANDIDATES OUT_DIR MIN_SAMPLES MAX_TIME_S NOISE_TARGET
 #
 # OUT_DIR receives result.json, reference.safetensors and <candidate>.safetensors.
+import contextlib
+import copy
 import json
 import os
 import struct
@@ -21,6 +26,20 @@ CANDIDATES = {
     "compile_reduce_overhead": 'torch.compile(mode="reduce-overhead") (Inductor kernels replayed from CUDA graphs)',
     "compile_max_autotune": 'torch.compile(mode="max-autotune-no-cudagraphs") (Inductor kernels, autotuned)',
     "compile_max_autotune_graph": 'torch.compile(mode="max-autotune-no-cudagraphs"), then CUDA graph capture of it',
+    "channels_last": "the model and its 4-d inputs in channels_last memory format",
+    "tf32": "TF32 for float32 matmuls and cuDNN convolutions",
+    "bf16_autocast": 'torch.autocast("cuda", dtype=torch.bfloat16) around the forward',
+    "sdpa": "attention through scaled_dot_product_attention (the model's attn_implementation switch)",
+    "compile_freezing": "torch.compile with torch._inductor.config.freezing (weights as constants, batch norm folded)",
+    "cudnn_benchmark": "cuDNN benchmark mode (the fastest algorithm per input shape)",
+}
+
+# torch.compile's mode per compile form; freezing compiles in the default mode.
+COMPILE_MODES = {
+    "compile_reduce_overhead": "reduce-overhead",
+    "compile_max_autotune": "max-autotune-no-cudagraphs",
+    "compile_max_autotune_graph": "max-autotune-no-cudagraphs",
+    "compile_freezing": "default",
 }
 
 WARMUP = 3
@@ -124,33 +143,180 @@ class BuildError(Exception):
         self.phase = phase
 
 
-def build(name, model, capture_inputs):
-    """The candidate as a callable; a failure says whether compiling or
-    capturing failed."""
-    static = lambda: [x.clone() if isinstance(x, torch.Tensor) else x for x in capture_inputs]
-    if name == "graph":
-        try:
-            return capture_graph(model, static())
-        except Exception as e:
-            raise BuildError("capture", e) from e
+class NotApplicable(Exception):
+    """A candidate that does not apply to this model, with the reason."""
+
+
+def uses_cudnn(model):
+    kinds = (torch.nn.modules.conv._ConvNd, torch.nn.RNNBase)
+    return any(isinstance(m, kinds) for m in model.modules())
+
+
+def precision_state():
+    """How float32 work runs in this process: eager's numerics."""
+    return {
+        "matmul_tf32": torch.get_float32_matmul_precision() != "highest",
+        "cudnn_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+    }
+
+
+@contextlib.contextmanager
+def flags(tf32=False, cudnn_benchmark=False, autocast=False):
+    """The process-wide settings a candidate needs, on for its calls only,
+    so eager keeps the user's settings when the variants interleave."""
+    old_matmul = torch.get_float32_matmul_precision()
+    old_cudnn_tf32 = torch.backends.cudnn.allow_tf32
+    old_bench = torch.backends.cudnn.benchmark
     try:
-        if name == "compile_reduce_overhead":
-            compiled = torch.compile(model, mode="reduce-overhead")
-        elif name in ("compile_max_autotune", "compile_max_autotune_graph"):
-            compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
-        else:
-            raise ValueError(f"unknown candidate {name}")
-        for _ in range(WARMUP):
-            compiled(*capture_inputs)
-        torch.cuda.synchronize()
-    except Exception as e:
-        raise BuildError("compile", e) from e
-    if name == "compile_max_autotune_graph":
+        if tf32:
+            torch.set_float32_matmul_precision("high")
+            torch.backends.cudnn.allow_tf32 = True
+        if cudnn_benchmark:
+            torch.backends.cudnn.benchmark = True
+        with torch.autocast("cuda", dtype=torch.bfloat16) if autocast else contextlib.nullcontext():
+            yield
+    finally:
+        torch.set_float32_matmul_precision(old_matmul)
+        torch.backends.cudnn.allow_tf32 = old_cudnn_tf32
+        torch.backends.cudnn.benchmark = old_bench
+
+
+def to_channels_last(x):
+    if isinstance(x, torch.Tensor) and x.dim() == 4 and x.is_floating_point():
+        return x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def switch_attention(model):
+    """A copy of `model` with its Hugging Face attention switched to SDPA;
+    NotApplicable when it has no such switch or already uses SDPA."""
+    configs = [
+        m for m in model.modules() if hasattr(getattr(m, "config", None), "_attn_implementation")
+    ]
+    if not configs:
+        raise NotApplicable(
+            "the model offers no attention switch (no Hugging Face config with attn_implementation)"
+        )
+    current = {str(m.config._attn_implementation) for m in configs}
+    if current == {"sdpa"}:
+        raise NotApplicable("attention already runs through SDPA (attn_implementation='sdpa')")
+    # Copies are made outside inference mode: their weights stay ordinary
+    # tensors, usable by a caller that runs the result with autograd on.
+    with torch.inference_mode(False):
+        switched = copy.deepcopy(model)
+    for m in switched.modules():
+        cfg = getattr(m, "config", None)
+        if not hasattr(cfg, "_attn_implementation"):
+            continue
+        setter = getattr(m, "set_attn_implementation", None)
+        if callable(setter):
+            setter("sdpa")
+        if cfg._attn_implementation != "sdpa":
+            cfg._attn_implementation = "sdpa"
+    return switched
+
+
+class Variant:
+    """A built candidate: the callable and how it wants its inputs."""
+
+    def __init__(self, fn, prepare=None):
+        self.fn = fn
+        self.prepare = prepare or (lambda xs: xs)
+
+    def __call__(self, *inputs):
+        return self.fn(*inputs)
+
+
+def applicable(parts, model, state):
+    """Why a candidate (or stack) does not apply here, or None."""
+    params = list(model.parameters())
+    dtypes = {p.dtype for p in params}
+    for p in parts:
+        if p == "channels_last":
+            convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+            if not convs:
+                return "no 2-d convolution in the model"
+            # 1x1 kernels are contiguous both ways: a wider one tells the layout.
+            if any(
+                not m.weight.is_contiguous() and m.weight.is_contiguous(memory_format=torch.channels_last)
+                for m in convs
+            ):
+                return "the model is already channels_last"
+        if p == "tf32":
+            if dtypes and not (dtypes & {torch.float32}):
+                return "no float32 parameters: TF32 applies to float32 work only"
+            if state["matmul_tf32"] and state["cudnn_tf32"]:
+                return "TF32 is already on for matmuls and cuDNN in this process"
+        if p == "bf16_autocast" and dtypes and dtypes <= {torch.bfloat16, torch.float16}:
+            return "the model already runs in 16-bit floats"
+        if p == "cudnn_benchmark":
+            if state["cudnn_benchmark"]:
+                return "cuDNN benchmark mode is already on in this process"
+            if not uses_cudnn(model):
+                return "no convolution or RNN for cuDNN to choose algorithms for"
+    return None
+
+
+def build(name, model, capture_inputs):
+    """The candidate (`a+b+...` for a stack) as a Variant; a failure says
+    whether switching, compiling or capturing failed. Order of application:
+    the model's form (attention switch, memory format), then process
+    settings around every call, then torch.compile, then graph capture."""
+    parts = name.split("+")
+    unknown = [p for p in parts if p not in CANDIDATES]
+    if unknown:
+        raise BuildError("build", ValueError(f"unknown candidate {unknown[0]}"))
+    m, prepare = model, None
+    if "sdpa" in parts:
         try:
-            return capture_graph(compiled, static())
+            m = switch_attention(m)
+        except NotApplicable:
+            raise
+        except Exception as e:
+            raise BuildError("switch", e) from e
+    if "channels_last" in parts:
+        with torch.inference_mode(False):
+            m = copy.deepcopy(m).to(memory_format=torch.channels_last)
+        prepare = lambda xs: [to_channels_last(x) for x in xs]  # noqa: E731
+    inputs = prepare(capture_inputs) if prepare else capture_inputs
+    settings = dict(
+        tf32="tf32" in parts,
+        cudnn_benchmark="cudnn_benchmark" in parts,
+        autocast="bf16_autocast" in parts,
+    )
+
+    def under_flags(fn):
+        def call(*xs):
+            with flags(**settings):
+                return fn(*xs)
+
+        return call
+
+    fn = under_flags(m) if any(settings.values()) else m
+    compiled_with = [p for p in parts if p in COMPILE_MODES]
+    if compiled_with:
+        form = compiled_with[0]
+        try:
+            config = torch._inductor.config
+            patch = config.patch(freezing=True) if form == "compile_freezing" else contextlib.nullcontext()
+            with patch:
+                compiled = torch.compile(m, mode=COMPILE_MODES[form])
+                fn = under_flags(compiled) if any(settings.values()) else compiled
+                # Compiling happens on the first calls, under the patch.
+                for _ in range(WARMUP):
+                    fn(*inputs)
+            torch.cuda.synchronize()
+        except Exception as e:
+            raise BuildError("compile", e) from e
+    if "graph" in parts or "compile_max_autotune_graph" in parts:
+        static = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        try:
+            with flags(**settings):
+                fn = capture_graph(fn, static)
         except Exception as e:
             raise BuildError("capture", e) from e
-    return compiled
+    return Variant(fn, prepare)
 
 
 def relative_noise(v):
@@ -162,11 +328,18 @@ def relative_noise(v):
     return 1.4826 * mad / med if med > 0 else float("inf")
 
 
+def time_inputs(fns, inputs):
+    """Each variant's own inputs (channels_last converts them once, as a
+    user would at loading), so the timed step is the forward alone."""
+    return {n: (f.prepare(inputs) if isinstance(f, Variant) else inputs) for n, f in fns.items()}
+
+
 def time_variants(fns, inputs, min_samples, max_time_s, noise_target):
     """Interleaved rounds (the order rotates), one CUDA-event-timed step per
     variant per round, until every variant has min_samples and its noise is
     under the target, or max_time_s passes."""
     names = list(fns)
+    own = time_inputs(fns, inputs)
     samples = {n: [] for n in names}
     start_ev = torch.cuda.Event(enable_timing=True)
     end_ev = torch.cuda.Event(enable_timing=True)
@@ -183,13 +356,20 @@ def time_variants(fns, inputs, min_samples, max_time_s, noise_target):
             torch.cuda.synchronize()
             torch.cuda.nvtx.range_push(f"kopt_ab_{n}")
             start_ev.record()
-            fns[n](*inputs)
+            fns[n](*own[n])
             end_ev.record()
             torch.cuda.nvtx.range_pop()
             end_ev.synchronize()
             samples[n].append(start_ev.elapsed_time(end_ev) * 1e6)  # ms -> ns
         rnd += 1
     return samples, rnd
+
+
+def as_reference(pairs, reference):
+    """A candidate's outputs in the reference's dtypes (bf16 autocast
+    returns 16-bit tensors), paired by name; the check judges the values."""
+    dtypes = {n: t.dtype for n, t in reference}
+    return [(n, t.to(dtypes[n]) if n in dtypes and t.is_floating_point() else t) for n, t in pairs]
 
 
 def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target):
@@ -203,9 +383,15 @@ def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s,
             (x.device for x in capture_inputs if isinstance(x, torch.Tensor) and x.is_cuda),
             torch.device("cuda", torch.cuda.current_device()),
         )
+        state = precision_state()
         result = {
             "torch": torch.__version__,
             "device": torch.cuda.get_device_name(device),
+            "precision": {
+                "matmul_tf32": state["matmul_tf32"],
+                "cudnn_tf32": state["cudnn_tf32"],
+                "uses_cudnn": uses_cudnn(model) if isinstance(model, torch.nn.Module) else False,
+            },
             "candidates": {},
         }
         for _ in range(WARMUP):
@@ -213,13 +399,19 @@ def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s,
         torch.cuda.synchronize()
         fns["eager"] = model
         for name in [c for c in wanted if c]:
-            entry = {"description": CANDIDATES.get(name, name), "status": "ok"}
+            entry = {"description": "; then ".join(CANDIDATES.get(p, p) for p in name.split("+")), "status": "ok"}
             t = time.perf_counter()
             try:
+                why_not = applicable(name.split("+"), model, state) if isinstance(model, torch.nn.Module) else None
+                if why_not:
+                    raise NotApplicable(why_not)
                 fns[name] = build(name, model, capture_inputs)
                 torch.cuda.synchronize()
-            except BuildError as e:  # a candidate that cannot be built is REVERT, the run goes on
-                entry.update(status="failed", phase=e.phase, error=str(e))
+            except NotApplicable as e:  # said, not tried: the model has nothing for it
+                entry.update(status="skipped", reason=str(e))
+            except Exception as e:  # a candidate that cannot be built is REVERT, the run goes on
+                phase = e.phase if isinstance(e, BuildError) else "build"
+                entry.update(status="failed", phase=phase, error=str(e) if isinstance(e, BuildError) else one_line(e))
                 try:
                     torch.cuda.synchronize()
                 except Exception as after:  # a failed capture can poison what follows: say so
@@ -230,11 +422,12 @@ def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s,
         fresh = make_inputs()
         reference = clone_outputs(model(*fresh))
         save_safetensors(os.path.join(out_dir, "reference.safetensors"), reference)
+        own = time_inputs(fns, fresh)
         for name in list(fns):
             if name == "eager":
                 continue
             try:
-                out = clone_outputs(fns[name](*fresh))
+                out = as_reference(clone_outputs(fns[name](*own[name])), reference)
                 torch.cuda.synchronize()
                 save_safetensors(os.path.join(out_dir, f"{name}.safetensors"), out)
             except Exception as e:

@@ -153,6 +153,17 @@ pub fn without_op_ranges(argv: &[String]) -> Vec<String> {
     }
 }
 
+/// The interpreter, script and module of a command that runs kopt's
+/// module driver (what `prepare` returns for a module script), else None.
+pub fn driven_script(argv: &[String]) -> Option<(String, PathBuf, String)> {
+    match argv {
+        [python, driver, script, module, ..] if driver.ends_with(PROFILE_DRIVER.0) => {
+            Some((python.clone(), PathBuf::from(script), module.clone()))
+        }
+        _ => None,
+    }
+}
+
 /// The optimize harness's source (the Python package runs it in-process).
 pub fn optimize_harness_source() -> &'static str {
     OPTIMIZE_HARNESS.1
@@ -186,8 +197,14 @@ mod tests {
         assert!(d.path().join("kopt_module.py").is_file());
         assert_eq!(without_op_ranges(&ops.argv), ops.argv[..6].to_vec());
         assert_eq!(without_op_ranges(&p.argv), p.argv);
+        let (python, script, module) = driven_script(&p.argv).unwrap();
+        assert_eq!(
+            (python.as_str(), script, module.as_str()),
+            ("python3", d.path().join("topk_sort.py"), "topk sort")
+        );
         let plain = prepare(d.path(), "print(1)\n", "m", "python3", 3, 20, false).unwrap();
         assert!(!plain.driven);
+        assert!(driven_script(&plain.argv).is_none());
         assert_eq!(
             plain.argv,
             [

@@ -751,6 +751,7 @@ fn record(req: &BenchRequest, r: &BenchReport, progress: &dyn Progress) -> Resul
             outcome: Some(outcome),
             verdict: Some(r.verdict.as_str().into()),
             run: Some("kopt bench (see kopt history)".into()),
+            change: None,
         };
         kopt_store::append_entry(&req.journal_file, &entry)?;
     }

@@ -152,15 +152,10 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
     })
 }
 
-/// The recommendation a candidate's prediction comes from.
+/// The recommendation a candidate's prediction comes from (a stack's
+/// prediction is its parts', so it calibrates no one rule).
 fn rule_of(candidate: &str) -> Option<&'static str> {
-    match candidate {
-        // Every graph form is predicted by the graph-capture model.
-        "graph" | "compile_reduce_overhead" | "compile_max_autotune_graph" => {
-            Some("capture_cuda_graph")
-        }
-        _ => None,
-    }
+    crate::optimize::Candidate::from_name(candidate).and_then(|c| c.finding())
 }
 
 /// Every checked prediction in the history (optimize runs: a candidate
@@ -256,6 +251,10 @@ mod tests {
     fn optimize_row(predicted: f64, measured: f64) -> RunRow {
         let candidate = |name: &str| CandidateResult {
             name: name.into(),
+            parts: Vec::new(),
+            changes_numerics: false,
+            tolerance: None,
+            by_hand: Vec::new(),
             description: String::new(),
             tried: true,
             reason: String::new(),
@@ -287,6 +286,7 @@ mod tests {
             },
             candidates: vec![candidate("graph"), candidate("compile_max_autotune")],
             best: None,
+            allow_precision: false,
             ablation: None,
         };
         let mut row = crate::record::run_row("optimize", "kopt optimize".into(), "s".into());

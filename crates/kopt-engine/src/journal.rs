@@ -37,6 +37,7 @@ pub fn add_entry(file: &Path, req: &JournalEntryRequest) -> Result<Entry> {
         outcome: req.outcome.clone(),
         verdict,
         run: req.run.clone(),
+        change: None,
     };
     kopt_store::append_entry(file, &entry)?;
     Ok(entry)

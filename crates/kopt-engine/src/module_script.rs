@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 pub use kopt_collect::module_script::{
-    is_module_script, optimize_harness_source, without_op_ranges, PreparedScript,
+    driven_script, is_module_script, optimize_harness_source, without_op_ranges, PreparedScript,
 };
 
 use crate::error::Result;

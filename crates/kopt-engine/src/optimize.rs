@@ -12,17 +12,17 @@ use std::time::Duration;
 use kopt_collect::runner::{self, RunSpec};
 use kopt_model::compare::CompareReport;
 use kopt_model::optimize::{Baseline, CandidateFailure, CandidateResult, OptimizeReport};
-use kopt_model::{BottleneckClass, Diagnosis, Verdict, VerdictKind};
+use kopt_model::{BenchReport, BottleneckClass, Diagnosis, Verdict, VerdictKind};
 use serde::Deserialize;
 
-use crate::bench::{decide_all, Decision, Measured};
+use crate::bench::{decide_all, Decision, Measured, Measurement};
 use crate::error::{Error, Result};
 use crate::profile_run::ProfileRequest;
 use crate::progress::Progress;
 use crate::workload::WorkloadOptions;
 
 /// The mechanical fixes kopt can apply to a PyTorch module.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Candidate {
     /// CUDA graph capture of the forward.
@@ -33,14 +33,46 @@ pub enum Candidate {
     CompileMaxAutotune,
     /// The two above combined: compiled kernels replayed from kopt's graph.
     CompileMaxAutotuneGraph,
+    /// The model and its 4-d inputs in channels_last memory format.
+    ChannelsLast,
+    /// TF32 for float32 matmuls and cuDNN.
+    Tf32,
+    /// torch.autocast to bfloat16 around the forward.
+    Bf16Autocast,
+    /// Attention through scaled_dot_product_attention (the model's switch).
+    Sdpa,
+    /// torch.compile with Inductor's freezing (inference: batch norm folded).
+    CompileFreezing,
+    /// cuDNN's benchmark mode (the fastest algorithm per shape).
+    CudnnBenchmark,
+}
+
+/// How far a candidate's outputs may move from eager's, by what it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Numerics {
+    /// Other kernels or another summation order at the same precision.
+    /// Graph replay too: cuBLAS picks its kernels again while a graph is
+    /// captured, and on an H100 a captured bf16 BERT-base step differed
+    /// from eager by a relative L2 of 1.1e-2.
+    Reordered,
+    /// float32 matmuls and convolutions in TF32 (10-bit mantissa).
+    Tf32,
+    /// The forward in bfloat16 (8-bit mantissa).
+    Bf16,
 }
 
 impl Candidate {
-    pub const ALL: [Candidate; 4] = [
+    pub const ALL: [Candidate; 10] = [
         Candidate::Graph,
         Candidate::CompileReduceOverhead,
         Candidate::CompileMaxAutotune,
         Candidate::CompileMaxAutotuneGraph,
+        Candidate::ChannelsLast,
+        Candidate::Tf32,
+        Candidate::Bf16Autocast,
+        Candidate::Sdpa,
+        Candidate::CompileFreezing,
+        Candidate::CudnnBenchmark,
     ];
 
     /// The harness's name for it.
@@ -50,7 +82,18 @@ impl Candidate {
             Candidate::CompileReduceOverhead => "compile_reduce_overhead",
             Candidate::CompileMaxAutotune => "compile_max_autotune",
             Candidate::CompileMaxAutotuneGraph => "compile_max_autotune_graph",
+            Candidate::ChannelsLast => "channels_last",
+            Candidate::Tf32 => "tf32",
+            Candidate::Bf16Autocast => "bf16_autocast",
+            Candidate::Sdpa => "sdpa",
+            Candidate::CompileFreezing => "compile_freezing",
+            Candidate::CudnnBenchmark => "cudnn_benchmark",
         }
+    }
+
+    /// The candidate of a harness name.
+    pub fn from_name(name: &str) -> Option<Candidate> {
+        Candidate::ALL.into_iter().find(|c| c.name() == name)
     }
 
     pub fn describe(self) -> &'static str {
@@ -59,12 +102,131 @@ impl Candidate {
             Candidate::CompileReduceOverhead => "torch.compile(mode=\"reduce-overhead\"): Inductor kernels replayed from CUDA graphs",
             Candidate::CompileMaxAutotune => "torch.compile(mode=\"max-autotune-no-cudagraphs\"): Inductor kernels, autotuned",
             Candidate::CompileMaxAutotuneGraph => "torch.compile(mode=\"max-autotune-no-cudagraphs\") replayed from a CUDA graph",
+            Candidate::ChannelsLast => "the model and its 4-d inputs in channels_last memory format",
+            Candidate::Tf32 => "TF32 for float32 matmuls and cuDNN convolutions",
+            Candidate::Bf16Autocast => "torch.autocast(\"cuda\", dtype=torch.bfloat16) around the forward",
+            Candidate::Sdpa => "attention through scaled_dot_product_attention (the model's attn_implementation switch)",
+            Candidate::CompileFreezing => "torch.compile with torch._inductor.config.freezing (weights as constants, batch norm folded into convolutions)",
+            Candidate::CudnnBenchmark => "cuDNN benchmark mode (the fastest algorithm per input shape)",
+        }
+    }
+
+    /// The change a user makes by hand, one line of Python each.
+    pub fn by_hand(self) -> &'static [&'static str] {
+        match self {
+            Candidate::Graph => &["g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(*static_inputs)  # then copy inputs in and g.replay()"],
+            Candidate::CompileReduceOverhead => &["model = torch.compile(model, mode=\"reduce-overhead\")"],
+            Candidate::CompileMaxAutotune => &["model = torch.compile(model, mode=\"max-autotune-no-cudagraphs\")"],
+            Candidate::CompileMaxAutotuneGraph => &[
+                "model = torch.compile(model, mode=\"max-autotune-no-cudagraphs\")",
+                "g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(*static_inputs)  # then copy inputs in and g.replay()",
+            ],
+            Candidate::ChannelsLast => &[
+                "model = model.to(memory_format=torch.channels_last)",
+                "x = x.contiguous(memory_format=torch.channels_last)  # each 4-d input",
+            ],
+            Candidate::Tf32 => &[
+                "torch.backends.cuda.matmul.allow_tf32 = True",
+                "torch.backends.cudnn.allow_tf32 = True",
+            ],
+            Candidate::Bf16Autocast => &["with torch.autocast(\"cuda\", dtype=torch.bfloat16): out = model(*inputs)"],
+            Candidate::Sdpa => &["model = AutoModel.from_config(config, attn_implementation=\"sdpa\")  # or model.set_attn_implementation(\"sdpa\")"],
+            Candidate::CompileFreezing => &[
+                "torch._inductor.config.freezing = True",
+                "model = torch.compile(model)  # under torch.inference_mode()",
+            ],
+            Candidate::CudnnBenchmark => &["torch.backends.cudnn.benchmark = True"],
+        }
+    }
+
+    /// What it does to the numerics.
+    pub fn numerics(self) -> Numerics {
+        match self {
+            Candidate::Tf32 => Numerics::Tf32,
+            Candidate::Bf16Autocast => Numerics::Bf16,
+            _ => Numerics::Reordered,
+        }
+    }
+
+    /// The diagnosis's finding (recommendation id) that gives a reason to
+    /// try it, where one does.
+    pub fn finding(self) -> Option<&'static str> {
+        match self {
+            Candidate::Graph
+            | Candidate::CompileReduceOverhead
+            | Candidate::CompileMaxAutotuneGraph => Some("capture_cuda_graph"),
+            Candidate::ChannelsLast => Some("use_channels_last"),
+            Candidate::Tf32 | Candidate::Bf16Autocast => Some("enable_tf32"),
+            Candidate::Sdpa => Some("use_fused_attention"),
+            Candidate::CompileFreezing => Some("fold_batch_norm"),
+            Candidate::CompileMaxAutotune | Candidate::CudnnBenchmark => None,
         }
     }
 
     /// Whether it removes per-launch cost (the graph forms).
     fn removes_launches(self) -> bool {
-        self != Candidate::CompileMaxAutotune
+        matches!(
+            self,
+            Candidate::Graph
+                | Candidate::CompileReduceOverhead
+                | Candidate::CompileMaxAutotuneGraph
+        )
+    }
+
+    /// Whether it runs the model through torch.compile.
+    fn compiles(self) -> bool {
+        matches!(
+            self,
+            Candidate::CompileReduceOverhead
+                | Candidate::CompileMaxAutotune
+                | Candidate::CompileMaxAutotuneGraph
+                | Candidate::CompileFreezing
+        )
+    }
+
+    /// Whether two candidates can be applied together: one graph form and
+    /// one compile form at most (each already includes what the other would
+    /// redo).
+    pub fn stacks_with(self, other: Candidate) -> bool {
+        self != other
+            && !(self.removes_launches() && other.removes_launches())
+            && !(self.compiles() && other.compiles())
+    }
+}
+
+impl Numerics {
+    /// The relative L2 tolerance, for outputs of `dtype` (safetensors
+    /// name, lower case) when eager itself runs float32 work in TF32 or not.
+    ///
+    /// Reordered: float32 1e-4 (5e-3 when eager already uses TF32), 16-bit
+    /// types 3e-2 (two 16-bit computations of a deep network differ by
+    /// about what one differs from float32). TF32: 5e-3. bf16: 3e-2. Element-wise, an output may move
+    /// by 10x the tolerance times the reference's RMS plus 10x the
+    /// tolerance of its own size (torch.allclose's rule, scaled to the
+    /// tensor): loose enough for a deep network's rounding, tight enough
+    /// that a sign flip or a wrong element of any size fails.
+    pub fn tolerance(self, dtype: &str, eager_tf32: bool) -> f64 {
+        let sixteen = matches!(dtype, "f16" | "bf16");
+        match self {
+            Numerics::Reordered | Numerics::Tf32 if sixteen => 3e-2,
+            Numerics::Reordered if eager_tf32 => 5e-3,
+            Numerics::Reordered => 1e-4,
+            Numerics::Tf32 => 5e-3,
+            Numerics::Bf16 => 3e-2,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Numerics::Reordered => "reordered",
+            Numerics::Tf32 => "tf32",
+            Numerics::Bf16 => "bf16",
+        }
+    }
+
+    /// Whether it changes numerics on purpose (kept only when allowed).
+    pub fn changes_precision(self) -> bool {
+        matches!(self, Numerics::Tf32 | Numerics::Bf16)
     }
 }
 
@@ -85,6 +247,13 @@ pub struct OptimizeRequest {
     pub counters: bool,
     /// Try these whatever the diagnosis says (empty: let it choose).
     pub force: Vec<Candidate>,
+    /// Never try these (the diagnosis's choice notwithstanding).
+    pub skip: Vec<Candidate>,
+    /// Keep candidates that change numerics (TF32, bf16) when they pass
+    /// their precision's tolerance.
+    pub allow_precision: bool,
+    /// Combine the kept candidates greedily after the singles.
+    pub stack: bool,
     pub threshold: f64,
     pub noise: f64,
     pub seed: u64,
@@ -100,9 +269,11 @@ pub struct OptimizeRequest {
 }
 
 impl OptimizeRequest {
-    /// A request with the CLI's defaults.
+    /// A request with the CLI's defaults: how variants are timed and judged
+    /// comes from `Measurement::default()`, the one place those live.
     pub fn new(script: PathBuf) -> OptimizeRequest {
         let paths = crate::record::RecordPaths::current();
+        let m = Measurement::default();
         OptimizeRequest {
             script,
             module: None,
@@ -114,12 +285,15 @@ impl OptimizeRequest {
             ncu: None,
             counters: true,
             force: Vec::new(),
-            threshold: 0.05,
-            noise: 0.01,
-            seed: 42,
-            min_samples: 30,
-            max_time_s: 20.0,
-            noise_target: 0.01,
+            skip: Vec::new(),
+            allow_precision: false,
+            stack: true,
+            threshold: m.threshold,
+            noise: m.noise,
+            seed: m.seed,
+            min_samples: m.stop.min_samples,
+            max_time_s: m.stop.max_time_s,
+            noise_target: m.stop.noise_target,
             steps: 20,
             runs_dir: paths.runs_dir,
             db: paths.db,
@@ -149,6 +323,12 @@ impl OptimizeRequest {
         if self.steps == 0 {
             return Err(Error::Usage("--steps must be at least 1".into()));
         }
+        if let Some(c) = self.force.iter().find(|c| self.skip.contains(c)) {
+            return Err(Error::Usage(format!(
+                "--candidate {0} and --skip {0} contradict each other",
+                c.name()
+            )));
+        }
         Ok(())
     }
 
@@ -170,10 +350,45 @@ pub struct Choice {
     pub reason: String,
     pub predicted_speedup: Option<f64>,
     pub prediction_model: Option<String>,
+    /// The rank of the finding it comes from (the diagnosis's order).
+    pub rank: Option<usize>,
 }
 
-/// Which candidates the diagnosis gives a reason for, and what it predicts.
-pub fn choose(d: &Diagnosis, force: &[Candidate]) -> Vec<Choice> {
+/// A finding's predicted step speed-up and how it was made: the ranking's
+/// figure, else the timeline's graph model (graph capture), else the gain
+/// (the step cannot fall below what the finding leaves).
+fn prediction_of(d: &Diagnosis, rec: &kopt_model::Recommendation) -> Option<(f64, String)> {
+    let timeline = (rec.id == "capture_cuda_graph")
+        .then(|| {
+            d.timeline
+                .as_ref()
+                .and_then(|t| t.graph_prediction.as_ref())
+        })
+        .flatten()
+        .map(|g| &g.speedup);
+    rec.predicted_speedup
+        .as_ref()
+        .or(timeline)
+        .map(|p| {
+            (
+                p.estimate,
+                format!("{} (range {:.2}x to {:.2}x)", p.model, p.low, p.high),
+            )
+        })
+        .or_else(|| {
+            rec.gain
+                .as_ref()
+                .filter(|g| g.workload_pct > 0.0 && g.workload_pct < 100.0)
+                .map(|g| (100.0 / (100.0 - g.workload_pct), g.method.clone()))
+        })
+}
+
+/// Which candidates the diagnosis gives a reason for, and what it predicts:
+/// the tried ones first, in the diagnosis's order (the rank of the finding
+/// each comes from, then the predicted speed-up), then the skipped ones,
+/// each with its reason. `force` tries a candidate whatever the diagnosis
+/// says; `skip` never does.
+pub fn choose(d: &Diagnosis, force: &[Candidate], skip: &[Candidate]) -> Vec<Choice> {
     let timeline = d.timeline.as_ref();
     let busy = timeline.map(|t| t.busy_pct);
     let launch_bound = timeline.is_some_and(|t| t.launch_bound)
@@ -183,70 +398,96 @@ pub fn choose(d: &Diagnosis, force: &[Candidate]) -> Vec<Choice> {
     let busy_text = busy.map_or("GPU busy share unknown (no timeline)".to_string(), |b| {
         format!("GPU busy {b:.1}% of the steady-state window")
     });
-    // The timeline report's bound on graph capture: wall time cannot fall
-    // below GPU-busy time, so the step is at most wall/busy times faster.
-    let graph_rec = d
-        .recommendations
-        .iter()
-        .find(|r| r.id == "capture_cuda_graph");
-    // The timeline's graph-capture model (per-step GPU time plus replay
-    // cost, against the eager step without the recorder's cost); else the
-    // older bound from the gain (wall time cannot fall below busy time).
-    // A recommendation whose range spans more than 3x carries no figure;
-    // the timeline's model still orders the candidates.
-    let timeline_prediction = d
-        .timeline
-        .as_ref()
-        .and_then(|t| t.graph_prediction.as_ref())
-        .map(|g| &g.speedup);
-    let graph_prediction = graph_rec.and_then(|r| {
-        r.predicted_speedup
-            .as_ref()
-            .or(timeline_prediction)
-            .map(|p| {
-                (
-                    p.estimate,
-                    format!("{} (range {:.2}x to {:.2}x)", p.model, p.low, p.high),
-                )
-            })
-            .or_else(|| {
-                r.gain
-                    .as_ref()
-                    .filter(|g| g.workload_pct > 0.0 && g.workload_pct < 100.0)
-                    .map(|g| (100.0 / (100.0 - g.workload_pct), g.method.clone()))
-            })
-    });
+    let rec = |id: &str| d.recommendations.iter().find(|r| r.id == id);
     let fusion = d
         .recommendations
         .iter()
         .any(|r| r.id.contains("fuse") || r.title.to_ascii_lowercase().contains("fuse"));
-    Candidate::ALL
+    let cudnn = d.kernels.iter().any(|k| {
+        k.library.as_ref().is_some_and(|l| l.library == "cuDNN")
+            || k.name.to_ascii_lowercase().contains("cudnn")
+    });
+    let found = |id: &str, yes: String, no: &str| match rec(id) {
+        Some(r) => (true, format!("{yes} (finding #{}: {})", r.rank, r.title)),
+        None => (false, no.to_string()),
+    };
+    let mut choices: Vec<Choice> = Candidate::ALL
         .iter()
         .map(|&c| {
-            let (mut tried, mut reason) = match (c, launch_bound) {
-                (Candidate::CompileMaxAutotune, true) => (false, format!("launch bound ({busy_text}): faster kernels cannot help while launches set the pace")),
-                (Candidate::CompileMaxAutotune, false) => (true, format!("kernels rather than launches set the pace ({busy_text}): Inductor's autotuned kernels may be faster")),
-                (Candidate::CompileMaxAutotuneGraph, true) if !fusion => (false, "launch bound, but no fusion finding: compiling first adds nothing a plain graph does not".to_string()),
-                (_, true) => (true, format!("launch bound ({busy_text}): replaying the step from a CUDA graph removes the per-launch cost")),
-                (_, false) => (false, format!("{busy_text}: launches do not set the pace, so a CUDA graph would save almost nothing")),
+            let (mut tried, mut reason) = match c {
+                Candidate::CompileMaxAutotune if launch_bound => (false, format!("launch bound ({busy_text}): faster kernels cannot help while launches set the pace")),
+                Candidate::CompileMaxAutotune => (true, format!("kernels rather than launches set the pace ({busy_text}): Inductor's autotuned kernels may be faster")),
+                Candidate::CompileMaxAutotuneGraph if launch_bound && !fusion => (false, "launch bound, but no fusion finding: compiling first adds nothing a plain graph does not".to_string()),
+                Candidate::Graph | Candidate::CompileReduceOverhead | Candidate::CompileMaxAutotuneGraph if launch_bound => (true, format!("launch bound ({busy_text}): replaying the step from a CUDA graph removes the per-launch cost")),
+                Candidate::Graph | Candidate::CompileReduceOverhead | Candidate::CompileMaxAutotuneGraph => (false, format!("{busy_text}: launches do not set the pace, so a CUDA graph would save almost nothing")),
+                Candidate::ChannelsLast => found("use_channels_last", "cuDNN converts layouts around NCHW convolutions: channels_last removes the conversions".into(), "no layout conversions around convolutions in the step (no channels_last finding)"),
+                Candidate::Tf32 => found("enable_tf32", "float32 matmuls or convolutions on the FMA pipes: TF32 runs them on the tensor cores".into(), "no float32 GEMM or convolution on the FMA pipes (no TF32 finding)"),
+                Candidate::Bf16Autocast => found("enable_tf32", "float32 matmuls or convolutions on the FMA pipes: bf16 runs them on the tensor cores at half the bytes".into(), "no float32 GEMM or convolution on the FMA pipes (no TF32 finding)"),
+                Candidate::Sdpa => found("use_fused_attention", "attention in eager ops: scaled_dot_product_attention fuses it".into(), "no attention in eager ops (no fused-attention finding)"),
+                Candidate::CompileFreezing => found("fold_batch_norm", "batch norm runs as its own kernels: freezing folds it into the convolutions".into(), "no batch norm to fold (no batch-norm finding)"),
+                Candidate::CudnnBenchmark if cudnn => (true, "cuDNN kernels in the step: benchmark mode picks the fastest algorithm per shape".into()),
+                Candidate::CudnnBenchmark => (false, "no cuDNN kernel in the step".into()),
             };
             if force.contains(&c) && !tried {
                 tried = true;
                 reason = format!("asked for with --candidate (the diagnosis alone would skip it: {reason})");
             }
-            let (predicted_speedup, prediction_model) = match (c.removes_launches(), &graph_prediction) {
-                (true, Some((s, m))) => (Some(*s), Some(m.clone())),
-                _ => (None, None),
-            };
+            if skip.contains(&c) {
+                tried = false;
+                reason = format!("left out with --skip ({reason})");
+            }
+            let source = c.finding().and_then(rec);
+            // bf16 has no figure of its own: TF32's finding predicts TF32.
+            let prediction = source
+                .filter(|_| c != Candidate::Bf16Autocast)
+                .and_then(|r| prediction_of(d, r))
+                .or_else(|| {
+                    // Graph forms keep the timeline's model without a finding.
+                    (c.removes_launches() && source.is_none())
+                        .then(|| {
+                            d.timeline
+                                .as_ref()
+                                .and_then(|t| t.graph_prediction.as_ref())
+                                .filter(|_| launch_bound)
+                                .map(|g| {
+                                    (
+                                        g.speedup.estimate,
+                                        format!(
+                                            "{} (range {:.2}x to {:.2}x)",
+                                            g.speedup.model, g.speedup.low, g.speedup.high
+                                        ),
+                                    )
+                                })
+                        })
+                        .flatten()
+                });
             Choice {
                 candidate: c,
                 tried,
                 reason,
-                predicted_speedup,
-                prediction_model,
+                predicted_speedup: prediction.as_ref().map(|p| p.0),
+                prediction_model: prediction.map(|p| p.1),
+                rank: source.map(|r| r.rank),
             }
         })
-        .collect()
+        .collect();
+    // Tried first; then the finding's rank (unranked last), the larger
+    // prediction, and the fixed order of ALL (a stable sort keeps it).
+    choices.sort_by(|a, b| {
+        b.tried
+            .cmp(&a.tried)
+            .then(
+                a.rank
+                    .unwrap_or(usize::MAX)
+                    .cmp(&b.rank.unwrap_or(usize::MAX)),
+            )
+            .then(
+                b.predicted_speedup
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.predicted_speedup.unwrap_or(0.0)),
+            )
+    });
+    choices
 }
 
 #[derive(Debug, Deserialize)]
@@ -257,6 +498,27 @@ struct HarnessCandidate {
     phase: Option<String>,
     #[serde(default)]
     error: Option<String>,
+    /// Why the harness did not apply it (status "skipped").
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// How eager runs float32 work in the module's process.
+#[derive(Debug, Default, Deserialize)]
+struct HarnessPrecision {
+    #[serde(default)]
+    matmul_tf32: bool,
+    #[serde(default)]
+    cudnn_tf32: bool,
+    /// Whether the model has cuDNN modules (convolutions, RNNs).
+    #[serde(default)]
+    uses_cudnn: bool,
+}
+
+impl HarnessPrecision {
+    fn eager_tf32(&self) -> bool {
+        self.matmul_tf32 || (self.cudnn_tf32 && self.uses_cudnn)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -264,6 +526,40 @@ struct HarnessResult {
     device: Option<String>,
     candidates: BTreeMap<String, HarnessCandidate>,
     samples_ns: BTreeMap<String, Vec<f64>>,
+    #[serde(default)]
+    precision: HarnessPrecision,
+}
+
+/// A variant the harness builds: one candidate, or several stacked.
+#[derive(Debug, Clone, PartialEq)]
+struct Variant {
+    parts: Vec<Candidate>,
+}
+
+impl Variant {
+    fn name(&self) -> String {
+        self.parts
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join("+")
+    }
+
+    fn numerics(&self) -> Numerics {
+        self.parts
+            .iter()
+            .map(|c| c.numerics())
+            .max()
+            .unwrap_or(Numerics::Reordered)
+    }
+
+    fn describe(&self) -> String {
+        self.parts
+            .iter()
+            .map(|c| c.describe())
+            .collect::<Vec<_>>()
+            .join("; then ")
+    }
 }
 
 pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<OptimizeReport> {
@@ -289,40 +585,90 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     }
 
     // 1. Baseline: timeline and counters, and the diagnosis.
-    progress.note("optimize 1/4: baseline profile");
+    progress.note("optimize 1/5: baseline profile");
     let diagnosis = baseline(req, &prepared, progress)?;
     // 2. Candidates from the diagnosis.
-    let choices = choose(&diagnosis, &req.force);
-    let tried: Vec<&Choice> = choices.iter().filter(|c| c.tried).collect();
-    // 3-4. Build, check and time the candidates in one process.
-    let harness = if tried.is_empty() {
+    let choices = choose(&diagnosis, &req.force, &req.skip);
+    let singles: Vec<Variant> = choices
+        .iter()
+        .filter(|c| c.tried)
+        .map(|c| Variant {
+            parts: vec![c.candidate],
+        })
+        .collect();
+    // 3. Build, check and time the singles in one process.
+    let harness = if singles.is_empty() {
         None
     } else {
         progress.note(&format!(
-            "optimize 2/4: building, checking and timing {} candidate(s): {}",
-            tried.len(),
-            tried
+            "optimize 2/5: building, checking and timing {} candidate(s): {}",
+            singles.len(),
+            singles
                 .iter()
-                .map(|c| c.candidate.name())
+                .map(Variant::name)
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
         Some(run_harness(
-            req, &prepared, &module, &tried, &run_dir, progress,
+            req,
+            &prepared.script,
+            &module,
+            &singles,
+            &run_dir.join("candidates"),
+            progress,
         )?)
     };
     let setting = Conclusion {
         module,
         script: req.script.display().to_string(),
-        run_dir,
+        run_dir: run_dir.clone(),
         baseline_dir,
         threshold: req.threshold,
         noise: req.noise,
         seed: req.seed,
+        allow_precision: req.allow_precision,
         journal: req.journal.clone(),
         db: req.db.clone(),
     };
-    conclude(&setting, &diagnosis, &choices, harness.as_ref(), progress)
+    progress.note("optimize 3/5: verdicts");
+    let mut report = judge_singles(&setting, &diagnosis, &choices, harness.as_ref());
+    // 4. The kept ones stacked greedily, each stack gated and measured.
+    let stacks = if req.stack {
+        plan_stacks(&report)
+    } else {
+        Vec::new()
+    };
+    if !stacks.is_empty() {
+        progress.note(&format!(
+            "optimize 4/5: stacking the kept candidates: {}",
+            stacks
+                .iter()
+                .map(Variant::name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let dir = run_dir.join("stacks");
+        match run_harness(
+            req,
+            &prepared.script,
+            &setting.module,
+            &stacks,
+            &dir,
+            progress,
+        ) {
+            Ok(h) => judge_stacks(&setting, &mut report, &stacks, &h, &dir),
+            // The singles stand; the stacks' failure is said, not fatal.
+            Err(e) => report
+                .baseline
+                .notes
+                .push(format!("Stacking the kept candidates failed: {e}")),
+        }
+    }
+    pick_best(&mut report);
+    // 5. Journal, history, the report in the run folder.
+    progress.note("optimize 5/5: journal and history");
+    record(&setting, &report, progress)?;
+    Ok(report)
 }
 
 /// What the verdict half of optimize needs beside the harness's results.
@@ -337,50 +683,206 @@ pub struct Conclusion {
     pub threshold: f64,
     pub noise: f64,
     pub seed: u64,
+    /// Keep candidates that change numerics when they pass their tolerance.
+    pub allow_precision: bool,
     pub journal: Option<PathBuf>,
     pub db: PathBuf,
 }
 
 /// The verdicts from what a harness left in `run_dir/candidates/`
 /// (`result.json`, `reference.safetensors`, `<candidate>.safetensors`):
-/// the Python package runs the harness in its own process and ends here.
+/// the Python package runs the harness in its own process and ends here
+/// (singles only: stacking needs a second harness run).
 pub fn conclude_from_folder(
     setting: &Conclusion,
     diagnosis: &Diagnosis,
     force: &[Candidate],
     progress: &dyn Progress,
 ) -> Result<OptimizeReport> {
-    let choices = choose(diagnosis, force);
+    let choices = choose(diagnosis, force, &[]);
     let path = setting.run_dir.join("candidates/result.json");
     let harness = if choices.iter().any(|c| c.tried) {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
-        Some(
-            serde_json::from_str(&text)
-                .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?,
-        )
+        Some(read_result(&path)?)
     } else {
         None
     };
-    conclude(setting, diagnosis, &choices, harness.as_ref(), progress)
+    progress.note("optimize: verdicts");
+    let mut report = judge_singles(setting, diagnosis, &choices, harness.as_ref());
+    pick_best(&mut report);
+    record(setting, &report, progress)?;
+    Ok(report)
 }
 
-fn conclude(
+fn read_result(path: &Path) -> Result<HarnessResult> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))
+}
+
+/// One harness run's variants measured against its eager and checked with
+/// each variant's tolerance: the ablation and, per variant, its check.
+fn measure_run(
+    setting: &Conclusion,
+    module: &str,
+    variants: &[Variant],
+    h: &HarnessResult,
+    dir: &Path,
+) -> (
+    Option<BenchReport>,
+    BTreeMap<String, (CompareReport, String)>,
+) {
+    let mut measured = Vec::new();
+    if let Some(eager) = h.samples_ns.get("eager") {
+        measured.push(Measured {
+            name: "eager".into(),
+            command: format!("{module} (eager)"),
+            samples: eager.iter().map(|ns| ns / 1e9).collect(),
+            correct: None,
+            check_problems: Vec::new(),
+        });
+    }
+    let mut checks = BTreeMap::new();
+    for v in variants {
+        let name = v.name();
+        let Some(samples) = h.samples_ns.get(&name) else {
+            continue;
+        };
+        let (check, tolerance) = check_outputs(dir, &name, v.numerics(), h.precision.eager_tf32());
+        measured.push(Measured {
+            name: name.clone(),
+            command: v.describe(),
+            samples: samples.iter().map(|ns| ns / 1e9).collect(),
+            correct: Some(check.passed),
+            check_problems: check_problems(&check),
+        });
+        checks.insert(name, (check, tolerance));
+    }
+    let ablation = (measured.len() >= 2).then(|| {
+        decide_all(
+            &measured,
+            &Decision {
+                threshold: setting.threshold,
+                noise: setting.noise,
+                seed: setting.seed,
+            },
+            "GPU time per step (CUDA events around each forward, one process, variants interleaved, no tracer)",
+            h.device.clone(),
+        )
+    });
+    (ablation, checks)
+}
+
+/// A variant's result from its harness entry, check and timing; a
+/// candidate that changes numerics is not kept without `allow_precision`.
+#[allow(clippy::too_many_arguments)]
+fn result_of(
+    setting: &Conclusion,
+    v: &Variant,
+    tried: bool,
+    reason: String,
+    prediction: (Option<f64>, Option<String>),
+    h: Option<&HarnessResult>,
+    ablation: Option<&BenchReport>,
+    checks: &mut BTreeMap<String, (CompareReport, String)>,
+) -> CandidateResult {
+    let name = v.name();
+    let from_harness = h.and_then(|h| h.candidates.get(&name));
+    let skipped_by_harness = from_harness.filter(|hc| hc.status == "skipped");
+    let (tried, reason) = match skipped_by_harness {
+        Some(hc) => (
+            false,
+            format!(
+                "not applicable: {}",
+                hc.reason.as_deref().unwrap_or("the harness skipped it")
+            ),
+        ),
+        None => (tried, reason),
+    };
+    let failure = from_harness
+        .filter(|hc| hc.status == "failed")
+        .map(|hc| CandidateFailure {
+            phase: hc.phase.clone().unwrap_or_else(|| "run".into()),
+            error: hc.error.clone().unwrap_or_else(|| "failed".into()),
+        });
+    let variant = ablation.and_then(|a| a.variants.iter().find(|x| x.name == name));
+    let changes_numerics = v.numerics().changes_precision();
+    let verdict = match (&failure, variant) {
+        (Some(f), _) => Some(Verdict {
+            kind: VerdictKind::Revert,
+            reason: format!("could not {}: {}", f.phase, f.error),
+            next: "the run went on with the other candidates".into(),
+        }),
+        (None, Some(x)) => x.verdict.clone().map(|verdict| {
+            if verdict.kind == VerdictKind::Keep && changes_numerics && !setting.allow_precision {
+                Verdict {
+                    kind: VerdictKind::Revert,
+                    reason: format!(
+                        "faster by {:.2}x, needs --allow-precision: it changes numerics ({} within its tolerance)",
+                        x.speedup_vs_first,
+                        v.numerics().as_str()
+                    ),
+                    next: "rerun with --allow-precision to keep it".into(),
+                }
+            } else {
+                verdict
+            }
+        }),
+        (None, None) if tried => Some(Verdict {
+            kind: VerdictKind::Revert,
+            reason: "no timing came back for it".into(),
+            next: "see the harness log in the run folder".into(),
+        }),
+        _ => None,
+    };
+    let (correctness, tolerance) = match checks.remove(&name) {
+        Some((c, t)) => (Some(c), Some(t)),
+        None => (None, None),
+    };
+    CandidateResult {
+        name,
+        parts: if v.parts.len() > 1 {
+            v.parts.iter().map(|c| c.name().to_string()).collect()
+        } else {
+            Vec::new()
+        },
+        changes_numerics,
+        tolerance,
+        by_hand: v
+            .parts
+            .iter()
+            .flat_map(|c| c.by_hand().iter().map(|l| l.to_string()))
+            .collect(),
+        description: from_harness
+            .map(|h| h.description.clone())
+            .unwrap_or_else(|| v.describe()),
+        tried,
+        reason,
+        predicted_speedup: prediction.0,
+        prediction_model: prediction.1,
+        failure,
+        correctness,
+        measured_speedup: variant.map(|x| x.speedup_vs_first),
+        verdict,
+    }
+}
+
+/// The singles' report: the baseline in brief, every choice (tried or
+/// skipped) with its check, timing and verdict.
+fn judge_singles(
     setting: &Conclusion,
     diagnosis: &Diagnosis,
     choices: &[Choice],
     harness: Option<&HarnessResult>,
-    progress: &dyn Progress,
-) -> Result<OptimizeReport> {
-    let module = &setting.module;
-    let run_dir = &setting.run_dir;
-    let tried: Vec<&Choice> = choices.iter().filter(|c| c.tried).collect();
+) -> OptimizeReport {
     let mut report = OptimizeReport {
         schema: kopt_model::SCHEMA.into(),
-        module: module.clone(),
+        module: setting.module.clone(),
         script: setting.script.clone(),
-        run_dir: run_dir.display().to_string(),
-        device: Some(diagnosis.device.name.clone()),
+        run_dir: setting.run_dir.display().to_string(),
+        device: harness
+            .and_then(|h| h.device.clone())
+            .or_else(|| Some(diagnosis.device.name.clone())),
         baseline: Baseline {
             primary_component: diagnosis
                 .primary
@@ -394,113 +896,297 @@ fn conclude(
         },
         candidates: Vec::new(),
         best: None,
+        allow_precision: setting.allow_precision,
         ablation: None,
     };
-    // 5. Verdicts.
-    progress.note("optimize 3/4: verdicts");
-    let cand_dir = run_dir.join("candidates");
-    let mut measured = Vec::new();
-    if let Some(h) = harness {
-        if let Some(eager) = h.samples_ns.get("eager") {
-            measured.push(Measured {
-                name: "eager".into(),
-                command: format!("{module} (eager)"),
-                samples: eager.iter().map(|ns| ns / 1e9).collect(),
-                correct: None,
-                check_problems: Vec::new(),
-            });
-        }
-        report.device = h.device.clone().or(report.device);
-    }
-    let mut correctness: BTreeMap<&str, CompareReport> = BTreeMap::new();
-    for c in &tried {
-        let name = c.candidate.name();
-        let Some(h) = harness else { continue };
-        let Some(samples) = h.samples_ns.get(name) else {
-            continue;
-        };
-        let check = check_outputs(&cand_dir, name);
-        measured.push(Measured {
-            name: name.into(),
-            command: c.candidate.describe().into(),
-            samples: samples.iter().map(|ns| ns / 1e9).collect(),
-            correct: Some(check.passed),
-            check_problems: check_problems(&check),
-        });
-        correctness.insert(name, check);
-    }
-    let ablation = (measured.len() >= 2).then(|| {
-        decide_all(
-            &measured,
-            &Decision {
-                threshold: setting.threshold,
-                noise: setting.noise,
-                seed: setting.seed,
-            },
-            "GPU time per step (CUDA events around each forward, one process, variants interleaved, no tracer)",
-            report.device.clone(),
-        )
-    });
+    let variants: Vec<Variant> = choices
+        .iter()
+        .filter(|c| c.tried)
+        .map(|c| Variant {
+            parts: vec![c.candidate],
+        })
+        .collect();
+    let (ablation, mut checks) = match harness {
+        Some(h) => measure_run(
+            setting,
+            &setting.module,
+            &variants,
+            h,
+            &setting.run_dir.join("candidates"),
+        ),
+        None => (None, BTreeMap::new()),
+    };
     for c in choices {
-        let name = c.candidate.name();
-        let from_harness = harness.and_then(|h| h.candidates.get(name));
-        let failure = from_harness
-            .filter(|hc| hc.status != "ok")
-            .map(|hc| CandidateFailure {
-                phase: hc.phase.clone().unwrap_or_else(|| "run".into()),
-                error: hc.error.clone().unwrap_or_else(|| "failed".into()),
-            });
-        let variant = ablation
-            .as_ref()
-            .and_then(|a| a.variants.iter().find(|v| v.name == name));
-        let verdict = match (&failure, variant) {
-            (Some(f), _) => Some(Verdict {
-                kind: VerdictKind::Revert,
-                reason: format!("could not {}: {}", f.phase, f.error),
-                next: "the run went on with the other candidates".into(),
-            }),
-            (None, Some(v)) => v.verdict.clone(),
-            (None, None) if c.tried => Some(Verdict {
-                kind: VerdictKind::Revert,
-                reason: "no timing came back for it".into(),
-                next: "see the harness log in the run folder".into(),
-            }),
-            _ => None,
+        let v = Variant {
+            parts: vec![c.candidate],
         };
-        report.candidates.push(CandidateResult {
-            name: name.into(),
-            description: from_harness
-                .map(|h| h.description.clone())
-                .unwrap_or_else(|| c.candidate.describe().into()),
-            tried: c.tried,
-            reason: c.reason.clone(),
-            predicted_speedup: c.predicted_speedup,
-            prediction_model: c.prediction_model.clone(),
-            failure,
-            correctness: correctness.remove(name),
-            measured_speedup: variant.map(|v| v.speedup_vs_first),
-            verdict,
-        });
+        report.candidates.push(result_of(
+            setting,
+            &v,
+            c.tried,
+            c.reason.clone(),
+            (c.predicted_speedup, c.prediction_model.clone()),
+            harness,
+            ablation.as_ref(),
+            &mut checks,
+        ));
     }
+    report.ablation = ablation;
+    report
+}
+
+fn is_kept(c: &CandidateResult) -> bool {
+    c.verdict
+        .as_ref()
+        .is_some_and(|v| v.kind == VerdictKind::Keep)
+}
+
+/// The stacks to try: the kept singles in order of their measured speed-up,
+/// each one added to the stack before it when it can stack with every
+/// candidate already there (one graph form, one compile form); every
+/// stack of two or more is tried.
+fn plan_stacks(report: &OptimizeReport) -> Vec<Variant> {
+    let mut kept: Vec<(Candidate, f64)> = report
+        .candidates
+        .iter()
+        .filter(|c| c.parts.is_empty() && is_kept(c))
+        .filter_map(|c| Some((Candidate::from_name(&c.name)?, c.measured_speedup?)))
+        .collect();
+    kept.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut stack: Vec<Candidate> = Vec::new();
+    let mut plans = Vec::new();
+    for (c, _) in kept {
+        if stack.iter().all(|s| s.stacks_with(c)) {
+            stack.push(c);
+            if stack.len() >= 2 {
+                plans.push(Variant {
+                    parts: stack.clone(),
+                });
+            }
+        }
+    }
+    plans
+}
+
+/// The stacks' results, each against the eager of its own harness run.
+fn judge_stacks(
+    setting: &Conclusion,
+    report: &mut OptimizeReport,
+    stacks: &[Variant],
+    h: &HarnessResult,
+    dir: &Path,
+) {
+    let (ablation, mut checks) = measure_run(setting, &setting.module, stacks, h, dir);
+    for v in stacks {
+        // The best of its parts' predictions: the stack's floor, if they add.
+        let predicted = v
+            .parts
+            .iter()
+            .filter_map(|p| {
+                report
+                    .candidates
+                    .iter()
+                    .find(|c| c.name == p.name())
+                    .and_then(|c| c.predicted_speedup)
+            })
+            .reduce(f64::max);
+        let reason = format!(
+            "the kept candidates {} stacked greedily, best measured first",
+            v.parts
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(" + ")
+        );
+        let model = predicted.map(|_| "the best of its parts' predictions".to_string());
+        report.candidates.push(result_of(
+            setting,
+            v,
+            true,
+            reason,
+            (predicted, model),
+            Some(h),
+            ablation.as_ref(),
+            &mut checks,
+        ));
+    }
+    if let (Some(a), Some(first)) = (ablation, report.ablation.as_mut()) {
+        // One ablation table: the stack run's rows, its own eager first
+        // (the base of their speed-ups), after the singles'.
+        first.variants.extend(a.variants.into_iter().map(|mut x| {
+            x.name = format!("{} (stack run)", x.name);
+            x
+        }));
+    }
+}
+
+/// The fastest KEEP candidate or stack.
+fn pick_best(report: &mut OptimizeReport) {
     report.best = report
         .candidates
         .iter()
-        .filter(|c| {
-            c.verdict
-                .as_ref()
-                .is_some_and(|v| v.kind == VerdictKind::Keep)
-        })
+        .filter(|c| is_kept(c))
         .max_by(|a, b| {
             a.measured_speedup
                 .unwrap_or(0.0)
                 .total_cmp(&b.measured_speedup.unwrap_or(0.0))
         })
         .map(|c| c.name.clone());
-    report.ablation = ablation;
-    // 6. Journal, history, the report in the run folder.
-    progress.note("optimize 4/4: journal and history");
-    record(setting, &report, progress)?;
-    Ok(report)
+}
+
+/// The candidate that applies a recommendation automatically, where kopt
+/// has one (`kopt profile --verify`).
+pub fn candidate_for(recommendation: &str) -> Option<Candidate> {
+    match recommendation {
+        "capture_cuda_graph" => Some(Candidate::Graph),
+        "use_channels_last" => Some(Candidate::ChannelsLast),
+        "enable_tf32" => Some(Candidate::Tf32),
+        "use_fused_attention" => Some(Candidate::Sdpa),
+        "fold_batch_norm" => Some(Candidate::CompileFreezing),
+        _ => None,
+    }
+}
+
+/// `kopt profile --verify N`: the first `top` recommendations that have an
+/// automatic candidate, each applied to the module script `argv` drives,
+/// checked against eager (with its precision's tolerance: a measurement,
+/// not a keep) and timed in one harness run under `run_dir/verify/`;
+/// the measurements go into `d.verified` and the recommendations are then
+/// ordered by them. A harness failure is a note, not an error: the
+/// profile stands.
+pub fn verify_recommendations(
+    d: &mut Diagnosis,
+    argv: &[String],
+    run: &WorkloadOptions,
+    run_dir: &Path,
+    top: usize,
+    progress: &dyn Progress,
+) {
+    let Some((python, script, module)) = crate::module_script::driven_script(argv) else {
+        d.notes.push(
+            "--verify measures fixes on a module script (--script FILE with a Model class and get_inputs()): nothing was verified".into(),
+        );
+        return;
+    };
+    let picks: Vec<(String, Candidate, Option<f64>, Option<String>)> = d
+        .recommendations
+        .iter()
+        .filter_map(|r| {
+            let c = candidate_for(&r.id)?;
+            let p = prediction_of(d, r);
+            Some((r.id.clone(), c, p.as_ref().map(|p| p.0), p.map(|p| p.1)))
+        })
+        .take(top)
+        .collect();
+    if picks.is_empty() {
+        d.notes.push("--verify: none of the recommendations names a fix kopt applies itself (graph capture, channels_last, TF32, SDPA, batch-norm folding): nothing was verified".into());
+        return;
+    }
+    let variants: Vec<Variant> = picks.iter().map(|p| Variant { parts: vec![p.1] }).collect();
+    progress.note(&format!(
+        "verifying the top {} recommendation(s) with a fix kopt applies: {}",
+        variants.len(),
+        variants
+            .iter()
+            .map(Variant::name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    let mut req = OptimizeRequest::new(script.clone());
+    req.python = python;
+    req.gpu = run.gpu.clone();
+    req.timeout = run.timeout;
+    req.quiet = run.quiet;
+    let dir = run_dir.join("verify");
+    let h = match run_harness(&req, &script, &module, &variants, &dir, progress) {
+        Ok(h) => h,
+        Err(e) => {
+            d.notes.push(format!(
+                "--verify: the fixes could not be measured ({e}); the ranking stands on its predictions"
+            ));
+            return;
+        }
+    };
+    let setting = Conclusion {
+        module: module.clone(),
+        script: script.display().to_string(),
+        run_dir: run_dir.to_path_buf(),
+        baseline_dir: run_dir.to_path_buf(),
+        threshold: req.threshold,
+        noise: req.noise,
+        seed: req.seed,
+        // A measurement: precision changes are judged by their tolerance.
+        allow_precision: true,
+        journal: None,
+        db: req.db.clone(),
+    };
+    let (ablation, mut checks) = measure_run(&setting, &module, &variants, &h, &dir);
+    for ((id, _, predicted, model), v) in picks.into_iter().zip(&variants) {
+        let c = result_of(
+            &setting,
+            v,
+            true,
+            String::new(),
+            (predicted, model),
+            Some(&h),
+            ablation.as_ref(),
+            &mut checks,
+        );
+        let note = match (&c.failure, &c.verdict, c.tried) {
+            (Some(f), _, _) => format!("could not {}: {}", f.phase, f.error),
+            (None, _, false) => c.reason.clone(),
+            (None, Some(v), _) => v.reason.clone(),
+            (None, None, _) => "no timing came back for it".into(),
+        };
+        d.verified.push(kopt_model::Verification {
+            recommendation: id,
+            candidate: c.name,
+            predicted_speedup: predicted,
+            measured_speedup: c.measured_speedup,
+            correct: c.correctness.map(|r| r.passed),
+            verdict: c.verdict.map(|v| v.kind),
+            note,
+        });
+    }
+    rank_by_measurement(d);
+}
+
+/// The recommendations ordered by step speed-up, the measured one where
+/// `--verify` measured a fix that passed its check, else the predicted one;
+/// those with neither keep their order after them. Ranks are renumbered.
+fn rank_by_measurement(d: &mut Diagnosis) {
+    let figure = |r: &kopt_model::Recommendation| -> Option<f64> {
+        match d.verification(&r.id) {
+            Some(v) if v.correct == Some(true) && v.measured_speedup.is_some() => {
+                v.measured_speedup
+            }
+            // The ranking's own figure (a range over 3x carries none).
+            _ => r.predicted_speedup.as_ref().map(|p| p.estimate),
+        }
+    };
+    let mut keyed: Vec<(Option<f64>, kopt_model::Recommendation)> = d
+        .recommendations
+        .iter()
+        .map(|r| (figure(r), r.clone()))
+        .collect();
+    // Stable: equal figures and the unfigured keep the diagnosis's order.
+    keyed.sort_by(|a, b| match (a.0, b.0) {
+        (Some(x), Some(y)) => y.total_cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    d.recommendations = keyed
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, mut r))| {
+            r.rank = i + 1;
+            r
+        })
+        .collect();
+    d.notes.push(
+        "Recommendations ranked by the measured step speed-up where --verify measured the fix (and it passed its check), else by the predicted one.".into(),
+    );
 }
 
 fn read_script(path: &Path) -> Result<String> {
@@ -563,21 +1249,20 @@ fn baseline(
 
 fn run_harness(
     req: &OptimizeRequest,
-    prepared: &crate::module_script::PreparedScript,
+    script: &Path,
     module: &str,
-    tried: &[&Choice],
-    run_dir: &Path,
+    variants: &[Variant],
+    dir: &Path,
     progress: &dyn Progress,
 ) -> Result<HarnessResult> {
-    let dir = run_dir.join("candidates");
-    std::fs::create_dir_all(&dir).map_err(|e| crate::error::io_error(&dir, "create", e))?;
-    let harness = crate::module_script::write_harness(&dir)?;
-    let names: Vec<&str> = tried.iter().map(|c| c.candidate.name()).collect();
+    std::fs::create_dir_all(dir).map_err(|e| crate::error::io_error(dir, "create", e))?;
+    let harness = crate::module_script::write_harness(dir)?;
+    let names: Vec<String> = variants.iter().map(Variant::name).collect();
     let spec = RunSpec {
         program: PathBuf::from(&req.python),
         args: vec![
             harness.display().to_string(),
-            prepared.script.display().to_string(),
+            script.display().to_string(),
             module.to_string(),
             names.join(","),
             dir.display().to_string(),
@@ -620,31 +1305,117 @@ fn run_harness(
             spec.log.display()
         )));
     }
-    let path = dir.join("result.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))
+    read_result(&dir.join("result.json"))
 }
 
-/// A candidate's outputs against eager's, with kopt compare's rules.
-fn check_outputs(dir: &Path, name: &str) -> CompareReport {
+/// A candidate's outputs against eager's, each tensor with the tolerance
+/// of what the candidate changes (see [`Numerics::tolerance`]); returns the
+/// check and the tolerance in words.
+fn check_outputs(
+    dir: &Path,
+    name: &str,
+    numerics: Numerics,
+    eager_tf32: bool,
+) -> (CompareReport, String) {
     let read = |f: &str| kopt_ingest::tensor::read_tensors(&dir.join(f));
-    match (
+    let (reference, candidate) = match (
         read("reference.safetensors"),
         read(&format!("{name}.safetensors")),
     ) {
-        (Ok(r), Ok(c)) => kopt_bench::compare_tensors(&r, &c, None, false),
-        (r, c) => CompareReport {
+        (Ok(r), Ok(c)) => (r, c),
+        (r, c) => {
+            let report = CompareReport {
+                schema: kopt_model::SCHEMA.into(),
+                passed: false,
+                tensors: Vec::new(),
+                problems: [r.err(), c.err()]
+                    .into_iter()
+                    .flatten()
+                    .map(|e| e.to_string())
+                    .collect(),
+            };
+            return (report, tolerance_words(numerics, &[], eager_tf32));
+        }
+    };
+    let dtypes: Vec<String> = reference
+        .iter()
+        .map(|t| t.dtype.name().to_string())
+        .collect();
+    let words = tolerance_words(numerics, &dtypes, eager_tf32);
+    // Per tensor: the element-wise rule scales with the reference's RMS.
+    let mut tensors = Vec::new();
+    let mut problems = Vec::new();
+    for r in &reference {
+        let Some(c) = candidate.iter().find(|c| c.name == r.name) else {
+            problems.push(format!("tensor '{}' is missing from the candidate", r.name));
+            continue;
+        };
+        let tol = numerics.tolerance(r.dtype.name(), eager_tf32);
+        let (sum, n) = r
+            .values()
+            .filter(|v| v.is_finite())
+            .fold((0.0, 0usize), |(s, n), v| (s + v * v, n + 1));
+        let rms = if n > 0 { (sum / n as f64).sqrt() } else { 0.0 };
+        let gate = kopt_bench::compare::Gate {
+            tol: Some(tol),
+            atol: Some(10.0 * tol * rms),
+            rtol: Some(10.0 * tol),
+            tf32: eager_tf32,
+            allow_dtype_change: true,
+        };
+        tensors.push(kopt_bench::compare::compare_tensor_gate(
+            &r.name, r, c, &gate,
+        ));
+    }
+    for c in candidate
+        .iter()
+        .filter(|c| !reference.iter().any(|r| r.name == c.name))
+    {
+        problems.push(format!("tensor '{}' is missing from the reference", c.name));
+    }
+    if tensors.is_empty() && problems.is_empty() {
+        problems.push("nothing compared: the reference holds no tensor".into());
+    }
+    let passed = problems.is_empty() && tensors.iter().all(|t| t.passed);
+    (
+        CompareReport {
             schema: kopt_model::SCHEMA.into(),
-            passed: false,
-            tensors: Vec::new(),
-            problems: [r.err(), c.err()]
-                .into_iter()
-                .flatten()
-                .map(|e| e.to_string())
-                .collect(),
+            passed,
+            tensors,
+            problems,
         },
+        words,
+    )
+}
+
+/// The tolerance a check used, in words.
+fn tolerance_words(numerics: Numerics, dtypes: &[String], eager_tf32: bool) -> String {
+    let mut kinds: Vec<&str> = dtypes.iter().map(String::as_str).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let what = match numerics {
+        Numerics::Reordered => "other kernels at the same precision",
+        Numerics::Tf32 => "TF32",
+        Numerics::Bf16 => "bf16",
+    };
+    let figures: Vec<String> = kinds
+        .iter()
+        .map(|d| {
+            format!(
+                "{d}: relative L2 {:.0e}, element-wise 10x that of the reference's RMS and of each element",
+                numerics.tolerance(d, eager_tf32)
+            )
+        })
+        .collect();
+    let eager = if eager_tf32 {
+        "; eager already runs float32 work in TF32"
+    } else {
+        ""
+    };
+    if figures.is_empty() {
+        format!("{what}{eager}")
+    } else {
+        format!("{what} ({}){eager}", figures.join("; "))
     }
 }
 
@@ -665,15 +1436,26 @@ fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progress) -> Resu
             let outcome = match (&c.failure, c.measured_speedup, &c.correctness) {
                 (Some(f), _, _) => format!("could not {}: {}", f.phase, f.error),
                 (None, Some(s), check) => format!(
-                    "measured {s:.2}x vs eager on {}; correctness {}",
+                    "measured {s:.2}x vs eager on {}; correctness {}{}{}",
                     r.device.as_deref().unwrap_or("the GPU"),
                     match check {
                         Some(c) if c.passed => "PASS",
                         _ => "FAIL",
-                    }
+                    },
+                    c.tolerance
+                        .as_deref()
+                        .map_or(String::new(), |t| format!(" ({t})")),
+                    c.verdict
+                        .as_ref()
+                        .filter(|v| v.kind != VerdictKind::Keep)
+                        .map_or(String::new(), |v| format!("; {}", v.reason))
                 ),
                 _ => "no measurement".into(),
             };
+            let kept = c
+                .verdict
+                .as_ref()
+                .is_some_and(|v| v.kind == VerdictKind::Keep);
             let entry = kopt_store::Entry {
                 when: crate::run_folder::journal_timestamp(std::time::SystemTime::now()),
                 hypothesis: format!("{} for {}: {}", c.description, r.module, c.reason),
@@ -686,6 +1468,14 @@ fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progress) -> Resu
                 outcome: Some(outcome),
                 verdict: c.verdict.as_ref().map(|v| v.kind.as_str().to_string()),
                 run: Some(r.run_dir.clone()),
+                // What a user types to get the kept result without kopt.
+                change: (kept && !c.by_hand.is_empty()).then(|| {
+                    c.by_hand
+                        .iter()
+                        .map(|l| format!("`{l}`"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }),
             };
             kopt_store::append_entry(journal, &entry)?;
         }
@@ -742,7 +1532,7 @@ mod tests {
     #[test]
     fn a_launch_bound_module_gets_the_graph_forms_with_a_prediction() {
         let d = diagnosis("profile-module-h200/run");
-        let c = choose(&d, &[]);
+        let c = choose(&d, &[], &[]);
         let t = tried(&c);
         assert!(
             t.contains(&"graph") && t.contains(&"compile_reduce_overhead"),
@@ -764,7 +1554,7 @@ mod tests {
     fn a_busy_gpu_gets_no_graph_candidate() {
         // The labeled suite's counters: no timeline, nothing launch bound.
         let d = diagnosis("labeled-suite-h100/ncu_raw_base.csv");
-        let c = choose(&d, &[]);
+        let c = choose(&d, &[], &[]);
         assert_eq!(tried(&c), ["compile_max_autotune"]);
         let graph = c.iter().find(|c| c.candidate == Candidate::Graph).unwrap();
         assert!(
@@ -773,7 +1563,7 @@ mod tests {
             graph.reason
         );
         // --candidate forces one, and says the diagnosis would have skipped it.
-        let forced = choose(&d, &[Candidate::Graph]);
+        let forced = choose(&d, &[Candidate::Graph], &[]);
         let g = forced
             .iter()
             .find(|c| c.candidate == Candidate::Graph)
@@ -799,7 +1589,169 @@ mod tests {
     fn a_failed_harness_candidate_is_revert_with_its_error() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("reference.safetensors"), b"").unwrap();
-        let r = check_outputs(d.path(), "graph");
+        let (r, _) = check_outputs(d.path(), "graph", Numerics::Reordered, false);
         assert!(!r.passed && !r.problems.is_empty());
+    }
+
+    fn choice(c: &[Choice], which: Candidate) -> &Choice {
+        c.iter().find(|c| c.candidate == which).unwrap()
+    }
+
+    #[test]
+    fn the_model_level_fixes_follow_their_findings() {
+        // Real H100 captures of the advice suite, each with one finding.
+        let cases = [
+            (
+                "advice-h100/resnet50_b128_bf16-plain",
+                "use_channels_last",
+                Candidate::ChannelsLast,
+            ),
+            (
+                "advice-h100/bert_b32_s128_fp32-plain",
+                "enable_tf32",
+                Candidate::Tf32,
+            ),
+            (
+                "advice-h100/vit_hf_b64_bf16_eager-plain",
+                "use_fused_attention",
+                Candidate::Sdpa,
+            ),
+        ];
+        for (path, finding, which) in cases {
+            let d = diagnosis(path);
+            let rank = d
+                .recommendations
+                .iter()
+                .find(|r| r.id == finding)
+                .unwrap()
+                .rank;
+            let c = choose(&d, &[], &[]);
+            let got = choice(&c, which);
+            assert!(got.tried, "{path}: {}", got.reason);
+            assert!(
+                got.reason.contains(&format!("finding #{rank}")),
+                "{}",
+                got.reason
+            );
+            assert!(got.predicted_speedup.is_some_and(|p| p > 1.0), "{path}");
+            // Tried ones first, in the diagnosis's order.
+            let tried: Vec<&Choice> = c.iter().take_while(|c| c.tried).collect();
+            assert_eq!(tried.len(), c.iter().filter(|c| c.tried).count());
+            let ranks: Vec<usize> = tried.iter().map(|c| c.rank.unwrap_or(usize::MAX)).collect();
+            assert!(ranks.windows(2).all(|w| w[0] <= w[1]), "{path}: {ranks:?}");
+        }
+        // The CNN: no TF32 finding (bf16), so neither precision candidate;
+        // no attention; cuDNN kernels, so benchmark mode is tried.
+        let d = diagnosis("advice-h100/resnet50_b128_bf16-plain");
+        let c = choose(&d, &[], &[]);
+        for (which, why) in [
+            (Candidate::Tf32, "no TF32 finding"),
+            (Candidate::Bf16Autocast, "no TF32 finding"),
+            (Candidate::Sdpa, "no fused-attention finding"),
+        ] {
+            let got = choice(&c, which);
+            assert!(
+                !got.tried && got.reason.contains(why),
+                "{which:?}: {}",
+                got.reason
+            );
+        }
+        assert!(choice(&c, Candidate::CudnnBenchmark).tried);
+        // The encoder: bf16 autocast rides on TF32's finding, with no figure.
+        let d = diagnosis("advice-h100/bert_b32_s128_fp32-plain");
+        let c = choose(&d, &[], &[]);
+        let bf16 = choice(&c, Candidate::Bf16Autocast);
+        assert!(bf16.tried && bf16.predicted_speedup.is_none());
+        assert!(!choice(&c, Candidate::ChannelsLast).tried);
+        assert!(!choice(&c, Candidate::CudnnBenchmark).tried);
+        // --skip wins over the diagnosis, and says so.
+        let c = choose(&d, &[], &[Candidate::Tf32]);
+        let tf32 = choice(&c, Candidate::Tf32);
+        assert!(!tf32.tried && tf32.reason.starts_with("left out with --skip"));
+    }
+
+    #[test]
+    fn precision_candidates_get_their_dtype_tolerance() {
+        assert_eq!(Numerics::Reordered.tolerance("f32", false), 1e-4);
+        assert_eq!(Numerics::Reordered.tolerance("f32", true), 5e-3);
+        assert_eq!(Numerics::Reordered.tolerance("bf16", false), 3e-2);
+        assert_eq!(Numerics::Tf32.tolerance("f32", false), 5e-3);
+        assert_eq!(Numerics::Bf16.tolerance("f32", false), 3e-2);
+        // Graph replay is checked like any other kernel choice.
+        assert_eq!(Candidate::Graph.numerics(), Numerics::Reordered);
+        assert!(Candidate::Tf32.numerics().changes_precision());
+        assert!(Candidate::Bf16Autocast.numerics().changes_precision());
+        assert!(!Candidate::ChannelsLast.numerics().changes_precision());
+        let stack = Variant {
+            parts: vec![Candidate::ChannelsLast, Candidate::Tf32, Candidate::Graph],
+        };
+        assert_eq!(stack.numerics(), Numerics::Tf32);
+        assert_eq!(stack.name(), "channels_last+tf32+graph");
+    }
+
+    #[test]
+    fn stacks_hold_one_graph_form_and_one_compile_form() {
+        use Candidate::*;
+        assert!(ChannelsLast.stacks_with(Graph));
+        assert!(CompileFreezing.stacks_with(Graph));
+        assert!(!Graph.stacks_with(CompileReduceOverhead));
+        assert!(!CompileMaxAutotune.stacks_with(CompileFreezing));
+        assert!(!Graph.stacks_with(Graph));
+        let kept = |name: &str, s: f64| CandidateResult {
+            name: name.into(),
+            parts: Vec::new(),
+            changes_numerics: false,
+            tolerance: None,
+            by_hand: Vec::new(),
+            description: String::new(),
+            tried: true,
+            reason: String::new(),
+            predicted_speedup: None,
+            prediction_model: None,
+            failure: None,
+            correctness: None,
+            measured_speedup: Some(s),
+            verdict: Some(Verdict {
+                kind: VerdictKind::Keep,
+                reason: String::new(),
+                next: String::new(),
+            }),
+        };
+        let mut report = OptimizeReport {
+            schema: kopt_model::SCHEMA.into(),
+            module: "m".into(),
+            script: "m.py".into(),
+            run_dir: "r".into(),
+            device: None,
+            baseline: Baseline {
+                primary_component: None,
+                primary_type: None,
+                busy_pct: None,
+                launch_bound: false,
+                run_dir: String::new(),
+                notes: Vec::new(),
+            },
+            candidates: vec![
+                kept("compile_reduce_overhead", 1.9),
+                kept("graph", 2.0),
+                kept("channels_last", 1.3),
+                kept("compile_freezing", 1.2),
+            ],
+            best: None,
+            allow_precision: false,
+            ablation: None,
+        };
+        // A skipped or reverted single never joins a stack.
+        let mut reverted = kept("cudnn_benchmark", 1.5);
+        reverted.verdict.as_mut().unwrap().kind = VerdictKind::Revert;
+        report.candidates.push(reverted);
+        let names: Vec<String> = plan_stacks(&report).iter().map(Variant::name).collect();
+        assert_eq!(
+            names,
+            [
+                "graph+channels_last",
+                "graph+channels_last+compile_freezing"
+            ]
+        );
     }
 }

@@ -41,7 +41,19 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
         progress,
         total,
     };
-    let result = passes.run();
+    let result = passes.run().map(|mut d| {
+        if req.verify > 0 {
+            crate::optimize::verify_recommendations(
+                &mut d,
+                &req.run.argv,
+                &req.run,
+                &dir,
+                req.verify,
+                progress,
+            );
+        }
+        d
+    });
     conclude_profile(req, &dir, &mut record, started, result, progress)
 }
 

@@ -87,6 +87,9 @@ pub struct ProfileRequest {
     /// the steps, so every step figure starts from the untraced step.
     pub bare_run: bool,
     pub analysis: AnalysisOptions,
+    /// Measure this many of the top recommendations that have an automatic
+    /// fix (a module script only; 0: none).
+    pub verify: usize,
 }
 
 impl ProfileRequest {
@@ -111,6 +114,7 @@ impl ProfileRequest {
             rocprof: None,
             bare_run: true,
             analysis: AnalysisOptions::default(),
+            verify: 0,
         }
     }
 
@@ -127,6 +131,11 @@ impl ProfileRequest {
         }
         if self.kernel_regex.as_deref().is_some_and(str::is_empty) {
             return Err(Error::Usage("--kernel needs a regex".into()));
+        }
+        if self.verify > 0 && crate::module_script::driven_script(&self.run.argv).is_none() {
+            return Err(Error::Usage(
+                "--verify measures fixes on a module script: give --script FILE (a Model class and get_inputs())".into(),
+            ));
         }
         self.analysis.validate()
     }

@@ -414,6 +414,41 @@ pub struct Diagnosis {
     /// unless kept on request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warmup_trials: Option<WarmupTrials>,
+    /// Recommendations kopt measured (`kopt profile --verify N`): each one's
+    /// automatic fix applied to the module and timed against eager. The
+    /// recommendations are then ordered by what was measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verified: Vec<Verification>,
+}
+
+impl Diagnosis {
+    /// What kopt measured for the recommendation `id`, if it did.
+    pub fn verification(&self, id: &str) -> Option<&Verification> {
+        self.verified.iter().find(|v| v.recommendation == id)
+    }
+}
+
+/// A recommendation measured: the fix it names applied by kopt (the
+/// optimize harness's candidate), checked against eager and timed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Verification {
+    /// The recommendation's id (e.g. `use_channels_last`).
+    pub recommendation: String,
+    /// The candidate that applied it (e.g. `channels_last`).
+    pub candidate: String,
+    /// The recommendation's predicted step speed-up, when it made one.
+    pub predicted_speedup: Option<f64>,
+    /// Median eager step / median step with the fix (CUDA events, one
+    /// process, interleaved); None when it could not run.
+    pub measured_speedup: Option<f64>,
+    /// Whether its outputs passed the check against eager's.
+    pub correct: Option<bool>,
+    /// KEEP, MARGINAL or REVERT by the bench statistics (precision changes
+    /// judged by their tolerance, as with `--allow-precision`).
+    pub verdict: Option<crate::VerdictKind>,
+    /// Why it has no measurement, or what the verdict said.
+    pub note: String,
 }
 
 /// Warm-up / autotuning trial kernels and how they were told apart.

@@ -29,7 +29,7 @@ pub use diagnosis::{
     IdleGap, KernelEvidence, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare,
     OpSummary, PipeUse, PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo,
     SampledCoverage, StallShare, SteadyState, SteadyStrip, StepDetection, StepSource, StripLane,
-    TimelineStrip, TimelineSummary, WarmupEvidence, WarmupKernel, WarmupTrials,
+    TimelineStrip, TimelineSummary, Verification, WarmupEvidence, WarmupKernel, WarmupTrials,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

@@ -35,8 +35,23 @@ pub struct CandidateFailure {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CandidateResult {
-    /// graph, compile_reduce_overhead, compile_max_autotune, compile_max_autotune_graph.
+    /// The candidate's name (graph, channels_last, tf32, ...); a combination
+    /// joins its parts with `+`.
     pub name: String,
+    /// The single candidates a combination stacks, best first; empty for a
+    /// single candidate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
+    /// True when it changes the numerics on purpose (TF32, bf16): checked
+    /// with its precision's tolerance, kept only with `--allow-precision`.
+    #[serde(default)]
+    pub changes_numerics: bool,
+    /// The tolerance its outputs were checked with, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<String>,
+    /// The change a user would make by hand, one line of Python each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_hand: Vec<String>,
     pub description: String,
     /// False when the diagnosis gave no reason to try it.
     pub tried: bool,
@@ -65,8 +80,11 @@ pub struct OptimizeReport {
     pub device: Option<String>,
     pub baseline: Baseline,
     pub candidates: Vec<CandidateResult>,
-    /// The fastest KEEP candidate, if any.
+    /// The fastest KEEP candidate or combination, if any.
     pub best: Option<String>,
+    /// Whether candidates that change numerics (TF32, bf16) could be kept.
+    #[serde(default)]
+    pub allow_precision: bool,
     /// Eager and every candidate that ran: the ablation table's data.
     pub ablation: Option<BenchReport>,
 }

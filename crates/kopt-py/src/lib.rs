@@ -230,7 +230,7 @@ fn analyze(
 
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true))]
+#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true, verify=0))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -251,6 +251,7 @@ fn profile(
     run_dir: Option<PathBuf>,
     device: Option<String>,
     bare_run: bool,
+    verify: usize,
 ) -> PyResult<DiagnosisHandle> {
     let timing_pass = match timing_pass {
         "tracer" => TimingPass::Tracer,
@@ -274,6 +275,7 @@ fn profile(
         rocprof: None,
         bare_run,
         analysis: analysis(device, None, top, false),
+        verify,
     };
     let d = py
         .detach(|| kopt_engine::profile(&req, &StderrProgress))
@@ -648,7 +650,7 @@ fn candidates(names: Vec<String>) -> PyResult<Vec<kopt_engine::Candidate>> {
 #[pyo3(signature = (diagnosis, force=Vec::new()))]
 fn optimize_choose(diagnosis: &DiagnosisHandle, force: Vec<String>) -> PyResult<String> {
     let d = &diagnosis.d;
-    let list: Vec<serde_json::Value> = kopt_engine::optimize::choose(d, &candidates(force)?)
+    let list: Vec<serde_json::Value> = kopt_engine::optimize::choose(d, &candidates(force)?, &[])
         .iter()
         .map(|c| {
             serde_json::json!({
@@ -665,7 +667,7 @@ fn optimize_choose(diagnosis: &DiagnosisHandle, force: Vec<String>) -> PyResult<
 /// The verdicts from what the harness wrote into `run_dir/candidates/`;
 /// records the journal and history; returns the optimize report as JSON.
 #[pyfunction]
-#[pyo3(signature = (diagnosis, run_dir, module, *, script="<in-process>", force=Vec::new(), threshold=0.05, noise=0.01, seed=42, journal=None, db=None))]
+#[pyo3(signature = (diagnosis, run_dir, module, *, script="<in-process>", force=Vec::new(), threshold=None, noise=None, seed=None, allow_precision=false, journal=None, db=None))]
 #[allow(clippy::too_many_arguments)]
 fn optimize_conclude(
     py: Python<'_>,
@@ -674,22 +676,26 @@ fn optimize_conclude(
     module: String,
     script: &str,
     force: Vec<String>,
-    threshold: f64,
-    noise: f64,
-    seed: u64,
+    threshold: Option<f64>,
+    noise: Option<f64>,
+    seed: Option<u64>,
+    allow_precision: bool,
     journal: Option<PathBuf>,
     db: Option<PathBuf>,
 ) -> PyResult<String> {
     let d = &diagnosis.d;
     let force = candidates(force)?;
+    // Unset keywords take the engine's defaults (Measurement::default()).
+    let defaults = kopt_engine::Measurement::default();
     let setting = kopt_engine::optimize::Conclusion {
         module,
         script: script.to_string(),
         baseline_dir: run_dir.join("baseline"),
         run_dir,
-        threshold,
-        noise,
-        seed,
+        threshold: threshold.unwrap_or(defaults.threshold),
+        noise: noise.unwrap_or(defaults.noise),
+        seed: seed.unwrap_or(defaults.seed),
+        allow_precision,
         journal,
         db: db.unwrap_or_else(|| RecordPaths::current().db),
     };

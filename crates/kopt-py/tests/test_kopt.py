@@ -258,6 +258,52 @@ def test_optimize_chooses_from_the_diagnosis_and_concludes_from_the_harness(fixt
     assert "Best: graph" in _kopt.render("optimize", json.dumps(report), "term")
 
 
+def test_tf32_is_kept_only_with_allow_precision(fixtures, tmp_path):
+    from kopt import _kopt
+
+    diagnosis = _kopt.analyze([str(fixtures / "advice-h100/bert_b32_s128_fp32-plain")])
+    choices = {c["name"]: c for c in json.loads(_kopt.optimize_choose(diagnosis))}
+    # BERT in fp32: TF32's finding gives tf32 and bf16 autocast a reason.
+    assert choices["tf32"]["tried"] and choices["tf32"]["predicted_speedup"] > 1
+    assert choices["bf16_autocast"]["tried"] and not choices["channels_last"]["tried"]
+    # tf32 2x faster, its outputs 1e-3 off (within TF32's tolerance).
+    reports = {}
+    for allow in (False, True):
+        run = tmp_path / f"run-{allow}"
+        out = run / "candidates"
+        out.mkdir(parents=True)
+        _safetensors(out / "reference.safetensors", [1, 2, 3])
+        _safetensors(out / "tf32.safetensors", [1.001, 2.002, 3.003])
+        result = {
+            "device": "Fake GPU",
+            "candidates": {
+                "tf32": {"description": "tf32", "status": "ok"},
+                "bf16_autocast": {"description": "bf16", "status": "skipped", "reason": "the model already runs in 16-bit floats"},
+            },
+            "samples_ns": {"eager": [100e3 + i for i in range(30)], "tf32": [50e3 + i for i in range(30)]},
+        }
+        (out / "result.json").write_text(json.dumps(result))
+        reports[allow] = json.loads(
+            _kopt.optimize_conclude(diagnosis, str(run), "bert", allow_precision=allow, db=str(tmp_path / "h.db"))
+        )
+    tf32 = {c["name"]: c for c in reports[False]["candidates"]}["tf32"]
+    assert tf32["correctness"]["passed"] and tf32["changes_numerics"]
+    assert tf32["verdict"]["kind"] == "REVERT"
+    assert "needs --allow-precision" in tf32["verdict"]["reason"]
+    assert reports[False]["best"] is None
+    kept = {c["name"]: c for c in reports[True]["candidates"]}
+    assert kept["tf32"]["verdict"]["kind"] == "KEEP" and reports[True]["best"] == "tf32"
+    assert "torch.backends.cuda.matmul.allow_tf32 = True" in kept["tf32"]["by_hand"]
+    # The harness found nothing for bf16 autocast: not tried, its reason said.
+    assert not kept["bf16_autocast"]["tried"]
+    assert "16-bit" in kept["bf16_autocast"]["reason"]
+
+
+def test_profile_module_verify_must_be_a_count():
+    with pytest.raises(kopt.UsageError, match="verify"):
+        kopt.profile_module(script_content="class M: pass\n", module_name="m", verify=-1)
+
+
 def test_optimize_without_torch_says_what_is_missing():
     try:
         import torch  # noqa: F401

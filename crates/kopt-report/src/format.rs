@@ -311,6 +311,31 @@ pub fn summary_line(d: &Diagnosis) -> String {
     )
 }
 
+/// What `--verify` measured for a recommendation, beside its prediction:
+/// "predicted 1.31x; verified: measured 1.43x (channels_last, KEEP)".
+pub fn verified(d: &kopt_model::Diagnosis, r: &kopt_model::Recommendation) -> Option<String> {
+    let v = d.verification(&r.id)?;
+    let predicted = v
+        .predicted_speedup
+        .map_or("no prediction".to_string(), |p| {
+            format!("predicted {p:.2}x")
+        });
+    let measured = match (v.measured_speedup, v.correct) {
+        (Some(m), Some(true)) => format!(
+            "verified: measured {m:.2}x ({}{})",
+            v.candidate,
+            v.verdict
+                .map_or(String::new(), |k| format!(", {}", k.as_str()))
+        ),
+        (Some(m), _) => format!(
+            "not verified: {} measured {m:.2}x but failed its check against eager",
+            v.candidate
+        ),
+        (None, _) => format!("not verified: {} ({})", v.candidate, v.note),
+    };
+    Some(format!("{predicted}; {measured}"))
+}
+
 pub fn gain(r: &kopt_model::Recommendation) -> String {
     match &r.gain {
         // A finding over the whole step (graph capture) has no kernel share

@@ -237,7 +237,10 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             .map(|r| RecRow {
                 title: r.title.clone(),
                 kernel: r.kernel_short.clone(),
-                gain: format::gain(r),
+                gain: match format::verified(d, r) {
+                    Some(v) => format!("{}; {v}", format::gain(r)),
+                    None => format::gain(r),
+                },
                 action: r.action.clone(),
                 evidence: r.evidence.clone(),
                 method: r

@@ -165,7 +165,10 @@ impl MarkdownExporter {
                     r.rank,
                     escape::markdown_cell(&r.title),
                     escape::markdown_cell(&r.kernel_short),
-                    escape::markdown_cell(&format::gain(r)),
+                    escape::markdown_cell(&match format::verified(d, r) {
+                        Some(v) => format!("{}; {v}", format::gain(r)),
+                        None => format::gain(r),
+                    }),
                     escape::markdown_cell(&r.evidence)
                 )?;
             }

@@ -121,6 +121,9 @@ impl Render for OptimizeReport {
                     correctness(c)
                 );
                 let _ = writeln!(o, "  {}", why(c));
+                if let Some(t) = c.tolerance.as_deref().filter(|_| c.tried) {
+                    let _ = writeln!(o, "  checked with: {t}");
+                }
                 for p in c.correctness.iter().flat_map(|r| {
                     r.problems
                         .iter()
@@ -144,9 +147,15 @@ impl Render for OptimizeReport {
                     c.description,
                     speedup(c.measured_speedup),
                     c.predicted_speedup.map_or(String::new(), |p| format!(
-                        "; the timeline predicted {p:.2}x"
+                        "; the diagnosis predicted {p:.2}x"
                     ))
                 );
+                if !c.by_hand.is_empty() {
+                    let _ = writeln!(o, "\n{}By hand:\n", if md { "### " } else { "" });
+                    for l in &c.by_hand {
+                        let _ = writeln!(o, "{}{l}", if md { "    " } else { "  " });
+                    }
+                }
             }
             None => {
                 let _ = writeln!(o, "Best: none kept: eager stays.");

@@ -341,6 +341,9 @@ impl TerminalExporter {
                     ),
                 )?;
                 let more = format!("{rest}  ");
+                if let Some(v) = format::verified(d, r) {
+                    para(out, width, &rest, &more, &escape::terminal(&v))?;
+                }
                 para(
                     out,
                     width,

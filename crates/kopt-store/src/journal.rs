@@ -28,6 +28,8 @@ pub struct Entry {
     pub verdict: Option<String>,
     /// A run folder or run id.
     pub run: Option<String>,
+    /// The code change a user makes by hand to get the kept result.
+    pub change: Option<String>,
 }
 
 impl Entry {
@@ -37,6 +39,7 @@ impl Entry {
             ("Prediction", &self.prediction),
             ("Outcome", &self.outcome),
             ("Verdict", &self.verdict),
+            ("Change", &self.change),
             ("Run", &self.run),
         ] {
             if let Some(v) = value {
@@ -164,6 +167,7 @@ mod tests {
             outcome: Some("-53% (398 -> 187 us)".into()),
             verdict: Some("KEEP".into()),
             run: None,
+            change: None,
         }
     }
 

@@ -209,6 +209,10 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub no_bare_run: bool,
 
+    /// Measure the top N recommendations that have an automatic fix (graph capture, channels_last, TF32, SDPA, batch-norm folding) on the module script: each shows "verified: measured X" beside its prediction, and the ranking uses the measurement
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub verify: usize,
+
     /// Profile in depth at most N distinct kernels (those carrying the time)
     #[arg(long, default_value_t = 20, value_name = "N")]
     pub profile_top: usize,
@@ -494,7 +498,7 @@ pub struct BenchArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "The script follows the module convention: an nn.Module class (Model, or the one --module names), get_inputs() and optionally get_init_inputs().\n\nSteps: a baseline profile (kopt's tracer, and ncu on the hot kernels) and its diagnosis; the candidates the diagnosis gives a reason for (CUDA graph capture when launches set the pace, torch.compile modes); each checked against eager on fresh inputs (kopt compare's rules); all timed interleaved in one process (CUDA events per step); KEEP / MARGINAL / REVERT per candidate, a journal entry each, and the ablation table.\n\nExample:\n  kopt optimize --script moe_routing.py --module topk_sort --gpu 0"
+    after_help = "The script follows the module convention: an nn.Module class (Model, or the one --module names), get_inputs() and optionally get_init_inputs().\n\nSteps: a baseline profile (kopt's tracer, and ncu on the hot kernels) and its diagnosis; the candidates the diagnosis gives a reason for, in its order (CUDA graph capture when launches set the pace, torch.compile modes, channels_last, tf32, bf16-autocast, sdpa, compile-freezing, cudnn-benchmark from their findings); each checked against eager on fresh inputs with the tolerance of what it changes (tf32 and bf16-autocast kept only with --allow-precision); all timed interleaved in one process (CUDA events per step); KEEP / MARGINAL / REVERT per candidate; the kept ones stacked greedily, each stack checked and timed; a journal entry each (a kept one with the line to type by hand), and the ablation table.\n\nExample:\n  kopt optimize --script moe_routing.py --module topk_sort --gpu 0"
 )]
 pub struct OptimizeArgs {
     /// The module script
@@ -513,25 +517,41 @@ pub struct OptimizeArgs {
     #[arg(long = "candidate", value_enum, value_name = "NAME")]
     pub candidates: Vec<Candidate>,
 
+    /// Never try this candidate (repeat for several), e.g. the compile forms when minutes of compiling do not fit
+    #[arg(long = "skip", value_enum, value_name = "NAME")]
+    pub skip: Vec<Candidate>,
+
+    /// Keep candidates that change numerics (tf32, bf16-autocast) when their outputs pass that precision's tolerance
+    #[arg(long)]
+    pub allow_precision: bool,
+
+    /// Do not combine the kept candidates after measuring them one by one
+    #[arg(long)]
+    pub no_stack: bool,
+
     /// Baseline from the timeline alone (no ncu pass)
     #[arg(long)]
     pub no_counters: bool,
 
     /// Speed-up that counts for KEEP (0.05 = 5%)
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = Measurement::default().threshold)]
     pub threshold: f64,
 
     /// Samples each variant needs at least
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = Measurement::default().stop.min_samples)]
     pub min_samples: usize,
 
-    /// Seconds the interleaved timing may take at most
-    #[arg(long, default_value_t = 20.0)]
+    /// Seconds the interleaved timing may take at most (each harness run)
+    #[arg(long, default_value_t = Measurement::default().stop.max_time_s)]
     pub max_time: f64,
 
     /// Seed of the bootstrap (results reproduce)
-    #[arg(long, default_value_t = 42)]
+    #[arg(long, default_value_t = Measurement::default().seed)]
     pub seed: u64,
+
+    /// Steps the baseline profile records (after 3 warm-up steps)
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub steps: u32,
 
     /// Do not write journal entries (OPTIMIZATIONS.md)
     #[arg(long)]

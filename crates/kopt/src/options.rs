@@ -190,6 +190,7 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
         rocprof: a.rocprof.clone(),
         bare_run: !a.no_bare_run,
         analysis: analysis(&a.report, a.top),
+        verify: a.verify,
     };
     req.validate()?;
     Ok((req, report))
@@ -282,10 +283,14 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     req.ncu = a.ncu.clone();
     req.counters = !a.no_counters;
     req.force = a.candidates.clone();
+    req.skip = a.skip.clone();
+    req.allow_precision = a.allow_precision;
+    req.stack = !a.no_stack;
     req.threshold = a.threshold;
     req.seed = a.seed;
     req.min_samples = a.min_samples;
     req.max_time_s = a.max_time;
+    req.steps = a.steps;
     req.runs_dir = a.run.runs_dir.clone().unwrap_or(paths.runs_dir);
     req.db = a.run.db.clone().unwrap_or(paths.db);
     req.journal = (!a.no_journal).then(|| a.journal_file.clone().unwrap_or(paths.journal));

@@ -41,6 +41,10 @@ fn optimize(dir: &Path, extra: &[&str]) -> Output {
     let python = install(dir, "tests/support/fake-python.sh", "fake-python");
     safetensors(&dir.join("ref.safetensors"), &[1.0, 2.0, 3.0, 4.0]);
     safetensors(&dir.join("bad.safetensors"), &[1.0, 2.0, 3.0, 9.0]);
+    safetensors(
+        &dir.join("close.safetensors"),
+        &[1.001, 2.002, 3.003, 4.004],
+    );
     std::fs::write(dir.join("topk.py"), MODULE).unwrap();
     let fixture = |rel: &str| repo("../../fixtures").join(rel);
     Command::new(env!("CARGO_BIN_EXE_kopt"))
@@ -71,6 +75,9 @@ fn optimize(dir: &Path, extra: &[&str]) -> Output {
         .env("FAKE_PASS3", fixture("labeled-suite-h100/ncu_details.csv"))
         .env("FAKE_REF", dir.join("ref.safetensors"))
         .env("FAKE_BAD", dir.join("bad.safetensors"))
+        .env("FAKE_CLOSE_FILE", dir.join("close.safetensors"))
+        .env("FAKE_CLOSE", "tf32,bf16_autocast")
+        .env("FAKE_SKIP", "sdpa")
         .env("FAKE_WRONG", "compile_max_autotune")
         .env("FAKE_FAILS", "compile_max_autotune_graph")
         .current_dir(dir)
@@ -158,6 +165,131 @@ fn candidates_are_checked_measured_and_decided() {
         text.contains("(optimize)") && text.contains("Best: graph"),
         "{text}"
     );
+}
+
+const MODEL_LEVEL: [&str; 12] = [
+    "--candidate",
+    "graph",
+    "--candidate",
+    "channels-last",
+    "--candidate",
+    "tf32",
+    "--candidate",
+    "sdpa",
+    "--candidate",
+    "cudnn-benchmark",
+    "-f",
+    "json",
+];
+
+fn verdict(v: &serde_json::Value, name: &str) -> String {
+    candidate(v, name)["verdict"]["kind"]
+        .as_str()
+        .unwrap_or("-")
+        .to_string()
+}
+
+#[test]
+fn model_level_candidates_are_applied_stacked_and_journaled() {
+    let d = tempfile::tempdir().unwrap();
+    let v = json(&optimize(d.path(), &MODEL_LEVEL));
+    // channels_last: other kernels, same precision, output unchanged: KEEP.
+    let cl = candidate(&v, "channels_last");
+    assert_eq!(verdict(&v, "channels_last"), "KEEP");
+    assert_eq!(cl["changes_numerics"], false);
+    assert!(cl["tolerance"].as_str().unwrap().contains("same precision"));
+    // The model has no attention switch: not tried, the harness's reason said.
+    let sdpa = candidate(&v, "sdpa");
+    assert_eq!(sdpa["tried"], false);
+    assert!(sdpa["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("not applicable: fake"));
+    assert!(sdpa["verdict"].is_null());
+    // 10% slower: never kept.
+    assert_eq!(verdict(&v, "cudnn_benchmark"), "REVERT");
+    // TF32 moves the outputs by 1e-3 (within its tolerance) and runs 2x
+    // faster, but changes numerics: not kept without --allow-precision.
+    let tf32 = candidate(&v, "tf32");
+    assert_eq!(tf32["correctness"]["passed"], true);
+    assert_eq!(tf32["changes_numerics"], true);
+    assert_eq!(verdict(&v, "tf32"), "REVERT");
+    let why = tf32["verdict"]["reason"].as_str().unwrap();
+    assert!(
+        why.starts_with("faster by 2.0") && why.contains("needs --allow-precision"),
+        "{why}"
+    );
+    // The kept singles stacked, best first: graph (5x) + channels_last (1.4x).
+    let stack = candidate(&v, "graph+channels_last");
+    assert_eq!(
+        stack["parts"],
+        serde_json::json!(["graph", "channels_last"])
+    );
+    assert_eq!(stack["verdict"]["kind"], "KEEP");
+    let s = stack["measured_speedup"].as_f64().unwrap();
+    assert!((6.5..7.8).contains(&s), "{s}");
+    assert_eq!(v["best"], "graph+channels_last");
+    assert_eq!(v["allow_precision"], false);
+    // Kept changes land in the journal with the line a user would write.
+    let journal = std::fs::read_to_string(d.path().join("J.md")).unwrap();
+    assert!(
+        journal.contains("**Change:** `model = model.to(memory_format=torch.channels_last)`"),
+        "{journal}"
+    );
+    assert!(journal.contains("needs --allow-precision"), "{journal}");
+    // A reverted candidate carries no change to make.
+    let tf32_entry = journal
+        .split("\n## ")
+        .find(|e| e.contains(": tf32 for topk"))
+        .unwrap();
+    assert!(!tf32_entry.contains("**Change:**"), "{tf32_entry}");
+}
+
+#[test]
+fn allow_precision_keeps_tf32_and_stacks_it() {
+    let d = tempfile::tempdir().unwrap();
+    let mut args = MODEL_LEVEL.to_vec();
+    args.push("--allow-precision");
+    let v = json(&optimize(d.path(), &args));
+    assert_eq!(verdict(&v, "tf32"), "KEEP");
+    assert_eq!(v["allow_precision"], true);
+    // graph 5x, tf32 2x, channels_last 1.43x: stacked in that order.
+    assert_eq!(verdict(&v, "graph+tf32"), "KEEP");
+    assert_eq!(v["best"], "graph+tf32+channels_last");
+    let by_hand = candidate(&v, "graph+tf32+channels_last")["by_hand"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(by_hand >= 4, "{by_hand}");
+    // The same outputs off by 1e-3 fail a candidate that should not move them.
+    let d = tempfile::tempdir().unwrap();
+    let o = optimize(
+        d.path(),
+        &[
+            "--candidate",
+            "channels-last",
+            "-f",
+            "json",
+            "--allow-precision",
+        ],
+    );
+    let v = json(&o);
+    assert_eq!(verdict(&v, "channels_last"), "KEEP");
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "optimize",
+            "--script",
+            "x.py",
+            "--candidate",
+            "tf32",
+            "--skip",
+            "tf32",
+        ])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("contradict"));
 }
 
 #[test]

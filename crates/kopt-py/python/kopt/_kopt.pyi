@@ -64,6 +64,7 @@ def profile(
     run_dir: Optional[str] = None,
     device: Optional[str] = None,
     bare_run: bool = True,
+    verify: int = 0,
 ) -> Diagnosis: ...
 def trace(
     argv: Sequence[str],
@@ -130,9 +131,10 @@ def optimize_conclude(
     *,
     script: str = "<in-process>",
     force: List[str] = ...,
-    threshold: float = 0.05,
-    noise: float = 0.01,
-    seed: int = 42,
+    threshold: Optional[float] = None,
+    noise: Optional[float] = None,
+    seed: Optional[int] = None,
+    allow_precision: bool = False,
     journal: Optional[str] = None,
     db: Optional[str] = None,
 ) -> str: ...

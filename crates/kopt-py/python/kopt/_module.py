@@ -40,6 +40,7 @@ def profile_module(
     ncu: Optional[PathLike] = None,
     db: Optional[PathLike] = None,
     ops: bool = False,
+    verify: int = 0,
 ) -> Analysis:
     """Profile a module script on GPU ``gpu_id`` and diagnose it.
 
@@ -51,7 +52,12 @@ def profile_module(
     keeps only that many kernels in the report, as in :func:`analyze`. ``ops=True``
     records PyTorch's op ranges with input shapes, so each kernel names the
     op that launched it and the report has a per-op table (at a host cost
-    per op: launch-bound figures read higher).
+    per op: launch-bound figures read higher). ``verify=N`` measures the top
+    ``N`` recommendations that have an automatic fix (graph capture,
+    channels_last, TF32, SDPA, batch-norm folding): each is applied by
+    kopt's optimize harness, checked and timed against eager, shown as
+    "verified: measured X" beside its prediction, and the ranking then uses
+    the measurement.
 
     >>> analysis = profile_module(script_content=SCRIPT, module_name="topk_sort", gpu_id=0)
     >>> analysis.primary_bottleneck_component, analysis.primary_bottleneck_type
@@ -64,6 +70,8 @@ def profile_module(
         raise _kopt.UsageError("script_content is empty")
     if steps < 1 or warmup < 0:
         raise _kopt.UsageError("steps must be at least 1 and warmup at least 0")
+    if not isinstance(verify, int) or verify < 0:
+        raise _kopt.UsageError("verify must be a whole number of recommendations, 0 or more")
     tracer = tracer_path()
     if tracer is None and timing_pass == "tracer":
         warn_tracer_missing("profile_module")
@@ -86,6 +94,7 @@ def profile_module(
             ncu=None if ncu is None else os.fspath(ncu),
             run_dir=run_dir,
             db=None if db is None else os.fspath(db),
+            verify=verify,
         )
     )
 

@@ -116,11 +116,12 @@ def optimize(
     make_inputs: Optional[Callable[[], Sequence[Any]]] = None,
     candidates: Optional[Sequence[str]] = None,
     name: Optional[str] = None,
-    threshold: float = 0.05,
-    min_samples: int = 30,
-    max_time: float = 20.0,
-    noise_target: float = 0.01,
-    seed: int = 42,
+    threshold: Optional[float] = None,
+    min_samples: Optional[int] = None,
+    max_time: Optional[float] = None,
+    noise_target: Optional[float] = None,
+    seed: Optional[int] = None,
+    allow_precision: bool = False,
     profile_steps: int = 10,
     journal: Optional[PathLike] = None,
     runs_dir: Optional[PathLike] = None,
@@ -132,9 +133,13 @@ def optimize(
     1. Baseline: a torch.profiler trace of the eager steps, diagnosed by kopt.
     2. Candidates the diagnosis gives a reason for (``candidates`` forces
        some): ``graph`` (CUDA graph capture), ``compile_reduce_overhead``,
-       ``compile_max_autotune``, ``compile_max_autotune_graph``.
+       ``compile_max_autotune``, ``compile_max_autotune_graph``,
+       ``channels_last``, ``tf32``, ``bf16_autocast``, ``sdpa``,
+       ``compile_freezing``, ``cudnn_benchmark``.
     3. Each checked against eager on fresh inputs (``make_inputs``, default:
-       random values shaped like ``example_inputs``) with kopt compare's rules.
+       random values shaped like ``example_inputs``) with the tolerance of
+       what it changes; ``tf32`` and ``bf16_autocast`` change numerics and
+       are kept only with ``allow_precision=True``.
     4. All timed interleaved in this process (CUDA events per step).
     5. KEEP / MARGINAL / REVERT per candidate; a journal entry each when
        ``journal`` names a file.
@@ -151,6 +156,11 @@ def optimize(
         raise _kopt.ToolMissing("kopt.optimize needs a CUDA GPU (torch.cuda.is_available() is False)")
     label = name or getattr(type(model_or_fn), "__name__", None) or getattr(model_or_fn, "__name__", "model")
     force = list(candidates or [])
+    # Unset measuring keywords take the engine's defaults, the CLI's too.
+    defaults = _kopt.measure_defaults()
+    min_samples = defaults["min_samples"] if min_samples is None else min_samples
+    max_time = defaults["max_time"] if max_time is None else max_time
+    noise_target = defaults["noise_target"] if noise_target is None else noise_target
     make = make_inputs or _fresh_inputs(example_inputs)
     run_dir = Path(_kopt.create_run_dir(None if runs_dir is None else os.fspath(runs_dir)))
     diagnosis = _baseline(model_or_fn, list(example_inputs), run_dir / "baseline", profile_steps)
@@ -176,6 +186,7 @@ def optimize(
         force=force,
         threshold=threshold,
         seed=seed,
+        allow_precision=allow_precision,
         journal=None if journal is None else os.fspath(journal),
         db=None if db is None else os.fspath(db),
     )
