@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use kopt_engine::{Backend, Candidate, MeasureOptions, TimingPass};
+use kopt_engine::{Backend, Candidate, MeasureOptions, Measurement, TimingPass};
 use kopt_report::Format;
 
 #[derive(Debug, Parser)]
