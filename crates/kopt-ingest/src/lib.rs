@@ -6,6 +6,7 @@ pub mod detect;
 mod error;
 pub mod inputs;
 pub mod kineto;
+mod kineto_events;
 mod kineto_fast;
 pub mod kopt_trace;
 pub mod ncu;
