@@ -33,8 +33,15 @@ pub struct KinetoTrace {
     /// GPU activities, API calls and steps left out because their `ts` or
     /// `dur` is not a usable number (negative, NaN, infinite, out of range).
     pub skipped_events: u64,
-    /// What was wrong with the first of them, and where (its index in `traceEvents`).
+    /// What was wrong with the first of them, and where (its index in
+    /// `traceEvents`). Events outside the profiler's own span (`cat:
+    /// "Trace"`) are left out too, and counted here.
     pub first_skipped: Option<String>,
+    /// Values of kept events left unknown as implausible: a grid or block no
+    /// GPU runs, a byte count that is negative or not a number.
+    pub unknown_values: u64,
+    /// What was wrong with the first of them, and where.
+    pub first_unknown: Option<String>,
     /// Names longer than [`crate::MAX_NAME_BYTES`], kept cut.
     pub names_cut: u64,
 }
@@ -419,6 +426,7 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
         });
     }
     collector.finish_steps();
+    let (outside, first_outside) = collector.drop_outside_span();
     if collector.timeline.activities.is_empty() {
         return Err(IngestError::NoGpuActivity {
             path: path.into(),
@@ -429,9 +437,14 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
         timeline: collector.timeline,
         repaired,
         events_read: collector.events,
-        skipped_events: collector.skipped,
+        skipped_events: collector.skipped.saturating_add(outside),
         first_skipped: collector
             .first_skipped
+            .map(|(i, why)| format!("event {i} of traceEvents: {why}"))
+            .or(first_outside),
+        unknown_values: collector.unknown_values,
+        first_unknown: collector
+            .first_unknown
             .map(|(i, why)| format!("event {i} of traceEvents: {why}")),
         names_cut: collector.names_cut,
     })

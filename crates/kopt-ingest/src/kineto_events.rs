@@ -77,6 +77,41 @@ pub fn us_text_to_ns(text: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// The least slack around the profiler's span before an event counts as
+/// outside it: 1 ms (the GPU's and the host's clocks are aligned to within
+/// microseconds; the last activities are flushed after the span closes).
+const SPAN_SLACK_NS: i64 = 1_000_000;
+
+/// The events found outside the profiler's span, counted as they are dropped.
+struct Outside {
+    count: u64,
+    first: Option<String>,
+    span: (i64, i64),
+}
+
+impl Outside {
+    /// Whether an event from `s` to `e` lies within `lo..=hi`; counts it if not.
+    fn keep(&mut self, name: &str, s: i64, e: i64, lo: i64, hi: i64) -> bool {
+        if s >= lo && e <= hi {
+            return true;
+        }
+        self.count += 1;
+        if self.first.is_none() {
+            let (start, end) = self.span;
+            self.first = Some(format!(
+                "\"{}\": {s}..{e} ns lies outside the profiler's span {start}..{end} ns",
+                crate::echo(name)
+            ));
+        }
+        false
+    }
+}
+
+/// The profiler's own span event: `"cat": "Trace"`.
+fn is_span(cat: &str) -> bool {
+    cat.eq_ignore_ascii_case("Trace")
+}
+
 /// The largest timestamp or duration kopt accepts, in nanoseconds (about
 /// 146 years: epoch times until 2116). Both are non-negative, so a start
 /// plus a duration, and the difference of any two such times, fit in an `i64`.
@@ -95,6 +130,13 @@ pub(crate) struct Collector {
     /// writes each step twice, on the CPU and on the GPU; these are kept
     /// only where the CPU copy is missing (see [`Collector::finish_steps`]).
     pub(crate) gpu_steps: Vec<Range>,
+    /// The profiler's own span (`cat: "Trace"`, "PyTorch Profiler (0)"):
+    /// start and end in ns, the first one seen.
+    pub(crate) span: Option<(i64, i64)>,
+    /// Values of kept events left unknown as implausible (grid or block
+    /// dimensions, byte counts), and the first one's index and fault.
+    pub(crate) unknown_values: u64,
+    pub(crate) first_unknown: Option<(u64, String)>,
 }
 
 fn text_u64(v: Option<&str>) -> Option<u64> {
@@ -103,6 +145,27 @@ fn text_u64(v: Option<&str>) -> Option<u64> {
         .ok()
         .or_else(|| t.parse::<f64>().ok().map(|f| f as u64))
 }
+
+/// A count (bytes) as the trace wrote it: `Ok(None)` when absent, `Err`
+/// when it is there but negative, fractional-negative, NaN or infinite: a
+/// cast would read those as 0 or saturate, and report a figure as fact.
+fn text_count(v: Option<&str>) -> Result<Option<u64>, String> {
+    let Some(raw) = v else { return Ok(None) };
+    let t = raw.trim().trim_matches('"');
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(Some(n));
+    }
+    match t.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 && f < u64::MAX as f64 => Ok(Some(f as u64)),
+        _ => Err(format!("{} is not a count", crate::echo(raw))),
+    }
+}
+
+/// The largest thread block (work-group) of CUDA and HIP alike.
+const MAX_BLOCK_THREADS: u64 = 1024;
+/// The largest grid dimension either vendor's launch takes (CUDA's x limit;
+/// HIP's grid, in work-items, is bounded by the same 2^31 - 1).
+const MAX_GRID_DIM: u32 = (1 << 31) - 1;
 
 fn text_dim3(v: Option<&str>) -> Option<Dim3> {
     let nums: Vec<u32> = v?
@@ -118,6 +181,30 @@ fn text_dim3(v: Option<&str>) -> Option<Dim3> {
         }),
         _ => None,
     }
+}
+
+/// Why a kernel's grid or block cannot be one a GPU ran, if it cannot: a
+/// zero dimension, a block over [`MAX_BLOCK_THREADS`] threads, a grid
+/// dimension over [`MAX_GRID_DIM`].
+fn implausible_dims(grid: Option<Dim3>, block: Option<Dim3>) -> Option<String> {
+    let zero = |d: &Dim3| d.x == 0 || d.y == 0 || d.z == 0;
+    if let Some(b) = block {
+        if zero(&b) || b.product() > MAX_BLOCK_THREADS {
+            return Some(format!(
+                "block [{}, {}, {}] is not 1 to {MAX_BLOCK_THREADS} threads",
+                b.x, b.y, b.z
+            ));
+        }
+    }
+    if let Some(g) = grid {
+        if zero(&g) || g.x.max(g.y).max(g.z) > MAX_GRID_DIM {
+            return Some(format!(
+                "grid [{}, {}, {}] has a dimension of 0 or over {MAX_GRID_DIM}",
+                g.x, g.y, g.z
+            ));
+        }
+    }
+    None
 }
 
 impl Collector {
@@ -139,6 +226,13 @@ impl Collector {
                 .first_skipped
                 .map(|(i, why)| (i.saturating_add(self.events), why));
         }
+        if self.first_unknown.is_none() {
+            self.first_unknown = next
+                .first_unknown
+                .map(|(i, why)| (i.saturating_add(self.events), why));
+        }
+        self.span = self.span.or(next.span);
+        self.unknown_values = self.unknown_values.saturating_add(next.unknown_values);
         self.events = self.events.saturating_add(next.events);
         self.skipped = self.skipped.saturating_add(next.skipped);
         self.names_cut = self.names_cut.saturating_add(next.names_cut);
@@ -151,6 +245,42 @@ impl Collector {
             // `events` was already counted for this event: its index is one less.
             self.first_skipped = Some((self.events.saturating_sub(1), why()));
         }
+    }
+
+    /// Count a value left unknown, keeping the first one's index and fault.
+    fn unknown(&mut self, why: impl FnOnce() -> String) {
+        self.unknown_values += 1;
+        if self.first_unknown.is_none() {
+            self.first_unknown = Some((self.events.saturating_sub(1), why()));
+        }
+    }
+
+    /// Leave out the kept events that lie outside the profiler's own span
+    /// (when the trace has one): a `dur` that runs past the end of the
+    /// capture, or a start before it, cannot be a measurement of it. A
+    /// stated exclusion, not an error: the other events are sound. The
+    /// slack covers the GPU clock's offset from the host's and the flush
+    /// at the end of the capture. Returns how many were left out and what
+    /// was wrong with the first.
+    pub(crate) fn drop_outside_span(&mut self) -> (u64, Option<String>) {
+        let Some((start, end)) = self.span else {
+            return (0, None);
+        };
+        let slack = SPAN_SLACK_NS.max((end - start) / 100);
+        let (lo, hi) = (start.saturating_sub(slack), end.saturating_add(slack));
+        let mut out = Outside {
+            count: 0,
+            first: None,
+            span: (start, end),
+        };
+        let t = &mut self.timeline;
+        t.activities
+            .retain(|a| out.keep(&a.name, a.start_ns, a.end_ns, lo, hi));
+        t.api_calls
+            .retain(|a| out.keep(&a.name, a.start_ns, a.end_ns, lo, hi));
+        t.ranges
+            .retain(|r| out.keep(&r.name, r.start_ns, r.end_ns, lo, hi));
+        (out.count, out.first)
     }
 
     /// Each step once: the CPU `user_annotation` copy of `ProfilerStep#N`
@@ -186,7 +316,7 @@ impl Collector {
         }
         match (e.cat, e.name.as_deref()) {
             (Some(cat), Some(name)) => {
-                Self::category(cat).is_none() && !name.starts_with("ProfilerStep#")
+                Self::category(cat).is_none() && !is_span(cat) && !name.starts_with("ProfilerStep#")
             }
             _ => false,
         }
@@ -208,6 +338,21 @@ impl Collector {
         }
     }
 
+    /// The profiler's span, when its `ts` and `dur` are usable (an unusable
+    /// one is no span: then no event is checked against it).
+    fn take_span(&mut self, e: &Fields) {
+        if self.span.is_some() {
+            return;
+        }
+        let ts = e.ts.and_then(us_text_to_ns);
+        let dur = e.dur.and_then(us_text_to_ns);
+        if let (Some(ts), Some(dur)) = (ts, dur) {
+            if (0..=MAX_TIME_NS).contains(&ts) && (0..=MAX_TIME_NS).contains(&dur) {
+                self.span = Some((ts, ts + dur));
+            }
+        }
+    }
+
     pub(crate) fn take_fields(&mut self, e: Fields) {
         self.events += 1;
         if e.ph != Some("X") {
@@ -223,6 +368,10 @@ impl Collector {
         let keep = match Self::category(e.cat.unwrap_or("")) {
             Some(Some(kind)) => Keep::Activity(kind),
             Some(None) => Keep::Api,
+            None if e.cat.is_some_and(is_span) => {
+                self.take_span(&e);
+                return;
+            }
             None if e
                 .name
                 .as_deref()
@@ -276,18 +425,31 @@ impl Collector {
             }
         };
         match keep {
-            Keep::Activity(kind) => self.timeline.activities.push(GpuActivity {
-                kind,
-                name,
-                start_ns: ts,
-                end_ns: end,
-                device: text_u64(e.device).unwrap_or(0) as u32,
-                stream: text_u64(e.stream).unwrap_or(0),
-                correlation: text_u64(e.correlation).unwrap_or(0),
-                grid: text_dim3(e.grid),
-                block: text_dim3(e.block),
-                bytes: text_u64(e.bytes),
-            }),
+            Keep::Activity(kind) => {
+                // Implausible values are left unknown and counted (the
+                // report states how many): the event's time is still sound.
+                let (mut grid, mut block) = (text_dim3(e.grid), text_dim3(e.block));
+                if let Some(why) = implausible_dims(grid, block) {
+                    self.unknown(|| format!("\"{}\": {why}", crate::echo(&name)));
+                    (grid, block) = (None, None);
+                }
+                let bytes = text_count(e.bytes).unwrap_or_else(|why| {
+                    self.unknown(|| format!("\"{}\": bytes {why}", crate::echo(&name)));
+                    None
+                });
+                self.timeline.activities.push(GpuActivity {
+                    kind,
+                    name,
+                    start_ns: ts,
+                    end_ns: end,
+                    device: text_u64(e.device).unwrap_or(0) as u32,
+                    stream: text_u64(e.stream).unwrap_or(0),
+                    correlation: text_u64(e.correlation).unwrap_or(0),
+                    grid,
+                    block,
+                    bytes,
+                })
+            }
             Keep::Api => self.timeline.api_calls.push(ApiCall {
                 kind: ApiKind::of(&name),
                 name,

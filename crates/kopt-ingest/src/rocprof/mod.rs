@@ -844,6 +844,7 @@ impl Sources {
                 path: path.to_string(),
                 format,
                 launches,
+                excluded: Vec::new(),
             },
             None,
         ));
@@ -858,6 +859,7 @@ impl Sources {
                 path: path.to_string(),
                 format,
                 launches: 0,
+                excluded: Vec::new(),
             },
             Some(extra),
         ));
@@ -906,6 +908,7 @@ impl Sources {
                     path,
                     format,
                     launches,
+                    excluded: Vec::new(),
                 }
             })
             .collect()
