@@ -374,8 +374,8 @@ pub fn amd_device(agent: Option<&AgentInfo>) -> Device {
         });
         return d;
     };
-    let spec = kopt_model::amd_spec(&a.product, a.cus)
-        .or_else(|| kopt_model::amd_spec(a.arch.as_deref().unwrap_or(""), a.cus));
+    let spec = kopt_model::amd_spec(&a.product, a.cus, a.sclk_mhz)
+        .or_else(|| kopt_model::amd_spec(a.arch.as_deref().unwrap_or(""), a.cus, a.sclk_mhz));
     let mut d = Device::unknown();
     d.name = match (spec, a.product.is_empty()) {
         (Some(s), _) => s.name.to_string(),
