@@ -60,10 +60,10 @@ run_target() {
     RUST_BACKTRACE=1 "$bin_dir/$t" "${seeds[@]}" -max_total_time="$left" \
       -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
       -artifact_prefix="$dir/artifacts/" >"$dir/run$runs.log" 2>&1
-    n=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$dir/run$runs.log" | tail -1 | awk '{print $2}')
+    n=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/run$runs.log" | tail -1 | awk '{print $2}')
     [ -n "$n" ] || n=$(grep -o '^#[0-9]*' "$dir/run$runs.log" | tr -d '#' | sort -n | tail -1)
     execs=$((execs + ${n:-0}))
-    r=$(grep -o 'stat::peak_rss_mb: [0-9]*' "$dir/run$runs.log" | tail -1 | awk '{print $2}')
+    r=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$dir/run$runs.log" | tail -1 | awk '{print $2}')
     [ "${r:-0}" -gt "$rss" ] && rss=$r
     # A finding ends the run with its input written; none means the time ran out.
     local found
