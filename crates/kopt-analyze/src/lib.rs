@@ -257,7 +257,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         const SHOWN: usize = 3;
         let more = source.excluded.len().saturating_sub(SHOWN);
         notes.push(format!(
-            "{}: {} implausible value(s) not taken as fact: {}{}",
+            "{}: {} implausible value(s) not taken as written: {}{}",
             source.path,
             source.excluded.len(),
             source.excluded[..source.excluded.len().min(SHOWN)].join("; "),

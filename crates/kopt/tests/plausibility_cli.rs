@@ -62,7 +62,7 @@ fn an_ncu_percentage_beyond_100_is_named_in_the_report_not_taken_as_fact() {
     let note = notes
         .iter()
         .filter_map(|n| n.as_str())
-        .find(|n| n.contains("not taken as fact"))
+        .find(|n| n.contains("not taken as written"))
         .unwrap_or_else(|| panic!("{notes:?}"));
     assert!(
         note.contains("line 3") && note.contains("4200 % is beyond 0..100 % of peak"),
