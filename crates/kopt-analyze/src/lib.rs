@@ -14,6 +14,7 @@ pub mod ranking;
 pub mod rollup;
 pub mod roofline;
 pub mod rules;
+pub mod steady_strip;
 pub mod timeline;
 pub mod warmup;
 
@@ -58,6 +59,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .and_then(|t| timeline::summarize_for_device(t, &profile.device));
     let strip = match (&profile.timeline, &timeline) {
         (Some(t), Some(s)) => timeline::strip(t, s),
+        _ => None,
+    };
+    let steady_strip = match (&profile.timeline, &timeline, &strip) {
+        (Some(t), Some(s), Some(whole)) => steady_strip::steady_strip(t, s, whole),
         _ => None,
     };
 
@@ -352,6 +357,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         recommendations,
         timeline,
         strip,
+        steady_strip,
         notes,
         ops,
         warmup_trials: warmup.map(|w| kopt_model::WarmupTrials {

@@ -52,12 +52,30 @@ pub fn has_counters(k: &KernelVerdict) -> bool {
             || k.compute_sol_pct.is_some())
 }
 
-/// The kernels that get a point: those with counters, hottest first (the
-/// diagnosis's order), at most [`PLOTTED_KERNELS_MAX`].
+/// True when a kernel has a place on the log-log chart: FLOPs and DRAM
+/// bytes both counted, so an arithmetic intensity and a rate. A copy (no
+/// FLOPs), a kernel served from cache (no DRAM bytes) or counters without
+/// FLOPs (rocprof's usual set) have none: drawn at an edge they would pile
+/// up on the axis as if measured there.
+pub fn has_intensity(k: &KernelVerdict, peaks: &Peaks) -> bool {
+    figures(k, peaks).flop_per_byte().is_some()
+}
+
+/// The kernels that get a point: those with counters and an intensity,
+/// hottest first (the diagnosis's order), at most [`PLOTTED_KERNELS_MAX`].
 pub fn plotted_kernels(d: &Diagnosis) -> Vec<&KernelVerdict> {
     d.kernels
         .iter()
-        .filter(|k| has_counters(k))
+        .filter(|k| has_counters(k) && has_intensity(k, &d.device.peaks))
         .take(PLOTTED_KERNELS_MAX)
+        .collect()
+}
+
+/// Kernels with counters but no intensity, hottest first: named beside the
+/// chart instead of drawn on it.
+pub fn unplotted_kernels(d: &Diagnosis) -> Vec<&KernelVerdict> {
+    d.kernels
+        .iter()
+        .filter(|k| has_counters(k) && !has_intensity(k, &d.device.peaks))
         .collect()
 }

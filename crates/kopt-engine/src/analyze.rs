@@ -46,6 +46,11 @@ impl AnalyzeRequest {
 /// Read every input and diagnose the workload they describe.
 pub fn analyze(req: &AnalyzeRequest, progress: &dyn Progress) -> Result<Diagnosis> {
     req.validate()?;
+    if let [only] = req.files.as_slice() {
+        if kopt_ingest::detect::sniff(only)? == kopt_ingest::detect::InputKind::KoptReport {
+            return rerender_report(only, req);
+        }
+    }
     let mut profile = load_inputs(&req.files, req.ncu.as_deref())?;
     let bare = match &req.bare_run {
         Some(run) => Some(time_steps_bare(&mut profile, run, progress)?),
@@ -56,6 +61,24 @@ pub fn analyze(req: &AnalyzeRequest, progress: &dyn Progress) -> Result<Diagnosi
         bare.add_notes(&mut diagnosis);
     }
     Ok(diagnosis)
+}
+
+/// kopt's own JSON report read back: its diagnosis as stored, for any
+/// format. The report keeps what kopt concluded, not the profiler's data,
+/// so it cannot be analysed again; a note says so.
+fn rerender_report(path: &Path, req: &AnalyzeRequest) -> Result<Diagnosis> {
+    if req.bare_run.is_some() {
+        return Err(Error::Usage(format!(
+            "{} is kopt's own report: a command after `--` needs the trace it times (give the trace or the run folder)",
+            kopt_model::text::one_line(&path.display().to_string())
+        )));
+    }
+    let mut d = kopt_ingest::inputs::read_kopt_report(path)?;
+    d.notes.push(format!(
+        "Re-rendered from kopt's report {}: it keeps the diagnosis, not the profiler's data, so nothing was analysed again (analysis options do not apply; analyze the original inputs for that).",
+        kopt_model::text::one_line(&path.display().to_string())
+    ));
+    Ok(d)
 }
 
 /// `kopt analyze TRACE -- CMD`: the command's steps timed bare into the

@@ -17,9 +17,10 @@ use kopt_model::{BenchReport, Timeline, VariantResult, VerdictKind};
 use crate::error::{Error, Result};
 use crate::progress::Progress;
 
-/// Where samples come from (`--timing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where samples come from (`--timing`, Python's `timing=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(try_from = "String", into = "&'static str")]
 pub enum TimingChoice {
     /// GPU time per NVTX range when the first variant opens repeated ranges,
     /// else the samples it prints, else wall time.
@@ -31,6 +32,40 @@ pub enum TimingChoice {
     Reported,
     /// The whole process's wall time.
     Wall,
+}
+
+impl TimingChoice {
+    /// Its name, as `--timing` and Python's `timing=` take it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TimingChoice::Auto => "auto",
+            TimingChoice::Gpu => "gpu",
+            TimingChoice::Reported => "reported",
+            TimingChoice::Wall => "wall",
+        }
+    }
+}
+
+impl From<TimingChoice> for &'static str {
+    fn from(t: TimingChoice) -> &'static str {
+        t.name()
+    }
+}
+
+impl TryFrom<String> for TimingChoice {
+    type Error = String;
+
+    fn try_from(name: String) -> std::result::Result<TimingChoice, String> {
+        [
+            TimingChoice::Auto,
+            TimingChoice::Gpu,
+            TimingChoice::Reported,
+            TimingChoice::Wall,
+        ]
+        .into_iter()
+        .find(|t| t.name() == name)
+        .ok_or_else(|| format!("timing {name:?} is not one of auto, gpu, reported, wall"))
+    }
 }
 
 /// The source a bench settled on.
@@ -158,6 +193,22 @@ impl Default for Measurement {
 }
 
 impl Measurement {
+    /// The in-process gate's (`kopt.bench` on two Python callables): the
+    /// same rule, with a budget for calls timed inside one process, which
+    /// need far less time than whole processes.
+    pub fn in_process() -> Measurement {
+        Measurement {
+            warmup: 3,
+            stop: StopRule {
+                min_samples: 20,
+                min_time_s: 0.2,
+                max_time_s: 2.0,
+                ..StopRule::default()
+            },
+            ..Measurement::default()
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         let s = &self.stop;
         let finite_at_least_zero = |x: f64| x >= 0.0 && x.is_finite();
@@ -189,6 +240,130 @@ impl Measurement {
             }
         }
         Ok(())
+    }
+}
+
+/// The measuring options under the names front ends give them, flat: the
+/// CLI's flags (`--min-time`) and Python's keywords (`min_time=`), read
+/// through serde, where a key left out takes its default and an unknown
+/// key is an error. [`MeasureOptions::lower`] is the one place they become a
+/// [`Measurement`]; every default, the flags' and the keywords', is
+/// `Measurement::default()`'s.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(default, deny_unknown_fields)]
+pub struct MeasureOptions {
+    /// Speed-up that counts for KEEP (0.05 = 5%)
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().threshold))]
+    pub threshold: f64,
+
+    /// Slow-down still treated as noise (REVERT only beyond it)
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().noise))]
+    pub noise: f64,
+
+    /// Untimed runs of each variant or config first
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().warmup))]
+    pub warmup: u32,
+
+    /// Samples each variant or config needs at least
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().stop.min_samples))]
+    pub min_samples: usize,
+
+    /// Seconds each variant or config runs at least
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().stop.min_time_s))]
+    pub min_time: f64,
+
+    /// Seconds each variant or config may run at most; kopt bench counts them from a variant's first sample (start-up and warm-up excluded, up to max(60 s, 6x this))
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().stop.max_time_s))]
+    pub max_time: f64,
+
+    /// Relative noise at which sampling may stop
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().stop.noise_target))]
+    pub noise_target: f64,
+
+    /// Seed of the bootstrap (and of tune's random strategy): results reproduce
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = Measurement::default().seed))]
+    pub seed: u64,
+
+    /// Timing source: auto (GPU time per NVTX / ProfilerStep range from kopt's tracer when the
+    /// command opens repeated ranges, else the samples it prints, else wall time), gpu,
+    /// reported, wall
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_enum, default_value_t = Measurement::default().timing, value_name = "SOURCE")
+    )]
+    pub timing: TimingChoice,
+
+    /// NVTX range name that marks one iteration for GPU timing (default: the most repeated)
+    #[cfg_attr(feature = "clap", arg(long, value_name = "NAME"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
+
+    /// kopt's tracer library for GPU timing (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
+    #[cfg_attr(feature = "clap", arg(long, value_name = "PATH"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracer: Option<PathBuf>,
+
+    /// Correctness gate: the .npy / .safetensors file each run writes (tune: or {CHECK} in the
+    /// template); compared with the first variant's or the baseline config's (a failure is REVERT)
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<PathBuf>,
+
+    /// Relative L2 tolerance for --check (default by dtype)
+    #[cfg_attr(feature = "clap", arg(long, value_name = "REL_L2"))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tol: Option<f64>,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> MeasureOptions {
+        MeasureOptions::from(&Measurement::default())
+    }
+}
+
+impl MeasureOptions {
+    /// The `Measurement` these options ask for.
+    pub fn lower(self) -> Measurement {
+        Measurement {
+            threshold: self.threshold,
+            noise: self.noise,
+            warmup: self.warmup,
+            stop: StopRule {
+                min_samples: self.min_samples,
+                min_time_s: self.min_time,
+                max_time_s: self.max_time,
+                noise_target: self.noise_target,
+            },
+            seed: self.seed,
+            timing: self.timing,
+            range: self.range,
+            tracer: self.tracer,
+            check: self.check,
+            tol: self.tol,
+        }
+    }
+}
+
+impl From<&Measurement> for MeasureOptions {
+    /// A measurement under the front ends' names: `MeasureOptions::default()`
+    /// and Python's `measure_defaults()` are the default's.
+    fn from(m: &Measurement) -> MeasureOptions {
+        MeasureOptions {
+            threshold: m.threshold,
+            noise: m.noise,
+            warmup: m.warmup,
+            min_samples: m.stop.min_samples,
+            min_time: m.stop.min_time_s,
+            max_time: m.stop.max_time_s,
+            noise_target: m.stop.noise_target,
+            seed: m.seed,
+            timing: m.timing,
+            range: m.range.clone(),
+            tracer: m.tracer.clone(),
+            check: m.check.clone(),
+            tol: m.tol,
+        }
     }
 }
 
@@ -899,6 +1074,72 @@ mod tests {
     use super::*;
     use std::cell::RefCell;
     use std::collections::HashMap;
+
+    #[test]
+    fn measure_options_lower_to_the_default_measurement_unless_given() {
+        assert_eq!(MeasureOptions::default().lower(), Measurement::default());
+        let given: MeasureOptions = serde_json::from_value(serde_json::json!({
+            "min_time": 0, "max_time": 3, "timing": "wall", "tol": 0.01
+        }))
+        .unwrap();
+        let m = given.lower();
+        assert_eq!((m.stop.min_time_s, m.stop.max_time_s), (0.0, 3.0));
+        assert_eq!((m.timing, m.tol), (TimingChoice::Wall, Some(0.01)));
+        let d = Measurement::default();
+        assert_eq!(
+            (m.threshold, m.warmup, m.stop.min_samples),
+            (d.threshold, d.warmup, d.stop.min_samples)
+        );
+    }
+
+    #[test]
+    fn the_in_process_measurement_keeps_the_rule_and_shortens_the_budget() {
+        let (gate, d) = (Measurement::in_process(), Measurement::default());
+        gate.validate().unwrap();
+        assert_eq!(
+            (gate.threshold, gate.noise, gate.seed),
+            (d.threshold, d.noise, d.seed)
+        );
+        assert_eq!(gate.stop.noise_target, d.stop.noise_target);
+        assert!(
+            gate.stop.max_time_s < d.stop.max_time_s && gate.stop.min_time_s < d.stop.min_time_s
+        );
+    }
+
+    #[test]
+    fn measure_options_name_what_they_refuse() {
+        let unknown = serde_json::from_value::<MeasureOptions>(serde_json::json!({"max_tme": 3}));
+        assert!(unknown.unwrap_err().to_string().contains("max_tme"));
+        let timing = serde_json::from_value::<MeasureOptions>(serde_json::json!({"timing": "cpu"}));
+        assert!(timing
+            .unwrap_err()
+            .to_string()
+            .contains(r#"timing "cpu" is not one of auto, gpu, reported, wall"#));
+    }
+
+    #[test]
+    fn measure_options_serialize_under_the_keyword_names() {
+        let v = serde_json::to_value(MeasureOptions::default()).unwrap();
+        // The unset paths and tolerance are left out, as Python's
+        // `measure_defaults()` leaves them.
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "max_time",
+                "min_samples",
+                "min_time",
+                "noise",
+                "noise_target",
+                "seed",
+                "threshold",
+                "timing",
+                "warmup"
+            ]
+        );
+        assert_eq!(v["timing"], "auto");
+    }
 
     /// Commands are names of synthetic distributions: `NAME` gives samples
     /// around `times[NAME]` with ±0.2% noise (quiet enough for the stopping rule), one per run, each run taking

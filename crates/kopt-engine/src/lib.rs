@@ -26,7 +26,9 @@ pub mod tune;
 pub mod workload;
 
 pub use analyze::{analyze, AnalyzeRequest};
-pub use bench::{bench, run_bench, BenchRequest, Measurement, Sampler, TimingChoice, VariantSpec};
+pub use bench::{
+    bench, run_bench, BenchRequest, MeasureOptions, Measurement, Sampler, TimingChoice, VariantSpec,
+};
 pub use compare::{compare, CompareRequest};
 pub use diagnose::AnalysisOptions;
 pub use error::{Error, Result};

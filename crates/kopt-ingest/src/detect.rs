@@ -18,6 +18,29 @@ pub enum InputKind {
     Rocprof,
     /// A rocprof-compute (Omniperf) workload folder.
     RocprofCompute,
+    /// A JSON document kopt wrote (`-f json`: `"schema": "kopt/N"` first).
+    KoptReport,
+}
+
+/// True when `head` opens a JSON document kopt wrote: an object whose first
+/// key is `"schema"` with a `"kopt/..."` value (every `kopt/1` document
+/// serializes it first). Any version matches, so a newer one is named as
+/// such instead of being read as a trace.
+pub fn is_kopt_document(head: &[u8]) -> bool {
+    let mut rest = head;
+    let mut expect = |token: &[u8]| {
+        let start = rest
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(rest.len());
+        rest = &rest[start..];
+        let ok = rest.starts_with(token);
+        if ok {
+            rest = &rest[token.len()..];
+        }
+        ok
+    };
+    expect(b"{") && expect(b"\"schema\"") && expect(b":") && expect(b"\"kopt/")
 }
 
 /// The kind of an input: folders are run folders; files by extension, else
@@ -58,6 +81,9 @@ pub fn sniff(path: &Path) -> Result<InputKind, IngestError> {
         // Kineto / Chrome trace.
         "json" => {
             let n = head(&mut first);
+            if is_kopt_document(&first[..n]) {
+                return Ok(InputKind::KoptReport);
+            }
             if crate::rocprof::sniff_json(&first[..n]) {
                 return Ok(InputKind::Rocprof);
             }
@@ -68,6 +94,9 @@ pub fn sniff(path: &Path) -> Result<InputKind, IngestError> {
         _ => {}
     }
     let n = head(&mut first);
+    if is_kopt_document(&first[..n]) {
+        return Ok(InputKind::KoptReport);
+    }
     if crate::rocprof::sniff(&first[..n]) {
         return Ok(InputKind::Rocprof);
     }
@@ -124,6 +153,28 @@ mod tests {
         assert_eq!(
             sniff(&write("results", "SQLite format 3\0rest")).unwrap(),
             InputKind::Rocprof
+        );
+        // kopt's own JSON, by its first key, under any name and version;
+        // a "schema" key elsewhere or another schema is not kopt's.
+        assert_eq!(
+            sniff(&write("report.json", "{\n  \"schema\": \"kopt/1\",\n")).unwrap(),
+            InputKind::KoptReport
+        );
+        assert_eq!(
+            sniff(&write("report", "{\"schema\":\"kopt/7\"}")).unwrap(),
+            InputKind::KoptReport
+        );
+        assert_eq!(
+            sniff(&write(
+                "s.json",
+                "{\"traceEvents\":[], \"schema\": \"kopt/1\"}"
+            ))
+            .unwrap(),
+            InputKind::Kineto
+        );
+        assert_eq!(
+            sniff(&write("o.json", "{\"schema\": \"other/1\"}")).unwrap(),
+            InputKind::Kineto
         );
         assert_eq!(sniff(d.path()).unwrap(), InputKind::RunFolder);
         let fifo = d.path().join("fifo");

@@ -6,7 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use kopt_model::Profile;
+use kopt_model::{Diagnosis, Profile};
+
+use crate::budget::Budget;
 
 use crate::detect::{sniff, InputKind};
 use crate::{
@@ -75,6 +77,13 @@ pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Prof
                     }
                     files.push((l, f));
                 }
+            }
+            InputKind::KoptReport => {
+                return Err(IngestError::Inputs(format!(
+                    "{}: kopt's own JSON report is re-rendered alone (`kopt analyze {}`), never merged with other inputs",
+                    crate::one_line(&label),
+                    crate::one_line(&label)
+                )));
             }
             InputKind::NcuCsv => {
                 let f = read_ncu_csv(path)?;
@@ -159,4 +168,87 @@ fn parse_exported_report(
             parse_ncu_csv(&report.details, &details_label)?,
         ),
     ])
+}
+
+/// The largest kopt JSON report read back, in bytes: a 2,000-kernel
+/// diagnosis is about 2.4 MB.
+pub const KOPT_REPORT_MAX_BYTES: Budget = Budget {
+    var: "KOPT_REPORT_MAX_BYTES",
+    default: 256 << 20,
+    unit: "bytes",
+};
+
+/// A diagnosis kopt wrote as JSON (`-f json`, a run folder's
+/// `report.json`), read back as it was stored: the document's schema
+/// checked first (another version, or another kind of kopt document, is
+/// a one-line error saying so), its size within [`KOPT_REPORT_MAX_BYTES`].
+pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
+    use std::io::Read;
+    let label = path.display().to_string();
+    let io = |source| IngestError::Io {
+        path: label.clone(),
+        source,
+    };
+    let max = KOPT_REPORT_MAX_BYTES.get();
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(IngestError::format(
+            &label,
+            format!(
+                "kopt report size budget: more than {max} bytes; {}",
+                KOPT_REPORT_MAX_BYTES.how_to_raise()
+            ),
+        ));
+    }
+    // The schema and the keys that tell kopt's documents apart, read
+    // before the whole document is typed.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        schema: String,
+        kernels: Option<serde::de::IgnoredAny>,
+        variants: Option<serde::de::IgnoredAny>,
+        tensors: Option<serde::de::IgnoredAny>,
+    }
+    let head: Head = serde_json::from_slice(&bytes).map_err(|e| {
+        IngestError::format(&label, format!("not a readable kopt JSON document: {e}"))
+    })?;
+    if head.schema != kopt_model::SCHEMA {
+        return Err(IngestError::format(
+            &label,
+            format!(
+                "a kopt JSON document of schema {}, and this kopt reads {}: render it with the kopt that wrote it",
+                crate::echo(&head.schema),
+                kopt_model::SCHEMA
+            ),
+        ));
+    }
+    if head.kernels.is_none() {
+        let kind = if head.variants.is_some() {
+            "a bench report"
+        } else if head.tensors.is_some() {
+            "a compare report"
+        } else {
+            "not an analysis"
+        };
+        return Err(IngestError::format(
+            &label,
+            format!(
+                "{kind}: kopt analyze re-renders the JSON of kopt analyze, profile and trace (a diagnosis with \"kernels\")"
+            ),
+        ));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| {
+        IngestError::format(
+            &label,
+            format!(
+                "a {} document that is not a readable diagnosis: {e}",
+                kopt_model::SCHEMA
+            ),
+        )
+    })
 }

@@ -399,6 +399,9 @@ pub struct Diagnosis {
     /// What the HTML page draws of the timeline.
     #[serde(skip)]
     pub strip: Option<TimelineStrip>,
+    /// The steady state's own strip, where it is not (nearly) the whole trace.
+    #[serde(skip)]
+    pub steady_strip: Option<SteadyStrip>,
     /// Caveats the reader must know (e.g. a timeline is needed for launch overhead).
     pub notes: Vec<String>,
     /// Kernel time by framework op and input shapes, largest first (when the
@@ -641,6 +644,17 @@ pub struct TimelineStrip {
     /// Idle stretches of the GPU: (start, duration), relative to the window.
     pub idle: Vec<(i64, i64)>,
     pub launch_bound: bool,
+}
+
+/// The steady state's own strip, drawn first where start-up, warm-up or
+/// trailing work take a tenth of the trace or more (not part of the JSON).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SteadyStrip {
+    /// The steady state's window at its own resolution.
+    pub strip: TimelineStrip,
+    /// The trace's time before and after the window, left out of it.
+    pub cut_before_ns: i64,
+    pub cut_after_ns: i64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -28,13 +28,13 @@ pub use diagnosis::{
     Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
     IdleGap, KernelEvidence, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare,
     OpSummary, PipeUse, PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo,
-    SampledCoverage, StallShare, SteadyState, StepDetection, StepSource, StripLane, TimelineStrip,
-    TimelineSummary, WarmupEvidence, WarmupKernel, WarmupTrials,
+    SampledCoverage, StallShare, SteadyState, SteadyStrip, StepDetection, StepSource, StripLane,
+    TimelineStrip, TimelineSummary, WarmupEvidence, WarmupKernel, WarmupTrials,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{
-    clip_chars, format_duration_ns, kernel_function_name, kernel_match_key, kernel_short_name,
-    qualified_function_name,
+    clip_chars, clip_distinct, format_duration_ns, kernel_function_name, kernel_match_key,
+    kernel_short_name, qualified_function_name,
 };
 pub use peaks::{
     amd_spec, datasheet_peaks, graph_replay_ns_per_kernel, AmdSpec, AMD_SPECS,

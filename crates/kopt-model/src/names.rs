@@ -19,6 +19,131 @@ pub fn clip_chars(s: &str, max: usize) -> String {
     }
 }
 
+/// Names cut to at most `max` characters each and kept apart: different
+/// names never read the same. A name that fits stays whole; a longer one
+/// loses its end (`clip_chars`) unless that makes it read like another
+/// name, and then it loses its middle instead, keeping as much of the
+/// differing end as it takes, from the start of its word
+/// (`kopt_transpose_s…` twice becomes `kopt_transp…naive` and
+/// `kopt_trans…padded`). Names that differ only
+/// in a middle no cut can show end in a counter (`…~1`, `…~2`). Equal
+/// names stay equal. Every renderer that shortens kernel names uses this.
+pub fn clip_distinct<S: AsRef<str>>(names: &[S], max: usize) -> Vec<String> {
+    use std::collections::HashMap;
+    let max = max.max(1);
+    let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+    let mut out: Vec<String> = names.iter().map(|n| clip_chars(n, max)).collect();
+    // Indices of different names that read the same, by what they read.
+    let collisions = |out: &[String]| -> Vec<Vec<usize>> {
+        let mut by_text: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, o) in out.iter().enumerate() {
+            by_text.entry(o.as_str()).or_default().push(i);
+        }
+        let mut groups: Vec<Vec<usize>> = by_text
+            .into_values()
+            .filter(|g| g.iter().any(|&i| names[i] != names[g[0]]))
+            .collect();
+        groups.sort();
+        groups
+    };
+    for group in collisions(&out) {
+        // Only shortened names can change; a name shown whole stays.
+        let cut: Vec<usize> = group
+            .iter()
+            .copied()
+            .filter(|&i| names[i].chars().count() > max)
+            .collect();
+        // The shortest kept end that tells the group apart and reads like
+        // no other name.
+        let fits = (1..max.saturating_sub(1)).find_map(|tail| {
+            let tries: Vec<String> = cut.iter().map(|&i| elide(names[i], max, tail)).collect();
+            let apart = cut.iter().enumerate().all(|(a, &i)| {
+                cut.iter()
+                    .enumerate()
+                    .all(|(b, &j)| names[i] == names[j] || tries[a] != tries[b])
+            });
+            let clear = tries.iter().all(|t| {
+                out.iter()
+                    .enumerate()
+                    .all(|(k, o)| cut.contains(&k) || o != t)
+            });
+            (apart && clear).then_some((tail, tries))
+        });
+        if let Some((tail, tries)) = fits {
+            // Each kept end widened to the start of its word where that
+            // keeps the group apart: `…naive`, not `…e`.
+            let widened: Vec<String> = cut
+                .iter()
+                .map(|&i| elide(names[i], max, word_tail(names[i], tail, max)))
+                .collect();
+            let apart = cut.iter().enumerate().all(|(a, &i)| {
+                cut.iter()
+                    .enumerate()
+                    .all(|(b, &j)| names[i] == names[j] || widened[a] != widened[b])
+            }) && widened.iter().all(|t| {
+                out.iter()
+                    .enumerate()
+                    .all(|(k, o)| cut.contains(&k) || o != t)
+            });
+            for (&i, t) in cut.iter().zip(if apart { widened } else { tries }) {
+                out[i] = t;
+            }
+        }
+    }
+    // What no cut could tell apart gets a counter, one per different name.
+    let mut counter = 0usize;
+    for group in collisions(&out) {
+        let mut numbered: Vec<(&str, String)> = Vec::new();
+        for &i in &group {
+            if names[i].chars().count() <= max {
+                continue;
+            }
+            if let Some((_, t)) = numbered.iter().find(|(n, _)| *n == names[i]) {
+                out[i] = t.clone();
+                continue;
+            }
+            counter += 1;
+            let tag = format!("~{counter}");
+            let head = max.saturating_sub(1 + tag.chars().count());
+            let t = format!("{}…{tag}", names[i].chars().take(head).collect::<String>());
+            numbered.push((names[i], t.clone()));
+            out[i] = t;
+        }
+    }
+    out
+}
+
+/// A kept end of at least `tail` characters grown to the start of its word
+/// (after `_`, `:`, a space, ...), while the head keeps half of `max`.
+fn word_tail(name: &str, tail: usize, max: usize) -> usize {
+    let chars: Vec<char> = name.chars().collect();
+    let limit = (max.saturating_sub(1)).saturating_sub(max / 2);
+    (tail..=limit.min(chars.len()))
+        .find(|&t| {
+            t == chars.len()
+                || matches!(
+                    chars[chars.len() - t - 1],
+                    '_' | ':' | ' ' | '<' | '(' | ',' | '.' | '-'
+                )
+        })
+        .unwrap_or(tail)
+}
+
+/// `name` cut to `max` characters by dropping its middle: the head, "…",
+/// and the last `tail` characters.
+fn elide(name: &str, max: usize, tail: usize) -> String {
+    let n = name.chars().count();
+    if n <= max {
+        return name.to_string();
+    }
+    let tail = tail.min(max.saturating_sub(1));
+    let head = max - 1 - tail;
+    let mut s: String = name.chars().take(head).collect();
+    s.push('…');
+    s.extend(name.chars().skip(n - tail));
+    s
+}
+
 /// The qualified function name: template arguments and parameter lists
 /// dropped at any depth and a leading return type with them, namespaces
 /// kept (`void at::native::foo<8>(int)` -> `at::native::foo`).
@@ -105,6 +230,39 @@ mod tests {
         assert_ne!(k(a), k(other));
         assert_eq!(k("void at::<unnamed>::f<int>(x::y::Z)"), "void f<int>(Z)");
         assert_eq!(k("kopt_copy"), "kopt_copy");
+    }
+
+    #[test]
+    fn clipped_names_stay_distinct() {
+        use super::clip_distinct;
+        let names = [
+            "kopt_transpose_smem_naive",
+            "kopt_transpose_smem_padded",
+            "kopt_fma_loop",
+            "kopt_transpose_smem_naive",
+        ];
+        let got = clip_distinct(&names, 17);
+        assert!(got.iter().all(|g| g.chars().count() <= 17), "{got:?}");
+        assert_ne!(got[0], got[1], "{got:?}");
+        // The differing end is what is kept; equal names stay equal.
+        assert!(
+            got[0].ends_with("naive") && got[1].ends_with("padded"),
+            "{got:?}"
+        );
+        assert_eq!(got[0], got[3]);
+        assert_eq!(got[2], "kopt_fma_loop");
+        // Names apart in their first characters keep the plain cut.
+        let plain = clip_distinct(&["alpha_kernel_one", "beta_kernel_two"], 8);
+        assert_eq!(plain, ["alpha_k…", "beta_ke…"]);
+        // A middle no cut can show: a counter.
+        let a = format!("k_{}_a_{}", "x".repeat(30), "y".repeat(30));
+        let b = format!("k_{}_b_{}", "x".repeat(30), "y".repeat(30));
+        let got = clip_distinct(&[a.as_str(), b.as_str()], 12);
+        assert_ne!(got[0], got[1], "{got:?}");
+        assert!(got.iter().all(|g| g.chars().count() <= 12), "{got:?}");
+        // A cut never reads like a name shown whole.
+        let got = clip_distinct(&["abcdefg…", "abcdefghij"], 8);
+        assert_ne!(got[0], got[1], "{got:?}");
     }
 
     #[test]

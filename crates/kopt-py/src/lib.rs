@@ -11,7 +11,7 @@ use kopt_engine::bench::VariantSpec;
 use kopt_engine::progress::{Progress, Stream};
 use kopt_engine::{
     AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, ProfileRequest, RecordPaths,
-    TimingChoice, TimingPass, TraceRequest, WorkloadOptions,
+    TimingPass, TraceRequest, WorkloadOptions,
 };
 use kopt_model::Peaks;
 use kopt_report::{Format, Layout, Render};
@@ -316,69 +316,60 @@ fn trace(
 }
 
 /// The measuring keywords `bench` and `tune` share, as the Python layer
-/// passes them: one dict with every key, `None` where the caller gave none
-/// (the engine's default, `Measurement::default()`, then applies).
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
-struct MeasureKw {
-    threshold: Option<f64>,
-    noise: Option<f64>,
-    warmup: Option<u32>,
-    min_samples: Option<usize>,
-    min_time: Option<f64>,
-    max_time: Option<f64>,
-    noise_target: Option<f64>,
-    seed: Option<u64>,
-    timing: Option<String>,
-    range: Option<String>,
-    tracer: Option<PathBuf>,
-    check: Option<PathBuf>,
-    tol: Option<f64>,
-}
+/// passes them: one dict with every key, `None` where the caller gave none.
+/// Read into the engine's `MeasureOptions` (the CLI's flags, lowered the
+/// same way), where a key left out takes `Measurement::default()`'s value.
+/// A value of the wrong type is a `TypeError`; an unknown key or timing
+/// name a `UsageError`.
+struct MeasureKw(kopt_engine::MeasureOptions);
 
-impl MeasureKw {
-    fn lower(self) -> PyResult<kopt_engine::Measurement> {
-        let d = kopt_engine::Measurement::default();
-        Ok(kopt_engine::Measurement {
-            threshold: self.threshold.unwrap_or(d.threshold),
-            noise: self.noise.unwrap_or(d.noise),
-            warmup: self.warmup.unwrap_or(d.warmup),
-            stop: kopt_engine::bench::StopRule {
-                min_samples: self.min_samples.unwrap_or(d.stop.min_samples),
-                min_time_s: self.min_time.unwrap_or(d.stop.min_time_s),
-                max_time_s: self.max_time.unwrap_or(d.stop.max_time_s),
-                noise_target: self.noise_target.unwrap_or(d.stop.noise_target),
-            },
-            seed: self.seed.unwrap_or(d.seed),
-            timing: match self.timing {
-                Some(t) => timing_choice(&t)?,
-                None => d.timing,
-            },
-            range: self.range,
-            tracer: self.tracer,
-            check: self.check,
-            tol: self.tol,
-        })
+impl<'py> FromPyObject<'_, 'py> for MeasureKw {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<MeasureKw> {
+        let py = ob.py();
+        let given = PyDict::new(py);
+        for (key, value) in ob.cast::<PyDict>()?.iter() {
+            if !value.is_none() {
+                given.set_item(key, value)?;
+            }
+        }
+        pythonize::depythonize(given.as_any())
+            .map(MeasureKw)
+            .map_err(|e| {
+                let e = PyErr::from(e);
+                // pythonize raises a bare Exception for serde's own messages
+                // (an unknown key, a timing that is none of the names).
+                if e.get_type(py)
+                    .is(py.get_type::<pyo3::exceptions::PyException>())
+                {
+                    UsageError::new_err(e.value(py).to_string())
+                } else {
+                    e
+                }
+            })
     }
 }
 
-/// The engine's measuring defaults (`Measurement::default()`) under the
-/// keyword names `bench` and `tune` take, for the Python layer's docs and
-/// tests: a keyword left at `None` gets these.
+impl MeasureKw {
+    fn lower(self) -> kopt_engine::Measurement {
+        self.0.lower()
+    }
+}
+
+/// The engine's measuring defaults (`Measurement::default()`, or with
+/// `in_process` the in-process gate's, `Measurement::in_process()`) under
+/// the keyword names `bench` and `tune` take: a keyword left at `None`
+/// gets these.
 #[pyfunction]
-fn measure_defaults(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let d = kopt_engine::Measurement::default();
-    let m = PyDict::new(py);
-    m.set_item("threshold", d.threshold)?;
-    m.set_item("noise", d.noise)?;
-    m.set_item("warmup", d.warmup)?;
-    m.set_item("min_samples", d.stop.min_samples)?;
-    m.set_item("min_time", d.stop.min_time_s)?;
-    m.set_item("max_time", d.stop.max_time_s)?;
-    m.set_item("noise_target", d.stop.noise_target)?;
-    m.set_item("seed", d.seed)?;
-    m.set_item("timing", timing_name(d.timing))?;
-    Ok(m)
+#[pyo3(signature = (*, in_process=false))]
+fn measure_defaults(py: Python<'_>, in_process: bool) -> PyResult<Bound<'_, PyAny>> {
+    let m = if in_process {
+        kopt_engine::Measurement::in_process()
+    } else {
+        kopt_engine::Measurement::default()
+    };
+    pythonize::pythonize(py, &kopt_engine::MeasureOptions::from(&m)).map_err(PyErr::from)
 }
 
 /// The run history as `kopt history` prints it, in `format_name`: the
@@ -427,7 +418,7 @@ fn bench_commands(
             .map(|(name, command)| VariantSpec { name, command })
             .collect(),
     );
-    req.measure = measure.lower()?;
+    req.measure = measure.lower();
     req.journal = journal;
     if let Some(db) = db {
         req.db = db;
@@ -440,16 +431,23 @@ fn bench_commands(
 
 /// The in-process gate's verdict on the facts its harness collected
 /// (JSON, `kopt.bench(baseline=fn, candidate=fn)`); returns the gate report
-/// as JSON. Peaks come from kopt's device table by the facts' device name.
+/// as JSON. Peaks come from kopt's device table by the facts' device name;
+/// the rule left at `None` is the engine's (`Measurement::default()`).
 #[pyfunction]
-#[pyo3(signature = (facts_json, *, threshold=0.05, noise=0.01, seed=42, tol=None))]
+#[pyo3(signature = (facts_json, *, threshold=None, noise=None, seed=None, tol=None))]
 fn gate_decide(
     facts_json: &str,
-    threshold: f64,
-    noise: f64,
-    seed: u64,
+    threshold: Option<f64>,
+    noise: Option<f64>,
+    seed: Option<u64>,
     tol: Option<f64>,
 ) -> PyResult<String> {
+    let engine = kopt_engine::Measurement::default();
+    let (threshold, noise, seed) = (
+        threshold.unwrap_or(engine.threshold),
+        noise.unwrap_or(engine.noise),
+        seed.unwrap_or(engine.seed),
+    );
     let facts: kopt_bench::GateFacts = serde_json::from_str(facts_json)
         .map_err(|e| InputError::new_err(format!("not the gate harness's facts: {e}")))?;
     if !(threshold.is_finite() && (0.0..1.0).contains(&threshold)) {
@@ -821,7 +819,7 @@ fn tune(
     req.fresh = fresh;
     req.gpus = gpus;
     req.top = top;
-    req.measure = measure.lower()?;
+    req.measure = measure.lower();
     if let Some(db) = db {
         req.db = db;
     }
@@ -853,29 +851,6 @@ fn tune(
         }
     };
     json(&r)
-}
-
-fn timing_name(t: TimingChoice) -> &'static str {
-    match t {
-        TimingChoice::Auto => "auto",
-        TimingChoice::Gpu => "gpu",
-        TimingChoice::Reported => "reported",
-        TimingChoice::Wall => "wall",
-    }
-}
-
-fn timing_choice(timing: &str) -> PyResult<TimingChoice> {
-    Ok(match timing {
-        "auto" => TimingChoice::Auto,
-        "gpu" => TimingChoice::Gpu,
-        "reported" => TimingChoice::Reported,
-        "wall" => TimingChoice::Wall,
-        other => {
-            return Err(UsageError::new_err(format!(
-                "timing {other:?} is not one of auto, gpu, reported, wall"
-            )))
-        }
-    })
 }
 
 /// One trial job (JSON) measured here, with real processes: what a Ray

@@ -429,6 +429,69 @@ pub fn timeline_lines(t: &kopt_model::TimelineSummary) -> Vec<(String, String)> 
         .collect()
 }
 
+/// Stall reasons and pipes an evidence line names at most.
+const EVIDENCE_TOP: usize = 3;
+
+/// What the counters say beyond a kernel's class (#29), in one line: its
+/// largest stall reasons, busiest pipes, lanes active, atomics and waves;
+/// `None` without evidence.
+pub fn evidence_line(k: &kopt_model::KernelVerdict) -> Option<String> {
+    let e = k.evidence.as_ref()?;
+    let mut parts = Vec::new();
+    // Below 1% a stall or a pipe says nothing.
+    let stalls: Vec<String> = e
+        .stalls
+        .iter()
+        .filter(|s| s.share_pct >= 1.0)
+        .take(EVIDENCE_TOP)
+        .map(|s| {
+            format!(
+                "{} {:.0}% ({:.1} cycles per issue)",
+                s.reason.metric_stem(),
+                s.share_pct,
+                s.cycles_per_issue
+            )
+        })
+        .collect();
+    if !stalls.is_empty() {
+        parts.push(format!("stalls {}", stalls.join(", ")));
+    }
+    let pipes: Vec<String> = e
+        .pipes
+        .iter()
+        .filter(|p| p.pct >= 1.0)
+        .take(EVIDENCE_TOP)
+        .map(|p| format!("{} {:.0}%", p.pipe.as_str(), p.pct))
+        .collect();
+    if !pipes.is_empty() {
+        parts.push(format!("pipes {}", pipes.join(", ")));
+    }
+    if let Some(t) = e.active_threads_per_inst {
+        parts.push(format!("{t:.1} of 32 threads active per instruction"));
+    }
+    if let Some(n) = e.divergent_branches.filter(|n| *n > 0.0) {
+        parts.push(format!("{n:.0} divergent branch targets"));
+    }
+    let atomics: Vec<String> = [
+        (e.global_atomic_accesses, "global"),
+        (e.l2_atomic_sectors, "L2 sectors"),
+        (e.shared_atomic_wavefronts, "shared"),
+    ]
+    .into_iter()
+    .filter_map(|(n, what)| Some(format!("{:.0} {what}", n.filter(|n| *n > 0.0)?)))
+    .collect();
+    if !atomics.is_empty() {
+        parts.push(format!("atomics {}", atomics.join(", ")));
+    }
+    if let Some(w) = e.waves {
+        let last = e
+            .last_wave_fill_pct
+            .map_or(String::new(), |f| format!(" (last {f:.0}% full)"));
+        parts.push(format!("{w:.2} waves{last}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 /// A kernel's launching ops in one line: "op: aten::addmm [[8, 768], ...] (12)".
 pub fn ops_line(k: &kopt_model::KernelVerdict) -> Option<String> {
     if k.ops.is_empty() {

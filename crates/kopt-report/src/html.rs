@@ -44,6 +44,8 @@ struct KernelRow {
     class_label: String,
     root_cause: String,
     findings: Vec<String>,
+    /// The counters' evidence in one line (empty without).
+    evidence: String,
 }
 
 struct RoofLabel {
@@ -86,6 +88,8 @@ struct Page {
     roofline: String,
     points: usize,
     roof_labels: Vec<RoofLabel>,
+    /// Kernels with counters but no point, said under the chart.
+    roof_left_out: String,
     timeline_lines: Vec<(String, String)>,
     strip: String,
     classes: Vec<&'static str>,
@@ -143,6 +147,10 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             present.push(c);
         }
     }
+    let shown = &d.kernels[..d.kernels.len().min(TABLE_ROWS_SHOWN)];
+    // Full names cut for the tooltip, two kernels never reading the same.
+    let full: Vec<&str> = shown.iter().map(|k| k.name.as_str()).collect();
+    let tooltips = kopt_model::clip_distinct(&full, TOOLTIP_MAX + 1);
     let page = Page {
         title: if module.is_empty() {
             d.device.name.clone()
@@ -164,6 +172,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             .as_ref()
             .map(|p| p.insight.clone())
             .unwrap_or_default(),
+        roof_left_out: left_out_note(&chart.left_out),
         roofline: chart.svg,
         points,
         roof_labels: chart
@@ -182,18 +191,24 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
             .as_ref()
             .map(format::timeline_lines)
             .unwrap_or_default(),
-        strip: d.strip.as_ref().map(crate::strip::svg).unwrap_or_default(),
+        strip: d
+            .strip
+            .as_ref()
+            .map(|w| crate::strip::strips(w, d.steady_strip.as_ref()))
+            .unwrap_or_default(),
         classes: CLASSES.iter().map(|c| c.as_str()).collect(),
         classes_present: present,
         kernels_hidden: hidden_kernels(d),
         columns: crate::markdown::KERNEL_COLUMNS,
-        kernel_chunks: d.kernels[..d.kernels.len().min(TABLE_ROWS_SHOWN)]
+        kernel_chunks: shown
             .chunks(ROWS_PER_CHUNK)
-            .map(|chunk| {
+            .zip(tooltips.chunks(ROWS_PER_CHUNK))
+            .map(|(chunk, tips)| {
                 chunk
                     .iter()
-                    .map(|k| KernelRow {
-                        name: kopt_model::clip_chars(&k.name, TOOLTIP_MAX + 1),
+                    .zip(tips)
+                    .map(|(k, tip)| KernelRow {
+                        name: tip.clone(),
                         short: breakable_name(&k.short_name),
                         launches: k.launches,
                         total: format::duration(k.total_ns),
@@ -209,6 +224,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
                         class_label: format::class(k),
                         root_cause: k.root_cause.clone(),
                         findings: k.findings.iter().map(|f| f.evidence.clone()).collect(),
+                        evidence: format::evidence_line(k).unwrap_or_default(),
                     })
                     .collect()
             })
@@ -259,6 +275,29 @@ impl Exporter for HtmlExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         out.write_all(page(d).0.as_bytes())
     }
+}
+
+/// Kernels named at most in the note on those left off the roofline.
+const LEFT_OUT_NAMED: usize = 8;
+
+/// The kernels with counters the roofline cannot place, hottest first.
+fn left_out_note(left_out: &[(String, f64)]) -> String {
+    if left_out.is_empty() {
+        return String::new();
+    }
+    let mut names: Vec<String> = left_out
+        .iter()
+        .take(LEFT_OUT_NAMED)
+        .map(|(n, pct)| format!("{n} ({}%)", format::pct(Some(*pct))))
+        .collect();
+    if left_out.len() > LEFT_OUT_NAMED {
+        names.push(format!("{} more", left_out.len() - LEFT_OUT_NAMED));
+    }
+    format!(
+        "{} kernel(s) with counters are not on the chart: no FLOP or no DRAM byte was counted (a copy, data served from cache, counters without FLOPs), so they have no arithmetic intensity to place them at: {}.",
+        left_out.len(),
+        names.join(", ")
+    )
 }
 
 /// A kernel name as HTML with a line-break opportunity after each separator

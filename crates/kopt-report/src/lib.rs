@@ -24,6 +24,7 @@ use std::io::{self, Write};
 
 use kopt_model::Diagnosis;
 
+pub use format::evidence_line;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;

@@ -81,6 +81,25 @@ impl MarkdownExporter {
         )?;
         writeln!(out)?;
 
+        let evidence: Vec<(&str, String)> = d
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k.short_name.as_str(), format::evidence_line(k)?)))
+            .collect();
+        if !evidence.is_empty() {
+            writeln!(out, "### What the counters show per kernel")?;
+            writeln!(out)?;
+            for (name, line) in evidence {
+                writeln!(
+                    out,
+                    "- {}: {}",
+                    escape::markdown_cell(name),
+                    escape::markdown_cell(&line)
+                )?;
+            }
+            writeln!(out)?;
+        }
+
         if !d.ops.is_empty() {
             writeln!(out, "## Kernel time by framework op")?;
             writeln!(out)?;

@@ -34,31 +34,16 @@ pub struct Point {
 pub const LABELS_MAX: usize = 12;
 
 /// Where a kernel sits on this chart: kopt-analyze's roofline figures,
-/// clamped into the chart's range.
-pub fn point(k: &KernelVerdict, d: &Diagnosis) -> Point {
+/// clamped into the chart's range; `None` for a kernel without an
+/// intensity (no FLOPs or no DRAM bytes), which gets no point.
+pub fn point(k: &KernelVerdict, d: &Diagnosis) -> Option<Point> {
     let f = roofline::figures(k, &d.device.peaks);
-    let (rate, bw) = (f.flops_per_s, f.dram_bytes_per_s);
-    let Some(ai) = f.flop_per_byte() else {
-        return if rate <= 0.0 {
-            // No floating-point work: show the bandwidth achieved at the left edge.
-            Point {
-                ai: X_MIN,
-                rate: (bw * X_MIN).max(1.0),
-                clamped: true,
-            }
-        } else {
-            Point {
-                ai: X_MAX,
-                rate,
-                clamped: true,
-            }
-        };
-    };
-    Point {
+    let ai = f.flop_per_byte()?;
+    Some(Point {
         ai: ai.clamp(X_MIN, X_MAX),
-        rate,
+        rate: f.flops_per_s,
         clamped: !(X_MIN..=X_MAX).contains(&ai),
-    }
+    })
 }
 
 fn class_css(c: BottleneckClass) -> &'static str {
@@ -77,13 +62,15 @@ pub struct Label {
     pub placed: bool,
 }
 
-/// The chart: the SVG (empty when no kernel has counters), how many points
-/// it holds, and the numbered kernels.
+/// The chart: the SVG (empty when no kernel has a point), how many points
+/// it holds, the numbered kernels, and the kernels with counters but no
+/// intensity, left off the chart (short name, share of kernel time).
 #[derive(Debug, Clone, Default)]
 pub struct Chart {
     pub svg: String,
     pub points: usize,
     pub labels: Vec<Label>,
+    pub left_out: Vec<(String, f64)>,
 }
 
 /// An axis-aligned box in chart units.
@@ -146,11 +133,21 @@ pub fn chart(d: &Diagnosis) -> Chart {
         .into_iter()
         .flatten()
         .fold(1e12_f64, f64::max);
+    let left_out: Vec<(String, f64)> = roofline::unplotted_kernels(d)
+        .into_iter()
+        .map(|k| (k.short_name.clone(), k.pct_of_total))
+        .collect();
     let hot = roofline::plotted_kernels(d);
     if hot.is_empty() {
-        return Chart::default();
+        return Chart {
+            left_out,
+            ..Chart::default()
+        };
     }
-    let points: Vec<(Point, &KernelVerdict)> = hot.iter().map(|k| (point(k, d), *k)).collect();
+    let points: Vec<(Point, &KernelVerdict)> = hot
+        .iter()
+        .filter_map(|k| Some((point(k, d)?, *k)))
+        .collect();
     let y_max = 10f64.powf((top_rate * 3.0).log10().ceil());
     let y_min = points
         .iter()
@@ -390,6 +387,7 @@ pub fn chart(d: &Diagnosis) -> Chart {
         svg: s,
         points: points.len(),
         labels,
+        left_out,
     }
 }
 

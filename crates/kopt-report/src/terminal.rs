@@ -82,11 +82,6 @@ fn pad(s: &str, width: usize, right: bool) -> String {
     }
 }
 
-/// Kernel names cut to `width` with an ellipsis, never broken across lines.
-fn clip(name: &str, width: usize) -> String {
-    kopt_model::clip_chars(name, width.max(1))
-}
-
 impl Exporter for TerminalExporter {
     /// Untrusted text goes through `escape::terminal` where it is written; the
     /// whole report then through `escape::terminal_lines`, so no control
@@ -222,6 +217,9 @@ impl TerminalExporter {
             )?;
             writeln!(out, "{}", "─".repeat(rule))?;
         }
+        // Kernel names cut to the column, never broken across lines, and
+        // never two kernels reading the same.
+        let names = kopt_model::clip_distinct(&cols[0].cells, w[0].max(1));
         for (row, k) in d.kernels.iter().enumerate() {
             let cells: Vec<String> = cols
                 .iter()
@@ -229,7 +227,7 @@ impl TerminalExporter {
                 .enumerate()
                 .map(|(i, (c, &w))| {
                     let text = if i == 0 {
-                        clip(&c.cells[row], w)
+                        names[row].clone()
                     } else {
                         c.cells[row].clone()
                     };
@@ -248,6 +246,11 @@ impl TerminalExporter {
             }
             if let Some(line) = format::ops_line(k) {
                 para(out, width, INDENT, INDENT, &escape::terminal(&line))?;
+            }
+            // The counters' evidence in the detailed table only.
+            if let Some(line) = format::evidence_line(k).filter(|_| self.wide) {
+                let text = format!("evidence: {}", escape::terminal(&line));
+                para(out, width, INDENT, INDENT, &text)?;
             }
         }
         Ok(())

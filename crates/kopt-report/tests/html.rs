@@ -68,7 +68,10 @@ fn one_roofline_point_per_hot_kernel() {
     let with_counters = d
         .kernels
         .iter()
-        .filter(|k| kopt_analyze::roofline::has_counters(k))
+        .filter(|k| {
+            kopt_analyze::roofline::has_counters(k)
+                && kopt_analyze::roofline::has_intensity(k, &d.device.peaks)
+        })
         .count();
     assert_eq!(
         points,
@@ -88,18 +91,24 @@ fn tensor_gemm_sits_near_the_tensor_roof_and_copies_at_the_bandwidth_roof() {
         .iter()
         .find(|k| k.name.starts_with("nvjet"))
         .unwrap();
-    let p = roofline::point(gemm, &d);
+    let p = roofline::point(gemm, &d).unwrap();
     assert!(p.rate > 0.9e15 && p.rate < 1.0e15, "{}", p.rate);
     let copy = d
         .kernels
         .iter()
         .find(|k| k.name == "kopt_copy_coalesced")
         .unwrap();
-    let p = roofline::point(copy, &d);
     assert!(
-        p.clamped,
-        "a copy has no FLOPs: it sits at the chart's left edge"
+        roofline::point(copy, &d).is_none(),
+        "a copy has no FLOPs: no intensity, no point"
     );
+    let chart = roofline::chart(&d);
+    assert!(chart
+        .left_out
+        .iter()
+        .any(|(n, _)| n == "kopt_copy_coalesced"));
+    let (page, _) = html::page(&d);
+    assert!(page.contains("are not on the chart"), "the copy is named");
 }
 
 #[test]
@@ -137,8 +146,12 @@ fn trace_reports_draw_the_timeline_strip() {
     let (page, _) = html::page(&d);
     assert!(page.contains("<svg class=\"strip\""));
     assert!(page.contains("launch bound: shaded stretches"));
-    // One host lane and one GPU lane (a single stream).
-    assert_eq!(page.matches("class=\"lane-label\"").count(), 2);
+    // One host lane and one GPU lane (a single stream), in the steady
+    // state's strip and again in the whole trace's, folded under it.
+    assert_eq!(page.matches("class=\"lane-label\"").count(), 4);
+    let (steady, whole) = page.split_once("<details class=\"strip-whole\">").unwrap();
+    assert_eq!(steady.matches("class=\"lane-label\"").count(), 2);
+    assert_eq!(whole.matches("class=\"lane-label\"").count(), 2);
     assert!(page.matches("<rect class=\"idle\"").count() > 10);
     // No kernel has counters: no chart of points piled in one corner, a note instead.
     assert!(!page.contains("<svg class=\"roofline\""));
@@ -160,5 +173,20 @@ fn hottest_points_are_numbered_and_listed() {
     assert!(page.contains("<li value=\"1\"><span class=\"dot b-small_grid\"></span><span class=\"name\">kopt_gridstride_8blocks</span> 35.5%</li>"));
     // One tick style: SI prefixes, no exponent notation.
     assert!(!chart.svg.contains(">1e"), "exponent ticks");
-    assert!(chart.svg.contains(">100 M<") || chart.svg.contains(">10 M<"));
+    assert!(chart.svg.contains(" G<") && chart.svg.contains(" T<"));
+}
+
+#[test]
+fn kernel_rows_carry_the_counters_evidence() {
+    let d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let (page, _) = html::page(&d);
+    let with = d.kernels.iter().filter(|k| k.evidence.is_some()).count();
+    assert!(with > 0);
+    assert_eq!(
+        page.matches("<span class=\"note evidence\">evidence: stalls ")
+            .count(),
+        with
+    );
+    // The transpose's bank conflicts show as MIO throttling.
+    assert!(page.contains("evidence: stalls mio_throttle 51%"), "{page}");
 }

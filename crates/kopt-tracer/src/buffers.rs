@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 use cudarc::cupti::sys;
 
-use crate::callbacks::{api_name, keep_api};
+use crate::apis::{api_name, keep_api};
 use crate::cupti::c_text;
 use crate::output::write_out;
 use crate::records::{self, CopyRecord, DeviceRecord, KernelRecord};

@@ -1,102 +1,21 @@
-//! CUDA API calls: which ones kopt keeps (`keep_api`), their names, and
-//! CUPTI's callbacks. A continuous trace has CUPTI record the selected calls
-//! as activity records (`enable_selected_apis`); a sampled trace takes them
-//! from the callbacks (`on_api_call`), which also detach CUPTI at the first
-//! API exit after a window closed.
+//! CUPTI's callbacks for CUDA API calls. A sampled trace (or
+//! `KOPT_TRACER_APIS=callbacks`) takes the selected calls (`apis`) from
+//! them (`on_api_call`), and the callback also detaches CUPTI at the first
+//! API exit after a window closed (`detach`). A continuous trace has CUPTI
+//! record the selected calls as activity records instead
+//! (`apis::enable_selected_apis`).
 
-use std::collections::HashMap;
 use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use cudarc::cupti::sys;
 
-use crate::cupti::{c_text, cupti_now};
+use crate::apis::{api_name, selected_apis};
+use crate::cupti::cupti_now;
+use crate::detach::{detach_now, DETACH_PENDING, SAMPLING, SUBSCRIBER};
 use crate::records;
-use crate::sampling::{detach_now, SAMPLING};
 
-/// API names by (domain, callback id), looked up once each.
-static NAMES: Mutex<Option<HashMap<(u32, u32), String>>> = Mutex::new(None);
-
-/// API calls worth keeping: launches, graph launches, synchronisation, copies.
-pub(crate) fn keep_api(name: &str) -> bool {
-    ["Launch", "Synchronize", "Memcpy", "Memset", "GraphLaunch"]
-        .iter()
-        .any(|k| name.contains(k))
-}
-
-pub(crate) fn api_name(domain: sys::CUpti_CallbackDomain, cbid: u32) -> String {
-    let key = (domain as u32, cbid);
-    let mut guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    let names = guard.get_or_insert_with(HashMap::new);
-    names
-        .entry(key)
-        .or_insert_with(|| callback_name(domain, cbid).unwrap_or_else(|| format!("cbid{cbid}")))
-        .clone()
-}
-
-/// CUPTI's name for a runtime or driver API call, None for an unused id.
-fn callback_name(domain: sys::CUpti_CallbackDomain, cbid: u32) -> Option<String> {
-    let mut p: *const std::ffi::c_char = std::ptr::null();
-    // SAFETY: `p` is a local out-pointer that lives across the call; domain
-    // and id are plain values (an unknown id is an error, not UB).
-    if unsafe { sys::cuptiGetCallbackName(domain, cbid, &mut p) } != sys::CUptiResult::CUPTI_SUCCESS
-    {
-        return None;
-    }
-    // SAFETY: on success CUPTI set `p` to its own NUL-terminated name of the
-    // call (static in libcupti), or left it null.
-    unsafe { c_text(p) }
-}
-
-/// Enable activity records for the selected runtime and driver APIs only.
-/// False when this CUPTI cannot select APIs (then whole kinds are enabled).
-///
-/// # Safety
-/// libcupti is loaded; called while setting CUPTI up (`attach`).
-pub(crate) unsafe fn enable_selected_apis() -> bool {
-    use sys::CUpti_CallbackDomain as D;
-    for &(domain, cbid) in selected_apis() {
-        let enable = if domain == D::CUPTI_CB_DOMAIN_RUNTIME_API {
-            sys::cuptiActivityEnableRuntimeApi
-        } else {
-            sys::cuptiActivityEnableDriverApi
-        };
-        // SAFETY: plain values: an id CUPTI itself named for this domain,
-        // and 1 (enable).
-        if unsafe { enable(cbid, 1) } != sys::CUptiResult::CUPTI_SUCCESS {
-            return false;
-        }
-    }
-    !selected_apis().is_empty()
-}
-
-/// The runtime and driver calls kopt keeps, looked up once (3,000 name
-/// queries): a sampled trace subscribes to them again at every window.
-fn selected_apis() -> &'static [(sys::CUpti_CallbackDomain, u32)] {
-    static SELECTED: std::sync::OnceLock<Vec<(sys::CUpti_CallbackDomain, u32)>> =
-        std::sync::OnceLock::new();
-    SELECTED.get_or_init(|| {
-        let mut ids = Vec::new();
-        for domain in [
-            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
-            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
-        ] {
-            // Callback ids are small dense integers; names that do not resolve are skipped.
-            for cbid in 1..1500u32 {
-                if callback_name(domain, cbid).is_some_and(|name| keep_api(&name)) {
-                    ids.push((domain, cbid));
-                }
-            }
-        }
-        ids
-    })
-}
-
-/// The callback subscriber of the current attachment (null when none):
-/// selected API calls in a sampled window, every call while a detach waits.
-pub(crate) static SUBSCRIBER: std::sync::atomic::AtomicPtr<std::ffi::c_void> =
-    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
 /// A sampled window is open: the callback records the selected calls.
 pub(crate) static RECORD_API_CALLS: AtomicBool = AtomicBool::new(false);
 /// Counts the windows: an entry left by a call that a window's close cut
@@ -113,10 +32,6 @@ struct Entered {
     /// (as in CUPTI's activity records).
     nested: bool,
 }
-/// The window closed: the next API exit detaches CUPTI. An atomic, so the
-/// callback on every API call checks it without the lock; it is cleared
-/// under the lock, before the sampler is woken.
-pub(crate) static DETACH_PENDING: AtomicBool = AtomicBool::new(false);
 /// API lines the callbacks wrote in the open window (or, for a whole run
 /// with `KOPT_TRACER_APIS=callbacks`, since the last hand-over).
 static API_LINES: Mutex<String> = Mutex::new(String::new());
@@ -127,10 +42,6 @@ thread_local! {
     /// Entry times of the API calls this thread is inside (a runtime call
     /// makes driver calls).
     static ENTERED: std::cell::RefCell<Vec<Entered>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-pub(crate) fn subscriber() -> sys::CUpti_SubscriberHandle {
-    SUBSCRIBER.load(Ordering::SeqCst).cast()
 }
 
 pub(crate) fn take_api_lines() -> String {
@@ -255,19 +166,4 @@ pub(crate) unsafe extern "C" fn on_api_call(
             crate::buffers::queue_line(full);
         }
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keeps_launch_sync_and_copy_calls_only() {
-        assert!(keep_api("cudaLaunchKernel_v7000"));
-        assert!(keep_api("cuLaunchKernelEx"));
-        assert!(keep_api("cudaGraphLaunch_v10000"));
-        assert!(keep_api("cudaDeviceSynchronize_v3020"));
-        assert!(keep_api("cudaMemcpyAsync_v3020"));
-        assert!(!keep_api("cudaGetDevice_v3020"));
-    }
 }

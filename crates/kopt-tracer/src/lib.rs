@@ -13,9 +13,12 @@
 //!
 //! Modules, by concern:
 //! - `config`: the environment switches;
+//! - `apis`: which API calls are kept, and their names;
 //! - `buffers`: CUPTI's activity buffers, the drain thread, record decoding;
-//! - `sampling`: attaching CUPTI, sampled windows, detaching;
-//! - `callbacks`: API call selection, names and CUPTI's API callbacks;
+//! - `detach`: the sampled flag, the sampler's lock and the detach handshake
+//!   that `sampling` and `callbacks` share;
+//! - `callbacks`: CUPTI's API callbacks;
+//! - `sampling`: attaching CUPTI, sampled windows;
 //! - [`records`]: the trace's JSON lines, pure functions (public: the
 //!   format contract with kopt-ingest is tested through them);
 //! - `output`: the trace file; `cupti`: small CUPTI wrappers.
@@ -25,10 +28,12 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod apis;
 mod buffers;
 mod callbacks;
 mod config;
 mod cupti;
+mod detach;
 mod nvtx;
 mod output;
 pub mod records;
@@ -42,8 +47,9 @@ use std::sync::Mutex;
 use cudarc::cupti::sys;
 
 use crate::buffers::{BUFFERS_BACK, BUFFERS_OUT, RECORDS};
+use crate::detach::{BUFFERS_LEFT_AT_DETACH, SAMPLING};
 use crate::output::OUT;
-use crate::sampling::{BUFFERS_LEFT_AT_DETACH, DROPPED, SAMPLING};
+use crate::sampling::DROPPED;
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The process that set tracing up. A child forked from it (a DataLoader
@@ -139,7 +145,7 @@ extern "C" fn at_exit() {
             sampling::stop_sampler();
         }
         // A detached CUPTI is left alone: any CUPTI call would attach it again.
-        let st = sampling::sampler_state();
+        let st = detach::sampler_state();
         if !sampling {
             sampling::end_recording(None);
         } else if st.recording {

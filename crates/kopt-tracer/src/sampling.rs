@@ -1,6 +1,6 @@
 //! Attaching CUPTI (`attach`: the activity kinds, callbacks and options the
 //! switches ask for) and sampled tracing: windows of recording, each closed
-//! by detaching CUPTI (`close_window`, `detach_now`).
+//! by detaching CUPTI (`close_window`, then `detach::detach_now`).
 //!
 //! Sampled tracing. CUPTI's kernel records cost the application's launch
 //! path about 0.8 us per launch on an H200 (a quarter of a bare launch), and
@@ -10,18 +10,17 @@
 //! `{"t":"window","s":START,"e":END}` (CUPTI's clock).
 
 use std::panic::catch_unwind;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use cudarc::cupti::sys;
 
-use crate::buffers::{buffer_completed, buffer_requested, queue_line, BUFFERS_BACK, BUFFERS_OUT};
-use crate::callbacks::{
-    enable_selected_apis, on_api_call, subscribe_api_callbacks, subscriber, take_api_lines,
-    DETACH_PENDING, RECORD_API_CALLS, SUBSCRIBER,
-};
+use crate::apis::enable_selected_apis;
+use crate::buffers::{buffer_completed, buffer_requested, queue_line};
+use crate::callbacks::{on_api_call, subscribe_api_callbacks, take_api_lines, RECORD_API_CALLS};
 use crate::config::{self, ApiMode};
 use crate::cupti::{cupti_now, set_attribute};
+use crate::detach::{sampler_state, subscriber, DETACH_PENDING, SAMPLER, SAMPLING, SUBSCRIBER};
 use crate::records::window_line;
 use crate::warn;
 
@@ -153,39 +152,9 @@ pub(crate) unsafe fn attach(first: bool) -> Option<u64> {
     Some(cupti_now())
 }
 
-/// The sampler's state and the condition its thread sleeps on.
-struct Sampler {
-    state: Mutex<SamplerState>,
-    wake: std::sync::Condvar,
-}
-
-pub(crate) struct SamplerState {
-    /// The exit handler runs: stop at once.
-    pub(crate) exiting: bool,
-    /// CUPTI records now (a window is open since `window_start`).
-    pub(crate) recording: bool,
-    pub(crate) window_start: u64,
-}
-
-static SAMPLER: Sampler = Sampler {
-    state: Mutex::new(SamplerState {
-        exiting: false,
-        recording: false,
-        window_start: 0,
-    }),
-    wake: std::sync::Condvar::new(),
-};
-/// `KOPT_TRACER_SAMPLE` asked for windows (set once, by `init`).
-pub(crate) static SAMPLING: AtomicBool = AtomicBool::new(false);
 static SAMPLER_THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 /// Records CUPTI dropped, summed over the windows (it forgets on detach).
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
-/// Buffers CUPTI still held, empty, when it detached: not lost to another client.
-pub(crate) static BUFFERS_LEFT_AT_DETACH: AtomicU64 = AtomicU64::new(0);
-
-pub(crate) fn sampler_state() -> std::sync::MutexGuard<'static, SamplerState> {
-    SAMPLER.state.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 pub(crate) fn start_sampler(window_start: u64, on_ms: u64, period_ms: u64) {
     {
@@ -345,25 +314,4 @@ fn close_window() -> bool {
             .0;
     }
     !st.exiting
-}
-
-/// Detach CUPTI (first API exit after a window closed).
-pub(crate) fn detach_now() {
-    // Held throughout: the sampler waits on the flag under this lock.
-    let _st = sampler_state();
-    if !DETACH_PENDING.load(Ordering::SeqCst) {
-        return;
-    }
-    let held = BUFFERS_OUT
-        .load(Ordering::SeqCst)
-        .saturating_sub(BUFFERS_BACK.load(Ordering::SeqCst));
-    BUFFERS_LEFT_AT_DETACH.store(held, Ordering::SeqCst);
-    // SAFETY: called from CUPTI's API-exit callback, where NVIDIA's sample
-    // calls it; the window's records were flushed (`end_recording`) and,
-    // with the sampler's lock held, nothing attaches meanwhile. No handle
-    // is used after: the subscriber is cleared just below.
-    unsafe { sys::cuptiFinalize() };
-    SUBSCRIBER.store(std::ptr::null_mut(), Ordering::SeqCst);
-    DETACH_PENDING.store(false, Ordering::SeqCst);
-    SAMPLER.wake.notify_all();
 }

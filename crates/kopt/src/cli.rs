@@ -4,14 +4,15 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use kopt_engine::{Backend, Candidate, Measurement, TimingChoice, TimingPass};
+use kopt_engine::{Backend, Candidate, MeasureOptions, TimingPass};
 use kopt_report::Format;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "kopt",
     version,
-    about = "Profile-guided GPU kernel optimization: where the time goes, why each hot kernel is slow, what to change first"
+    about = "Profile-guided GPU kernel optimization: where the time goes, why each hot kernel is slow, what to change first",
+    after_help = "Exit codes: 0 success (also `kopt history` with no run recorded yet); 1 an error: bad input, a missing tool, a failed workload, an unwritable output, an unreadable history; 2 a wrong command line; 3 a REVERT verdict (bench, compare). Every error is one line on stderr starting 'kopt: error:'."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -379,6 +380,9 @@ pub struct JournalAddArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Exit codes: 0 the runs listed, or one line where none was recorded yet (no database, or an empty one); 1 a database that cannot be read (named), or a run ID that is not there."
+)]
 pub struct HistoryArgs {
     /// History database [default: .kopt/history.db at the repository root, else here]
     #[arg(long, value_name = "FILE", global = true)]
@@ -469,7 +473,7 @@ pub struct BenchArgs {
     pub gpu: Option<String>,
 
     #[command(flatten)]
-    pub measure: MeasureArgs,
+    pub measure: MeasureOptions,
 
     /// Record the verdict in OPTIMIZATIONS.md with this hypothesis
     #[arg(long, value_name = "HYPOTHESIS")]
@@ -622,7 +626,7 @@ pub struct TuneArgs {
     pub emit: Option<TuneEmit>,
 
     #[command(flatten)]
-    pub measure: MeasureArgs,
+    pub measure: MeasureOptions,
 
     /// Output format
     #[arg(long, short = 'f', value_enum, default_value = "term")]
@@ -649,64 +653,4 @@ pub enum TuneCommand {
         #[arg(long, value_name = "FILE")]
         db: Option<PathBuf>,
     },
-}
-
-/// How variants (bench) or configs (tune) are measured and decided; every
-/// default is `Measurement::default()`, the one Python gets too.
-#[derive(Debug, Args, Clone)]
-pub struct MeasureArgs {
-    /// Speed-up that counts for KEEP (0.05 = 5%)
-    #[arg(long, default_value_t = Measurement::default().threshold)]
-    pub threshold: f64,
-
-    /// Slow-down still treated as noise (REVERT only beyond it)
-    #[arg(long, default_value_t = Measurement::default().noise)]
-    pub noise: f64,
-
-    /// Untimed runs of each variant or config first
-    #[arg(long, default_value_t = Measurement::default().warmup)]
-    pub warmup: u32,
-
-    /// Samples each variant or config needs at least
-    #[arg(long, default_value_t = Measurement::default().stop.min_samples)]
-    pub min_samples: usize,
-
-    /// Seconds each variant or config runs at least
-    #[arg(long, default_value_t = Measurement::default().stop.min_time_s)]
-    pub min_time: f64,
-
-    /// Seconds each variant or config may run at most; kopt bench counts them from a variant's first sample (start-up and warm-up excluded, up to max(60 s, 6x this))
-    #[arg(long, default_value_t = Measurement::default().stop.max_time_s)]
-    pub max_time: f64,
-
-    /// Relative noise at which sampling may stop
-    #[arg(long, default_value_t = Measurement::default().stop.noise_target)]
-    pub noise_target: f64,
-
-    /// Seed of the bootstrap (and of tune's random strategy): results reproduce
-    #[arg(long, default_value_t = Measurement::default().seed)]
-    pub seed: u64,
-
-    /// Timing source: auto (GPU time per NVTX / ProfilerStep range from kopt's tracer when the
-    /// command opens repeated ranges, else the samples it prints, else wall time), gpu,
-    /// reported, wall
-    #[arg(long, value_enum, default_value_t = Measurement::default().timing, value_name = "SOURCE")]
-    pub timing: TimingChoice,
-
-    /// NVTX range name that marks one iteration for GPU timing (default: the most repeated)
-    #[arg(long, value_name = "NAME")]
-    pub range: Option<String>,
-
-    /// kopt's tracer library for GPU timing (default: libkopt_tracer.so next to kopt, or $KOPT_TRACER)
-    #[arg(long, value_name = "PATH")]
-    pub tracer: Option<PathBuf>,
-
-    /// Correctness gate: the .npy / .safetensors file each run writes (tune: or {CHECK} in the
-    /// template); compared with the first variant's or the baseline config's (a failure is REVERT)
-    #[arg(long, value_name = "FILE")]
-    pub check: Option<PathBuf>,
-
-    /// Relative L2 tolerance for --check (default by dtype)
-    #[arg(long, value_name = "REL_L2")]
-    pub tol: Option<f64>,
 }

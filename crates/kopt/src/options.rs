@@ -4,8 +4,7 @@
 
 use std::path::PathBuf;
 
-use kopt_engine::bench::StopRule;
-use kopt_engine::bench::{Measurement, VariantSpec};
+use kopt_engine::bench::VariantSpec;
 use kopt_engine::profile::timeout_from_secs;
 use kopt_engine::{
     AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, Error, ProfileRequest,
@@ -228,27 +227,6 @@ pub fn trace(a: &TraceArgs) -> Result<(TraceRequest, ReportOptions, Option<PathB
     Ok((req, report, export))
 }
 
-/// The measuring flags bench and tune share, lowered once.
-fn measurement(m: &crate::cli::MeasureArgs) -> Measurement {
-    Measurement {
-        threshold: m.threshold,
-        noise: m.noise,
-        warmup: m.warmup,
-        stop: StopRule {
-            min_samples: m.min_samples,
-            min_time_s: m.min_time,
-            max_time_s: m.max_time,
-            noise_target: m.noise_target,
-        },
-        seed: m.seed,
-        timing: m.timing,
-        range: m.range.clone(),
-        tracer: m.tracer.clone(),
-        check: m.check.clone(),
-        tol: m.tol,
-    }
-}
-
 pub fn bench(a: &BenchArgs) -> Result<BenchRequest, Error> {
     let variants = match (&a.baseline, &a.candidate) {
         (Some(b), Some(c)) => vec![
@@ -268,7 +246,7 @@ pub fn bench(a: &BenchArgs) -> Result<BenchRequest, Error> {
             .collect::<Result<_, _>>()?,
     };
     let mut req = BenchRequest::new(variants);
-    req.measure = measurement(&a.measure);
+    req.measure = a.measure.clone().lower();
     req.journal = a.journal.clone();
     if let Some(db) = &a.db {
         req.db = db.clone();
@@ -370,7 +348,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Result<kopt_engine::TuneRequest, Error>
             .collect::<Vec<_>>()
     });
     req.top = a.top;
-    req.measure = measurement(&a.measure);
+    req.measure = a.measure.clone().lower();
     if let Some(db) = &a.db {
         req.db = db.clone();
     }
@@ -382,6 +360,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Result<kopt_engine::TuneRequest, Error>
 mod tests {
     use super::*;
     use clap::Parser;
+    use kopt_engine::Measurement;
 
     fn parse(args: &[&str]) -> crate::cli::Command {
         let mut argv = vec!["kopt"];

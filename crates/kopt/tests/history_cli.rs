@@ -158,3 +158,86 @@ fn stored_escape_sequences_are_printed_escaped() {
         );
     }
 }
+
+/// An empty history is not an error: `kopt history` and `kopt history
+/// calibration` both exit 0 with one line, whether the database is missing
+/// (a fresh project) or holds no run; a file that is not a readable
+/// database is an error naming it, for both; asking for a run that is not
+/// there is an error.
+#[test]
+fn empty_history_exits_0_and_an_unreadable_one_1() {
+    let d = tempfile::tempdir().unwrap();
+    let text = |o: &std::process::Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let empty = d.path().join("empty.db");
+    History::open(&empty).unwrap();
+    let missing = d.path().join("missing.db");
+    for db in [&missing, &empty] {
+        let db = db.to_str().unwrap();
+        for args in [
+            vec!["history", "--db", db],
+            vec!["history", "calibration", "--db", db],
+        ] {
+            let o = kopt(d.path(), &args);
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+            assert!(o.stderr.is_empty(), "{args:?}: {}", text(&o));
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(out.lines().count(), 1, "{args:?}: {out}");
+            assert!(out.contains(db), "{args:?}: {out}");
+        }
+        let o = kopt(d.path(), &["history", "show", "1", "--db", db]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    }
+    // The default location in a fresh folder: the same as a missing file.
+    for args in [vec!["history"], vec!["history", "calibration"]] {
+        let o = kopt(d.path(), &args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o));
+    }
+    assert!(
+        !d.path().join(".kopt").exists(),
+        "reading created the history"
+    );
+    let bad = d.path().join("bad.db");
+    std::fs::write(&bad, "not a database, but long enough to be read as one").unwrap();
+    let bad = bad.to_str().unwrap();
+    for args in [
+        vec!["history", "--db", bad],
+        vec!["history", "calibration", "--db", bad],
+    ] {
+        let o = kopt(d.path(), &args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.starts_with("kopt: error: ") && err.contains(bad),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+/// The exit codes are in `kopt --help` (and so `man kopt`) and in
+/// `kopt history --help`, where the empty history's 0 is said.
+#[test]
+fn exit_codes_are_documented_in_help() {
+    let d = tempfile::tempdir().unwrap();
+    let top = String::from_utf8_lossy(&kopt(d.path(), &["--help"]).stdout).into_owned();
+    let top = top.split_whitespace().collect::<Vec<_>>().join(" ");
+    for code in [
+        "0 success",
+        "1 an error",
+        "2 a wrong command line",
+        "3 a REVERT verdict",
+    ] {
+        assert!(top.contains(code), "{code}: {top}");
+    }
+    let history =
+        String::from_utf8_lossy(&kopt(d.path(), &["history", "--help"]).stdout).into_owned();
+    let history = history.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(history.contains("Exit codes: 0"), "{history}");
+    assert!(history.contains("none was recorded yet"), "{history}");
+}

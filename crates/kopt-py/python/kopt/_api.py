@@ -85,6 +85,15 @@ def measure_kwargs(ns: dict) -> dict:
     return m
 
 
+def refuse_given(message: str, **given: Any) -> None:
+    """A :class:`UsageError` for the first keyword in ``given`` the caller
+    set (anything but ``None`` and ``False``): one that does not apply to
+    this call. ``message`` names it through ``{name}``."""
+    for name, value in given.items():
+        if value is not None and value is not False:
+            raise _kopt.UsageError(message.format(name=name))
+
+
 def _opt_path(p: Optional[PathLike]) -> Optional[str]:
     return None if p is None else os.fspath(p)
 
@@ -125,9 +134,13 @@ def analyze(
     if argv is not None and not argv:
         raise _kopt.UsageError("analyze(bare_command=...) needs a program to run")
     if argv is None:
-        for name, value in (("gpu", gpu), ("timeout", timeout), ("tracer", tracer), ("runs_dir", runs_dir)):
-            if value is not None:
-                raise _kopt.UsageError(f"analyze({name}=...) applies to the bare run: give bare_command too")
+        refuse_given(
+            "analyze({name}=...) applies to the bare run: give bare_command too",
+            gpu=gpu,
+            timeout=timeout,
+            tracer=tracer,
+            runs_dir=runs_dir,
+        )
     return Analysis(
         _kopt.analyze(
             [os.fspath(p) for p in paths],
@@ -236,13 +249,13 @@ def bench(
     if callable(baseline) or callable(candidate):
         from ._gate import bench_callables
 
-        if variants is not None or journal is not None or check is not None or range is not None:
-            raise _kopt.UsageError("variants, journal, check and range apply to commands, not to callables")
-        if inputs is None:
-            raise _kopt.UsageError("benching callables needs inputs=: a callable returning their arguments")
-        # The verdict's rule (threshold, noise, stop target, seed) is the
-        # engine's; only the timing budget differs for in-process calls.
-        engine = measure_defaults()
+        refuse_given(
+            "{name}= applies to commands, not to callables",
+            variants=variants,
+            journal=journal,
+            check=check,
+            range=range,
+        )
         return bench_callables(
             baseline,
             candidate,
@@ -253,25 +266,25 @@ def bench(
             flops=flops,
             flush_l2=flush_l2,
             checks=checks,
-            threshold=engine["threshold"] if threshold is None else threshold,
-            noise=engine["noise"] if noise is None else noise,
-            warmup=3 if warmup is None else warmup,
-            min_samples=20 if min_samples is None else min_samples,
-            min_time=0.2 if min_time is None else min_time,
-            max_time=2.0 if max_time is None else max_time,
-            noise_target=engine["noise_target"] if noise_target is None else noise_target,
-            seed=engine["seed"] if seed is None else seed,
+            threshold=threshold,
+            noise=noise,
+            warmup=warmup,
+            min_samples=min_samples,
+            min_time=min_time,
+            max_time=max_time,
+            noise_target=noise_target,
+            seed=seed,
             tol=tol,
         )
-    for name, value in (("inputs", inputs), ("shapes", shapes), ("out", out), ("bytes", bytes), ("flops", flops)):
-        if value is not None:
-            raise _kopt.UsageError(f"{name}= applies to callables, not to commands")
-    if flush_l2:
-        raise _kopt.UsageError("flush_l2= applies to callables, not to commands")
-    warmup = 1 if warmup is None else warmup
-    min_samples = 10 if min_samples is None else min_samples
-    min_time = 0.5 if min_time is None else min_time
-    max_time = 10.0 if max_time is None else max_time
+    refuse_given(
+        "{name}= applies to callables, not to commands",
+        inputs=inputs,
+        shapes=shapes,
+        out=out,
+        bytes=bytes,
+        flops=flops,
+        flush_l2=flush_l2,
+    )
 
     if variants is None:
         if baseline is None or candidate is None:

@@ -99,6 +99,22 @@ def _stop(samples, elapsed, min_samples, min_time, noise_target, max_time):
     )
 
 
+#: The measuring keywords the in-process bench takes (``kopt.bench``'s,
+#: less those for commands).
+MEASURE_KEYS = ("threshold", "noise", "warmup", "min_samples", "min_time", "max_time", "noise_target", "seed")
+
+
+def _measure(given: Dict[str, Any]) -> Dict[str, Any]:
+    """The measuring keywords, each one not given (or ``None``) taking the
+    engine's in-process default: the rule of every bench, a budget for calls
+    timed in this process."""
+    unknown = sorted(set(given) - set(MEASURE_KEYS))
+    if unknown:
+        raise TypeError(f"bench_callables() got unexpected keyword arguments: {', '.join(unknown)}")
+    engine = _kopt.measure_defaults(in_process=True)
+    return {k: engine[k] if given.get(k) is None else given[k] for k in MEASURE_KEYS}
+
+
 def _name(fn: Callable) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
 
@@ -106,7 +122,7 @@ def _name(fn: Callable) -> str:
 def bench_callables(
     baseline: Callable,
     candidate: Callable,
-    inputs: Callable,
+    inputs: Optional[Callable],
     *,
     shapes: Optional[Sequence[Any]] = None,
     out: Optional[Callable] = None,
@@ -114,19 +130,18 @@ def bench_callables(
     flops: Any = None,
     flush_l2: bool = False,
     checks: int = 6,
-    threshold: float = 0.05,
-    noise: float = 0.01,
-    warmup: int = 3,
-    min_samples: int = 20,
-    min_time: float = 0.2,
-    max_time: float = 2.0,
-    noise_target: float = 0.005,
-    seed: int = 42,
     tol: Optional[float] = None,
     backend: Any = None,
+    **measure: Any,
 ) -> GateResult:
+    """``kopt.bench`` on two callables; ``measure``: the keywords in
+    ``MEASURE_KEYS``, each one left out or ``None`` taking the engine's
+    in-process default."""
     from ._gate_harness import CallFailed, Harness, TorchBackend
 
+    m = _measure(measure)
+    if inputs is None:
+        raise _kopt.UsageError("benching callables needs inputs=: a callable returning their arguments")
     if not callable(inputs):
         raise _kopt.UsageError("inputs= must be a callable returning the arguments (a list), given a shape when shapes= is set")
     for name, fn in (("baseline", baseline), ("candidate", candidate)):
@@ -134,7 +149,7 @@ def bench_callables(
             raise _kopt.UsageError(f"{name} must be a callable when the other one is")
     if out is not None and not callable(out):
         raise _kopt.UsageError("out= must be a callable returning the output buffer(s) for the inputs")
-    if max_time <= 0 or min_time < 0 or checks < 2:
+    if m["max_time"] <= 0 or m["min_time"] < 0 or checks < 2:
         raise _kopt.UsageError("max_time must be positive, min_time non-negative, checks at least 2")
     if backend is None:
         try:
@@ -155,12 +170,12 @@ def bench_callables(
             flops=flops,
             flush_l2=flush_l2,
             checks=checks,
-            warmup=warmup,
-            min_samples=min_samples,
-            min_time=min_time,
-            max_time=max_time,
-            noise_target=noise_target,
-            seed=seed,
+            warmup=m["warmup"],
+            min_samples=m["min_samples"],
+            min_time=m["min_time"],
+            max_time=m["max_time"],
+            noise_target=m["noise_target"],
+            seed=m["seed"],
             should_stop=_stop,
             names=(_name(baseline), _name(candidate)),
         ).run()
@@ -169,5 +184,5 @@ def bench_callables(
     except ValueError as e:
         raise _kopt.UsageError(str(e)) from None
     return GateResult(
-        _kopt.gate_decide(json.dumps(facts), threshold=threshold, noise=noise, seed=seed, tol=tol)
+        _kopt.gate_decide(json.dumps(facts), threshold=m["threshold"], noise=m["noise"], seed=m["seed"], tol=tol)
     )

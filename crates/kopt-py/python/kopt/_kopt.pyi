@@ -85,7 +85,7 @@ def bench(
     journal: Optional[str] = None,
     db: Optional[str] = None,
 ) -> str: ...
-def measure_defaults() -> Dict[str, Any]: ...
+def measure_defaults(*, in_process: bool = False) -> Dict[str, Any]: ...
 def history(
     *,
     db: Optional[str] = None,
@@ -107,7 +107,12 @@ def compare(
     allow_dtype_change: bool = False,
 ) -> str: ...
 def gate_decide(
-    facts_json: str, *, threshold: float = 0.05, noise: float = 0.01, seed: int = 42, tol: Optional[float] = None
+    facts_json: str,
+    *,
+    threshold: Optional[float] = None,
+    noise: Optional[float] = None,
+    seed: Optional[int] = None,
+    tol: Optional[float] = None,
 ) -> str: ...
 def device_peaks(device: str) -> Dict[str, Optional[float]]: ...
 def should_stop(
