@@ -4,13 +4,15 @@ fixtures plus small hand-made .npy / .safetensors files.
 
 Only the folders of the targets in GENERATED are emptied and rewritten; any
 other corpus folder (fuzz/corpus/rocprof/ and fuzz/corpus/tune_space/, whose
-seeds were made by hand) is left as it is.
+seeds were made by hand: no fixture holds a tune space, and the AMD seeds
+are cut by hand) is left as it is.
 
 Seeds are cut small (a few KB to ~60 KB): the fuzzers mutate faster, and
 libFuzzer's default -max_len follows the largest seed. Standard library only.
 Run from anywhere: python3 scripts/fuzz/make_corpus.py
 """
 
+import gzip
 import json
 import os
 import re
@@ -33,12 +35,23 @@ GENERATED = (
     "run_folder",
     "rocprofv3_json",
     "rocpd",
+    "gzip",
+    "demangle",
 )
 
 
 def fixture(rel):
+    """A fixture's bytes; a `.gz` one decompressed (the seeds are cut from
+    the plain text; the gzip target gets its compressed seeds apart)."""
     with open(os.path.join(FIX, rel), "rb") as f:
-        return f.read()
+        data = f.read()
+    return gzip.decompress(data) if rel.endswith(".gz") else data
+
+
+def gz(data):
+    """Deterministic gzip (no file name, mtime 0): the seeds stay the same
+    from one run of this script to the next."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
 
 
 def write(target, name, data):
@@ -105,6 +118,15 @@ def ncu_seeds():
     write("ncu_csv", "raw_h200_targeted.csv", csv_head("moe-route-h200-profile/pass2-targeted.csv", 3))
     write("ncu_csv", "details_h100.csv", csv_ids("labeled-suite-h100/ncu_details.csv", {0, 1}))
     write("ncu_csv", "details_h200_deep.csv", csv_ids("moe-route-h200-profile/pass3-deep.csv", {0}))
+    # The stall suite: the basic set's raw page and the full set's details
+    # (the full raw page is over 100 KB a row: the details carry its metrics).
+    write("ncu_csv", "raw_h100_stall_basic.csv", csv_head("stall-suite-h100/basic_raw.csv", 3))
+    write("ncu_csv", "details_h100_stall.csv", csv_ids("stall-suite-h100/full_details.csv", {0}))
+    # Targeted passes of `kopt profile` runs (advice zoo, a model, profile_module).
+    write("ncu_csv", "targeted_h100_stall.csv", csv_head("stall-suite-h100/profile/pass2-targeted.csv", 3))
+    write("ncu_csv", "targeted_h100_bert.csv", csv_head("advice-h100/bert_b32_s128_fp32-plain/pass2-targeted.csv", 3))
+    write("ncu_csv", "targeted_h100_resnet50.csv", csv_head("models/resnet50-b256-h100/pass2-targeted.csv", 3))
+    write("ncu_csv", "targeted_h200_module.csv", csv_head("profile-module-h200/run/pass2-targeted.csv", 3))
     # A raw page and the details page of the same run: merge_profile attaches the rules.
     write(
         "ncu_csv",
@@ -152,7 +174,7 @@ def json_spans(text, start):
 
 
 def kineto_cut(rel, kernels):
-    """The trace with its first `kernels` kernels and memory ops, the runtime
+    """The trace (a `.gz` fixture decompressed) with its first `kernels` kernels and memory ops, the runtime
     calls and flow arrows of the same correlations, a few CPU ops, every
     metadata, annotation and instant event; formatting kept as written."""
     text = fixture(rel).decode()
@@ -188,6 +210,11 @@ def kineto_seeds():
         "torch_h200_matmul.json": fixture("seed000-h200/matmul_trace.json"),
         "torch_h200_moe.json": kineto_cut("seed000-h200/moe_trace.json", 24),
         "kopt_export_moe.json": kineto_cut("kopt-trace-h200/moe_perfetto.json", 20),
+        # ProfilerStep# annotations on the CPU and the GPU (synthetic, generate.py).
+        "profiler_steps.json": fixture("synthetic-timelines/kineto_profiler_steps.json"),
+        # torch.profiler on an H100 as the prediction checks captured it (gzip'ed there).
+        "torch_h100_matmuls.json": kineto_cut("predictions-h100-profiler/matmuls.pt.trace.json.gz", 12),
+        "torch_h100_moe.json": kineto_cut("predictions-h100-bare/moe.pt.trace.json.gz", 16),
         # What PyTorch writes that is not JSON: the repair path.
         "broken_backslash_quote.json": b'{"traceEvents": [{"ph": "X", "cat": "Kernel", "name": "C:\\qemp\\kern "quoted" x", "ts": 1.5, "dur": 2, "args": {"correlation": 7}}]}',
         "minimal.json": b'{"traceEvents": [\n{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4784577684397.93, "dur": 5.856, "args": {"correlation": 1, "stream": 7, "device": 0, "grid": [4, 1, 1], "block": [128, 1, 1]}},\n'
@@ -206,6 +233,8 @@ def kineto_seeds():
 
 
 def jsonl_head(rel, lines):
+    """The first `lines` lines of a kopt trace (a `.gz` fixture decompressed)
+    and its closing `end` record."""
     all_lines = fixture(rel).split(b"\n")
     head = all_lines[:lines]
     tail = [l for l in all_lines[lines:] if l.startswith(b'{"t":"end"')]
@@ -215,6 +244,13 @@ def jsonl_head(rel, lines):
 def kopt_trace_seeds():
     write("kopt_trace", "moe_trace.jsonl", jsonl_head("kopt-trace-h200/moe_trace.jsonl", 120))
     write("kopt_trace", "nvtx_vk_trace.jsonl", fixture("kopt-trace-h200/nvtx_vk_trace.jsonl"))
+    write("kopt_trace", "sampled_moe_trace.jsonl", jsonl_head("kopt-trace-h200/moe_sampled_trace.jsonl", 80))
+    # Memcpy-to-symbol, 256 MiB memsets and the stall kernels of the stall suite.
+    write("kopt_trace", "stall_suite_trace.jsonl", fixture("stall-suite-h100/profile/trace.jsonl"))
+    write("kopt_trace", "cudnn_benchmark.jsonl", fixture("synthetic-timelines/kopt_cudnn_benchmark.jsonl"))
+    write("kopt_trace", "profile_module_h200.jsonl", jsonl_head("profile-module-h200/run/trace.jsonl", 100))
+    write("kopt_trace", "advice_resnet50_h100.jsonl", jsonl_head("advice-h100/resnet50_b1_fp32-plain/trace.jsonl.gz", 100))
+    write("kopt_trace", "bare_matmuls_h200.jsonl", jsonl_head("predictions-h200-bare/matmuls.trace.jsonl.gz", 100))
     hand = {
         "sample.jsonl": """{"t":"api","name":"cudaLaunchKernel_v7000","s":1000,"e":6000,"tid":42,"c":7}
 {"t":"kernel","name":"_Z14kopt_tiny_stepPi","s":9000,"e":11500,"dev":0,"str":7,"c":7,"g":[1,1,1],"b":[32,1,1],"reg":16,"smem":0,"graph":0}
@@ -313,7 +349,8 @@ def tensor_seeds():
 
 def run_folder(parts):
     """kopt_fuzz::RUN_FOLDER_FILES order: trace.jsonl, pass1-timing.csv,
-    pass2-targeted.csv, pass3-deep.csv, trace.jsonl.4242; None leaves a file out."""
+    pass2-targeted.csv, pass3-deep.csv, trace.jsonl.4242, bare_steps.jsonl,
+    run.json; None (or a part not given) leaves a file out."""
     return SEP.join(b"-" if p is None else b"+" + p for p in parts)
 
 
@@ -342,6 +379,37 @@ def run_folder_seeds():
 {"t":"window","s":40,"e":95}
 """
     write("run_folder", "two_processes", run_folder([one, None, None, None, two]))
+    write(
+        "run_folder",
+        "stall_suite_h100",
+        run_folder([fixture("stall-suite-h100/profile/trace.jsonl"), None,
+                    csv_head("stall-suite-h100/profile/pass2-targeted.csv", 3), None, None, None,
+                    fixture("stall-suite-h100/profile/run.json")]),
+    )
+    # A record with --kernel: the filter is applied to the passes again.
+    record = json.loads(fixture("stall-suite-h100/profile/run.json"))
+    record["kernel_filter"] = "stall_(divergent|barrier)|memset"
+    write(
+        "run_folder",
+        "stall_suite_kernel_filter",
+        run_folder([jsonl_head("stall-suite-h100/profile/trace.jsonl", 40), None,
+                    csv_head("stall-suite-h100/profile/pass2-targeted.csv", 4), None, None, None,
+                    json.dumps(record, indent=1).encode()]),
+    )
+    # A bare run's steps beside its trace: the bare-run prediction path.
+    bare = b"\n".join(fixture("predictions-h200-bare/moe.bare_steps.jsonl").split(b"\n")[:12]) + b"\n"
+    write(
+        "run_folder",
+        "moe_trace_bare_steps",
+        run_folder([jsonl_head("predictions-h200-bare/moe.trace.jsonl.gz", 364), None, None, None, None, bare]),
+    )
+    # The same from `kopt profile --script` (the advice zoo).
+    write(
+        "run_folder",
+        "script_bare_steps_h100",
+        run_folder([jsonl_head("advice-h100/vit_hf_b64_bf16_eager-script/trace.jsonl.gz", 80), None, None, None, None,
+                    fixture("advice-h100/vit_hf_b64_bf16_eager-script/bare_steps.jsonl")]),
+    )
 
 
 # ---------------------------------------------------------------- AMD: rocprofv3 JSON, rocpd
@@ -428,6 +496,50 @@ def rocpd_seeds():
     write("rocpd", "counters.db", build("counters"))
 
 
+# ---------------------------------------------------------------- gzip, demangler
+
+
+def gzip_seeds():
+    """Gzip'ed traces: small ones as the tools wrote them (torch.profiler,
+    kopt), and hand-made ones (a broken Kineto trace, a kopt trace, two
+    members: multi-member files are read whole)."""
+    write("gzip", "torch_h200_matmuls.json.gz", raw_fixture("predictions-h200-bare/matmuls.pt.trace.json.gz"))
+    write("gzip", "kopt_h100_matmuls.jsonl.gz", raw_fixture("predictions-h100-profiler/matmuls.trace.jsonl.gz"))
+    broken = b'{"traceEvents": [{"ph": "X", "cat": "Kernel", "name": "C:\\qemp\\kern "quoted" x", "ts": 1.5, "dur": 2, "args": {"correlation": 7}}]}'
+    write("gzip", "kineto.json.gz", gz(broken))
+    trace = jsonl_head("stall-suite-h100/profile/trace.jsonl", 12)
+    write("gzip", "kopt_trace.jsonl.gz", gz(trace))
+    write("gzip", "two-members.gz", gz(trace) + gz(b""))
+
+
+def raw_fixture(rel):
+    with open(os.path.join(FIX, rel), "rb") as f:
+        return f.read()
+
+
+# Names the demangler must survive that no fixture holds: a bare prefix and
+# special-name prefixes with nothing after them.
+ODD_MANGLED = [b"_Z", b"_Z7TW", b"_ZG", b"_ZH", b"_ZJ", b"_ZK"]
+
+
+def demangle_seeds(most=48):
+    """Every distinct mangled name (`_Z...`) in the kopt traces and Kineto
+    traces of the fixtures, gzip'ed ones too, plus ODD_MANGLED; at most
+    `most` of them, spread over the sorted list."""
+    names = set()
+    for top, _, files in os.walk(FIX):
+        for f in files:
+            if not re.search(r"\.(jsonl|json)(\.gz)?$", f):
+                continue
+            rel = os.path.relpath(os.path.join(top, f), FIX)
+            names.update(re.findall(rb"_Z[A-Za-z0-9_]{2,400}", fixture(rel)))
+    names = sorted(names)
+    if len(names) > most:
+        names = [names[i * len(names) // most] for i in range(most)]
+    for i, name in enumerate(ODD_MANGLED + names):
+        write("demangle", "name%02d.txt" % i, name)
+
+
 def main():
     # Clear only what this script writes: hand-made seeds of other targets stay.
     for target in GENERATED:
@@ -441,6 +553,8 @@ def main():
     run_folder_seeds()
     rocprofv3_json_seeds()
     rocpd_seeds()
+    gzip_seeds()
+    demangle_seeds()
     total = 0
     for target in sorted(os.listdir(OUT)):
         if not os.path.isdir(os.path.join(OUT, target)):

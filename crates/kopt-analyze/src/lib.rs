@@ -257,6 +257,22 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             vendor.timeline_tools()
         ));
     }
+    // Values the parsers would not take as fact (#27): each input says which.
+    for source in profile.sources.iter().filter(|s| !s.excluded.is_empty()) {
+        const SHOWN: usize = 3;
+        let more = source.excluded.len().saturating_sub(SHOWN);
+        notes.push(format!(
+            "{}: {} implausible value(s) not taken as written: {}{}",
+            source.path,
+            source.excluded.len(),
+            source.excluded[..source.excluded.len().min(SHOWN)].join("; "),
+            if more > 0 {
+                format!("; and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+    }
     if profile.device.peak_source == PeakSource::Unknown {
         notes.push("Device peaks unknown: achieved bandwidth is shown, but not against a roofline (pass --device or --peak-dram-gbs).".into());
     }

@@ -356,7 +356,10 @@ impl Run<'_> {
         let took = started.elapsed();
         *self.running.lock().expect("watchdog lock") = None;
         let grown = alloc::peak().saturating_sub(heap_before);
-        let ok = result.is_ok();
+        // A panic a library caught itself (rusqlite's callbacks do) is a
+        // finding too: libFuzzer's hook aborts on it, and the CLI's prints it.
+        let caught = CAUGHT.with(|c| c.borrow_mut().take());
+        let ok = result.is_ok() && caught.is_none();
 
         if took > self.stats.slowest {
             self.stats.slowest = took;
@@ -380,10 +383,9 @@ impl Run<'_> {
             self.stats.worst_ratio_len = input.len();
         }
 
-        let accepted = match result {
-            Ok(accepted) => accepted,
-            Err(_) => {
-                let caught = CAUGHT.with(|c| c.borrow_mut().take());
+        let accepted = match (result, ok) {
+            (Ok(accepted), true) => accepted,
+            _ => {
                 let (key, message, backtrace) = match caught {
                     Some(c) => (
                         c.caller.clone().unwrap_or_else(|| c.location.clone()),

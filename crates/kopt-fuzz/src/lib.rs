@@ -352,16 +352,18 @@ pub fn fuzz_safetensors(data: &[u8]) -> bool {
     true
 }
 
-/// The files of a `kopt profile` run folder, in this order; the last is a
-/// second process's trace (`trace.jsonl.<pid>`), which `read_kopt_trace_set`
-/// merges.
-pub const RUN_FOLDER_FILES: [&str; 6] = [
+/// The files of a `kopt profile` run folder, in this order: the passes, a
+/// second process's trace (`trace.jsonl.<pid>`, which `read_kopt_trace_set`
+/// merges), the bare run's steps and the run's record (`run.json`, whose
+/// `kernel_filter` regex is applied again).
+pub const RUN_FOLDER_FILES: [&str; 7] = [
     kopt_ingest::tiered::TIMING_TRACE,
     kopt_ingest::tiered::TIMING_CSV,
     kopt_ingest::tiered::TARGETED_CSV,
     kopt_ingest::tiered::DEEP_CSV,
     "trace.jsonl.4242",
     kopt_ingest::BARE_STEPS_FILE,
+    kopt_model::run_folder::RUN_JSON,
 ];
 
 thread_local! {
@@ -395,7 +397,8 @@ pub fn fuzz_run_folder(data: &[u8]) -> bool {
 }
 
 fn run_folder(dir: &Path) -> bool {
-    let Ok(profile) = kopt_ingest::read_run_folder(dir) else {
+    // As `kopt analyze FOLDER` reads it: run.json first, then the passes.
+    let Ok(profile) = kopt_ingest::read_run_folder_filtered(dir) else {
         return false;
     };
     if let Some(t) = &profile.timeline {

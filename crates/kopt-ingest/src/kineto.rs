@@ -14,11 +14,13 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Range, Timeline};
+use kopt_model::Timeline;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+pub use crate::kineto_events::us_text_to_ns;
+use crate::kineto_events::{Collector, DeviceProp, Fields};
 use crate::IngestError;
 
 /// A parsed trace and what had to be repaired to read it.
@@ -31,8 +33,15 @@ pub struct KinetoTrace {
     /// GPU activities, API calls and steps left out because their `ts` or
     /// `dur` is not a usable number (negative, NaN, infinite, out of range).
     pub skipped_events: u64,
-    /// What was wrong with the first of them, and where (its index in `traceEvents`).
+    /// What was wrong with the first of them, and where (its index in
+    /// `traceEvents`). Events outside the profiler's own span (`cat:
+    /// "Trace"`) are left out too, and counted here.
     pub first_skipped: Option<String>,
+    /// Values of kept events left unknown as implausible: a grid or block no
+    /// GPU runs, a byte count that is negative or not a number.
+    pub unknown_values: u64,
+    /// What was wrong with the first of them, and where.
+    pub first_unknown: Option<String>,
     /// Names longer than [`crate::MAX_NAME_BYTES`], kept cut.
     pub names_cut: u64,
 }
@@ -71,311 +80,24 @@ struct RawArgs<'a> {
     bytes: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-struct DeviceProp<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, rename = "numSms")]
-    num_sms: Option<u32>,
-    #[serde(default, rename = "computeMajor")]
-    compute_major: Option<u32>,
-    #[serde(default, rename = "computeMinor")]
-    compute_minor: Option<u32>,
-}
-
-impl DeviceProp<'_> {
-    fn fill(self, t: &mut Timeline) {
-        t.device_name = self.name.map(Cow::into_owned);
-        t.sm_count = self.num_sms;
-        t.compute_capability = self
-            .compute_major
-            .map(|major| format!("{major}.{}", self.compute_minor.unwrap_or(0)));
-    }
-}
-
-/// Microseconds as JSON text ("4784577684397.93") to integer nanoseconds.
-pub fn us_text_to_ns(text: &str) -> Option<i64> {
-    let t = text.trim().trim_matches('"');
-    if t.contains(['e', 'E']) {
-        // Exponent notation: no exact digits to keep; the rare case goes
-        // through f64, and only a finite value that fits comes back.
-        let ns = (t.parse::<f64>().ok()? * 1000.0).round();
-        return (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64);
-    }
-    let (neg, t) = match t.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, t),
-    };
-    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    let int: i64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let mut ns_frac = 0i64;
-    for (c, scale) in frac.chars().zip([100, 10, 1]) {
-        ns_frac += i64::from(c.to_digit(10)?) * scale;
-    }
-    if !frac.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let v = int.checked_mul(1000)?.checked_add(ns_frac)?;
-    Some(if neg { -v } else { v })
-}
-
-/// The largest timestamp or duration kopt accepts, in nanoseconds (about
-/// 146 years: epoch times until 2116). Both are non-negative, so a start
-/// plus a duration, and the difference of any two such times, fit in an `i64`.
-pub(crate) const MAX_TIME_NS: i64 = (1 << 62) - 1;
-
-/// Collects the events kopt uses while the events are walked (by serde or the fast scanner).
-#[derive(Default)]
-pub(crate) struct Collector {
-    pub(crate) timeline: Timeline,
-    pub(crate) events: u64,
-    /// Events of kept kinds with an unusable `ts` / `dur`, and the first one's index and fault.
-    pub(crate) skipped: u64,
-    pub(crate) first_skipped: Option<(u64, String)>,
-    pub(crate) names_cut: u64,
-    /// `ProfilerStep#N` as the GPU saw it (`gpu_user_annotation`): torch
-    /// writes each step twice, on the CPU and on the GPU; these are kept
-    /// only where the CPU copy is missing (see [`Collector::finish_steps`]).
-    pub(crate) gpu_steps: Vec<Range>,
-}
-
-fn text_u64(v: Option<&str>) -> Option<u64> {
-    let t = v?.trim().trim_matches('"');
-    t.parse::<u64>()
-        .ok()
-        .or_else(|| t.parse::<f64>().ok().map(|f| f as u64))
-}
-
-fn text_dim3(v: Option<&str>) -> Option<Dim3> {
-    let nums: Vec<u32> = v?
-        .trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .map(|p| p.trim().parse().ok())
-        .collect::<Option<_>>()?;
-    match nums.as_slice() {
-        [x, y, z] => Some(Dim3 {
-            x: *x,
-            y: *y,
-            z: *z,
-        }),
-        _ => None,
-    }
-}
-
-impl Collector {
-    /// The events of the next stretch of the file, in file order.
-    pub(crate) fn append(&mut self, next: Collector) {
-        let mut t = next.timeline;
-        // The first stretch moves in whole: no copy of the largest vectors.
-        if self.timeline.activities.is_empty() && self.timeline.api_calls.is_empty() {
-            std::mem::swap(&mut self.timeline.activities, &mut t.activities);
-            std::mem::swap(&mut self.timeline.api_calls, &mut t.api_calls);
-        }
-        self.timeline.activities.extend(t.activities);
-        self.timeline.api_calls.extend(t.api_calls);
-        self.timeline.ranges.extend(t.ranges);
-        self.gpu_steps.extend(next.gpu_steps);
-        if self.first_skipped.is_none() {
-            // The next stretch counted its events from 0.
-            self.first_skipped = next
-                .first_skipped
-                .map(|(i, why)| (i.saturating_add(self.events), why));
-        }
-        self.events = self.events.saturating_add(next.events);
-        self.skipped = self.skipped.saturating_add(next.skipped);
-        self.names_cut = self.names_cut.saturating_add(next.names_cut);
-    }
-
-    /// Count an event left out, keeping the first one's index and fault.
-    fn skip(&mut self, why: impl FnOnce() -> String) {
-        self.skipped += 1;
-        if self.first_skipped.is_none() {
-            // `events` was already counted for this event: its index is one less.
-            self.first_skipped = Some((self.events.saturating_sub(1), why()));
-        }
-    }
-
-    /// Each step once: the CPU `user_annotation` copy of `ProfilerStep#N`
-    /// (the launches it holds start inside it), else the GPU copy; a name
-    /// seen twice in one form is kept once too.
-    pub(crate) fn finish_steps(&mut self) {
-        let gpu = std::mem::take(&mut self.gpu_steps);
-        let t = &mut self.timeline;
-        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-        t.ranges.retain(|r| seen.insert(r.name.clone()));
-        for r in gpu {
-            if seen.insert(r.name.clone()) {
-                t.ranges.push(r);
-            }
-        }
-        t.ranges.sort_by_key(|r| r.start_ns);
-        t.recorder = kopt_model::Recorder::Kineto;
-    }
-
-    fn take(&mut self, e: RawEvent) {
-        let args = e.args.unwrap_or_default();
-        self.take_fields(crate::kineto_fast::Fields {
-            ph: e.ph.as_deref(),
-            cat: e.cat.as_deref(),
-            name: e.name.clone(),
-            ts: e.ts.map(RawValue::get),
-            dur: e.dur.map(RawValue::get),
-            tid: e.tid.map(RawValue::get),
-            correlation: args.correlation.map(RawValue::get),
-            stream: args.stream.map(RawValue::get),
-            device: args.device.map(RawValue::get),
-            grid: args.grid.map(RawValue::get),
-            block: args.block.map(RawValue::get),
-            bytes: args.bytes.map(RawValue::get),
-        });
-    }
-
-    pub(crate) fn take_device_properties(&mut self, raw: &str) {
-        if let Ok(props) = serde_json::from_str::<Vec<DeviceProp>>(raw) {
-            if let Some(p) = props.into_iter().next() {
-                p.fill(&mut self.timeline);
-            }
-        }
-    }
-
-    /// True once the fields read so far show the event will not be kept
-    /// (what `take_fields` drops), so the rest need not be read.
-    pub(crate) fn dropped(e: &crate::kineto_fast::Fields) -> bool {
-        if e.ph.is_some_and(|p| p != "X") {
-            return true;
-        }
-        match (e.cat, e.name.as_deref()) {
-            (Some(cat), Some(name)) => {
-                Self::category(cat).is_none() && !name.starts_with("ProfilerStep#")
-            }
-            _ => false,
-        }
-    }
-
-    /// What a category keeps: a GPU activity, an API call, or nothing.
-    fn category(cat: &str) -> Option<Option<ActivityKind>> {
-        let is = |c: &str| cat.eq_ignore_ascii_case(c);
-        if is("kernel") {
-            Some(Some(ActivityKind::Kernel))
-        } else if is("gpu_memcpy") || is("memcpy") {
-            Some(Some(ActivityKind::Memcpy))
-        } else if is("gpu_memset") || is("memset") {
-            Some(Some(ActivityKind::Memset))
-        } else if is("cuda_runtime") || is("cuda_driver") || is("runtime") || is("driver") {
-            Some(None)
-        } else {
-            None
-        }
-    }
-
-    pub(crate) fn take_fields(&mut self, e: crate::kineto_fast::Fields) {
-        self.events += 1;
-        if e.ph != Some("X") {
-            return;
-        }
-        // What the event is decides first: most events (CPU ops, Python
-        // frames) are dropped before any number is parsed or string copied.
-        enum Keep {
-            Activity(ActivityKind),
-            Api,
-            Step,
-        }
-        let keep = match Self::category(e.cat.unwrap_or("")) {
-            Some(Some(kind)) => Keep::Activity(kind),
-            Some(None) => Keep::Api,
-            None if e
-                .name
-                .as_deref()
-                .is_some_and(|n| n.starts_with("ProfilerStep#")) =>
-            {
-                Keep::Step
-            }
-            None => return,
-        };
-        let Some(name) = e.name else {
-            return;
-        };
-        let shown = || crate::echo(&name);
-        let ts = match e.ts.map(|t| (t, us_text_to_ns(t))) {
-            None => return,
-            Some((_, Some(ts))) if (0..=MAX_TIME_NS).contains(&ts) => ts,
-            Some((raw, _)) => {
-                return self.skip(|| {
-                    format!(
-                        "\"{}\": ts {} is not a timestamp kopt can use",
-                        shown(),
-                        crate::echo(raw)
-                    )
-                })
-            }
-        };
-        // A missing `dur` is an instant; one that is there must be a
-        // non-negative, finite number (never a negative duration in the profile).
-        let dur = match e.dur.map(|d| (d, us_text_to_ns(d))) {
-            None => 0,
-            Some((_, Some(d))) if (0..=MAX_TIME_NS).contains(&d) => d,
-            Some((raw, _)) => {
-                return self.skip(|| {
-                    format!(
-                        "\"{}\": dur {} is not a non-negative number of microseconds",
-                        shown(),
-                        crate::echo(raw)
-                    )
-                })
-            }
-        };
-        // Both bounded by MAX_TIME_NS: no overflow.
-        let end = ts + dur;
-        let name = {
-            let (capped, cut) = crate::cap_name(&name);
-            if cut {
-                self.names_cut += 1;
-                capped.into_owned()
-            } else {
-                name.into_owned()
-            }
-        };
-        match keep {
-            Keep::Activity(kind) => self.timeline.activities.push(GpuActivity {
-                kind,
-                name,
-                start_ns: ts,
-                end_ns: end,
-                device: text_u64(e.device).unwrap_or(0) as u32,
-                stream: text_u64(e.stream).unwrap_or(0),
-                correlation: text_u64(e.correlation).unwrap_or(0),
-                grid: text_dim3(e.grid),
-                block: text_dim3(e.block),
-                bytes: text_u64(e.bytes),
-            }),
-            Keep::Api => self.timeline.api_calls.push(ApiCall {
-                kind: ApiKind::of(&name),
-                name,
-                start_ns: ts,
-                end_ns: end,
-                thread: text_u64(e.tid).unwrap_or(0),
-                correlation: text_u64(e.correlation).unwrap_or(0),
-            }),
-            Keep::Step
-                if e.cat
-                    .is_some_and(|c| c.eq_ignore_ascii_case("gpu_user_annotation")) =>
-            {
-                self.gpu_steps.push(Range {
-                    name,
-                    start_ns: ts,
-                    end_ns: end,
-                })
-            }
-            Keep::Step => self.timeline.ranges.push(Range {
-                name,
-                start_ns: ts,
-                end_ns: end,
-            }),
-        }
-    }
+/// A serde-read event handed to the collector as raw field text, as the
+/// fast scanner hands it.
+fn collect(c: &mut Collector, e: RawEvent) {
+    let args = e.args.unwrap_or_default();
+    c.take_fields(Fields {
+        ph: e.ph.as_deref(),
+        cat: e.cat.as_deref(),
+        name: e.name.clone(),
+        ts: e.ts.map(RawValue::get),
+        dur: e.dur.map(RawValue::get),
+        tid: e.tid.map(RawValue::get),
+        correlation: args.correlation.map(RawValue::get),
+        stream: args.stream.map(RawValue::get),
+        device: args.device.map(RawValue::get),
+        grid: args.grid.map(RawValue::get),
+        block: args.block.map(RawValue::get),
+        bytes: args.bytes.map(RawValue::get),
+    });
 }
 
 struct EventsSeed<'c>(&'c mut Collector);
@@ -394,7 +116,7 @@ impl<'de> Visitor<'de> for EventsSeed<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(e) = seq.next_element_seed(EventSeed)? {
-            self.0.take(e);
+            collect(self.0, e);
         }
         Ok(())
     }
@@ -704,6 +426,7 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
         });
     }
     collector.finish_steps();
+    let (outside, first_outside) = collector.drop_outside_span();
     if collector.timeline.activities.is_empty() {
         return Err(IngestError::NoGpuActivity {
             path: path.into(),
@@ -714,9 +437,14 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
         timeline: collector.timeline,
         repaired,
         events_read: collector.events,
-        skipped_events: collector.skipped,
+        skipped_events: collector.skipped.saturating_add(outside),
         first_skipped: collector
             .first_skipped
+            .map(|(i, why)| format!("event {i} of traceEvents: {why}"))
+            .or(first_outside),
+        unknown_values: collector.unknown_values,
+        first_unknown: collector
+            .first_unknown
             .map(|(i, why)| format!("event {i} of traceEvents: {why}")),
         names_cut: collector.names_cut,
     })

@@ -6,30 +6,13 @@
 
 use std::borrow::Cow;
 
-use super::kineto::Collector;
+use crate::kineto_events::{Collector, Fields};
 
 struct Scan<'a> {
     /// The whole file, UTF-8 checked once; slices are cut at ASCII delimiters.
     t: &'a str,
     b: &'a [u8],
     i: usize,
-}
-
-/// The raw text of the fields an event may carry.
-#[derive(Default)]
-pub(crate) struct Fields<'a> {
-    pub ph: Option<&'a str>,
-    pub cat: Option<&'a str>,
-    pub name: Option<Cow<'a, str>>,
-    pub ts: Option<&'a str>,
-    pub dur: Option<&'a str>,
-    pub tid: Option<&'a str>,
-    pub correlation: Option<&'a str>,
-    pub stream: Option<&'a str>,
-    pub device: Option<&'a str>,
-    pub grid: Option<&'a str>,
-    pub block: Option<&'a str>,
-    pub bytes: Option<&'a str>,
 }
 
 impl<'a> Scan<'a> {

@@ -338,7 +338,7 @@ pub fn parse_kopt_trace_bytes(bytes: &[u8], path: &str) -> Result<KoptTrace, Ing
 
 /// Whether a record's time is one kopt can compute with.
 fn usable_ns(t: i64) -> bool {
-    (0..=crate::kineto::MAX_TIME_NS).contains(&t)
+    (0..=crate::kineto_events::MAX_TIME_NS).contains(&t)
 }
 
 pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError> {

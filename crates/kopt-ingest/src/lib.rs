@@ -6,6 +6,7 @@ pub mod detect;
 mod error;
 pub mod inputs;
 pub mod kineto;
+mod kineto_events;
 mod kineto_fast;
 pub mod kopt_trace;
 pub mod ncu;
@@ -178,6 +179,7 @@ pub fn merge_profile(files: Vec<(String, NcuFile)>) -> Profile {
                     path,
                     format: "ncu-details (rules attached to the raw page's launches)".into(),
                     launches: 0,
+                    excluded: det.excluded,
                 });
             }
             None => extra.push((path, det)),
@@ -188,6 +190,7 @@ pub fn merge_profile(files: Vec<(String, NcuFile)>) -> Profile {
             path,
             format: file.page.as_str().to_string(),
             launches: file.launches.len(),
+            excluded: file.excluded,
         });
         if let Some(d) = file.device {
             let better = match &device {
@@ -257,9 +260,16 @@ pub fn profile_from_trace(trace: KinetoTrace, path: &str) -> Profile {
     }
     if trace.skipped_events > 0 {
         notes.push(format!(
-            "{} event(s) left out for an unusable ts or dur, the first: {}",
+            "{} event(s) left out for a ts or dur that is unusable or outside the profiler's span, the first: {}",
             trace.skipped_events,
             trace.first_skipped.as_deref().unwrap_or("-")
+        ));
+    }
+    if trace.unknown_values > 0 {
+        notes.push(format!(
+            "{} implausible value(s) left unknown, the first: {}",
+            trace.unknown_values,
+            trace.first_unknown.as_deref().unwrap_or("-")
         ));
     }
     if trace.names_cut > 0 {
@@ -330,6 +340,7 @@ pub fn profile_from_timeline(t: kopt_model::Timeline, path: &str, format: &str) 
             path: path.to_string(),
             format: format.to_string(),
             launches: launches.len(),
+            excluded: Vec::new(),
         }],
         launches,
         timeline: Some(t),

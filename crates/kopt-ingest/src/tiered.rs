@@ -46,6 +46,7 @@ impl TimingPass {
             path: path.to_string(),
             format: "kopt-profile timing pass (kopt trace, CUPTI)".into(),
             launches: profile.launches.len(),
+            excluded: Vec::new(),
         });
         // The tracer's device record names the GPU: the targeted pass's
         // device, when there is one, still wins (see `merge_tiered`).
@@ -179,11 +180,12 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
         if !p.exists() {
             return Ok(None);
         }
-        let f = read_ncu_csv(&p)?;
+        let mut f = read_ncu_csv(&p)?;
         sources.push(Source {
             path: p.display().to_string(),
             format: format.to_string(),
             launches: f.launches.len(),
+            excluded: std::mem::take(&mut f.excluded),
         });
         Ok(Some(f))
     };

@@ -295,6 +295,11 @@ pub struct Source {
     /// "ncu-raw" or "ncu-details".
     pub format: String,
     pub launches: usize,
+    /// Values of this input left unknown as implausible (where, which, why):
+    /// the analysis repeats them among its notes, so no value is dropped
+    /// silently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<String>,
 }
 
 /// Everything kopt knows about one workload, merged from one or more inputs.

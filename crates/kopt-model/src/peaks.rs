@@ -195,32 +195,47 @@ pub const AMD_SPECS: &[AmdSpec] = &[
     },
 ];
 
-/// The AMD part a device name (or gfx target) and CU count describe. A
-/// name may name two parts (rocminfo's `AMD Instinct MI250X/MI250`): the CU
-/// count decides; a gfx target alone needs it.
-pub fn amd_spec(name: &str, cus: Option<u32>) -> Option<&'static AmdSpec> {
+/// The AMD part a device name (or gfx target), CU count and peak engine
+/// clock describe. A name may name two parts (rocminfo's `AMD Instinct
+/// MI250X/MI250`): the CU count decides; a gfx target alone needs it. Where
+/// two parts share the target and CU count (gfx950: MI350X at 2200 MHz,
+/// MI355X at 2400 MHz; a family name such as rocprof-compute's `MI350`
+/// names both), the clock decides; failing that the first listed is taken.
+pub fn amd_spec(
+    name: &str,
+    cus: Option<u32>,
+    max_sclk_mhz: Option<f64>,
+) -> Option<&'static AmdSpec> {
+    let by_clock = |c: &[&'static AmdSpec]| -> Option<&'static AmdSpec> {
+        let mhz = max_sclk_mhz.filter(|v| v.is_finite() && *v > 0.0)?;
+        c.iter()
+            .copied()
+            .find(|s| (s.max_sclk_mhz - mhz).abs() <= s.max_sclk_mhz * 0.01)
+    };
+    let pick = |c: Vec<&'static AmdSpec>, need_cus: bool| -> Option<&'static AmdSpec> {
+        let fits: Vec<&'static AmdSpec> = match cus {
+            Some(n) => c.iter().copied().filter(|s| s.cus == n).collect(),
+            None if need_cus => return None,
+            None => c.clone(),
+        };
+        if fits.is_empty() {
+            // A name that matched, with a CU count of no listed part
+            // (a partitioned GPU): the name still decides.
+            return if need_cus { None } else { c.first().copied() };
+        }
+        by_clock(&fits).or(fits.first().copied())
+    };
     let upper = name.to_ascii_uppercase();
     let by_name: Vec<&AmdSpec> = AMD_SPECS.iter().filter(|s| upper.contains(s.key)).collect();
-    let pick = |c: Vec<&'static AmdSpec>| match cus {
-        Some(n) => c
-            .iter()
-            .copied()
-            .find(|s| s.cus == n)
-            .or(c.first().copied()),
-        None => c.first().copied(),
-    };
     if !by_name.is_empty() {
-        return pick(by_name);
+        return pick(by_name, false);
     }
     let lower = name.to_ascii_lowercase();
     let by_arch: Vec<&AmdSpec> = AMD_SPECS
         .iter()
         .filter(|s| lower.contains(s.arch))
         .collect();
-    match cus {
-        Some(n) => by_arch.into_iter().find(|s| s.cus == n),
-        None => None,
-    }
+    pick(by_arch, true)
 }
 
 const fn peaks(dram: f64, fp32: f64, tensor: f64) -> Peaks {
@@ -429,15 +444,35 @@ mod tests {
 
     #[test]
     fn amd_parts_resolve_by_name_and_cu_count() {
-        assert_eq!(amd_spec("MI300X_A1", Some(304)).unwrap().key, "MI300X");
-        assert_eq!(amd_spec("AMD Instinct MI300A", None).unwrap().cus, 228);
+        assert_eq!(
+            amd_spec("MI300X_A1", Some(304), None).unwrap().key,
+            "MI300X"
+        );
+        assert_eq!(
+            amd_spec("AMD Instinct MI300A", None, None).unwrap().cus,
+            228
+        );
         // rocminfo names both MI250 parts at once: the CU count decides.
         let n = "AMD Instinct MI250X/MI250";
-        assert_eq!(amd_spec(n, Some(104)).unwrap().key, "MI250");
-        assert_eq!(amd_spec(n, Some(110)).unwrap().key, "MI250X");
-        assert_eq!(amd_spec("gfx942", Some(304)).unwrap().key, "MI300X");
-        assert_eq!(amd_spec("gfx942", None), None);
-        assert_eq!(amd_spec("NVIDIA H100", Some(132)), None);
+        assert_eq!(amd_spec(n, Some(104), None).unwrap().key, "MI250");
+        assert_eq!(amd_spec(n, Some(110), None).unwrap().key, "MI250X");
+        assert_eq!(amd_spec("gfx942", Some(304), None).unwrap().key, "MI300X");
+        assert_eq!(amd_spec("gfx942", None, None), None);
+        assert_eq!(amd_spec("NVIDIA H100", Some(132), None), None);
+        // gfx950 at 256 CUs is MI350X or MI355X: the peak clock decides.
+        assert_eq!(
+            amd_spec("gfx950", Some(256), Some(2200.0)).unwrap().key,
+            "MI350X"
+        );
+        assert_eq!(
+            amd_spec("gfx950", Some(256), Some(2400.0)).unwrap().key,
+            "MI355X"
+        );
+        assert_eq!(amd_spec("MI350", Some(256), Some(2200.0)), None);
+        assert_eq!(
+            amd_spec("MI350X", Some(256), Some(2400.0)).unwrap().key,
+            "MI350X"
+        );
         for s in AMD_SPECS {
             // FP32 vector: CUs x 64 lanes x 2 (FMA) x clock, doubled where
             // AMD counts packed FP32 (MI300 series and later).

@@ -118,7 +118,9 @@ fn draw(s: &TimelineStrip, before: i64, after: i64, title_id: &str) -> String {
         }
     }
     for q in 0..=4 {
-        let ns = s.window_ns * q / 4;
+        // In i128: a window near i64::MAX (a trace whose times lie decades
+        // apart) overflowed when multiplied before the division.
+        let ns = (i128::from(s.window_ns) * i128::from(q) / 4) as i64;
         let anchor = match q {
             0 => "start",
             4 => "end",

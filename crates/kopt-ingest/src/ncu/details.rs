@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use kopt_model::{Device, KernelLaunch, Metrics, NcuRule, StallReason};
 
 use super::raw::put;
-use super::{parse_dim3, Ctx, NcuFile, NcuPage};
+use super::{check_value, parse_dim3, Ctx, NcuFile, NcuPage, Verdict};
 use crate::number::{parse_cell, vote, Cell, NumberStyle};
 use crate::units::to_base_factor;
 use crate::IngestError;
@@ -138,6 +138,7 @@ pub(super) fn parse(
     let mut cc: Option<String> = None;
     let mut first_line = None;
     let mut any_duration = false;
+    let mut excluded = Vec::new();
 
     while reader
         .read_byte_record(&mut record)
@@ -221,7 +222,7 @@ pub(super) fn parse(
         if style.is_none() {
             style = vote(&value);
         }
-        let cell = parse_cell(&value, style.unwrap_or(NumberStyle::DotDecimal));
+        let mut cell = parse_cell(&value, style.unwrap_or(NumberStyle::DotDecimal));
         if metric == "Duration" {
             let ns = match cell {
                 Cell::Value(v) => Some(v * to_base_factor(&text(unit_col))),
@@ -233,6 +234,38 @@ pub(super) fn parse(
                     line,
                     format!("metric \"{section} / Duration\": {why}"),
                 ));
+            }
+        }
+        if metric != "Duration" {
+            let unit = text(unit_col);
+            let v = match cell {
+                Cell::Value(v) => Some(v * to_base_factor(&unit)),
+                _ => None,
+            };
+            let field = || {
+                format!(
+                    "metric \"{} / {}\"",
+                    crate::echo(&section),
+                    crate::echo(&metric)
+                )
+            };
+            match check_value(&metric, &unit, &value, v) {
+                Verdict::Keep => {}
+                Verdict::Cap(v, why) => {
+                    excluded.push(format!("line {line}: {}: {why}", field()));
+                    cell = Cell::Value(v / to_base_factor(&unit));
+                }
+                Verdict::Exclude(why) => {
+                    excluded.push(format!("line {line}: {}: {why}", field()));
+                    continue;
+                }
+                Verdict::Refuse(why) => {
+                    return Err(IngestError::at(
+                        ctx.path,
+                        line,
+                        format!("{}: {why}", field()),
+                    ))
+                }
             }
         }
         match cell {
@@ -269,6 +302,7 @@ pub(super) fn parse(
         page: NcuPage::Details,
         device: Some(device),
         launches,
+        excluded,
     })
 }
 

@@ -34,6 +34,10 @@ pub struct NcuFile {
     /// Device attributes (raw page only: the details page carries none but CC and SM count).
     pub device: Option<Device>,
     pub launches: Vec<KernelLaunch>,
+    /// Values left unknown as implausible, one line each ("line N: the
+    /// metric, the value, why"): the profile's source carries them to the
+    /// report's notes.
+    pub excluded: Vec<String>,
 }
 
 /// How far into a file kopt looks for the header line before giving up.
@@ -215,6 +219,202 @@ pub(crate) fn check_duration(raw: &str, v: Option<f64>) -> Result<(), String> {
             "{v} ns, beyond any kernel launch ({MAX_KERNEL_DURATION_NS:e} ns, 2.8 hours)"
         )),
         Some(_) => Ok(()),
+    }
+}
+
+/// How far a percentage of peak may stray past 0..100 and still be taken
+/// as ncu's rounding and replay-to-replay skew (it prints 100.3 at times).
+pub const PCT_SLACK: f64 = 1.0;
+/// The largest percentage of peak read as a saturated unit. ncu's
+/// per-active-cycle percentages overshoot on real captures (L1/TEX at 138
+/// to 285 % on H100 and H200 in the fixtures: the unit's active cycles and
+/// its throughput come from different counters): the unit was busy, so the
+/// figure is capped at 100 % and the report says so. Past this, the number
+/// is no measurement at all.
+pub const PCT_CAPPED_UP_TO: f64 = 1000.0;
+/// A DRAM (or any memory) rate no GPU reaches: 100 TB/s, over ten times the
+/// fastest HBM of 2026. Where the device's peak is known, 1.5x it is the bound.
+pub const MAX_BYTES_PER_S: f64 = 1e14;
+/// How far above the device's datasheet peak a measured DRAM rate may go
+/// (ncu's rate over a microsecond kernel is coarse) before it is no measurement.
+pub const PEAK_SLACK: f64 = 1.5;
+/// A clock no GPU runs at: 10 GHz.
+pub const MAX_CLOCK_HZ: f64 = 1e10;
+
+/// What a metric's value may be: told by its unit (or, on a raw page
+/// without a units row, by its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quantity {
+    /// Percent of a peak: 0 to 100.
+    Percent,
+    /// Bytes per second.
+    ByteRate,
+    /// Cycles per second (a clock).
+    Clock,
+    /// Counts, sizes and ratios of counts: not negative.
+    Count,
+}
+
+impl Quantity {
+    pub(crate) fn of(metric: &str, unit: &str) -> Quantity {
+        let u = unit.trim().to_ascii_lowercase();
+        let per_second = u.ends_with("/second") || u.ends_with("/s");
+        if u == "%" || (u.is_empty() && metric.contains("pct")) {
+            Quantity::Percent
+        } else if (per_second && u.contains("byte"))
+            || (u.is_empty() && metric.starts_with("dram__bytes") && metric.ends_with("per_second"))
+        {
+            Quantity::ByteRate
+        } else if u.ends_with("hz")
+            || (per_second && u.starts_with("cycle"))
+            || (u.is_empty() && metric.starts_with("sm__cycles") && metric.ends_with("per_second"))
+        {
+            Quantity::Clock
+        } else {
+            Quantity::Count
+        }
+    }
+}
+
+/// What becomes of one metric value read from ncu (duration apart: see
+/// [`check_duration`]).
+#[derive(Debug, PartialEq)]
+pub(crate) enum Verdict {
+    Keep,
+    /// Read as the given value instead, and stated (a percentage of peak
+    /// overshooting 100: see [`PCT_CAPPED_UP_TO`]).
+    Cap(f64, String),
+    /// Left unknown and stated: the value is one derived figure gone wrong
+    /// (a percentage or rate over a near-zero denominator, counter skew
+    /// between replay passes), and the rest of the row is sound, so the
+    /// launch is still ranked by its time; the rules that need the figure
+    /// report it missing rather than act on a false one.
+    Exclude(String),
+    /// An error naming the line and metric: a negative count or an
+    /// impossible launch cannot come out of a working ncu, only out of a
+    /// damaged or edited file, so nothing else in it is taken as fact.
+    Refuse(String),
+}
+
+/// Launch attributes with hard limits on every NVIDIA GPU (raw name,
+/// details name, least, most, why).
+const LAUNCH_LIMITS: &[(&str, &str, f64, f64, &str)] = &[
+    (
+        "launch__block_size",
+        "Block Size",
+        1.0,
+        1024.0,
+        "a thread block has 1 to 1024 threads",
+    ),
+    (
+        "launch__grid_size",
+        "Grid Size",
+        1.0,
+        f64::INFINITY,
+        "a grid has at least one block",
+    ),
+    (
+        "launch__sm_count",
+        "# SMs",
+        1.0,
+        f64::INFINITY,
+        "a GPU has at least one SM",
+    ),
+    (
+        "launch__registers_per_thread",
+        "Registers Per Thread",
+        0.0,
+        255.0,
+        "a thread has at most 255 registers",
+    ),
+];
+
+/// One metric value checked at the parser boundary: `raw` as the file wrote
+/// it, `v` in kopt's base unit when it read as a number (None: "n/a", empty,
+/// or NaN, which ncu's number reading treats as missing).
+pub(crate) fn check_value(metric: &str, unit: &str, raw: &str, v: Option<f64>) -> Verdict {
+    let shown = |v: f64| format!("{v} {}", unit.trim()).trim_end().to_string();
+    let t = raw.trim();
+    // The number reading takes NaN and infinities for missing: look at the text.
+    if t.parse::<f64>().is_ok_and(|f| !f.is_finite()) || v.is_some_and(|v| !v.is_finite()) {
+        // ncu writes "n/a" for a metric it has no value for; NaN or inf
+        // comes from a ratio over a zero denominator: that one figure is lost.
+        return Verdict::Exclude(format!("{}, not a number: left unknown", crate::echo(t)));
+    }
+    let Some(v) = v else { return Verdict::Keep };
+    if v < 0.0 && Quantity::of(metric, unit) != Quantity::Percent {
+        return Verdict::Refuse(format!(
+            "{}: a negative value where ncu counts or measures (damaged or edited file?)",
+            shown(v)
+        ));
+    }
+    if let Some((.., lo, hi, why)) = LAUNCH_LIMITS
+        .iter()
+        .find(|(raw_name, details_name, ..)| metric == *raw_name || metric == *details_name)
+    {
+        if v < *lo || v > *hi {
+            return Verdict::Refuse(format!("{}: {why}", shown(v)));
+        }
+        return Verdict::Keep;
+    }
+    match Quantity::of(metric, unit) {
+        Quantity::Percent if v > 100.0 + PCT_SLACK && v <= PCT_CAPPED_UP_TO => Verdict::Cap(
+            100.0,
+            format!("{} is beyond 100 % of peak: read as 100 %", shown(v)),
+        ),
+        Quantity::Percent if !(-PCT_SLACK..=100.0 + PCT_SLACK).contains(&v) => Verdict::Exclude(
+            format!("{} is beyond 0..100 % of peak: left unknown", shown(v)),
+        ),
+        Quantity::Percent => Verdict::Keep,
+        Quantity::ByteRate if v > MAX_BYTES_PER_S => Verdict::Exclude(format!(
+            "{v} bytes/s is beyond any GPU ({MAX_BYTES_PER_S:e}): left unknown"
+        )),
+        Quantity::Clock if v > MAX_CLOCK_HZ => Verdict::Exclude(format!(
+            "{v} Hz is beyond any GPU clock ({MAX_CLOCK_HZ:e}): left unknown"
+        )),
+        _ => Verdict::Keep,
+    }
+}
+
+/// DRAM traffic checked against the device once it is known (the raw page
+/// names it on every row): a rate, or bytes over the launch's duration, past
+/// [`PEAK_SLACK`] x the device's peak (or [`MAX_BYTES_PER_S`] when the peak
+/// is unknown) is no measurement of that device; the DRAM figures of that
+/// launch are left unknown and stated, the launch stays with its time.
+pub(crate) fn check_dram_against_device(
+    launches: &mut [KernelLaunch],
+    lines: &[u64],
+    device: Option<&Device>,
+    excluded: &mut Vec<String>,
+) {
+    let (limit, what) = match device.and_then(|d| Some((d.peaks.dram_bytes_per_s?, &d.name))) {
+        Some((peak, name)) => (
+            peak * PEAK_SLACK,
+            format!("{PEAK_SLACK}x the {} peak of {:.0} GB/s", name, peak / 1e9),
+        ),
+        None => (MAX_BYTES_PER_S, format!("{MAX_BYTES_PER_S:e} bytes/s")),
+    };
+    for (l, line) in launches.iter_mut().zip(lines) {
+        let m = &mut l.metrics;
+        if let Some(rate) = m.dram_bytes_per_s.filter(|r| *r > limit) {
+            excluded.push(format!(
+                "line {line}: DRAM rate {:.0} GB/s is beyond {what}: left unknown",
+                rate / 1e9
+            ));
+            m.dram_bytes_per_s = None;
+        }
+        let bytes = m.dram_bytes_read.unwrap_or(0.0) + m.dram_bytes_write.unwrap_or(0.0);
+        if let Some(ns) = m
+            .duration_ns
+            .filter(|ns| *ns > 0.0 && bytes / (ns * 1e-9) > limit)
+        {
+            excluded.push(format!(
+                "line {line}: {bytes} DRAM bytes in {ns} ns ({:.0} GB/s) is beyond {what}: left unknown",
+                bytes / ns
+            ));
+            m.dram_bytes_read = None;
+            m.dram_bytes_write = None;
+        }
     }
 }
 

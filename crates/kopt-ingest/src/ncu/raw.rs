@@ -2,7 +2,7 @@
 
 use kopt_model::{Device, KernelLaunch, Metrics, StallReason};
 
-use super::{parse_dim3, sample_style, Ctx, NcuFile, NcuPage};
+use super::{check_value, parse_dim3, sample_style, Ctx, NcuFile, NcuPage, Verdict};
 use crate::number::{parse_cell, Cell, NumberStyle};
 use crate::units::to_base_factor;
 use crate::IngestError;
@@ -237,6 +237,8 @@ pub(crate) fn put(slot: &mut Option<f64>, v: f64) {
 struct Column {
     index: usize,
     factor: f64,
+    /// As the units row gives it ("" without one).
+    unit: String,
     target: Target,
 }
 
@@ -281,6 +283,13 @@ pub(super) fn parse(
         }
     }
 
+    let unit_text = |i: usize| -> String {
+        units
+            .as_ref()
+            .and_then(|u| u.get(i))
+            .map(|u| String::from_utf8_lossy(u).trim().to_string())
+            .unwrap_or_default()
+    };
     let unit_of = |i: usize| -> f64 {
         units
             .as_ref()
@@ -294,6 +303,7 @@ pub(super) fn parse(
             find(name).map(|index| Column {
                 index,
                 factor: unit_of(index),
+                unit: unit_text(index),
                 target: Target::Slot(*slot),
             })
         })
@@ -307,6 +317,7 @@ pub(super) fn parse(
             wanted.push(Column {
                 index,
                 factor: 1.0,
+                unit: unit_text(index),
                 target: Target::Stall(reason),
             });
         }
@@ -318,6 +329,8 @@ pub(super) fn parse(
     let mut launches = Vec::new();
     let mut any_duration = false;
     let mut first_data_line = None;
+    let mut lines = Vec::new();
+    let mut excluded = Vec::new();
     let mut handle = |line: u64, rec: &csv::ByteRecord| -> Result<(), IngestError> {
         check_width(rec, columns.len(), ctx)?;
         first_data_line.get_or_insert(line);
@@ -345,7 +358,33 @@ pub(super) fn parse(
         };
         let mut metrics = Metrics::default();
         for col in &wanted {
-            match parse_cell(text(col.index), style) {
+            let column = columns.get(col.index).map_or("", String::as_str);
+            let mut cell = parse_cell(text(col.index), style);
+            let value = match cell {
+                Cell::Value(v) => Some(v * col.factor),
+                _ => None,
+            };
+            if col.index != duration_index {
+                match check_value(column, &col.unit, text(col.index), value) {
+                    Verdict::Keep => {}
+                    Verdict::Cap(v, why) => {
+                        excluded.push(format!("line {line}: \"{}\": {why}", crate::echo(column)));
+                        cell = Cell::Value(v / col.factor);
+                    }
+                    Verdict::Exclude(why) => {
+                        excluded.push(format!("line {line}: \"{}\": {why}", crate::echo(column)));
+                        continue;
+                    }
+                    Verdict::Refuse(why) => {
+                        return Err(IngestError::at(
+                            ctx.path,
+                            line,
+                            format!("column \"{}\": {why}", crate::echo(column)),
+                        ))
+                    }
+                }
+            }
+            match cell {
                 Cell::Value(v) => match col.target {
                     Target::Slot(slot) => put(slot(&mut metrics), v * col.factor),
                     Target::Stall(r) => metrics.stalls.push((r, v)),
@@ -357,7 +396,7 @@ pub(super) fn parse(
                         line,
                         format!(
                             "column \"{}\": expected a number, found \"{}\"",
-                            crate::echo(columns.get(col.index).map_or("", String::as_str)),
+                            crate::echo(column),
                             crate::echo(text(col.index))
                         ),
                     ))
@@ -374,6 +413,7 @@ pub(super) fn parse(
         if col_has_value(text(duration_index)) {
             any_duration = true;
         }
+        lines.push(line);
         launches.push(KernelLaunch {
             id,
             name: crate::cap_name(&String::from_utf8_lossy(
@@ -418,10 +458,12 @@ pub(super) fn parse(
         "gpu__time_duration.sum is n/a in every row: nothing to rank (was the capture cut short or the metric unavailable?)",
     )?;
     let device = device_row.map(|r| device_from_row(&r, columns, &unit_of));
+    super::check_dram_against_device(&mut launches, &lines, device.as_ref(), &mut excluded);
     Ok(NcuFile {
         page: NcuPage::Raw,
         device,
         launches,
+        excluded,
     })
 }
 

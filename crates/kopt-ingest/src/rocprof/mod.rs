@@ -374,8 +374,8 @@ pub fn amd_device(agent: Option<&AgentInfo>) -> Device {
         });
         return d;
     };
-    let spec = kopt_model::amd_spec(&a.product, a.cus)
-        .or_else(|| kopt_model::amd_spec(a.arch.as_deref().unwrap_or(""), a.cus));
+    let spec = kopt_model::amd_spec(&a.product, a.cus, a.sclk_mhz)
+        .or_else(|| kopt_model::amd_spec(a.arch.as_deref().unwrap_or(""), a.cus, a.sclk_mhz));
     let mut d = Device::unknown();
     d.name = match (spec, a.product.is_empty()) {
         (Some(s), _) => s.name.to_string(),
@@ -844,6 +844,7 @@ impl Sources {
                 path: path.to_string(),
                 format,
                 launches,
+                excluded: Vec::new(),
             },
             None,
         ));
@@ -858,6 +859,7 @@ impl Sources {
                 path: path.to_string(),
                 format,
                 launches: 0,
+                excluded: Vec::new(),
             },
             Some(extra),
         ));
@@ -906,6 +908,7 @@ impl Sources {
                     path,
                     format,
                     launches,
+                    excluded: Vec::new(),
                 }
             })
             .collect()

@@ -86,7 +86,6 @@ fn row_budget(size: u64) -> u64 {
 /// to the file's size.
 fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile>, IngestError> {
     use crate::budget::{SQLITE_MSTEPS, SQLITE_SECONDS, SQLITE_TEMP_MB};
-    use rusqlite::hooks::{AuthAction, Authorization};
     let setup = |e| sql_error(label, "cannot set up SQLite", &e);
     for (pragma, value) in [
         ("query_only", "ON"),
@@ -97,12 +96,7 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
     }
     conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, 16 << 20)
         .map_err(setup)?;
-    conn.authorizer(Some(|ctx: rusqlite::hooks::AuthContext<'_>| {
-        match ctx.action {
-            AuthAction::Recursive => Authorization::Deny,
-            _ => Authorization::Allow,
-        }
-    }));
+    set_recursion_guard(conn, true);
     let seconds = SQLITE_SECONDS.get();
     // The budget, or four times the file when that is more (sorting a big
     // database's rows is legitimate work).
@@ -156,10 +150,49 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
     );
     let out = read_conn(conn, label);
     conn.progress_handler(0, None::<fn() -> bool>);
-    conn.authorizer(None::<fn(rusqlite::hooks::AuthContext<'_>) -> Authorization>);
+    set_recursion_guard(conn, false);
     TRIPPED.with(|t| t.set(None));
     ROWS.with(|r| r.set((0, u64::MAX)));
     out
+}
+
+/// SQLite's authorizer, called as each statement is prepared: a recursive
+/// CTE is refused, anything else allowed.
+///
+/// Installed through the C API rather than rusqlite's `authorizer`: that one
+/// decodes the names it is given as UTF-8 and panics on a table or column
+/// name that is not (a crafted database's), which printed a panic under a
+/// clean error. This one looks at the action code alone.
+extern "C" fn deny_recursive(
+    _arg: *mut std::ffi::c_void,
+    action: std::ffi::c_int,
+    _param1: *const std::ffi::c_char,
+    _param2: *const std::ffi::c_char,
+    _db: *const std::ffi::c_char,
+    _accessor: *const std::ffi::c_char,
+) -> std::ffi::c_int {
+    if action == rusqlite::ffi::SQLITE_RECURSIVE {
+        rusqlite::ffi::SQLITE_DENY
+    } else {
+        rusqlite::ffi::SQLITE_OK
+    }
+}
+
+fn set_recursion_guard(conn: &Connection, on: bool) {
+    type Authorizer = unsafe extern "C" fn(
+        *mut std::ffi::c_void,
+        std::ffi::c_int,
+        *const std::ffi::c_char,
+        *const std::ffi::c_char,
+        *const std::ffi::c_char,
+        *const std::ffi::c_char,
+    ) -> std::ffi::c_int;
+    let hook: Option<Authorizer> = on.then_some(deny_recursive as Authorizer);
+    // SAFETY: the handle is the open connection's; the callback takes no
+    // user data (null) and reads none of its pointer arguments.
+    unsafe {
+        rusqlite::ffi::sqlite3_set_authorizer(conn.handle(), hook, std::ptr::null_mut());
+    }
 }
 
 /// One more row read: an error past the row budget.

@@ -1,0 +1,113 @@
+//! What a user of `kopt analyze` sees of the values the parsers will not
+//! take as fact (#27): a one-line error naming file, line and field, or a
+//! note in the report naming what was left unknown, never a silent figure.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn kopt(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// An ncu raw page with a units row and one launch, `metric` (in `unit`)
+/// written as `cell`.
+fn ncu_raw(metric: &str, unit: &str, cell: &str) -> String {
+    format!(
+        "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"gpu__time_duration.sum\",\"{metric}\"\n\
+         \"\",\"\",\"\",\"\",\"nsecond\",\"{unit}\"\n\
+         \"0\",\"kern(float*)\",\"(256, 1, 1)\",\"(1024, 1, 1)\",\"15,000\",\"{cell}\"\n"
+    )
+}
+
+#[test]
+fn a_negative_ncu_count_is_a_one_line_error_naming_line_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    let csv = ncu_raw("dram__bytes_read.sum", "byte", "-1,048,576");
+    std::fs::write(d.path().join("neg.csv"), csv).unwrap();
+    let o = kopt(d.path(), &["analyze", "neg.csv"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("kopt: error: neg.csv:3: "), "{err}");
+    assert!(
+        err.contains("\"dram__bytes_read.sum\"") && err.contains("negative"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_ncu_percentage_beyond_100_is_named_in_the_report_not_taken_as_fact() {
+    let d = tempfile::tempdir().unwrap();
+    let csv = ncu_raw(
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+        "%",
+        "4,200",
+    );
+    std::fs::write(d.path().join("pct.csv"), csv).unwrap();
+    let o = kopt(d.path(), &["analyze", "pct.csv", "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let excluded = &report["sources"][0]["excluded"];
+    assert_eq!(excluded.as_array().map(Vec::len), Some(1), "{excluded}");
+    let notes = report["notes"].as_array().unwrap();
+    let note = notes
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.contains("not taken as written"))
+        .unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(
+        note.contains("line 3") && note.contains("4200 % is beyond 0..100 % of peak"),
+        "{note}"
+    );
+    // The 4200 % is nowhere in the kernel's figures (42 % would show here).
+    let kernel = &report["kernels"][0];
+    assert_eq!(kernel["name"], "kern(float*)");
+    assert!(kernel["dram_sol_pct"].is_null(), "{kernel}");
+    assert!(kernel["memory_sol_pct"].is_null(), "{kernel}");
+}
+
+#[test]
+fn a_kineto_kernel_outside_the_profilers_span_is_stated_in_the_report() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = r#"{"traceEvents": [
+{"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 10000, "dur": 100000},
+{"ph": "X", "cat": "kernel", "name": "good", "pid": 0, "tid": 7, "ts": 20000, "dur": 50, "args": {"correlation": 1, "grid": [4, 1, 1], "block": [128, 1, 1]}},
+{"ph": "X", "cat": "kernel", "name": "endless", "pid": 0, "tid": 7, "ts": 30000, "dur": 9000000000, "args": {"correlation": 2}},
+{"ph": "X", "cat": "kernel", "name": "oversized", "pid": 0, "tid": 7, "ts": 40000, "dur": 50, "args": {"correlation": 3, "grid": [4, 1, 1], "block": [4096, 1, 1]}}
+]}"#;
+    std::fs::write(d.path().join("t.json"), trace).unwrap();
+    let o = kopt(d.path(), &["analyze", "t.json", "--format", "json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let format = report["sources"][0]["format"].as_str().unwrap();
+    assert!(
+        format.contains("1 event(s) left out") && format.contains("\"endless\""),
+        "{format}"
+    );
+    assert!(
+        format.contains("1 implausible value(s) left unknown")
+            && format.contains("block [4096, 1, 1]"),
+        "{format}"
+    );
+    let names: Vec<&str> = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|k| k["name"].as_str())
+        .collect();
+    assert!(!names.iter().any(|n| n.contains("endless")), "{names:?}");
+}
