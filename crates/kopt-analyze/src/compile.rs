@@ -141,6 +141,16 @@ pub fn fusible(launches: &[KernelLaunch], member: impl Fn(&str) -> Member) -> Fu
     f
 }
 
+/// The share of all kernel time the estimate saves: (1 - `FUSED_LEFT`) of
+/// the fusible time outside softmax runs, and of a softmax run all but its
+/// longest launch.
+fn estimated_kernel_share(f: &Fusible, total_ns: f64) -> f64 {
+    let phi = (f.ns / total_ns).clamp(0.0, 1.0);
+    let sm = (f.softmax_runs_ns / total_ns).clamp(0.0, phi);
+    let sm_heavy = (f.softmax_heaviest_ns / total_ns).clamp(0.0, sm);
+    (phi - sm) * (1.0 - FUSED_LEFT) + (sm - sm_heavy)
+}
+
 /// Step speed-ups (estimate, low, high) on `base`. The GPU-busy part of the
 /// step loses the fused kernel time: `(1 - FUSED_LEFT)` of the fusible time
 /// outside softmax runs, and of a softmax run all but its longest launch
@@ -156,15 +166,13 @@ pub fn step_speedups(f: &Fusible, total_ns: f64, base: &Base, attention: f64) ->
     }
     let phi = (f.ns / total_ns).clamp(0.0, 1.0);
     let heavy = (f.heaviest_ns / total_ns).clamp(0.0, phi);
-    let sm = (f.softmax_runs_ns / total_ns).clamp(0.0, phi);
-    let sm_heavy = (f.softmax_heaviest_ns / total_ns).clamp(0.0, sm);
     let idle = (base.wall_ns - base.busy_ns).max(0.0) * f.removed_launch_share();
     let step = |kernel_share: f64| {
         let saved = (base.busy_ns * kernel_share + idle).min(0.95 * base.wall_ns);
         base.wall_ns / (base.wall_ns - saved)
     };
     let high_share = 1.0 - (1.0 - phi) * (1.0 - attention.clamp(0.0, 1.0));
-    let est = step((phi - sm) * (1.0 - FUSED_LEFT) + (sm - sm_heavy));
+    let est = step(estimated_kernel_share(f, total_ns));
     let low = step(phi - heavy).min(est);
     let high = step(high_share).max(est);
     (est, low, high)
@@ -207,7 +215,7 @@ pub fn recommend(
     );
     let stacking = match graph {
         Some(g) if g > est => format!(
-            " Graph capture predicts more here ({g:.2}x): the step is launch bound; torch.compile(model, mode=\"reduce-overhead\") does both (CUDA graphs over the compiled code), so apply graph capture first and this on top: the idle time it removes is the same time, not counted twice."
+            " Graph capture predicts more here ({g:.2}x): the step is launch bound; torch.compile(model, mode=\"reduce-overhead\") does both (graphs captured over the compiled code), so apply graph capture first and this on top: the idle time it removes is the same time, not counted twice."
         ),
         Some(g) => format!(
             " Graph capture also fires ({g:.2}x); both remove host time between launches, so their gains do not multiply: mode=\"reduce-overhead\" does both."
@@ -253,7 +261,9 @@ pub fn recommend(
         ),
         source: "torch.compile / TorchInductor: operator fusion, layout selection, fewer launches".into(),
         gain: Some(GainEstimate {
-            kernel_pct: 100.0 * (1.0 - FUSED_LEFT),
+            // Of the fusible kernels' own time, the kernel part alone (the
+            // idle time removed is not theirs).
+            kernel_pct: 100.0 * estimated_kernel_share(f, total_ns) * total_ns / f.ns,
             workload_pct: 100.0 * (1.0 - 1.0 / est),
             saved_ns,
             method: model.clone(),
@@ -356,8 +366,31 @@ mod tests {
         assert_eq!(r.id, ID);
         assert!(r.action.contains("model = torch.compile(model)"));
         assert!(r.action.contains("fixtures/advice-h100"));
+        // The kernel part's share of the fusible kernels' own time.
+        let g = r.gain.as_ref().unwrap();
+        assert!((g.kernel_pct - 100.0 * (1.0 - FUSED_LEFT)).abs() < 1e-9);
         let sp = r.predicted_speedup.unwrap();
         assert!(sp.low <= sp.estimate && sp.estimate <= sp.high);
+    }
+
+    #[test]
+    fn a_softmax_run_keeps_one_pass_over_the_scores() {
+        // The middle run has a softmax (attention's scores): fused, it still
+        // reads them and writes the probabilities, its longest launch.
+        let m = members();
+        let set = member_set(&m);
+        let f = fusible(&step(), |n| match n {
+            "norm" => Member::Softmax,
+            n => member_of(&set, n),
+        });
+        assert!((f.softmax_runs_ns - 40_000.0).abs() < 1e-9);
+        assert!((f.softmax_heaviest_ns - 20_000.0).abs() < 1e-9);
+        let total = 250_000.0;
+        let (est, low, _) = step_speedups(&f, total, &base(total, total), 0.0);
+        // Saved: 20 us of the softmax run, 84% of the lone 10 us launch.
+        let saved = 20_000.0 + 10_000.0 * (1.0 - FUSED_LEFT);
+        assert!((est - total / (total - saved)).abs() < 1e-9, "{est}");
+        assert!(low <= est);
     }
 
     #[test]
