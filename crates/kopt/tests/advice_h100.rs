@@ -3,7 +3,7 @@
 //! #1 finding compared with what measure.py measured for the same model:
 //! is it the best measured fix (or within 10% of its gain), is its
 //! predicted step speed-up within 1.5x of the measured one, and graph
-//! capture is never #1 where it measured under 1.1x. suite.json pins each
+//! capture (or torch.compile) is never #1 where it measured under 1.1x. suite.json pins each
 //! capture's #1 and the counts seen per entry point; docs/benchmarks.md's
 //! table is this test's rows.
 
@@ -163,6 +163,14 @@ fn the_first_finding_against_the_best_measured_fix() {
         assert!(
             row.first != "capture_cuda_graph" || row.measured.is_some_and(|m| m >= 1.1),
             "{}: graph capture #1, measured {:?}",
+            row.capture,
+            row.measured
+        );
+        // Nor torch.compile where it measured under 1.1x (it measured
+        // 0.97x and 1.05x on two of the suite's models).
+        assert!(
+            row.first != "use_torch_compile" || row.measured.is_some_and(|m| m >= 1.1),
+            "{}: torch.compile #1, measured {:?}",
             row.capture,
             row.measured
         );
