@@ -187,18 +187,7 @@ pub fn recommend(
         100.0 * MIN_PASS_SHARE,
         100.0 * MIN_CHAIN_SHARE
     );
-    // The ops behind the chains, most launches first.
-    let mut op_launches: HashMap<&str, u64> = HashMap::new();
-    if let Some(by_kernel) = ops {
-        for m in members {
-            for s in by_kernel.get(m).map(Vec::as_slice).unwrap_or_default() {
-                *op_launches.entry(s.op.as_str()).or_default() += s.launches;
-            }
-        }
-    }
-    let mut op_list: Vec<(&str, u64)> = op_launches.into_iter().collect();
-    op_list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let op_names: Vec<&str> = op_list.iter().map(|(o, _)| *o).collect();
+    let op_names = ops_behind(members, ops);
     let named = if op_names.is_empty() {
         String::new()
     } else {
@@ -257,8 +246,26 @@ pub fn recommend(
     })
 }
 
+/// The ops behind the member kernels, most launches first.
+pub(crate) fn ops_behind<'a>(
+    members: &[String],
+    ops: Option<&'a HashMap<String, Vec<OpShare>>>,
+) -> Vec<&'a str> {
+    let mut op_launches: HashMap<&str, u64> = HashMap::new();
+    if let Some(by_kernel) = ops {
+        for m in members {
+            for s in by_kernel.get(m).map(Vec::as_slice).unwrap_or_default() {
+                *op_launches.entry(s.op.as_str()).or_default() += s.launches;
+            }
+        }
+    }
+    let mut op_list: Vec<(&str, u64)> = op_launches.into_iter().collect();
+    op_list.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    op_list.into_iter().map(|(o, _)| o).collect()
+}
+
 /// Fused PyTorch ops that replace common eager chains, named from the ops seen.
-fn fused_op_hints(ops: &[&str]) -> String {
+pub(crate) fn fused_op_hints(ops: &[&str]) -> String {
     let has = |o: &str| ops.contains(&o);
     let mut hints = Vec::new();
     if has("aten::tanh") && has("aten::pow") && has("aten::mul") {

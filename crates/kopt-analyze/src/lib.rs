@@ -4,6 +4,7 @@
 pub mod attention;
 pub mod batchnorm;
 pub mod catalogue;
+pub mod compile;
 pub mod fusion;
 pub mod layout;
 pub mod library;
@@ -149,14 +150,102 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         profile.device.peaks.dram_bytes_per_s,
         attribution.as_ref().map(|a| &a.by_kernel),
     );
-    if let Some(f) = &fused {
-        for g in groups
-            .iter_mut()
-            .filter(|g| pointwise.contains(&g.verdict.name))
-        {
+    // Graph capture, from the timeline.
+    let graph = timeline.as_ref().and_then(|t| {
+        let mut r = graph_recommendation(t)?;
+        if profile.device.amd.is_some() {
+            // The same fix on AMD GPUs is a HIP graph.
+            for text in [&mut r.title, &mut r.action, &mut r.evidence] {
+                *text = text
+                    .replace("CUDA graph", "HIP graph")
+                    .replace(
+                        "torch.cuda.graphs / cudaStreamBeginCapture",
+                        "torch.cuda.graphs (HIP graphs under ROCm) / hipStreamBeginCapture",
+                    )
+                    .replace("cudaStreamBeginCapture", "hipStreamBeginCapture");
+            }
+        }
+        Some(r)
+    });
+    let base = ranking::Base::of(timeline.as_ref(), total_ns);
+    // The whole model under torch.compile: one finding over every kernel
+    // Inductor fuses; it subsumes the elementwise chains' finding. Not for a
+    // model already compiled (Triton kernels of Inductor's in the trace).
+    let already_compiled = groups.iter().any(|g| {
+        g.verdict
+            .library
+            .as_ref()
+            .is_some_and(|f| f.family == kopt_model::LibraryFamily::Generated)
+    });
+    let compile_members: Vec<String> = groups
+        .iter()
+        .filter(|g| g.verdict.library.as_ref().is_some_and(compile::is_fusible))
+        .map(|g| g.verdict.name.clone())
+        .collect();
+    let compiled = if already_compiled {
+        None
+    } else {
+        let softmax: std::collections::HashSet<&str> = groups
+            .iter()
+            .filter(|g| {
+                g.verdict
+                    .library
+                    .as_ref()
+                    .is_some_and(|f| f.family == kopt_model::LibraryFamily::Softmax)
+            })
+            .map(|g| g.verdict.name.as_str())
+            .collect();
+        let set = compile::member_set(&compile_members);
+        let f = compile::fusible(launches, |n| match (set.contains(n), softmax.contains(n)) {
+            (false, _) => compile::Member::No,
+            (true, false) => compile::Member::Fusible,
+            (true, true) => compile::Member::Softmax,
+        });
+        let attention_share = fused_attention
+            .as_ref()
+            .and_then(|r| r.predicted_speedup.as_ref())
+            .map_or(0.0, |p| 1.0 - 1.0 / p.high.max(1.0));
+        compile::recommend(
+            &f,
+            &compile_members,
+            total_ns,
+            &base,
+            attention_share,
+            graph
+                .as_ref()
+                .and_then(|g| g.predicted_speedup.as_ref())
+                .map(|p| p.estimate),
+            &fusion::ops_behind(&compile_members, by_kernel),
+        )
+    };
+    let fused = if compiled.is_some() { None } else { fused };
+    if let Some(f) = compiled.as_ref().or(fused.as_ref()) {
+        let covers = |g: &rollup::KernelGroup| {
+            if f.id == compile::ID {
+                !g.tiny
+                    && g.verdict.covered_by.is_none()
+                    && compile_members.contains(&g.verdict.name)
+            } else {
+                pointwise.contains(&g.verdict.name)
+            }
+        };
+        for g in groups.iter_mut().filter(|g| covers(g)) {
             g.verdict.covered_by = Some(f.id.clone());
         }
     }
+    // The compile finding names the kernels it alone covers: batch norm and
+    // layout conversions stay their own findings' (they rank against it).
+    let compiled = compiled.map(|mut r| {
+        let own: Vec<&str> = groups
+            .iter()
+            .filter(|g| g.verdict.covered_by.as_deref() == Some(compile::ID))
+            .map(|g| g.verdict.name.as_str())
+            .collect();
+        if !own.is_empty() {
+            r.kernel = own.join(" | ");
+        }
+        r
+    });
     let mut recommendations: Vec<_> = groups
         .iter()
         .filter(|g| !g.tiny && g.verdict.covered_by.is_none())
@@ -164,6 +253,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .collect();
     recommendations.extend(padding.iter().cloned());
     recommendations.extend(fused.iter().cloned());
+    recommendations.extend(compiled.iter().cloned());
     recommendations.extend(folded.iter().cloned());
     recommendations.extend(relaid.iter().cloned());
     recommendations.extend(tf32.iter().cloned());
@@ -177,27 +267,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         total_ns,
         timeline.as_ref(),
     ));
-    if let Some(t) = timeline.as_ref() {
-        if let Some(mut r) = graph_recommendation(t) {
-            if profile.device.amd.is_some() {
-                // The same fix on AMD GPUs is a HIP graph.
-                for text in [&mut r.title, &mut r.action, &mut r.evidence] {
-                    *text = text
-                        .replace("CUDA graph", "HIP graph")
-                        .replace(
-                            "torch.cuda.graphs / cudaStreamBeginCapture",
-                            "torch.cuda.graphs (HIP graphs under ROCm) / hipStreamBeginCapture",
-                        )
-                        .replace("cudaStreamBeginCapture", "hipStreamBeginCapture");
-                }
-            }
-            recommendations.push(r);
-        }
-    }
+    recommendations.extend(graph);
     // One ranking: each finding's predicted speed-up of the whole step on
     // one base (the bare step where known); findings without a figure
     // after every finding with one, by their kernel's share.
-    let base = ranking::Base::of(timeline.as_ref(), total_ns);
     ranking::rank(&mut recommendations, &base, |k| {
         groups
             .iter()
@@ -214,6 +287,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     let primary = match recommendations.first() {
         Some(r)
             if r.id == fusion::ID
+                || r.id == compile::ID
                 || r.id == batchnorm::ID
                 || r.id == layout::ID
                 || r.id == precision::ID
@@ -307,6 +381,15 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         {
             k.root_cause = format!(
                 "{} Batch norm in inference: see \"{}\" for the fix and its gain.",
+                k.root_cause.trim_end_matches('.').to_string() + ".",
+                f.title
+            );
+        } else if let Some(f) = compiled
+            .as_ref()
+            .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
+        {
+            k.root_cause = format!(
+                "{} An eager kernel torch.compile fuses into its neighbours: see \"{}\" for the fix and its gain.",
                 k.root_cause.trim_end_matches('.').to_string() + ".",
                 f.title
             );

@@ -111,7 +111,8 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
     // a figure at all.
     let mut keys: Vec<Option<f64>> = Vec::with_capacity(recs.len());
     for r in recs.iter_mut() {
-        let step = if r.id == GRAPH_ID {
+        // Graph capture and torch.compile predict the step itself.
+        let step = if r.id == GRAPH_ID || r.id == crate::compile::ID {
             r.predicted_speedup.clone()
         } else {
             kernel_shares(r).map(|(est, lo, hi)| {

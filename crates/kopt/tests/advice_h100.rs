@@ -3,7 +3,7 @@
 //! #1 finding compared with what measure.py measured for the same model:
 //! is it the best measured fix (or within 10% of its gain), is its
 //! predicted step speed-up within 1.5x of the measured one, and graph
-//! capture is never #1 where it measured under 1.1x. suite.json pins each
+//! capture (or torch.compile) is never #1 where it measured under 1.1x. suite.json pins each
 //! capture's #1 and the counts seen per entry point; docs/benchmarks.md's
 //! table is this test's rows.
 
@@ -34,7 +34,8 @@ fn report(capture: &str) -> serde_json::Value {
 /// The measured fix a finding's action is, as measure.py names it. Batch
 /// norm folding's action is torch.compile with freezing (folding alone in
 /// eager mode gains nothing, it says), so compile measures it where
-/// measured, as it does the eager elementwise chains' fusion.
+/// measured, as it does the eager elementwise chains' fusion and the
+/// whole-model torch.compile finding.
 fn fix_of(id: &str, measured: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
     let fix = match id {
         "enable_tf32" => "tf32",
@@ -43,7 +44,7 @@ fn fix_of(id: &str, measured: &serde_json::Map<String, serde_json::Value>) -> Op
         "capture_cuda_graph" | "fuse_or_graph_launches" => "graph",
         "fold_batch_norm" if measured.contains_key("compile") => "compile",
         "fold_batch_norm" => "bn_fold",
-        "fuse_eager_elementwise" => "compile",
+        "fuse_eager_elementwise" | "use_torch_compile" => "compile",
         "pad_gemm_dims" => "pad",
         _ => return None,
     };
@@ -165,11 +166,21 @@ fn the_first_finding_against_the_best_measured_fix() {
             row.capture,
             row.measured
         );
+        // Nor torch.compile where it measured under 1.1x (it measured
+        // 0.97x and 1.05x on two of the suite's models).
+        assert!(
+            row.first != "use_torch_compile" || row.measured.is_some_and(|m| m >= 1.1),
+            "{}: torch.compile #1, measured {:?}",
+            row.capture,
+            row.measured
+        );
+        println!("{}", row.markdown());
         let c = seen.entry(row.entry.clone()).or_default();
         c.0 += 1;
         c.1 += u64::from(row.is_best());
         c.2 += u64::from(row.within());
     }
+    println!("(captures, #1 the best fix, within 1.5x) per entry point: {seen:?}");
     let expected: BTreeMap<String, (u64, u64, u64)> = suite["counts"]
         .as_object()
         .unwrap()
