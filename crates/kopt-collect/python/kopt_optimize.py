@@ -23,6 +23,7 @@ import torch
 
 CANDIDATES = {
     "graph": "CUDA graph capture of the forward (static inputs, warm-up on a side stream, replay)",
+    "compile": "torch.compile(model) (Inductor, default mode: fused kernels)",
     "compile_reduce_overhead": 'torch.compile(mode="reduce-overhead") (Inductor kernels replayed from CUDA graphs)',
     "compile_max_autotune": 'torch.compile(mode="max-autotune-no-cudagraphs") (Inductor kernels, autotuned)',
     "compile_max_autotune_graph": 'torch.compile(mode="max-autotune-no-cudagraphs"), then CUDA graph capture of it',
@@ -36,6 +37,7 @@ CANDIDATES = {
 
 # torch.compile's mode per compile form; freezing compiles in the default mode.
 COMPILE_MODES = {
+    "compile": "default",
     "compile_reduce_overhead": "reduce-overhead",
     "compile_max_autotune": "max-autotune-no-cudagraphs",
     "compile_max_autotune_graph": "max-autotune-no-cudagraphs",

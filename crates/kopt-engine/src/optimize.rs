@@ -27,6 +27,8 @@ use crate::workload::WorkloadOptions;
 pub enum Candidate {
     /// CUDA graph capture of the forward.
     Graph,
+    /// torch.compile(model) in its default mode: Inductor's fused kernels.
+    Compile,
     /// torch.compile(mode="reduce-overhead").
     CompileReduceOverhead,
     /// torch.compile(mode="max-autotune-no-cudagraphs").
@@ -62,8 +64,9 @@ pub enum Numerics {
 }
 
 impl Candidate {
-    pub const ALL: [Candidate; 10] = [
+    pub const ALL: [Candidate; 11] = [
         Candidate::Graph,
+        Candidate::Compile,
         Candidate::CompileReduceOverhead,
         Candidate::CompileMaxAutotune,
         Candidate::CompileMaxAutotuneGraph,
@@ -79,6 +82,7 @@ impl Candidate {
     pub fn name(self) -> &'static str {
         match self {
             Candidate::Graph => "graph",
+            Candidate::Compile => "compile",
             Candidate::CompileReduceOverhead => "compile_reduce_overhead",
             Candidate::CompileMaxAutotune => "compile_max_autotune",
             Candidate::CompileMaxAutotuneGraph => "compile_max_autotune_graph",
@@ -99,6 +103,7 @@ impl Candidate {
     pub fn describe(self) -> &'static str {
         match self {
             Candidate::Graph => "CUDA graph capture of the forward (static inputs, warm-up on a side stream, replay)",
+            Candidate::Compile => "torch.compile(model) in the default mode: Inductor fuses elementwise, normalization and softmax chains",
             Candidate::CompileReduceOverhead => "torch.compile(mode=\"reduce-overhead\"): Inductor kernels replayed from CUDA graphs",
             Candidate::CompileMaxAutotune => "torch.compile(mode=\"max-autotune-no-cudagraphs\"): Inductor kernels, autotuned",
             Candidate::CompileMaxAutotuneGraph => "torch.compile(mode=\"max-autotune-no-cudagraphs\") replayed from a CUDA graph",
@@ -115,6 +120,7 @@ impl Candidate {
     pub fn by_hand(self) -> &'static [&'static str] {
         match self {
             Candidate::Graph => &["g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(*static_inputs)  # then copy inputs in and g.replay()"],
+            Candidate::Compile => &["model = torch.compile(model)"],
             Candidate::CompileReduceOverhead => &["model = torch.compile(model, mode=\"reduce-overhead\")"],
             Candidate::CompileMaxAutotune => &["model = torch.compile(model, mode=\"max-autotune-no-cudagraphs\")"],
             Candidate::CompileMaxAutotuneGraph => &[
@@ -159,6 +165,7 @@ impl Candidate {
             Candidate::Tf32 | Candidate::Bf16Autocast => Some("enable_tf32"),
             Candidate::Sdpa => Some("use_fused_attention"),
             Candidate::CompileFreezing => Some("fold_batch_norm"),
+            Candidate::Compile => Some("use_torch_compile"),
             Candidate::CompileMaxAutotune | Candidate::CudnnBenchmark => None,
         }
     }
@@ -177,7 +184,8 @@ impl Candidate {
     fn compiles(self) -> bool {
         matches!(
             self,
-            Candidate::CompileReduceOverhead
+            Candidate::Compile
+                | Candidate::CompileReduceOverhead
                 | Candidate::CompileMaxAutotune
                 | Candidate::CompileMaxAutotuneGraph
                 | Candidate::CompileFreezing
@@ -424,6 +432,7 @@ pub fn choose(d: &Diagnosis, force: &[Candidate], skip: &[Candidate]) -> Vec<Cho
                 Candidate::Tf32 => found("enable_tf32", "float32 matmuls or convolutions on the FMA pipes: TF32 runs them on the tensor cores".into(), "no float32 GEMM or convolution on the FMA pipes (no TF32 finding)"),
                 Candidate::Bf16Autocast => found("enable_tf32", "float32 matmuls or convolutions on the FMA pipes: bf16 runs them on the tensor cores at half the bytes".into(), "no float32 GEMM or convolution on the FMA pipes (no TF32 finding)"),
                 Candidate::Sdpa => found("use_fused_attention", "attention in eager ops: scaled_dot_product_attention fuses it".into(), "no attention in eager ops (no fused-attention finding)"),
+                Candidate::Compile => found("use_torch_compile", "kernels Inductor fuses (elementwise, normalization, softmax chains) take a share of the step: torch.compile fuses them".into(), "no fusible kernels worth compiling (no torch.compile finding)"),
                 Candidate::CompileFreezing => found("fold_batch_norm", "batch norm runs as its own kernels: freezing folds it into the convolutions".into(), "no batch norm to fold (no batch-norm finding)"),
                 Candidate::CudnnBenchmark if cudnn => (true, "cuDNN kernels in the step: benchmark mode picks the fastest algorithm per shape".into()),
                 Candidate::CudnnBenchmark => (false, "no cuDNN kernel in the step".into()),
@@ -1043,6 +1052,7 @@ pub fn candidate_for(recommendation: &str) -> Option<Candidate> {
         "enable_tf32" => Some(Candidate::Tf32),
         "use_fused_attention" => Some(Candidate::Sdpa),
         "fold_batch_norm" => Some(Candidate::CompileFreezing),
+        "use_torch_compile" => Some(Candidate::Compile),
         _ => None,
     }
 }
@@ -1616,8 +1626,14 @@ mod tests {
                 "use_fused_attention",
                 Candidate::Sdpa,
             ),
+            (
+                "advice-h100/mobilenetv3_b128_fp32-plain",
+                "use_torch_compile",
+                Candidate::Compile,
+            ),
         ];
         for (path, finding, which) in cases {
+            assert_eq!(candidate_for(finding), Some(which), "{finding}");
             let d = diagnosis(path);
             let rank = d
                 .recommendations

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kopt_model::optimize::OptimizeReport;
 use kopt_model::VerdictKind;
@@ -33,18 +33,43 @@ fn reports() -> BTreeMap<String, OptimizeReport> {
     out
 }
 
-/// measure.py's best single fix per model, from both calls' lines.
-fn best_measured_fix(files: &[&Path]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
+/// measure.py's best single fix per model: a line that measured
+/// torch.compile wins over one that did not, else the later file's line.
+fn best_measured_fix(files: &[PathBuf]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, (bool, String)> = BTreeMap::new();
     for f in files {
         for line in std::fs::read_to_string(f).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
-            if let Some(fix) = v["best"]["fix"].as_str() {
-                out.insert(v["model"].as_str().unwrap().to_string(), fix.to_string());
+            let Some(fix) = v["best"]["fix"].as_str() else {
+                continue;
+            };
+            let compiled = v["speedup"].get("compile").is_some();
+            let model = v["model"].as_str().unwrap().to_string();
+            if out.get(&model).is_none_or(|(had, _)| compiled || !had) {
+                out.insert(model, (compiled, fix.to_string()));
             }
         }
     }
-    out
+    out.into_iter().map(|(m, (_, fix))| (m, fix)).collect()
+}
+
+/// measure.py's lines, oldest first: the optimize calls' and the advice
+/// suite's (torch.compile measured) of the same day.
+fn measured_files() -> Vec<PathBuf> {
+    let mut files = vec![
+        dir().join("measured-call1.jsonl"),
+        dir().join("measured.jsonl"),
+    ];
+    let advice = dir().join("../advice-h100");
+    let mut from_advice: Vec<PathBuf> = std::fs::read_dir(&advice)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".measured.json"))
+        .collect();
+    from_advice.sort();
+    files.extend(from_advice);
+    files.push(dir().join("measured-call3.jsonl"));
+    files
 }
 
 fn kept(r: &OptimizeReport) -> impl Iterator<Item = &kopt_model::optimize::CandidateResult> {
@@ -58,7 +83,7 @@ fn kept(r: &OptimizeReport) -> impl Iterator<Item = &kopt_model::optimize::Candi
 #[test]
 fn nothing_kept_fails_its_check_or_measures_slower() {
     let all = reports();
-    assert_eq!(all.len(), 8, "{:?}", all.keys());
+    assert_eq!(all.len(), 12, "{:?}", all.keys());
     for (model, r) in &all {
         assert!(r.allow_precision, "{model}");
         for c in kept(r) {
@@ -99,12 +124,9 @@ fn nothing_kept_fails_its_check_or_measures_slower() {
 }
 
 #[test]
-fn the_best_measured_single_fix_is_kept_in_7_of_8_runs_under_5_minutes() {
+fn the_best_measured_single_fix_is_kept_in_9_of_12_runs_under_5_minutes() {
     let all = reports();
-    let best = best_measured_fix(&[
-        &dir().join("measured.jsonl"),
-        &dir().join("measured-call1.jsonl"),
-    ]);
+    let best = best_measured_fix(&measured_files());
     let mut found = Vec::new();
     let mut missed = Vec::new();
     for (model, r) in &all {
@@ -115,17 +137,33 @@ fn the_best_measured_single_fix_is_kept_in_7_of_8_runs_under_5_minutes() {
             missed.push(model.as_str());
         }
     }
-    assert_eq!(found.len(), 7, "found {found:?}, missed {missed:?}");
-    // The miss: graph capture of bf16 BERT-base at batch 1 was checked with
-    // compare's bf16 default then (1e-2) and differed by 1.1e-2.
-    assert_eq!(missed, ["bert_b1_s64_bf16"]);
-    let graph = all["bert_b1_s64_bf16"]
-        .candidates
-        .iter()
-        .find(|c| c.name == "graph")
-        .unwrap();
-    let t = &graph.correctness.as_ref().unwrap().tensors[0];
-    assert!(t.rel_l2.unwrap() > 1e-2 && t.rel_l2.unwrap() < 1.2e-2);
+    assert_eq!(found.len(), 9, "found {found:?}, missed {missed:?}");
+    // GPT-2 b4 and ResNet-50 b128 (torch.compile measured best) ran before
+    // the default-mode compile candidate existed; the LSTM's graph capture
+    // (1.12x) is ruled out by its GPU-bound step.
+    assert_eq!(
+        missed,
+        [
+            "gpt2_b4_s1024_bf16_eager",
+            "lstm_b64_s256_fp32",
+            "resnet50_b128_bf16"
+        ]
+    );
+    let lstm = &all["lstm_b64_s256_fp32"];
+    let graph = lstm.candidates.iter().find(|c| c.name == "graph").unwrap();
+    assert!(!graph.tried && graph.reason.contains("launches do not set the pace"));
+    // Where the compile finding chose it, the default-mode compile was tried
+    // and kept, alone and in the best stack.
+    for model in ["mobilenetv3_b128_fp32", "gpt2_b1_s128_fp32"] {
+        let r = &all[model];
+        assert!(kept(r).any(|c| c.name == "compile"), "{model}");
+        assert!(r
+            .best
+            .as_deref()
+            .unwrap()
+            .split('+')
+            .any(|p| p == "compile"));
+    }
     // Every run that finished took under 5 minutes (wall.txt: suite.sh's
     // "exit N seconds S" per model; mobilenetv3 was cut by the call's budget).
     let wall = std::fs::read_to_string(dir().join("wall.txt")).unwrap();

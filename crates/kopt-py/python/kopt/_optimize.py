@@ -132,7 +132,7 @@ def optimize(
 
     1. Baseline: a torch.profiler trace of the eager steps, diagnosed by kopt.
     2. Candidates the diagnosis gives a reason for (``candidates`` forces
-       some): ``graph`` (CUDA graph capture), ``compile_reduce_overhead``,
+       some): ``graph`` (CUDA graph capture), ``compile`` (default mode), ``compile_reduce_overhead``,
        ``compile_max_autotune``, ``compile_max_autotune_graph``,
        ``channels_last``, ``tf32``, ``bf16_autocast``, ``sdpa``,
        ``compile_freezing``, ``cudnn_benchmark``.
