@@ -28,15 +28,9 @@ pub fn steady_strip(
     // summary's figures are.
     let spliced = t.spliced();
     let t: &Timeline = &spliced;
-    // The steady state's bounds count from the trace's first record of any
-    // kind, as the summary takes them.
-    let trace_start = t
-        .api_calls
-        .iter()
-        .map(|c| c.start_ns)
-        .chain(t.activities.iter().map(|a| a.start_ns))
-        .chain(t.ranges.iter().map(|r| r.start_ns))
-        .min()?;
+    // The steady state's bounds are offsets from the trace's start, as the
+    // summary takes them.
+    let trace_start = crate::timeline::trace_start_ns(t)?;
     let trace_end = t.activities.iter().map(|a| a.end_ns).max()?;
     let (lo, hi) = (trace_start + st.start_ns, trace_start + st.end_ns);
     let inside = |s: i64| s >= lo && s < hi;

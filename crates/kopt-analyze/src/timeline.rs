@@ -1083,15 +1083,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     let spliced = t.spliced();
     let t: &Timeline = &spliced;
     let calls = launch_spans(t);
-    // The trace starts at its first record of any kind: start-up (imports,
-    // context creation) counts from there.
-    let trace_start = t
-        .api_calls
-        .iter()
-        .map(|c| c.start_ns)
-        .chain(t.activities.iter().map(|a| a.start_ns))
-        .chain(t.ranges.iter().map(|r| r.start_ns))
-        .min()?;
+    let trace_start = trace_start_ns(t)?;
     let steps = find_steps(t);
     let steady = steps.as_ref().map(|s| steady_steps(t, s, &calls));
 
@@ -1659,6 +1651,18 @@ pub fn gpu_time_per_range(t: &Timeline, family: Option<&str>) -> Option<(String,
         name,
         per.into_iter().flatten().map(|(s, e)| e - s).collect(),
     ))
+}
+
+/// Where the trace starts: its first record of any kind, so start-up
+/// (imports, context creation) counts from there. The steady state's
+/// bounds in the summary are offsets from it.
+pub(crate) fn trace_start_ns(t: &Timeline) -> Option<i64> {
+    t.api_calls
+        .iter()
+        .map(|c| c.start_ns)
+        .chain(t.activities.iter().map(|a| a.start_ns))
+        .chain(t.ranges.iter().map(|r| r.start_ns))
+        .min()
 }
 
 /// Horizontal resolution the strip is merged to (spans closer than this share of the window join).
