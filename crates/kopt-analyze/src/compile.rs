@@ -16,7 +16,8 @@ use kopt_model::{
 
 use crate::ranking::Base;
 
-pub const ID: &str = "use_torch_compile";
+/// The finding's id (the ranking names it: its prediction is a step speed-up).
+pub const ID: &str = crate::ranking::COMPILE_ID;
 
 /// The share of the fusible kernels' time (outside softmax runs) that
 /// their fused code still takes. Inductor folds most pointwise work into a

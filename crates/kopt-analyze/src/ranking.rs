@@ -15,6 +15,9 @@ pub const MAX_RANGE_RATIO: f64 = 3.0;
 
 /// Id of the graph-capture finding (its prediction is a step speed-up).
 pub const GRAPH_ID: &str = "capture_cuda_graph";
+/// Id of the whole-model torch.compile finding (`compile.rs`; its
+/// prediction is a step speed-up too).
+pub const COMPILE_ID: &str = "use_torch_compile";
 
 /// The step the speed-ups are figured on.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,7 +115,7 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
     let mut keys: Vec<Option<f64>> = Vec::with_capacity(recs.len());
     for r in recs.iter_mut() {
         // Graph capture and torch.compile predict the step itself.
-        let step = if r.id == GRAPH_ID || r.id == crate::compile::ID {
+        let step = if r.id == GRAPH_ID || r.id == COMPILE_ID {
             r.predicted_speedup.clone()
         } else {
             kernel_shares(r).map(|(est, lo, hi)| {

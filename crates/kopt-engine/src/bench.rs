@@ -224,7 +224,7 @@ impl Measurement {
                 "--threshold must be in (0, 1); --noise, --noise-target, --min-time >= 0; --max-time > 0".into(),
             ));
         }
-        let most = crate::profile::MAX_SECONDS;
+        let most = crate::workload::MAX_SECONDS;
         for (flag, v) in [("--max-time", s.max_time_s), ("--min-time", s.min_time_s)] {
             if v > most {
                 return Err(Error::Usage(format!(
@@ -484,11 +484,11 @@ pub fn run_bench(
     let first_wait = first_sample_wait(rule.max_time_s);
     let budget = |v: &Variant| {
         if !per_run {
-            crate::profile::secs(rule.max_time_s - v.used)
+            crate::workload::secs(rule.max_time_s - v.used)
         } else if v.samples.is_empty() {
-            crate::profile::secs(first_wait)
+            crate::workload::secs(first_wait)
         } else {
-            crate::profile::secs((rule.max_time_s - v.spent).max(2.0 * v.longest))
+            crate::workload::secs((rule.max_time_s - v.spent).max(2.0 * v.longest))
         }
     };
     let mut outputs = Vec::new();

@@ -155,7 +155,7 @@ pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
 /// The recommendation a candidate's prediction comes from (a stack's
 /// prediction is its parts', so it calibrates no one rule).
 fn rule_of(candidate: &str) -> Option<&'static str> {
-    crate::optimize::Candidate::from_name(candidate).and_then(|c| c.finding())
+    crate::candidate::Candidate::from_name(candidate).and_then(|c| c.finding())
 }
 
 /// Every checked prediction in the history (optimize runs: a candidate

@@ -7,6 +7,7 @@
 
 pub mod analyze;
 pub mod bench;
+pub mod candidate;
 pub mod compare;
 pub mod diagnose;
 mod error;
