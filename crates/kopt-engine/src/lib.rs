@@ -16,6 +16,7 @@ pub mod history;
 pub mod journal;
 pub mod module_script;
 pub mod optimize;
+pub mod optimize_run;
 pub mod profile;
 mod profile_rocprof;
 pub mod profile_run;
@@ -33,7 +34,8 @@ pub use bench::{
 pub use compare::{compare, CompareRequest};
 pub use diagnose::AnalysisOptions;
 pub use error::{Error, Result};
-pub use optimize::{optimize, Candidate, OptimizeRequest};
+pub use optimize::{Candidate, OptimizeRequest};
+pub use optimize_run::optimize;
 pub use profile::profile;
 pub use profile_run::{Backend, ProfileRequest, TimingPass};
 pub use progress::{Progress, Silent};

@@ -1,9 +1,9 @@
-//! `kopt optimize`: the loop of seed 000 without a human. Profile the
-//! module, choose the mechanical fixes the diagnosis gives a reason for (CUDA
-//! graph capture, torch.compile modes), build each, check it against eager on
-//! fresh inputs, time all interleaved in one process, then keep or revert
-//! each with the bench statistics, journal every attempt, and report the
-//! measured speed-up next to the predicted one.
+//! `kopt optimize`'s parts below its run (`optimize_run.rs`): the request,
+//! the candidates the diagnosis gives a reason for (`choose`), the
+//! harness that builds each, checks it against eager on fresh inputs and
+//! times all interleaved in one process, the keep / revert verdicts with
+//! the bench statistics, stacks, the journal; and `kopt profile --verify`,
+//! which measures the top recommendations with the same harness.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,6 @@ use serde::Deserialize;
 
 use crate::bench::{decide_all, Decision, Measured, Measurement};
 use crate::error::{Error, Result};
-use crate::profile_run::ProfileRequest;
 use crate::progress::Progress;
 use crate::workload::WorkloadOptions;
 
@@ -125,7 +124,7 @@ impl OptimizeRequest {
         Ok(())
     }
 
-    fn module_name(&self) -> String {
+    pub(crate) fn module_name(&self) -> String {
         self.module.clone().unwrap_or_else(|| {
             self.script
                 .file_stem()
@@ -316,7 +315,7 @@ impl HarnessPrecision {
 }
 
 #[derive(Debug, Deserialize)]
-struct HarnessResult {
+pub(crate) struct HarnessResult {
     device: Option<String>,
     candidates: BTreeMap<String, HarnessCandidate>,
     samples_ns: BTreeMap<String, Vec<f64>>,
@@ -326,12 +325,12 @@ struct HarnessResult {
 
 /// A variant the harness builds: one candidate, or several stacked.
 #[derive(Debug, Clone, PartialEq)]
-struct Variant {
-    parts: Vec<Candidate>,
+pub(crate) struct Variant {
+    pub(crate) parts: Vec<Candidate>,
 }
 
 impl Variant {
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.parts
             .iter()
             .map(|c| c.name())
@@ -354,115 +353,6 @@ impl Variant {
             .collect::<Vec<_>>()
             .join("; then ")
     }
-}
-
-pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<OptimizeReport> {
-    req.validate()?;
-    let text = read_script(&req.script)?;
-    let module = req.module_name();
-    let (_, run_dir) = crate::run_folder::create_run_dir(&req.runs_dir)?;
-    let baseline_dir = run_dir.join("baseline");
-    let prepared = crate::module_script::prepare(
-        &baseline_dir,
-        &text,
-        &module,
-        &req.python,
-        3,
-        req.steps,
-        false,
-    )?;
-    if !prepared.driven {
-        return Err(Error::Usage(format!(
-            "{}: kopt optimize needs a module script: an nn.Module class (Model) and get_inputs(), optionally get_init_inputs()",
-            req.script.display()
-        )));
-    }
-
-    // 1. Baseline: timeline and counters, and the diagnosis.
-    progress.note("optimize 1/5: baseline profile");
-    let diagnosis = baseline(req, &prepared, progress)?;
-    // 2. Candidates from the diagnosis.
-    let choices = choose(&diagnosis, &req.force, &req.skip);
-    let singles: Vec<Variant> = choices
-        .iter()
-        .filter(|c| c.tried)
-        .map(|c| Variant {
-            parts: vec![c.candidate],
-        })
-        .collect();
-    // 3. Build, check and time the singles in one process.
-    let harness = if singles.is_empty() {
-        None
-    } else {
-        progress.note(&format!(
-            "optimize 2/5: building, checking and timing {} candidate(s): {}",
-            singles.len(),
-            singles
-                .iter()
-                .map(Variant::name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        Some(run_harness(
-            req,
-            &prepared.script,
-            &module,
-            &singles,
-            &run_dir.join("candidates"),
-            progress,
-        )?)
-    };
-    let setting = Conclusion {
-        module,
-        script: req.script.display().to_string(),
-        run_dir: run_dir.clone(),
-        baseline_dir,
-        threshold: req.threshold,
-        noise: req.noise,
-        seed: req.seed,
-        allow_precision: req.allow_precision,
-        journal: req.journal.clone(),
-        db: req.db.clone(),
-    };
-    progress.note("optimize 3/5: verdicts");
-    let mut report = judge_singles(&setting, &diagnosis, &choices, harness.as_ref());
-    // 4. The kept ones stacked greedily, each stack gated and measured.
-    let stacks = if req.stack {
-        plan_stacks(&report)
-    } else {
-        Vec::new()
-    };
-    if !stacks.is_empty() {
-        progress.note(&format!(
-            "optimize 4/5: stacking the kept candidates: {}",
-            stacks
-                .iter()
-                .map(Variant::name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        let dir = run_dir.join("stacks");
-        match run_harness(
-            req,
-            &prepared.script,
-            &setting.module,
-            &stacks,
-            &dir,
-            progress,
-        ) {
-            Ok(h) => judge_stacks(&setting, &mut report, &stacks, &h, &dir),
-            // The singles stand; the stacks' failure is said, not fatal.
-            Err(e) => report
-                .baseline
-                .notes
-                .push(format!("Stacking the kept candidates failed: {e}")),
-        }
-    }
-    pick_best(&mut report);
-    // 5. Journal, history, the report in the run folder.
-    progress.note("optimize 5/5: journal and history");
-    record(&setting, &report, progress)?;
-    Ok(report)
 }
 
 /// What the verdict half of optimize needs beside the harness's results.
@@ -663,7 +553,7 @@ fn result_of(
 
 /// The singles' report: the baseline in brief, every choice (tried or
 /// skipped) with its check, timing and verdict.
-fn judge_singles(
+pub(crate) fn judge_singles(
     setting: &Conclusion,
     diagnosis: &Diagnosis,
     choices: &[Choice],
@@ -739,7 +629,7 @@ fn is_kept(c: &CandidateResult) -> bool {
 /// each one added to the stack before it when it can stack with every
 /// candidate already there (one graph form, one compile form); every
 /// stack of two or more is tried.
-fn plan_stacks(report: &OptimizeReport) -> Vec<Variant> {
+pub(crate) fn plan_stacks(report: &OptimizeReport) -> Vec<Variant> {
     let mut kept: Vec<(Candidate, f64)> = report
         .candidates
         .iter()
@@ -763,7 +653,7 @@ fn plan_stacks(report: &OptimizeReport) -> Vec<Variant> {
 }
 
 /// The stacks' results, each against the eager of its own harness run.
-fn judge_stacks(
+pub(crate) fn judge_stacks(
     setting: &Conclusion,
     report: &mut OptimizeReport,
     stacks: &[Variant],
@@ -815,7 +705,7 @@ fn judge_stacks(
 }
 
 /// The fastest KEEP candidate or stack.
-fn pick_best(report: &mut OptimizeReport) {
+pub(crate) fn pick_best(report: &mut OptimizeReport) {
     report.best = report
         .candidates
         .iter()
@@ -984,65 +874,7 @@ fn rank_by_measurement(d: &mut Diagnosis) {
     );
 }
 
-fn read_script(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Error::Usage(format!("--script {}: {e}", path.display())))?;
-    if !meta.is_file() {
-        return Err(Error::Usage(format!(
-            "--script {}: not a regular file",
-            path.display()
-        )));
-    }
-    std::fs::read_to_string(path)
-        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))
-}
-
-/// The baseline profile: the tracer's timeline and, with ncu, counters on
-/// the hot kernels; without ncu, the timeline alone (said in the notes).
-fn baseline(
-    req: &OptimizeRequest,
-    prepared: &crate::module_script::PreparedScript,
-    progress: &dyn Progress,
-) -> Result<Diagnosis> {
-    let run = WorkloadOptions {
-        argv: prepared.argv.clone(),
-        gpu: req.gpu.clone(),
-        timeout: req.timeout,
-        quiet: req.quiet,
-        tracer: req.tracer.clone(),
-        runs_dir: req.runs_dir.clone(),
-        db: req.db.clone(),
-        run_dir: Some(prepared.run_dir.clone()),
-    };
-    if req.counters {
-        let mut p = ProfileRequest::new(prepared.argv.clone());
-        p.run = run.clone();
-        p.module = req.module.clone();
-        p.ncu = req.ncu.clone();
-        // optimize measures the fixes bare itself.
-        p.bare_run = false;
-        match crate::profile::profile(&p, progress) {
-            Ok(d) => return Ok(d),
-            Err(Error::ToolMissing(why)) => {
-                progress.note(&format!("{why}; the baseline is the timeline alone"));
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    let t = crate::trace::TraceRequest {
-        run,
-        sample: None,
-        keep_timeline: false,
-        // optimize measures the fixes bare itself.
-        bare_run: false,
-        analysis: Default::default(),
-    };
-    let mut d = crate::trace::trace(&t, progress)?.diagnosis;
-    d.notes.push("No counters were collected for the baseline (no ncu, or --no-counters): the diagnosis rests on the timeline.".into());
-    Ok(d)
-}
-
-fn run_harness(
+pub(crate) fn run_harness(
     req: &OptimizeRequest,
     script: &Path,
     module: &str,
@@ -1222,7 +1054,7 @@ fn check_problems(r: &CompareReport) -> Vec<String> {
     p
 }
 
-fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progress) -> Result<()> {
+pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progress) -> Result<()> {
     let json = serde_json::to_string_pretty(r).map_err(|e| Error::Output(e.to_string()))?;
     let path = Path::new(&r.run_dir).join("optimize.json");
     std::fs::write(&path, &json).map_err(|e| crate::error::io_error(&path, "write", e))?;
@@ -1375,7 +1207,7 @@ mod tests {
         req.runs_dir = d.path().join("runs");
         req.db = d.path().join("h.db");
         req.journal = None;
-        let err = optimize(&req, &crate::Silent).unwrap_err();
+        let err = crate::optimize_run::optimize(&req, &crate::Silent).unwrap_err();
         assert!(matches!(err, Error::Usage(_)));
         assert!(err.to_string().contains("get_inputs()"), "{err}");
     }

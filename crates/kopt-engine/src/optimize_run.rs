@@ -1,0 +1,186 @@
+//! `kopt optimize`'s run: the module's baseline profile and diagnosis,
+//! the candidates it gives a reason for built and timed in the harness,
+//! their verdicts, stacks and journal. Above `profile` (the baseline) and
+//! `optimize` (candidates, harness, verdicts), which `profile --verify`
+//! reads too.
+
+use std::path::Path;
+
+use kopt_model::optimize::OptimizeReport;
+use kopt_model::Diagnosis;
+
+use crate::error::{Error, Result};
+use crate::optimize::{
+    choose, judge_singles, judge_stacks, pick_best, plan_stacks, record, run_harness, Conclusion,
+    OptimizeRequest, Variant,
+};
+use crate::profile_run::ProfileRequest;
+use crate::progress::Progress;
+use crate::workload::WorkloadOptions;
+
+pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<OptimizeReport> {
+    req.validate()?;
+    let text = read_script(&req.script)?;
+    let module = req.module_name();
+    let (_, run_dir) = crate::run_folder::create_run_dir(&req.runs_dir)?;
+    let baseline_dir = run_dir.join("baseline");
+    let prepared = crate::module_script::prepare(
+        &baseline_dir,
+        &text,
+        &module,
+        &req.python,
+        3,
+        req.steps,
+        false,
+    )?;
+    if !prepared.driven {
+        return Err(Error::Usage(format!(
+            "{}: kopt optimize needs a module script: an nn.Module class (Model) and get_inputs(), optionally get_init_inputs()",
+            req.script.display()
+        )));
+    }
+
+    // 1. Baseline: timeline and counters, and the diagnosis.
+    progress.note("optimize 1/5: baseline profile");
+    let diagnosis = baseline(req, &prepared, progress)?;
+    // 2. Candidates from the diagnosis.
+    let choices = choose(&diagnosis, &req.force, &req.skip);
+    let singles: Vec<Variant> = choices
+        .iter()
+        .filter(|c| c.tried)
+        .map(|c| Variant {
+            parts: vec![c.candidate],
+        })
+        .collect();
+    // 3. Build, check and time the singles in one process.
+    let harness = if singles.is_empty() {
+        None
+    } else {
+        progress.note(&format!(
+            "optimize 2/5: building, checking and timing {} candidate(s): {}",
+            singles.len(),
+            singles
+                .iter()
+                .map(Variant::name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        Some(run_harness(
+            req,
+            &prepared.script,
+            &module,
+            &singles,
+            &run_dir.join("candidates"),
+            progress,
+        )?)
+    };
+    let setting = Conclusion {
+        module,
+        script: req.script.display().to_string(),
+        run_dir: run_dir.clone(),
+        baseline_dir,
+        threshold: req.threshold,
+        noise: req.noise,
+        seed: req.seed,
+        allow_precision: req.allow_precision,
+        journal: req.journal.clone(),
+        db: req.db.clone(),
+    };
+    progress.note("optimize 3/5: verdicts");
+    let mut report = judge_singles(&setting, &diagnosis, &choices, harness.as_ref());
+    // 4. The kept ones stacked greedily, each stack gated and measured.
+    let stacks = if req.stack {
+        plan_stacks(&report)
+    } else {
+        Vec::new()
+    };
+    if !stacks.is_empty() {
+        progress.note(&format!(
+            "optimize 4/5: stacking the kept candidates: {}",
+            stacks
+                .iter()
+                .map(Variant::name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let dir = run_dir.join("stacks");
+        match run_harness(
+            req,
+            &prepared.script,
+            &setting.module,
+            &stacks,
+            &dir,
+            progress,
+        ) {
+            Ok(h) => judge_stacks(&setting, &mut report, &stacks, &h, &dir),
+            // The singles stand; the stacks' failure is said, not fatal.
+            Err(e) => report
+                .baseline
+                .notes
+                .push(format!("Stacking the kept candidates failed: {e}")),
+        }
+    }
+    pick_best(&mut report);
+    // 5. Journal, history, the report in the run folder.
+    progress.note("optimize 5/5: journal and history");
+    record(&setting, &report, progress)?;
+    Ok(report)
+}
+
+fn read_script(path: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::Usage(format!("--script {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(Error::Usage(format!(
+            "--script {}: not a regular file",
+            path.display()
+        )));
+    }
+    std::fs::read_to_string(path)
+        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))
+}
+
+/// The baseline profile: the tracer's timeline and, with ncu, counters on
+/// the hot kernels; without ncu, the timeline alone (said in the notes).
+fn baseline(
+    req: &OptimizeRequest,
+    prepared: &crate::module_script::PreparedScript,
+    progress: &dyn Progress,
+) -> Result<Diagnosis> {
+    let run = WorkloadOptions {
+        argv: prepared.argv.clone(),
+        gpu: req.gpu.clone(),
+        timeout: req.timeout,
+        quiet: req.quiet,
+        tracer: req.tracer.clone(),
+        runs_dir: req.runs_dir.clone(),
+        db: req.db.clone(),
+        run_dir: Some(prepared.run_dir.clone()),
+    };
+    if req.counters {
+        let mut p = ProfileRequest::new(prepared.argv.clone());
+        p.run = run.clone();
+        p.module = req.module.clone();
+        p.ncu = req.ncu.clone();
+        // optimize measures the fixes bare itself.
+        p.bare_run = false;
+        match crate::profile::profile(&p, progress) {
+            Ok(d) => return Ok(d),
+            Err(Error::ToolMissing(why)) => {
+                progress.note(&format!("{why}; the baseline is the timeline alone"));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let t = crate::trace::TraceRequest {
+        run,
+        sample: None,
+        keep_timeline: false,
+        // optimize measures the fixes bare itself.
+        bare_run: false,
+        analysis: Default::default(),
+    };
+    let mut d = crate::trace::trace(&t, progress)?.diagnosis;
+    d.notes.push("No counters were collected for the baseline (no ncu, or --no-counters): the diagnosis rests on the timeline.".into());
+    Ok(d)
+}
