@@ -153,6 +153,16 @@ impl Candidate {
         }
     }
 
+    /// The candidate that applies a recommendation automatically, where
+    /// kopt has one (`kopt profile --verify`): the first in `ALL` whose
+    /// finding it is, so the plain form where several share a finding
+    /// (graph capture before the compiled graph forms, TF32 before bf16).
+    pub fn for_finding(recommendation: &str) -> Option<Candidate> {
+        Candidate::ALL
+            .into_iter()
+            .find(|c| c.finding() == Some(recommendation))
+    }
+
     /// Whether it removes per-launch cost (the graph forms).
     pub(crate) fn removes_launches(self) -> bool {
         matches!(
@@ -218,5 +228,30 @@ impl Numerics {
     /// Whether it changes numerics on purpose (kept only when allowed).
     pub fn changes_precision(self) -> bool {
         matches!(self, Numerics::Tf32 | Numerics::Bf16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_finding_is_verified_by_its_plain_candidate() {
+        let cases = [
+            ("capture_cuda_graph", Candidate::Graph),
+            ("use_channels_last", Candidate::ChannelsLast),
+            ("enable_tf32", Candidate::Tf32),
+            ("use_fused_attention", Candidate::Sdpa),
+            ("fold_batch_norm", Candidate::CompileFreezing),
+            ("use_torch_compile", Candidate::Compile),
+        ];
+        for (finding, candidate) in cases {
+            assert_eq!(
+                Candidate::for_finding(finding),
+                Some(candidate),
+                "{finding}"
+            );
+        }
+        assert_eq!(Candidate::for_finding("pad_gemm_shapes"), None);
     }
 }

@@ -718,20 +718,6 @@ pub(crate) fn pick_best(report: &mut OptimizeReport) {
         .map(|c| c.name.clone());
 }
 
-/// The candidate that applies a recommendation automatically, where kopt
-/// has one (`kopt profile --verify`).
-pub fn candidate_for(recommendation: &str) -> Option<Candidate> {
-    match recommendation {
-        "capture_cuda_graph" => Some(Candidate::Graph),
-        "use_channels_last" => Some(Candidate::ChannelsLast),
-        "enable_tf32" => Some(Candidate::Tf32),
-        "use_fused_attention" => Some(Candidate::Sdpa),
-        "fold_batch_norm" => Some(Candidate::CompileFreezing),
-        "use_torch_compile" => Some(Candidate::Compile),
-        _ => None,
-    }
-}
-
 /// `kopt profile --verify N`: the first `top` recommendations that have an
 /// automatic candidate, each applied to the module script `argv` drives,
 /// checked against eager (with its precision's tolerance: a measurement,
@@ -757,7 +743,7 @@ pub fn verify_recommendations(
         .recommendations
         .iter()
         .filter_map(|r| {
-            let c = candidate_for(&r.id)?;
+            let c = Candidate::for_finding(&r.id)?;
             let p = prediction_of(d, r);
             Some((r.id.clone(), c, p.as_ref().map(|p| p.0), p.map(|p| p.1)))
         })
@@ -1250,7 +1236,7 @@ mod tests {
             ),
         ];
         for (path, finding, which) in cases {
-            assert_eq!(candidate_for(finding), Some(which), "{finding}");
+            assert_eq!(Candidate::for_finding(finding), Some(which), "{finding}");
             let d = diagnosis(path);
             let rank = d
                 .recommendations
