@@ -14,16 +14,20 @@
 # driver, kopt_profile_driver.py and kopt_module.py from
 # crates/kopt-collect/python, copied beside this script). Parts run one
 # after the other, each over every model (ORDER=model: all parts of a
-# model, then the next). Each model's files go to OUT/m/; at the end they
+# model, then the next; JOBS="part:model ...": those, in that order).
+# Each model's files go to OUT/m/; at the end they
 # are packed into at most six tarballs OUT/advice-N.tgz. BUDGET (s,
 # default 540) stops starting a part of a model once less than MIN_LEFT
 # (s, default 70) is left; MEASURE_TIMEOUT (s, default 200) bounds one
-# model's measure.py, COMPILE_S (default 120) its torch.compile.
+# model's measure.py, COMPILE_S (default 120) its torch.compile;
+# MEASURE_MODELS (space list, default the models given) are the ones
+# measureall measures. No profile or trace runs past the budget: each is
+# killed 10 s before it ends.
 set -uo pipefail
 out=${1:?OUT}; shift
 parts=${1:-measure,plain,ops}; [ $# -gt 0 ] && shift
 here=$(cd "$(dirname "$0")" && pwd)
-kdir=${KOPT_DIR:-$here}
+kdir=$(cd "${KOPT_DIR:-$here}" && pwd)
 kopt=$kdir/kopt
 budget=${BUDGET:-540}
 start=$(date +%s)
@@ -36,10 +40,14 @@ models=("$@")
 export ADVICE_DIR=$here PYTHONUNBUFFERED=1
 work=$(mktemp -d)
 cd "$work"
+cap() { # seconds: at most $1, and 10 s short of the budget's end
+  local left=$(( budget - ($(date +%s) - start) - 10 ))
+  echo $(( left < $1 ? (left > 1 ? left : 1) : $1 ))
+}
 prof() { # tag model args...
   local tag=$1 m=$2; shift 2
   local t0=$(date +%s)
-  timeout 150 "$kopt" profile -q --profile-top 3 --timeout 120 --runs-dir runs --db h.db \
+  timeout "$(cap 150)" "$kopt" profile -q --profile-top 3 --timeout 120 --runs-dir runs --db h.db \
     -f json -o "$out/m/$m.$tag.json" "$@" > "$out/m/$m.$tag.log" 2>&1
   echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.$tag.log"
   local run; run=$(ls -td runs/*/ 2>/dev/null | head -1)
@@ -52,7 +60,7 @@ prof() { # tag model args...
 trc() { # tag model argv...
   local tag=$1 m=$2; shift 2
   local t0=$(date +%s)
-  timeout 120 "$kopt" trace -q --timeout 100 --runs-dir runs --db h.db \
+  timeout "$(cap 120)" "$kopt" trace -q --timeout 100 --runs-dir runs --db h.db \
     -f json -o "$out/m/$m.$tag.json" -- "$@" > "$out/m/$m.$tag.log" 2>&1
   echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.$tag.log"
   local run; run=$(ls -td runs/*/ 2>/dev/null | head -1)
@@ -73,7 +81,8 @@ if [[ ,$parts, == *,synccost,* ]]; then
 fi
 if [[ ,$parts, == *,measureall,* ]]; then
   t0=$(date +%s)
-  (cd "$here" && timeout 200 python3 measure.py "${models[@]}") > "$out/measured.jsonl" 2> "$out/measure.log"
+  read -ra mm <<< "${MEASURE_MODELS:-${models[*]}}"
+  (cd "$here" && timeout "$(cap 200)" python3 measure.py "${mm[@]}") > "$out/measured.jsonl" 2> "$out/measure.log"
   echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/measure.log"
 fi
 # Part by part, each over every model (ORDER=model: model by model), so a
@@ -96,7 +105,10 @@ run_part() { # part model
 }
 IFS=, read -ra part_list <<< "$parts"
 jobs=()
-if [ "${ORDER:-part}" = model ]; then
+if [ -n "${JOBS:-}" ]; then
+  # JOBS: "part:model ..." run in that order (the models given are unused).
+  for j in $JOBS; do jobs+=("${j%%:*} ${j#*:}"); done
+elif [ "${ORDER:-part}" = model ]; then
   for m in "${models[@]}"; do for p in "${part_list[@]}"; do jobs+=("$p $m"); done; done
 else
   for p in "${part_list[@]}"; do for m in "${models[@]}"; do jobs+=("$p $m"); done; done
@@ -112,13 +124,15 @@ for j in "${jobs[@]}"; do
 done
 cd "$out"
 echo "total seconds $(( $(date +%s) - start ))" >> card.txt
-# Two models a tarball, at most six (what comes back is 8 files).
+# At most six tarballs of whole models (what comes back is 8 files).
 mv measured.jsonl measure.log m/ 2>/dev/null
-ls m | sed 's/\..*//' | grep -v '^measure' | sort -u > models.txt
-i=0
-while read -r a && { read -r b || true; }; do
-  i=$((i+1)); tar czf "advice-$i.tgz" m/"$a".* ${b:+m/"$b".*}
-done < models.txt
+mapfile -t done_models < <(ls m | sed 's/\..*//' | grep -v '^measure' | sort -u)
+per=$(( (${#done_models[@]} + 5) / 6 ))
+for ((i = 0; i * per < ${#done_models[@]}; i++)); do
+  files=()
+  for m in "${done_models[@]:i*per:per}"; do files+=(m/"$m".*); done
+  tar czf "advice-$((i+1)).tgz" "${files[@]}"
+done
 tar czf advice-measured.tgz m/measure* sync_cost.txt 2>/dev/null
 rm -rf m "$work"
 ls -la "$out"

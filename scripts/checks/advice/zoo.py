@@ -125,7 +125,13 @@ def build(name, device="cuda", variant=None):
     if fam == "vit" and "tv" in name:
         import torchvision
 
-        m = torchvision.models.vit_b_16(weights=None).eval().to(device, dt)
+        m = torchvision.models.vit_b_16(weights=None)
+        # torchvision zero-initialises the classifier head: every output
+        # would be 0 whatever the body computes. A random head makes the
+        # outputs depend on the whole model.
+        torch.nn.init.normal_(m.heads.head.weight, std=0.02)
+        torch.nn.init.normal_(m.heads.head.bias, std=0.02)
+        m = m.eval().to(device, dt)
         return m, [torch.randn(b, 3, 224, 224, device=device, dtype=dt)]
     if fam in ("bert", "gpt2", "vit"):
         impl = "eager" if f["eager_attn"] else "sdpa"
