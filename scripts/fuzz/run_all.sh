@@ -13,13 +13,15 @@
 #   FUZZ_REGRESSIONS  inputs that once failed, one folder per target (fuzz/regressions)
 #   FUZZ_TARGETS      the targets, space-separated (every binary named after fuzz/fuzz_targets/*.rs)
 # OUT gets summary.txt (one line per target: seconds, executions, corpus
-# size, peak RSS, result) and fuzz-results.tar.gz (the summary, each
-# target's log tails and the inputs of its findings).
+# size, peak RSS, result), fuzz-results.tar.gz (the summary, each
+# target's log tails and the inputs of its findings) and corpus.tar.gz
+# (each target's corpus as the run left it, <target>/<input>: unpack it and
+# pass its folder as FUZZ_CORPUS to resume a run where this one stopped).
 # Exit status: 0 when no target found anything, 1 otherwise, 2 on misuse.
 set -uo pipefail
 
 if [ $# -ne 2 ] || ! [ "$2" -gt 0 ] 2>/dev/null; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 out=$1
@@ -116,6 +118,13 @@ for t in "${targets[@]}"; do
   done
 done
 tar -czf "$out/fuzz-results.tar.gz" -C "$pack" .
+# The grown corpora, to resume from.
+grown=$work/grown
+mkdir -p "$grown"
+for t in "${targets[@]}"; do
+  [ -d "$work/$t/corpus" ] && cp -r "$work/$t/corpus" "$grown/$t"
+done
+tar -czf "$out/corpus.tar.gz" -C "$grown" .
 cat "$summary"
 rm -rf "$work"
 # Exit 1 when any target's line (after the 4 heading lines) is not "ok".
