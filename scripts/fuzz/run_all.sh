@@ -13,13 +13,16 @@
 #   FUZZ_REGRESSIONS  inputs that once failed, one folder per target (fuzz/regressions)
 #   FUZZ_TARGETS      the targets, space-separated (every binary named after fuzz/fuzz_targets/*.rs)
 # OUT gets summary.txt (one line per target: seconds, executions, corpus
-# size, peak RSS, result) and fuzz-results.tar.gz (the summary, each
-# target's log tails and the inputs of its findings).
+# size, peak RSS, result), fuzz-results.tar.gz (the summary, each
+# target's log tails and the inputs of its findings) and corpus.tar.gz
+# (each target's corpus as the run left it, <target>/<input>: unpack it and
+# pass its folder as FUZZ_CORPUS to resume a run where this one stopped;
+# split into corpus.tar.gz.00, .01, ... past FUZZ_PART_MB MiB, default 15).
 # Exit status: 0 when no target found anything, 1 otherwise, 2 on misuse.
 set -uo pipefail
 
 if [ $# -ne 2 ] || ! [ "$2" -gt 0 ] 2>/dev/null; then
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 out=$1
@@ -116,6 +119,20 @@ for t in "${targets[@]}"; do
   done
 done
 tar -czf "$out/fuzz-results.tar.gz" -C "$pack" .
+# The grown corpora, to resume from.
+grown=$work/grown
+mkdir -p "$grown"
+for t in "${targets[@]}"; do
+  [ -d "$work/$t/corpus" ] && cp -r "$work/$t/corpus" "$grown/$t"
+done
+tar -czf "$out/corpus.tar.gz" -C "$grown" .
+# In parts of at most FUZZ_PART_MB MiB (default 15) where it is larger, for
+# a transfer that limits each file: `cat corpus.tar.gz.* | tar xz` joins them.
+part_mb=${FUZZ_PART_MB:-15}
+if [ "$(stat -c %s "$out/corpus.tar.gz")" -gt $((part_mb * 1048576)) ]; then
+  split -b "${part_mb}M" -d "$out/corpus.tar.gz" "$out/corpus.tar.gz." &&
+    rm "$out/corpus.tar.gz"
+fi
 cat "$summary"
 rm -rf "$work"
 # Exit 1 when any target's line (after the 4 heading lines) is not "ok".

@@ -393,7 +393,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
                 k.root_cause.trim_end_matches('.').to_string() + ".",
                 f.title
             );
-        } else if let Some(f) = fused.as_ref().filter(|_| k.covered_by.is_some()) {
+        } else if let Some(f) = fused
+            .as_ref()
+            .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
+        {
             k.root_cause = format!(
                 "{} Part of an eager elementwise chain: see \"{}\" for the fix and its gain.",
                 k.root_cause.trim_end_matches('.').to_string() + ".",

@@ -295,6 +295,77 @@ fn first_kopt_frame(backtrace: &str) -> Option<String> {
     None
 }
 
+/// What one replayed input did.
+#[derive(Debug)]
+pub struct Replayed {
+    /// The target parsed it (false when rejected or when it panicked out).
+    pub parsed: bool,
+    pub secs: f64,
+    /// How far the heap grew while it ran.
+    pub heap_growth: usize,
+    /// A panic: `panicked at LOCATION: MESSAGE`, and whether it escaped the
+    /// target or a library caught it inside (rusqlite's callbacks, the
+    /// demangler's guard): libFuzzer's hook aborts on either, so both are
+    /// findings.
+    pub panic: Option<(String, PanicFate)>,
+    /// The kopt frames of the panic's backtrace (innermost first).
+    pub frames: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PanicFate {
+    /// It unwound out of the target.
+    Escaped,
+    /// Something inside the target caught it and the target went on.
+    CaughtInside,
+}
+
+/// Run one input through `target` as `run` does (the same panic hook), for
+/// `kopt-fuzz replay`: a panic is reported whether it escaped the target or
+/// was caught inside it, never as "no panic".
+pub fn replay(target: &Target, input: &[u8]) -> Replayed {
+    install_hook();
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    SEEN.with(|s| s.borrow_mut().clear());
+    let heap_before = alloc::reset_peak();
+    let started = Instant::now();
+    IN_EXEC.with(|c| c.set(true));
+    let result = catch_unwind(AssertUnwindSafe(|| (target.run)(input)));
+    IN_EXEC.with(|c| c.set(false));
+    let secs = started.elapsed().as_secs_f64();
+    let heap_growth = alloc::peak().saturating_sub(heap_before);
+    let caught = CAUGHT.with(|c| c.borrow_mut().take());
+    let fate = match &result {
+        Err(_) => Some(PanicFate::Escaped),
+        Ok(_) if caught.is_some() => Some(PanicFate::CaughtInside),
+        Ok(_) => None,
+    };
+    let panic = fate.map(|fate| {
+        let text = match &caught {
+            Some(c) => match &c.caller {
+                Some(caller) => format!(
+                    "panicked at {}: {} (called from {caller})",
+                    c.location, c.message
+                ),
+                None => format!("panicked at {}: {}", c.location, c.message),
+            },
+            None => "panicked (no message caught)".into(),
+        };
+        (text, fate)
+    });
+    let frames = caught
+        .and_then(|c| c.backtrace)
+        .map(|b| kopt_frames(&b))
+        .unwrap_or_default();
+    Replayed {
+        parsed: matches!(result, Ok(true)),
+        secs,
+        heap_growth,
+        panic,
+        frames,
+    }
+}
+
 /// Targets share the counting allocator's figures: one runs at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 

@@ -8,7 +8,9 @@
 //!
 //! `run` fuzzes each target (all by default) for N seconds (default 60) and
 //! prints one line per target; it exits 1 if any finding was made. `replay`
-//! runs files through a target with panics left to propagate (a reproducer).
+//! runs files through a target and says of each whether it panicked, also
+//! where a library inside the target caught the panic (libFuzzer aborts on
+//! those); it exits 1 if any did.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +46,7 @@ fn replay(args: &[String]) -> ExitCode {
     let Some(target) = args.first().and_then(|n| kopt_fuzz::target(n)) else {
         return usage();
     };
+    let mut panicked = false;
     for path in &args[1..] {
         let data = match std::fs::read(path) {
             Ok(d) => d,
@@ -52,18 +55,36 @@ fn replay(args: &[String]) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let heap = kopt_fuzz::alloc::reset_peak();
-        let started = std::time::Instant::now();
-        let parsed = (target.run)(&data);
-        println!(
-            "{path}: {} in {:.3} s, heap growth {} B ({} B input), no panic",
-            if parsed { "parsed" } else { "rejected" },
-            started.elapsed().as_secs_f64(),
-            kopt_fuzz::alloc::peak() - heap,
+        let r = driver::replay(&target, &data);
+        let head = format!(
+            "{path}: {} in {:.3} s, heap growth {} B ({} B input)",
+            if r.parsed { "parsed" } else { "rejected" },
+            r.secs,
+            r.heap_growth,
             data.len()
         );
+        match &r.panic {
+            None => println!("{head}, no panic"),
+            Some((text, fate)) => {
+                panicked = true;
+                let how = match fate {
+                    driver::PanicFate::Escaped => "a panic escaped the target",
+                    driver::PanicFate::CaughtInside => {
+                        "a panic that a library caught inside the target (libFuzzer aborts on it)"
+                    }
+                };
+                println!("{head}, {how}: {text}");
+                for f in &r.frames {
+                    println!("    {f}");
+                }
+            }
+        }
     }
-    ExitCode::SUCCESS
+    if panicked {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn run(args: &[String]) -> ExitCode {

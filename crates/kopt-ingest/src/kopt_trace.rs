@@ -92,6 +92,9 @@ pub struct KoptTrace {
     /// `trace.jsonl.<pid>` files beside the trace that another run wrote
     /// (their run id differs), left out.
     pub other_runs_left_out: Vec<String>,
+    /// The bare run's step file read into `timeline.bare_steps`
+    /// ([`bare_steps_beside`]), by its file name.
+    pub bare_steps_file: Option<String>,
 }
 
 impl KoptTrace {
@@ -114,6 +117,9 @@ impl KoptTrace {
                 "left out {} (another run's)",
                 self.other_runs_left_out.join(", ")
             ));
+        }
+        if let Some(file) = &self.bare_steps_file {
+            notes.push(format!("bare run's steps from {file}"));
         }
         if self.names_left_mangled > 0 {
             notes.push(format!(
@@ -595,6 +601,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         names_left_mangled,
         run,
         merged_files: Vec::new(),
+        bare_steps_file: None,
         other_runs_left_out: Vec::new(),
     })
 }
@@ -694,11 +701,29 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         merged.timeline.api_calls.sort_by_key(|c| c.start_ns);
         merged.timeline.ranges.sort_by_key(|r| r.start_ns);
     }
-    let bare = dir.join(BARE_STEPS_FILE);
+    let bare = bare_steps_beside(dir, &stem);
     if bare.is_file() {
         merged.timeline.bare_steps = read_bare_steps(&bare)?;
+        if merged.timeline.bare_steps.is_some() {
+            merged.bare_steps_file = bare.file_name().map(|n| n.to_string_lossy().into_owned());
+        }
     }
     Ok(merged)
+}
+
+/// Where the bare run's steps of the trace named `trace_name` in `dir` lie:
+/// `<w>.bare_steps.jsonl` for a trace kept as `<w>.trace.jsonl` or
+/// `<w>.trace.jsonl.gz` (a run's files copied out under the workload's
+/// name), else the run folder's own `bare_steps.jsonl`.
+pub fn bare_steps_beside(dir: &Path, trace_name: &str) -> std::path::PathBuf {
+    let workload = [".trace.jsonl", ".trace.jsonl.gz"]
+        .iter()
+        .find_map(|ext| trace_name.strip_suffix(ext))
+        .filter(|w| !w.is_empty());
+    match workload {
+        Some(w) => dir.join(format!("{w}.{BARE_STEPS_FILE}")),
+        None => dir.join(BARE_STEPS_FILE),
+    }
 }
 
 /// One line of `bare_steps.jsonl`:

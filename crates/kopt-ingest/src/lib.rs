@@ -25,7 +25,8 @@ pub use error::{echo, one_line, IngestError};
 pub use kineto::{parse_kineto, KinetoTrace};
 pub use kopt_model::run_folder::BARE_STEPS_FILE;
 pub use kopt_trace::{
-    parse_kopt_trace, read_bare_steps, read_kopt_trace, read_kopt_trace_set, KoptTrace,
+    bare_steps_beside, parse_kopt_trace, read_bare_steps, read_kopt_trace, read_kopt_trace_set,
+    KoptTrace,
 };
 pub use ncu::{parse_ncu_csv, NcuFile, NcuPage};
 pub use rocprof::{

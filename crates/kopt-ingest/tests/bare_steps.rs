@@ -96,3 +96,67 @@ fn sync_ends_of_a_bare_run_are_read_as_their_own_family() {
     let e = read_bare_steps(&p).unwrap_err().to_string();
     assert!(e.contains("line 1") || e.contains(":1"), "{e}");
 }
+
+/// A run's files copied out under the workload's name (`moe.trace.jsonl.gz`
+/// beside `moe.bare_steps.jsonl`, as the fixtures keep them): the trace
+/// alone picks up its own steps, names the file in its source, and never a
+/// neighbour's (`mlp.bare_steps.jsonl`) or the run folder's name.
+#[test]
+fn a_workloads_steps_beside_its_renamed_trace_are_read() {
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(TRACE.as_bytes()).unwrap();
+    std::fs::write(d.path().join("moe.trace.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(d.path().join("mlp.trace.jsonl"), TRACE).unwrap();
+    std::fs::write(d.path().join("other.trace.jsonl"), TRACE).unwrap();
+    std::fs::write(
+        d.path().join("moe.bare_steps.jsonl"),
+        "{\"t\":\"bare_step\",\"name\":\"moe\",\"s\":100,\"e\":200}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("mlp.bare_steps.jsonl"),
+        "{\"t\":\"bare_step\",\"name\":\"mlp\",\"s\":100,\"e\":300}\n",
+    )
+    .unwrap();
+    // A run folder's file beside renamed traces belongs to none of them.
+    std::fs::write(
+        d.path().join(BARE_STEPS_FILE),
+        "{\"t\":\"bare_step\",\"name\":\"run\",\"s\":1,\"e\":2}\n",
+    )
+    .unwrap();
+
+    let moe = read_kopt_trace_set(&d.path().join("moe.trace.jsonl.gz")).unwrap();
+    assert_eq!(moe.timeline.bare_steps.as_ref().unwrap().range, "moe");
+    assert_eq!(moe.bare_steps_file.as_deref(), Some("moe.bare_steps.jsonl"));
+    assert!(
+        moe.source_format()
+            .contains("bare run's steps from moe.bare_steps.jsonl"),
+        "{}",
+        moe.source_format()
+    );
+    let mlp = read_kopt_trace_set(&d.path().join("mlp.trace.jsonl")).unwrap();
+    assert_eq!(mlp.timeline.bare_steps.unwrap().spans_ns, vec![(100, 300)]);
+    let other = read_kopt_trace_set(&d.path().join("other.trace.jsonl")).unwrap();
+    assert!(other.timeline.bare_steps.is_none());
+    assert!(other.bare_steps_file.is_none());
+    assert_eq!(other.source_format(), "kopt trace (CUPTI)");
+}
+
+#[test]
+fn the_step_file_beside_a_trace_is_named_after_it() {
+    use kopt_ingest::bare_steps_beside;
+    let d = std::path::Path::new("/runs/x");
+    for (trace, bare) in [
+        ("trace.jsonl", "bare_steps.jsonl"),
+        ("trace.jsonl.gz", "bare_steps.jsonl"),
+        ("moe.trace.jsonl", "moe.bare_steps.jsonl"),
+        ("moe.trace.jsonl.gz", "moe.bare_steps.jsonl"),
+        ("a.b.trace.jsonl.gz", "a.b.bare_steps.jsonl"),
+        (".trace.jsonl", "bare_steps.jsonl"),
+        ("moe.jsonl", "bare_steps.jsonl"),
+    ] {
+        assert_eq!(bare_steps_beside(d, trace), d.join(bare), "{trace}");
+    }
+}

@@ -4,9 +4,121 @@
 const MAX_SHORT: usize = 48;
 
 /// `void at::<unnamed>::vectorized_elementwise_kernel<4, ...>(int, ...)` ->
-/// `vectorized_elementwise_kernel`, cut to a table-friendly length.
+/// `vectorized_elementwise_kernel`, cut to a table-friendly length. A
+/// generic wrapper is named by the kernel its template argument names:
+/// `void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(T1::Params)`
+/// -> `cutlass_80_simt_sgemm_64x64_8x5_tn_align1`, not `Kernel2`.
 pub fn kernel_short_name(full: &str) -> String {
-    clip_chars(&kernel_function_name(full), MAX_SHORT)
+    let function = kernel_function_name(full);
+    let name = if is_generic_wrapper(&function) {
+        wrapped_kernel_name(full, &function).unwrap_or(function)
+    } else {
+        function
+    };
+    clip_chars(&name, MAX_SHORT)
+}
+
+/// A function name that says only "a kernel": CUTLASS's `cutlass::Kernel`,
+/// `Kernel2` and `device_kernel` (cuDNN's copies of them too), a plain
+/// `kernel`; what runs is its template argument.
+fn is_generic_wrapper(function: &str) -> bool {
+    let base = function
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .to_ascii_lowercase();
+    matches!(base.as_str(), "kernel" | "device_kernel" | "global_kernel")
+}
+
+/// The kernel a generic wrapper `function` runs, from the first template
+/// argument of `function` in `full`: its own function name (namespaces and
+/// templates dropped) when that names something, not a number, a cast or
+/// a built-in type (`kernel<float>` stays `kernel`).
+fn wrapped_kernel_name(full: &str, function: &str) -> Option<String> {
+    let args = function_template_args(full, function)?;
+    let first = split_top_level(args).into_iter().next()?.trim();
+    let name = kernel_function_name(first);
+    let plain = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    const BUILTIN: [&str; 22] = [
+        "void",
+        "bool",
+        "char",
+        "short",
+        "int",
+        "long",
+        "float",
+        "double",
+        "half",
+        "__half",
+        "bfloat16",
+        "__nv_bfloat16",
+        "unsigned",
+        "signed",
+        "size_t",
+        "int8_t",
+        "int16_t",
+        "int32_t",
+        "int64_t",
+        "uint8_t",
+        "uint32_t",
+        "uint64_t",
+    ];
+    let last_word = first.rsplit(' ').next().unwrap_or(first);
+    (plain && !BUILTIN.contains(&name.as_str()) && !BUILTIN.contains(&last_word)).then_some(name)
+}
+
+/// The text inside the template brackets that follow `function` at the top
+/// level of `full` (`Kernel2<...>(`), the last such group.
+fn function_template_args<'a>(full: &'a str, function: &str) -> Option<&'a str> {
+    let bytes = full.as_bytes();
+    let mut depth = 0usize;
+    let mut found = None;
+    let mut open = None;
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'<' | b'(' | b'[' => {
+                if depth == 0 && b == b'<' && full[..i].ends_with(function) {
+                    let before = full[..i - function.len()].chars().next_back();
+                    if !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        open = Some(i + 1);
+                    }
+                }
+                depth += 1;
+            }
+            b'>' | b')' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 && b == b'>' {
+                    if let Some(start) = open.take() {
+                        found = Some(&full[start..i]);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// `a, b<c, d>, e` -> `a`, `b<c, d>`, `e`: split at commas outside brackets.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        match b {
+            b'<' | b'(' | b'[' => depth += 1,
+            b'>' | b')' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                out.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
 }
 
 /// At most `max` characters: a longer text keeps `max - 1` and ends in "…".
@@ -277,6 +389,40 @@ mod tests {
             "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT"
         );
         assert_eq!(s("kopt_copy_coalesced"), "kopt_copy_coalesced");
+        // Generic wrappers are named by the kernel they run (real names from
+        // fixtures/graph-replay-h100, advice-h100, models/resnet50-b256-h100).
+        assert_eq!(
+            s("void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(T1::Params)"),
+            "cutlass_80_simt_sgemm_64x64_8x5_tn_align1"
+        );
+        assert_eq!(
+            s("void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>(cutlass_80_simt_sgemm_64x64_8x5_tn_align1::Params)"),
+            "cutlass_80_simt_sgemm_64x64_8x5_tn_align1"
+        );
+        assert_eq!(
+            s("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_align4>(Params)"),
+            "cutlass_80_tensorop_s1688gemm_64x64_16x6_tn_ali…"
+        );
+        assert_eq!(
+            s("void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_128x128_32x5_nhwc_align8>(T1::Params)"),
+            "cutlass_tensorop_bf16_s16816fprop_optimized_bf1…"
+        );
+        assert_eq!(
+            s("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int>, float>>(T1::Params)"),
+            "GemmUniversal"
+        );
+        // A wrapper over a number, a cast or a built-in type keeps its name,
+        // as does a name that only contains the word.
+        assert_eq!(s("void kernel<8>(float *)"), "kernel");
+        assert_eq!(s("void kernel<(int)-1, float>(float *)"), "kernel");
+        assert_eq!(s("void kernel<float>(float *)"), "kernel");
+        assert_eq!(s("void my::Kernel2<unsigned int>(int)"), "Kernel2");
+        assert_eq!(s("Kernel2"), "Kernel2");
+        assert_eq!(
+            s("void elementwise_kernel<MyOp>(int)"),
+            "elementwise_kernel"
+        );
+        assert_eq!(s("void cutlass::Kernel2<>(Params)"), "Kernel2");
         assert_eq!(s("<script>alert(1)</script>"), "alert");
         assert_eq!(s("<>"), "<>");
     }

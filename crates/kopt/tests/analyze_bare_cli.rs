@@ -244,3 +244,45 @@ fn a_report_that_cannot_be_written_is_refused_before_the_program_runs() {
     assert!(!o.status.success());
     assert!(!dir.path().join("ran").exists());
 }
+
+/// A trace kept under its workload's name (`moe.trace.jsonl.gz`, as the
+/// fixtures and `kopt trace` users keep runs) is read with the
+/// `moe.bare_steps.jsonl` beside it: the prediction is the bare run's
+/// (fixtures/predictions-h200-bare, an H200), and the input line says so.
+/// Copied alone, without the file, the same trace falls back to the
+/// tracer's typical cost.
+#[test]
+fn a_renamed_trace_reads_the_bare_steps_beside_it() {
+    let run = |trace: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["analyze", "--format", "json"])
+            .arg(trace)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        report(&o)
+    };
+    let with = run(&fixture("predictions-h200-bare/moe.trace.jsonl.gz"));
+    let graph = |v: &serde_json::Value| v["timeline"]["graph_prediction"].clone();
+    assert_eq!(
+        graph(&with)["eager_measured_bare"],
+        true,
+        "{}",
+        graph(&with)
+    );
+    let source = with["sources"][0]["format"].as_str().unwrap().to_string();
+    assert!(
+        source.contains("bare run's steps from moe.bare_steps.jsonl"),
+        "{source}"
+    );
+
+    let d = tempfile::tempdir().unwrap();
+    let alone = d.path().join("moe.trace.jsonl.gz");
+    std::fs::copy(fixture("predictions-h200-bare/moe.trace.jsonl.gz"), &alone).unwrap();
+    let without = run(&alone);
+    assert_eq!(graph(&without)["eager_measured_bare"], false);
+    assert!(!without["sources"][0]["format"]
+        .as_str()
+        .unwrap()
+        .contains("bare run"));
+}

@@ -56,3 +56,24 @@ fn graph_replayed_kernels_are_listed_by_name_with_their_time() {
         "{sum} vs {total}"
     );
 }
+
+/// The CUTLASS SIMT SGEMM (`cutlass::Kernel2<cutlass_80_simt_sgemm_...>`)
+/// is named in the table by the kernel the wrapper runs, not `Kernel2`.
+#[test]
+fn the_cutlass_wrapper_is_named_by_the_kernel_it_runs() {
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/graph-replay-h100/trace.jsonl.gz");
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", "--width", "100"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("cutlass_80_simt_sgemm_64x64_8x5_tn_align1 ")),
+        "{text}"
+    );
+    assert!(!text.contains("Kernel2"), "{text}");
+}
