@@ -46,6 +46,9 @@ pub struct OptimizeRequest {
     pub allow_precision: bool,
     /// Combine the kept candidates greedily after the singles.
     pub stack: bool,
+    /// Run the kept result once more under kopt's tracer and report where
+    /// its time went (`OptimizeReport::kept_profile`).
+    pub profile_kept: bool,
     pub threshold: f64,
     pub noise: f64,
     pub seed: u64,
@@ -80,6 +83,7 @@ impl OptimizeRequest {
             skip: Vec::new(),
             allow_precision: false,
             stack: true,
+            profile_kept: true,
             threshold: m.threshold,
             noise: m.noise,
             seed: m.seed,
@@ -582,6 +586,7 @@ pub(crate) fn judge_singles(
         best: None,
         allow_precision: setting.allow_precision,
         ablation: None,
+        kept_profile: None,
     };
     let variants: Vec<Variant> = choices
         .iter()
@@ -1359,6 +1364,7 @@ mod tests {
             best: None,
             allow_precision: false,
             ablation: None,
+            kept_profile: None,
         };
         // A skipped or reverted single never joins a stack.
         let mut reverted = kept("cudnn_benchmark", 1.5);
