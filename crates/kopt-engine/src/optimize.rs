@@ -387,6 +387,39 @@ pub fn conclude_from_folder(
     force: &[Candidate],
     progress: &dyn Progress,
 ) -> Result<OptimizeReport> {
+    progress.note("optimize: verdicts");
+    let mut report = singles_from_folder(setting, diagnosis, force)?;
+    // The stacks the singles call for, when a harness run measured them.
+    let stacks = plan_stacks(&report);
+    let dir = setting.run_dir.join("stacks");
+    if !stacks.is_empty() && dir.join("result.json").is_file() {
+        let h = read_result(&dir.join("result.json"))?;
+        judge_stacks(setting, &mut report, &stacks, &h, &dir);
+    }
+    pick_best(&mut report);
+    record(setting, &report, progress)?;
+    Ok(report)
+}
+
+/// The stacks to measure after the singles a harness run wrote into
+/// `run_dir/candidates/` (the CLI's greedy stacking, the same decision):
+/// each a `+`-joined name for the harness, which writes its results into
+/// `run_dir/stacks/`; `conclude_from_folder` then judges them too.
+pub fn stacks_from_folder(
+    setting: &Conclusion,
+    diagnosis: &Diagnosis,
+    force: &[Candidate],
+) -> Result<Vec<String>> {
+    let report = singles_from_folder(setting, diagnosis, force)?;
+    Ok(plan_stacks(&report).iter().map(Variant::name).collect())
+}
+
+/// The singles' verdicts from `run_dir/candidates/result.json`.
+fn singles_from_folder(
+    setting: &Conclusion,
+    diagnosis: &Diagnosis,
+    force: &[Candidate],
+) -> Result<OptimizeReport> {
     let choices = choose(diagnosis, force, &[]);
     let path = setting.run_dir.join("candidates/result.json");
     let harness = if choices.iter().any(|c| c.tried) {
@@ -394,11 +427,12 @@ pub fn conclude_from_folder(
     } else {
         None
     };
-    progress.note("optimize: verdicts");
-    let mut report = judge_singles(setting, diagnosis, &choices, harness.as_ref());
-    pick_best(&mut report);
-    record(setting, &report, progress)?;
-    Ok(report)
+    Ok(judge_singles(
+        setting,
+        diagnosis,
+        &choices,
+        harness.as_ref(),
+    ))
 }
 
 fn read_result(path: &Path) -> Result<HarnessResult> {
