@@ -1862,6 +1862,63 @@ mod tests {
         }
     }
 
+    /// `steps` NVTX `step` ranges of 100 us; in each, one graph launch
+    /// replaying three kernels (30, 20, 10 us), all sharing its correlation.
+    fn graph_steps(steps: i64) -> Timeline {
+        let mut t = Timeline::default();
+        for i in 0..steps {
+            let at = 1_000_000 + i * 100_000;
+            let c = i as u64 + 1;
+            t.ranges.push(kopt_model::Range {
+                name: "step".into(),
+                start_ns: at,
+                end_ns: at + 5_000,
+            });
+            t.api_calls.push(ApiCall {
+                kind: ApiKind::GraphLaunch,
+                name: "cudaGraphLaunch".into(),
+                ..launch(at + 1_000, 3_000, c)
+            });
+            let mut gpu = at + 10_000;
+            for (name, ns) in [("gemm", 30_000), ("gelu", 20_000), ("norm", 10_000)] {
+                t.activities.push(GpuActivity {
+                    name: name.into(),
+                    ..kernel(gpu, ns, c)
+                });
+                gpu += ns + 1_000;
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn a_step_profile_lists_graph_replayed_kernels_by_name_per_step() {
+        let p = step_profile(&graph_steps(12)).unwrap();
+        assert!(p.steps >= 8, "{p:?}");
+        assert_eq!(p.kernels_per_step, 3.0);
+        assert_eq!(p.graph_launches_per_step, p.launches_per_step);
+        let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["gemm", "gelu", "norm"]);
+        for (k, ns) in p.kernels.iter().zip([30_000.0, 20_000.0, 10_000.0]) {
+            assert_eq!(k.ns_per_step, ns, "{}", k.name);
+            assert_eq!(k.launches_per_step, 1.0, "{}", k.name);
+            assert_eq!(k.in_graph, p.steps, "{}", k.name);
+        }
+        assert_eq!(p.kernels[0].pct, 50.0);
+        assert_eq!((p.other_kernels, p.other_pct), (0, 0.0));
+        assert_eq!(p.busy_per_step_ns, 60_000.0);
+        // Kernels launched one by one are not graph nodes.
+        let mut t = graph_steps(12);
+        for c in &mut t.api_calls {
+            c.kind = ApiKind::KernelLaunch;
+        }
+        let p = step_profile(&t).unwrap();
+        assert!(p.kernels.iter().all(|k| k.in_graph == 0));
+        assert_eq!(p.graph_launches_per_step, 0.0);
+        // No steps, no steady state to take figures from.
+        assert!(step_profile(&Timeline::default()).is_none());
+    }
+
     #[test]
     fn many_short_kernels_behind_slow_launches_are_launch_bound() {
         let mut t = Timeline::default();
