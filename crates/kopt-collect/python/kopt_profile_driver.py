@@ -7,7 +7,11 @@
 # With a fifth argument `ops`, the steps also run under PyTorch's
 # emit_nvtx(record_shapes=True): every op an NVTX range with its input
 # shapes, so kopt traces each kernel back to its op (at a host cost per op).
-#   python3 kopt_profile_driver.py SCRIPT MODULE_NAME WARMUP STEPS [ops]
+# With `variant=NAME` (`kopt optimize`'s kept result), the steps run the
+# module as the optimize harness builds that candidate or stack (`a+b`):
+# built, compiled and captured before the first step, its inputs prepared
+# as the harness times them.
+#   python3 kopt_profile_driver.py SCRIPT MODULE_NAME WARMUP STEPS [ops] [variant=NAME]
 import contextlib
 import sys
 
@@ -16,11 +20,24 @@ import torch
 import kopt_module
 
 path, module_name, warmup, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-record_ops = len(sys.argv) > 5 and sys.argv[5] == "ops"
+record_ops = "ops" in sys.argv[5:]
+variant = next((a[len("variant=") :] for a in sys.argv[5:] if a.startswith("variant=")), None)
 # kopt sets CUDA_VISIBLE_DEVICES to the chosen GPU: it is cuda:0 here.
 device = torch.device("cuda:0")
 model, make_inputs = kopt_module.build(path, module_name, device)
 inputs = make_inputs()
+if variant:
+    import kopt_optimize
+
+    # As the harness does: eager warmed up, then the variant built (and
+    # compiled, captured) on these inputs, all in inference mode.
+    with torch.inference_mode():
+        for _ in range(kopt_optimize.WARMUP):
+            model(*inputs)
+        built = kopt_optimize.build(variant, model, inputs)
+        inputs = built.prepare(inputs)
+        torch.cuda.synchronize()
+    model = built
 ops = torch.autograd.profiler.emit_nvtx(record_shapes=True) if record_ops else contextlib.nullcontext()
 with torch.inference_mode(), ops:
     for i in range(warmup + steps):

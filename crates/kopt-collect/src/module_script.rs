@@ -142,6 +142,42 @@ pub fn prepare(
     })
 }
 
+/// The driver's command for `kopt optimize`'s kept result: `script` (a
+/// module script already prepared in `dir`) run as the optimize harness
+/// builds `variant` (a candidate, or a stack `a+b`), `warmup` then `steps`
+/// steps. Writes the loader, the driver and the harness into `dir`.
+pub fn variant_argv(
+    dir: &Path,
+    script: &Path,
+    module: &str,
+    python: &str,
+    variant: &str,
+    warmup: u32,
+    steps: u32,
+) -> Result<Vec<String>> {
+    if steps == 0 {
+        return Err(ModuleScriptError::Usage("steps must be at least 1".into()));
+    }
+    if variant.is_empty() || variant.contains(char::is_whitespace) {
+        return Err(ModuleScriptError::Usage(format!(
+            "'{variant}' is not a candidate name"
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, "create", e))?;
+    write(dir, LOADER)?;
+    write(dir, OPTIMIZE_HARNESS)?;
+    let driver = write(dir, PROFILE_DRIVER)?;
+    Ok(vec![
+        python.to_string(),
+        driver.display().to_string(),
+        script.display().to_string(),
+        module.to_string(),
+        warmup.to_string(),
+        steps.to_string(),
+        format!("variant={variant}"),
+    ])
+}
+
 /// `argv` without the driver's `ops` argument: a bare run times the steps
 /// as they run unrecorded, and PyTorch's op ranges cost host time per op.
 /// Any other command is returned as it is.
@@ -197,6 +233,13 @@ mod tests {
         assert!(d.path().join("kopt_module.py").is_file());
         assert_eq!(without_op_ranges(&ops.argv), ops.argv[..6].to_vec());
         assert_eq!(without_op_ranges(&p.argv), p.argv);
+        let v = variant_argv(d.path(), &p.script, "m", "python3", "graph+tf32", 2, 8).unwrap();
+        assert!(v[1].ends_with("kopt_profile_driver.py"));
+        assert_eq!(&v[4..], ["2", "8", "variant=graph+tf32"]);
+        assert!(d.path().join("kopt_optimize.py").is_file());
+        assert_eq!(without_op_ranges(&v), v);
+        assert!(variant_argv(d.path(), &p.script, "m", "python3", "", 2, 8).is_err());
+        assert!(variant_argv(d.path(), &p.script, "m", "python3", "graph", 2, 0).is_err());
         let (python, script, module) = driven_script(&p.argv).unwrap();
         assert_eq!(
             (python.as_str(), script, module.as_str()),

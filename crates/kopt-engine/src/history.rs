@@ -288,6 +288,7 @@ mod tests {
             best: None,
             allow_precision: false,
             ablation: None,
+            kept_profile: None,
         };
         let mut row = crate::record::run_row("optimize", "kopt optimize".into(), "s".into());
         row.report_json = Some(serde_json::to_string(&r).unwrap());

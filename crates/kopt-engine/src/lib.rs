@@ -16,6 +16,7 @@ pub mod history;
 pub mod journal;
 pub mod module_script;
 pub mod optimize;
+mod optimize_kept;
 pub mod optimize_run;
 pub mod profile;
 mod profile_rocprof;

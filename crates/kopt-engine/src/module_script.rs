@@ -28,6 +28,23 @@ pub fn prepare(
     )?)
 }
 
+/// The driver's command for `kopt optimize`'s kept result (`variant`, a
+/// candidate or a stack) on a prepared module script. See
+/// `kopt_collect::module_script::variant_argv`.
+pub fn variant_argv(
+    dir: &Path,
+    script: &Path,
+    module: &str,
+    python: &str,
+    variant: &str,
+    warmup: u32,
+    steps: u32,
+) -> Result<Vec<String>> {
+    Ok(kopt_collect::module_script::variant_argv(
+        dir, script, module, python, variant, warmup, steps,
+    )?)
+}
+
 /// The loader and the optimize harness in `dir`; returns the harness path.
 pub(crate) fn write_harness(dir: &Path) -> Result<PathBuf> {
     Ok(kopt_collect::module_script::write_harness(dir)?)

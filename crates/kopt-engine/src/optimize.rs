@@ -46,6 +46,9 @@ pub struct OptimizeRequest {
     pub allow_precision: bool,
     /// Combine the kept candidates greedily after the singles.
     pub stack: bool,
+    /// Run the kept result once more under kopt's tracer and report where
+    /// its time went (`OptimizeReport::kept_profile`).
+    pub profile_kept: bool,
     pub threshold: f64,
     pub noise: f64,
     pub seed: u64,
@@ -80,6 +83,7 @@ impl OptimizeRequest {
             skip: Vec::new(),
             allow_precision: false,
             stack: true,
+            profile_kept: true,
             threshold: m.threshold,
             noise: m.noise,
             seed: m.seed,
@@ -383,6 +387,39 @@ pub fn conclude_from_folder(
     force: &[Candidate],
     progress: &dyn Progress,
 ) -> Result<OptimizeReport> {
+    progress.note("optimize: verdicts");
+    let mut report = singles_from_folder(setting, diagnosis, force)?;
+    // The stacks the singles call for, when a harness run measured them.
+    let stacks = plan_stacks(&report);
+    let dir = setting.run_dir.join("stacks");
+    if !stacks.is_empty() && dir.join("result.json").is_file() {
+        let h = read_result(&dir.join("result.json"))?;
+        judge_stacks(setting, &mut report, &stacks, &h, &dir);
+    }
+    pick_best(&mut report);
+    record(setting, &report, progress)?;
+    Ok(report)
+}
+
+/// The stacks to measure after the singles a harness run wrote into
+/// `run_dir/candidates/` (the CLI's greedy stacking, the same decision):
+/// each a `+`-joined name for the harness, which writes its results into
+/// `run_dir/stacks/`; `conclude_from_folder` then judges them too.
+pub fn stacks_from_folder(
+    setting: &Conclusion,
+    diagnosis: &Diagnosis,
+    force: &[Candidate],
+) -> Result<Vec<String>> {
+    let report = singles_from_folder(setting, diagnosis, force)?;
+    Ok(plan_stacks(&report).iter().map(Variant::name).collect())
+}
+
+/// The singles' verdicts from `run_dir/candidates/result.json`.
+fn singles_from_folder(
+    setting: &Conclusion,
+    diagnosis: &Diagnosis,
+    force: &[Candidate],
+) -> Result<OptimizeReport> {
     let choices = choose(diagnosis, force, &[]);
     let path = setting.run_dir.join("candidates/result.json");
     let harness = if choices.iter().any(|c| c.tried) {
@@ -390,11 +427,12 @@ pub fn conclude_from_folder(
     } else {
         None
     };
-    progress.note("optimize: verdicts");
-    let mut report = judge_singles(setting, diagnosis, &choices, harness.as_ref());
-    pick_best(&mut report);
-    record(setting, &report, progress)?;
-    Ok(report)
+    Ok(judge_singles(
+        setting,
+        diagnosis,
+        &choices,
+        harness.as_ref(),
+    ))
 }
 
 fn read_result(path: &Path) -> Result<HarnessResult> {
@@ -582,6 +620,7 @@ pub(crate) fn judge_singles(
         best: None,
         allow_precision: setting.allow_precision,
         ablation: None,
+        kept_profile: None,
     };
     let variants: Vec<Variant> = choices
         .iter()
@@ -1359,6 +1398,7 @@ mod tests {
             best: None,
             allow_precision: false,
             ablation: None,
+            kept_profile: None,
         };
         // A skipped or reverted single never joins a stack.
         let mut reverted = kept("cudnn_benchmark", 1.5);

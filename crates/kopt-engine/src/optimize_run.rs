@@ -41,7 +41,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     }
 
     // 1. Baseline: timeline and counters, and the diagnosis.
-    progress.note("optimize 1/5: baseline profile");
+    progress.note("optimize 1/6: baseline profile");
     let diagnosis = baseline(req, &prepared, progress)?;
     // 2. Candidates from the diagnosis.
     let choices = choose(&diagnosis, &req.force, &req.skip);
@@ -57,7 +57,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         None
     } else {
         progress.note(&format!(
-            "optimize 2/5: building, checking and timing {} candidate(s): {}",
+            "optimize 2/6: building, checking and timing {} candidate(s): {}",
             singles.len(),
             singles
                 .iter()
@@ -86,7 +86,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         journal: req.journal.clone(),
         db: req.db.clone(),
     };
-    progress.note("optimize 3/5: verdicts");
+    progress.note("optimize 3/6: verdicts");
     let mut report = judge_singles(&setting, &diagnosis, &choices, harness.as_ref());
     // 4. The kept ones stacked greedily, each stack gated and measured.
     let stacks = if req.stack {
@@ -96,7 +96,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     };
     if !stacks.is_empty() {
         progress.note(&format!(
-            "optimize 4/5: stacking the kept candidates: {}",
+            "optimize 4/6: stacking the kept candidates: {}",
             stacks
                 .iter()
                 .map(Variant::name)
@@ -121,8 +121,22 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         }
     }
     pick_best(&mut report);
-    // 5. Journal, history, the report in the run folder.
-    progress.note("optimize 5/5: journal and history");
+    // 5. The kept result once more under the tracer: where its time went.
+    if let Some(best) = report.best.clone().filter(|_| req.profile_kept) {
+        progress.note(&format!(
+            "optimize 5/6: tracing the kept result ({best}) for its timeline and kernels"
+        ));
+        report.kept_profile = Some(crate::optimize_kept::profile_kept(
+            req,
+            &prepared,
+            &setting.module,
+            &run_dir,
+            &best,
+            progress,
+        ));
+    }
+    // 6. Journal, history, the report in the run folder.
+    progress.note("optimize 6/6: journal and history");
     record(&setting, &report, progress)?;
     Ok(report)
 }

@@ -87,4 +87,70 @@ pub struct OptimizeReport {
     pub allow_precision: bool,
     /// Eager and every candidate that ran: the ablation table's data.
     pub ablation: Option<BenchReport>,
+    /// The kept result (`best`) run once more under kopt's tracer: where
+    /// the time went after the change, beside the eager baseline's trace.
+    /// None when nothing was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_profile: Option<KeptProfile>,
+}
+
+/// The kept variant's traced steps beside eager's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct KeptProfile {
+    /// The kept candidate or combination (`best`).
+    pub variant: String,
+    /// The eager baseline's trace, when it recorded one with steps.
+    pub eager: Option<StepProfile>,
+    /// The kept variant's trace; None when it could not be traced (`error`).
+    pub kept: Option<StepProfile>,
+    /// Why the kept variant (or eager's side) could not be traced, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One traced run's steady-state steps: step time, launches, the kernels
+/// that carry the time. Kernels replayed inside CUDA graphs are counted per
+/// kernel node, by name, with their own time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StepProfile {
+    /// The traced run's folder.
+    pub run_dir: String,
+    /// Steady-state steps the figures cover.
+    pub steps: u64,
+    /// Wall time per step under the tracer (CUPTI adds host time per launch).
+    pub step_ns: f64,
+    /// GPU-busy time per step.
+    pub busy_per_step_ns: f64,
+    /// Host launch calls per step: kernel launches plus graph launches.
+    pub launches_per_step: f64,
+    /// Of those, graph launches (`cudaGraphLaunch`).
+    pub graph_launches_per_step: f64,
+    /// Kernels that ran per step (graph nodes included).
+    pub kernels_per_step: f64,
+    /// The steady state's kernels by time, most first (at most the top
+    /// `KERNELS_SHOWN`).
+    pub kernels: Vec<StepKernel>,
+    /// Kernels beyond the rows above and their share of kernel time.
+    pub other_kernels: u64,
+    pub other_pct: f64,
+}
+
+/// How many kernels a `StepProfile` lists.
+pub const KERNELS_SHOWN: usize = 10;
+
+/// A kernel of the steady state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StepKernel {
+    /// The name as recorded (mangled).
+    pub name: String,
+    pub short_name: String,
+    pub launches_per_step: f64,
+    pub ns_per_step: f64,
+    /// Share of the steady state's kernel time.
+    pub pct: f64,
+    /// Launches that ran as nodes of a replayed CUDA graph.
+    pub in_graph: u64,
 }

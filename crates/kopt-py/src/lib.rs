@@ -664,8 +664,75 @@ fn optimize_choose(diagnosis: &DiagnosisHandle, force: Vec<String>) -> PyResult<
     json(&list)
 }
 
-/// The verdicts from what the harness wrote into `run_dir/candidates/`;
-/// records the journal and history; returns the optimize report as JSON.
+/// How `optimize_stacks` and `optimize_conclude` judge: unset keywords
+/// take the engine's defaults (`Measurement::default()`).
+#[allow(clippy::too_many_arguments)]
+fn conclusion(
+    run_dir: PathBuf,
+    module: String,
+    script: &str,
+    threshold: Option<f64>,
+    noise: Option<f64>,
+    seed: Option<u64>,
+    allow_precision: bool,
+    journal: Option<PathBuf>,
+    db: Option<PathBuf>,
+) -> kopt_engine::optimize::Conclusion {
+    let defaults = kopt_engine::Measurement::default();
+    kopt_engine::optimize::Conclusion {
+        module,
+        script: script.to_string(),
+        baseline_dir: run_dir.join("baseline"),
+        run_dir,
+        threshold: threshold.unwrap_or(defaults.threshold),
+        noise: noise.unwrap_or(defaults.noise),
+        seed: seed.unwrap_or(defaults.seed),
+        allow_precision,
+        journal,
+        db: db.unwrap_or_else(|| RecordPaths::current().db),
+    }
+}
+
+/// The stacks to measure after the singles the harness wrote into
+/// `run_dir/candidates/` (the CLI's greedy stacking): a JSON list of
+/// `+`-joined names, for the harness to write into `run_dir/stacks/`.
+#[pyfunction]
+#[pyo3(signature = (diagnosis, run_dir, module, *, force=Vec::new(), threshold=None, noise=None, seed=None, allow_precision=false))]
+#[allow(clippy::too_many_arguments)]
+fn optimize_stacks(
+    py: Python<'_>,
+    diagnosis: &DiagnosisHandle,
+    run_dir: PathBuf,
+    module: String,
+    force: Vec<String>,
+    threshold: Option<f64>,
+    noise: Option<f64>,
+    seed: Option<u64>,
+    allow_precision: bool,
+) -> PyResult<String> {
+    let d = &diagnosis.d;
+    let force = candidates(force)?;
+    let setting = conclusion(
+        run_dir,
+        module,
+        "<in-process>",
+        threshold,
+        noise,
+        seed,
+        allow_precision,
+        None,
+        None,
+    );
+    let names = py
+        .detach(|| kopt_engine::optimize::stacks_from_folder(&setting, d, &force))
+        .map_err(engine_err)?;
+    json(&names)
+}
+
+/// The verdicts from what the harness wrote into `run_dir/candidates/`
+/// (and `run_dir/stacks/`, when it measured the stacks
+/// `optimize_stacks` named); records the journal and history; returns the
+/// optimize report as JSON.
 #[pyfunction]
 #[pyo3(signature = (diagnosis, run_dir, module, *, script="<in-process>", force=Vec::new(), threshold=None, noise=None, seed=None, allow_precision=false, journal=None, db=None))]
 #[allow(clippy::too_many_arguments)]
@@ -685,20 +752,17 @@ fn optimize_conclude(
 ) -> PyResult<String> {
     let d = &diagnosis.d;
     let force = candidates(force)?;
-    // Unset keywords take the engine's defaults (Measurement::default()).
-    let defaults = kopt_engine::Measurement::default();
-    let setting = kopt_engine::optimize::Conclusion {
-        module,
-        script: script.to_string(),
-        baseline_dir: run_dir.join("baseline"),
+    let setting = conclusion(
         run_dir,
-        threshold: threshold.unwrap_or(defaults.threshold),
-        noise: noise.unwrap_or(defaults.noise),
-        seed: seed.unwrap_or(defaults.seed),
+        module,
+        script,
+        threshold,
+        noise,
+        seed,
         allow_precision,
         journal,
-        db: db.unwrap_or_else(|| RecordPaths::current().db),
-    };
+        db,
+    );
     let r = py
         .detach(|| {
             kopt_engine::optimize::conclude_from_folder(&setting, d, &force, &StderrProgress)
@@ -952,6 +1016,7 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune_run_trial, m)?)?;
     m.add_function(wrap_pyfunction!(tune_run_final, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_choose, m)?)?;
+    m.add_function(wrap_pyfunction!(optimize_stacks, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_conclude, m)?)?;
     m.add_function(wrap_pyfunction!(optimize_harness_source, m)?)?;
     Ok(())

@@ -262,6 +262,102 @@ def test_optimize_chooses_from_the_diagnosis_and_concludes_from_the_harness(fixt
     assert "Best: graph" in _kopt.render("optimize", json.dumps(report), "term")
 
 
+class _FakeHarness:
+    """The optimize harness without torch or a GPU: each wanted candidate
+    (or stack `a+b`) "built" as a callable, its outputs equal to eager's, a
+    stack's time eager's times each part's factor; result.json as the real
+    harness writes it."""
+
+    FACTOR = {"graph": 0.2, "compile": 0.76, "compile_reduce_overhead": 0.99}
+    FAILS = {"compile_max_autotune_graph"}
+
+    def __init__(self):
+        self.runs = []
+
+    def run_candidates(self, model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target):
+        from pathlib import Path
+
+        self.runs.append(list(wanted))
+        out = Path(out_dir)
+        _safetensors(out / "reference.safetensors", [1, 2, 3])
+        result = {"device": "Fake GPU", "candidates": {}, "samples_ns": {"eager": [100e3 + i for i in range(30)]}}
+        fns = {"eager": model}
+        for name in wanted:
+            parts = name.split("+")
+            if any(p in self.FAILS for p in parts):
+                result["candidates"][name] = {"description": name, "status": "failed", "phase": "capture", "error": "RuntimeError: boom"}
+                continue
+            t = 100e3
+            for p in parts:
+                t *= self.FACTOR.get(p, 1.0)
+            result["candidates"][name] = {"description": name, "status": "ok"}
+            result["samples_ns"][name] = [t + i for i in range(30)]
+            _safetensors(out / f"{name}.safetensors", [1, 2, 3])
+            fns[name] = lambda *xs, _n=name: _n
+        (out / "result.json").write_text(json.dumps(result))
+        return result, fns
+
+
+def test_in_process_optimize_stacks_the_kept_candidates_as_the_cli_does(fixtures, tmp_path, monkeypatch):
+    import types
+
+    from kopt import _kopt, _optimize
+
+    # No torch or GPU here: a stand-in torch that says CUDA is there, the
+    # baseline from the H200 profile_module run (launch bound), the fake harness.
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(is_available=lambda: True)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    diagnosis = _kopt.analyze([str(fixtures / "profile-module-h200/run")])
+    monkeypatch.setattr(_optimize, "_baseline", lambda *a: diagnosis)
+    harness = _FakeHarness()
+    monkeypatch.setattr(_optimize, "_harness", lambda: harness)
+    model = lambda x: "eager"  # noqa: E731
+    r = kopt.optimize(model, [1.0], name="topk_sort", runs_dir=tmp_path / "runs", db=tmp_path / "h.db", journal=tmp_path / "J.md")
+    # Singles first (what the diagnosis chose), then the kept ones stacked:
+    # graph (5x) and compile (1.3x) kept, stacked best first, as the engine
+    # decides for `kopt optimize` (one graph form, one compile form).
+    assert "graph" in harness.runs[0] and "compile" in harness.runs[0]
+    assert harness.runs[1:] == [["graph+compile"]]
+    by = {c.name: c for c in r.candidates}
+    assert by["graph"].verdict == "KEEP" and by["compile"].verdict == "KEEP"
+    assert by["compile_max_autotune_graph"].verdict == "REVERT"
+    stack = by["graph+compile"]
+    assert stack.verdict == "KEEP" and stack.correct
+    assert abs(stack.measured_speedup - 1 / (0.2 * 0.76)) < 0.1
+    assert r.best == "graph+compile"
+    assert r.optimized(1.0) == "graph+compile"
+    assert list((tmp_path / "runs").glob("*/stacks/result.json"))
+    # The journal has the stack too; without stacking, the best single.
+    assert "graph+compile" in (tmp_path / "J.md").read_text()
+    harness.runs.clear()
+    r = kopt.optimize(model, [1.0], name="topk_sort", runs_dir=tmp_path / "runs", db=tmp_path / "h.db", stack=False)
+    assert len(harness.runs) == 1 and r.best == "graph"
+    assert r.optimized(1.0) == "graph"
+
+
+def test_optimize_stacks_come_from_the_engine_and_are_judged_from_their_folder(fixtures, tmp_path):
+    from kopt import _kopt
+
+    diagnosis = _kopt.analyze([str(fixtures / "profile-module-h200/run")])
+    run = tmp_path / "run"
+    (run / "candidates").mkdir(parents=True)
+    harness = _FakeHarness()
+    tried = [c["name"] for c in json.loads(_kopt.optimize_choose(diagnosis)) if c["tried"]]
+    harness.run_candidates(None, None, tried, str(run / "candidates"), 10, 1, 0.01)
+    assert json.loads(_kopt.optimize_stacks(diagnosis, str(run), "m")) == ["graph+compile"]
+    # Not measured yet: the report has the singles alone.
+    report = json.loads(_kopt.optimize_conclude(diagnosis, str(run), "m", db=str(tmp_path / "h.db")))
+    assert report["best"] == "graph"
+    assert "graph+compile" not in {c["name"] for c in report["candidates"]}
+    (run / "stacks").mkdir()
+    harness.run_candidates(None, None, ["graph+compile"], str(run / "stacks"), 10, 1, 0.01)
+    report = json.loads(_kopt.optimize_conclude(diagnosis, str(run), "m", db=str(tmp_path / "h.db")))
+    stack = {c["name"]: c for c in report["candidates"]}["graph+compile"]
+    assert stack["parts"] == ["graph", "compile"] and stack["verdict"]["kind"] == "KEEP"
+    assert report["best"] == "graph+compile"
+
+
 def test_tf32_is_kept_only_with_allow_precision(fixtures, tmp_path):
     from kopt import _kopt
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use kopt_model::optimize::{CandidateResult, OptimizeReport};
+use kopt_model::optimize::{CandidateResult, KeptProfile, OptimizeReport, StepProfile};
 
 use crate::{Format, Layout, Render};
 
@@ -169,7 +169,153 @@ impl Render for OptimizeReport {
             );
             o.push_str(&a.render(Format::Markdown, Layout::default()));
         }
+        if let Some(k) = &r.kept_profile {
+            kept_profile(&mut o, k, md);
+        }
         let _ = writeln!(o, "\nRun folder: {}", r.run_dir);
         crate::escape::terminal_lines(&o).into_owned()
+    }
+}
+
+fn per_step(p: Option<&StepProfile>, f: impl Fn(&StepProfile) -> String) -> String {
+    p.map_or("-".into(), f)
+}
+
+fn count(v: f64) -> String {
+    if (v - v.round()).abs() < 0.05 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// A row of the step comparison: its label and how a profile shows it.
+type Row = (&'static str, fn(&StepProfile) -> String);
+
+/// The kept result's traced steps beside eager's, then each one's kernels.
+fn kept_profile(o: &mut String, k: &KeptProfile, md: bool) {
+    let dur = kopt_model::format_duration_ns;
+    let (e, kept) = (k.eager.as_ref(), k.kept.as_ref());
+    let _ = writeln!(
+        o,
+        "\n{}Where the time went after the change ({} traced; steady state, CUPTI's cost per launch included):\n",
+        if md { "### " } else { "" },
+        k.variant
+    );
+    if let Some(err) = &k.error {
+        let _ = writeln!(o, "{}not profiled: {err}", if md { "- " } else { "  " });
+        if kept.is_none() && e.is_none() {
+            return;
+        }
+        let _ = writeln!(o);
+    }
+    let rows: [Row; 5] = [
+        ("step", |p| kopt_model::format_duration_ns(p.step_ns)),
+        ("GPU busy per step", |p| {
+            kopt_model::format_duration_ns(p.busy_per_step_ns)
+        }),
+        ("launch calls per step", |p| {
+            if p.graph_launches_per_step > 0.0 {
+                format!(
+                    "{} ({} graph)",
+                    count(p.launches_per_step),
+                    count(p.graph_launches_per_step)
+                )
+            } else {
+                count(p.launches_per_step)
+            }
+        }),
+        ("kernels per step", |p| count(p.kernels_per_step)),
+        ("steps traced", |p| p.steps.to_string()),
+    ];
+    let kept_col = format!("kept ({})", k.variant);
+    if md {
+        let _ = writeln!(
+            o,
+            "| | eager | {} |",
+            crate::escape::markdown_cell(&kept_col)
+        );
+        let _ = writeln!(o, "|---|--:|--:|");
+        for (label, f) in &rows {
+            let _ = writeln!(
+                o,
+                "| {label} | {} | {} |",
+                per_step(e, f),
+                per_step(kept, f)
+            );
+        }
+    } else {
+        let _ = writeln!(o, "  {:<24} {:>16} {:>24}", "", "eager", kept_col);
+        for (label, f) in &rows {
+            let _ = writeln!(
+                o,
+                "  {label:<24} {:>16} {:>24}",
+                per_step(e, f),
+                per_step(kept, f)
+            );
+        }
+    }
+    for (who, p) in [(kept_col.as_str(), kept), ("eager", e)] {
+        let Some(p) = p else { continue };
+        let _ = writeln!(
+            o,
+            "\n{}{who}: kernels per step, most time first{}\n",
+            if md { "#### " } else { "" },
+            if md { "" } else { ":" }
+        );
+        if md {
+            let _ = writeln!(
+                o,
+                "| Kernel | Time/step | Share | Launches/step | Of them in a graph |"
+            );
+            let _ = writeln!(o, "|---|--:|--:|--:|--:|");
+        } else {
+            let _ = writeln!(
+                o,
+                "  {:>10} {:>6} {:>9} {:>9}  kernel",
+                "time/step", "share", "launches", "in graph"
+            );
+        }
+        for kr in &p.kernels {
+            let graph = if kr.in_graph > 0 {
+                count(kr.in_graph as f64 / p.steps.max(1) as f64)
+            } else {
+                "-".into()
+            };
+            if md {
+                let _ = writeln!(
+                    o,
+                    "| {} | {} | {:.1}% | {} | {graph} |",
+                    crate::escape::markdown_cell(&kr.short_name),
+                    dur(kr.ns_per_step),
+                    kr.pct,
+                    count(kr.launches_per_step)
+                );
+            } else {
+                let _ = writeln!(
+                    o,
+                    "  {:>10} {:>5.1}% {:>9} {graph:>9}  {}",
+                    dur(kr.ns_per_step),
+                    kr.pct,
+                    count(kr.launches_per_step),
+                    kr.short_name
+                );
+            }
+        }
+        if p.other_kernels > 0 {
+            let _ = writeln!(
+                o,
+                "{}{} other kernel(s): {:.1}% of kernel time",
+                if md { "\n" } else { "  " },
+                p.other_kernels,
+                p.other_pct
+            );
+        }
+        let _ = writeln!(
+            o,
+            "{}run folder: {}",
+            if md { "\n" } else { "  " },
+            p.run_dir
+        );
     }
 }

@@ -529,6 +529,11 @@ pub struct OptimizeArgs {
     #[arg(long)]
     pub no_stack: bool,
 
+    /// Do not trace the kept result afterwards (its timeline and kernel
+    /// table beside eager's)
+    #[arg(long)]
+    pub no_profile_kept: bool,
+
     /// Baseline from the timeline alone (no ncu pass)
     #[arg(long)]
     pub no_counters: bool,

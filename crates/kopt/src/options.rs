@@ -286,6 +286,7 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     req.skip = a.skip.clone();
     req.allow_precision = a.allow_precision;
     req.stack = !a.no_stack;
+    req.profile_kept = !a.no_profile_kept;
     req.threshold = a.threshold;
     req.seed = a.seed;
     req.min_samples = a.min_samples;

@@ -35,6 +35,10 @@ fn install(dir: &Path, src: &str, name: &str) -> PathBuf {
 const MODULE: &str = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x.topk(2).values\n\ndef get_inputs():\n    return [torch.randn(4, 64)]\n";
 
 fn optimize(dir: &Path, extra: &[&str]) -> Output {
+    optimize_env(dir, extra, &[])
+}
+
+fn optimize_env(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Output {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     install(&bin, "tests/support/fake-ncu.sh", "ncu");
@@ -80,6 +84,7 @@ fn optimize(dir: &Path, extra: &[&str]) -> Output {
         .env("FAKE_SKIP", "sdpa")
         .env("FAKE_WRONG", "compile_max_autotune")
         .env("FAKE_FAILS", "compile_max_autotune_graph")
+        .envs(envs.iter().copied())
         .current_dir(dir)
         .output()
         .unwrap()
@@ -140,6 +145,15 @@ fn candidates_are_checked_measured_and_decided() {
     assert_eq!(skipped["tried"], false);
     assert!(skipped["verdict"].is_null());
     assert_eq!(v["best"], "graph");
+    // No tracer here: the kept result is not profiled, and the report says so.
+    let kept = &v["kept_profile"];
+    assert_eq!(kept["variant"], "graph");
+    assert!(kept["kept"].is_null());
+    let why = kept["error"].as_str().unwrap();
+    assert!(
+        why.contains("the kept result (graph) could not be traced") && why.contains("tracer"),
+        "{why}"
+    );
     let ablation: Vec<&str> = v["ablation"]["variants"]
         .as_array()
         .unwrap()
@@ -315,6 +329,166 @@ fn the_markdown_report_has_the_table_and_the_ablation() {
         "{md}"
     );
     assert!(!d.path().join("J.md").exists());
+}
+
+/// A stand-in tracer library: the fake Python writes the trace itself.
+fn fake_tracer(dir: &Path) -> String {
+    let p = dir.join("libkopt_tracer.so");
+    std::fs::write(&p, b"").unwrap();
+    p.display().to_string()
+}
+
+fn kernel_row<'a>(p: &'a serde_json::Value, part: &str) -> &'a serde_json::Value {
+    p["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"].as_str().unwrap().contains(part))
+        .unwrap_or_else(|| panic!("{part}: {p}"))
+}
+
+#[test]
+fn the_kept_result_is_traced_with_its_graph_replayed_kernels_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let tracer = fake_tracer(d.path());
+    let v = json(&optimize(
+        d.path(),
+        &[
+            "--tracer",
+            &tracer,
+            "--candidate",
+            "graph",
+            "--no-counters",
+            "-f",
+            "json",
+        ],
+    ));
+    assert_eq!(v["best"], "graph");
+    let k = &v["kept_profile"];
+    assert_eq!(k["variant"], "graph");
+    assert!(k["error"].is_null(), "{k}");
+    let (eager, kept) = (&k["eager"], &k["kept"]);
+    // Eager: four kernels a step, each its own launch call.
+    assert_eq!(eager["launches_per_step"], 4.0);
+    assert_eq!(eager["graph_launches_per_step"], 0.0);
+    // Kept: the same four kernels replayed from one graph launch a step,
+    // each listed by name with its own time, counted as graph nodes.
+    assert_eq!(kept["launches_per_step"], 1.0);
+    assert_eq!(kept["graph_launches_per_step"], 1.0);
+    assert_eq!(kept["kernels_per_step"], 4.0);
+    let steps = kept["steps"].as_u64().unwrap();
+    assert!(steps >= 10, "{kept}");
+    for (part, ns) in [
+        ("gemm", 40_000.0),
+        ("GeluCUDAKernelImpl", 10_000.0),
+        ("splitKreduce_kernel", 8_000.0),
+        ("vectorized_layer_norm_kernel", 12_000.0),
+    ] {
+        let row = kernel_row(kept, part);
+        assert_eq!(row["ns_per_step"], ns, "{part}");
+        assert_eq!(row["launches_per_step"], 1.0, "{part}");
+        assert_eq!(row["in_graph"], steps, "{part}");
+        assert_eq!(kernel_row(eager, part)["in_graph"], 0, "{part}");
+    }
+    let pct = kernel_row(kept, "gemm")["pct"].as_f64().unwrap();
+    assert!((pct - 400.0 / 7.0).abs() < 1e-9, "{pct}");
+    let (es, ks) = (
+        eager["step_ns"].as_f64().unwrap(),
+        kept["step_ns"].as_f64().unwrap(),
+    );
+    assert!(ks < es, "kept {ks} vs eager {es}");
+    // Its run folder holds the trace; the report in the run folder has it too.
+    let run = d.path().join(kept["run_dir"].as_str().unwrap());
+    assert!(run.join("trace.jsonl").is_file() && run.ends_with("kept"));
+    let saved: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            d.path()
+                .join(v["run_dir"].as_str().unwrap())
+                .join("optimize.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(saved["kept_profile"], v["kept_profile"]);
+    // Every format shows it: terminal and Markdown (HTML renders the Markdown).
+    for (fmt, header) in [("term", "time/step"), ("md", "| Kernel | Time/step |")] {
+        let d = tempfile::tempdir().unwrap();
+        let tracer = fake_tracer(d.path());
+        let o = optimize(
+            d.path(),
+            &[
+                "--tracer",
+                &tracer,
+                "--candidate",
+                "graph",
+                "--no-counters",
+                "-f",
+                fmt,
+            ],
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains("Where the time went after the change (graph traced")
+                && text.contains(header)
+                && text.contains("1 (1 graph)")
+                && text.contains("vectorized_layer_norm_kernel")
+                && text.contains("splitKreduce_kernel"),
+            "{fmt}: {text}"
+        );
+    }
+}
+
+#[test]
+fn a_kept_result_that_fails_under_the_tracer_is_said_and_the_verdicts_stand() {
+    let d = tempfile::tempdir().unwrap();
+    let tracer = fake_tracer(d.path());
+    let o = optimize_env(
+        d.path(),
+        &[
+            "--tracer",
+            &tracer,
+            "--candidate",
+            "graph",
+            "--no-counters",
+            "-f",
+            "json",
+        ],
+        &[("FAKE_KEPT_FAILS", "1")],
+    );
+    let v = json(&o);
+    assert_eq!(v["best"], "graph");
+    let k = &v["kept_profile"];
+    assert!(k["kept"].is_null());
+    assert_eq!(k["eager"]["launches_per_step"], 4.0);
+    let why = k["error"].as_str().unwrap();
+    assert!(
+        why.starts_with("the kept result (graph) could not be traced: ") && !why.contains('\n'),
+        "{why}"
+    );
+    // --no-profile-kept: not traced, nothing said.
+    let d = tempfile::tempdir().unwrap();
+    let tracer = fake_tracer(d.path());
+    let v = json(&optimize(
+        d.path(),
+        &[
+            "--tracer",
+            &tracer,
+            "--candidate",
+            "graph",
+            "--no-counters",
+            "--no-profile-kept",
+            "-f",
+            "json",
+        ],
+    ));
+    assert_eq!(v["best"], "graph");
+    assert!(v.get("kept_profile").is_none(), "{v}");
 }
 
 #[test]

@@ -12,8 +12,11 @@
 # model), a small bench budget (MAX_TIME s a harness run, default 3). Also
 # `kopt trace` of graph_replay.py (a graph-replaying program) first
 # (TRACE=0 leaves it out). BUDGET (s, default 530) stops starting models
-# once less than MIN_LEFT (s, default 45) is left. Everything lands in OUT
-# as one tarball, opt-results.tgz.
+# once less than MIN_LEFT (s, default 45) is left. VERIFY (models) then
+# runs `kopt profile --verify VERIFY_N (default 2) --profile-top 5` on each
+# (ncu counters, the bare run, the top recommendations with an automatic fix
+# measured), under the same budget. Everything lands in OUT as one tarball,
+# opt-results.tgz.
 set -uo pipefail
 out=${1:?OUT}; shift
 kdir=$(cd "${KOPT_DIR:?KOPT_DIR}" && pwd)
@@ -45,13 +48,10 @@ if [ ${#measure[@]} -gt 0 ]; then
   (cd "$kdir" && timeout 200 python3 measure.py "${measure[@]}") > "$out/m/measured.jsonl" 2> "$out/m/measure.log"
   echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/measure.log"
 fi
-skips=(); for s in $skip; do skips+=(--skip "$s"); done
-for m in "${models[@]}"; do
-  left=$(( budget - ($(date +%s) - start) ))
-  [ "$left" -lt "${MIN_LEFT:-45}" ] && { echo "skipped $m: ${left}s left" >> "$out/card.txt"; continue; }
-  # The model as a module script: kopt copies it into its run folder, so
-  # it names zoo.py's folder itself.
-  cat > "$m.py" <<PY
+# The model as a module script: kopt copies it into its run folder, so it
+# names zoo.py's folder itself.
+write_model() {
+  cat > "$1.py" <<PY
 import sys
 
 import torch
@@ -59,7 +59,7 @@ import torch
 sys.path.insert(0, "$kdir")
 import zoo  # noqa: E402
 
-NAME = "$m"
+NAME = "$1"
 
 
 class Model(torch.nn.Module):
@@ -74,6 +74,12 @@ class Model(torch.nn.Module):
 def get_inputs():
     return zoo.build_inputs(NAME)
 PY
+}
+skips=(); for s in $skip; do skips+=(--skip "$s"); done
+for m in "${models[@]}"; do
+  left=$(( budget - ($(date +%s) - start) ))
+  [ "$left" -lt "${MIN_LEFT:-45}" ] && { echo "skipped $m: ${left}s left" >> "$out/card.txt"; continue; }
+  write_model "$m"
   left=$(( budget - ($(date +%s) - start) ))
   limit=$(( left < 290 ? left : 290 ))
   t0=$(date +%s)
@@ -86,6 +92,20 @@ PY
   [ -n "$run" ] && (cd "$run" && tar czf "$out/m/$m.run.tgz" --exclude='*.py' --exclude='sitecustomize*' \
     --exclude='trace.jsonl*' --exclude='*.safetensors' . ) 2>/dev/null
   rm -rf runs
+done
+for m in ${VERIFY:-}; do
+  left=$(( budget - ($(date +%s) - start) ))
+  [ "$left" -lt "${MIN_LEFT:-45}" ] && { echo "skipped verify $m: ${left}s left" >> "$out/card.txt"; continue; }
+  write_model "$m"
+  limit=$(( left < 290 ? left : 290 ))
+  t0=$(date +%s)
+  timeout "$limit" "$kopt" profile --script "$m.py" --module "$m" --verify "${VERIFY_N:-2}" --profile-top 5 \
+    --timeout "$(( limit > 125 ? 120 : limit - 5 ))" --runs-dir vruns --db h.db -q \
+    -f json -o "$out/m/$m.verify.json" > "$out/m/$m.verify.log" 2>&1
+  echo "exit $? seconds $(( $(date +%s) - t0 ))" >> "$out/m/$m.verify.log"
+  run=$(ls -td vruns/*/ 2>/dev/null | head -1)
+  [ -n "$run" ] && "$kopt" analyze "$run" --width 160 > "$out/m/$m.verify.txt" 2>&1
+  rm -rf vruns
 done
 cd "$out"
 echo "total seconds $(( $(date +%s) - start ))" >> card.txt

@@ -124,6 +124,17 @@ def render(kind: str, report_json: str, format_name: str, *, width: Optional[int
 def create_run_dir(runs_dir: Optional[str] = None) -> str: ...
 def cli_main(args: List[str]) -> int: ...
 def optimize_choose(diagnosis: Diagnosis, force: List[str] = ...) -> str: ...
+def optimize_stacks(
+    diagnosis: Diagnosis,
+    run_dir: str,
+    module: str,
+    *,
+    force: List[str] = ...,
+    threshold: Optional[float] = None,
+    noise: Optional[float] = None,
+    seed: Optional[int] = None,
+    allow_precision: bool = False,
+) -> str: ...
 def optimize_conclude(
     diagnosis: Diagnosis,
     run_dir: str,

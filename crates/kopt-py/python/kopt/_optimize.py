@@ -122,6 +122,7 @@ def optimize(
     noise_target: Optional[float] = None,
     seed: Optional[int] = None,
     allow_precision: bool = False,
+    stack: bool = True,
     profile_steps: int = 10,
     journal: Optional[PathLike] = None,
     runs_dir: Optional[PathLike] = None,
@@ -141,8 +142,12 @@ def optimize(
        what it changes; ``tf32`` and ``bf16_autocast`` change numerics and
        are kept only with ``allow_precision=True``.
     4. All timed interleaved in this process (CUDA events per step).
-    5. KEEP / MARGINAL / REVERT per candidate; a journal entry each when
-       ``journal`` names a file.
+    5. KEEP / MARGINAL / REVERT per candidate; with ``stack`` (default),
+       the kept ones combined greedily as ``kopt optimize`` does (the
+       engine's decision: best measured first, one graph form and one
+       compile form at most), each stack checked and timed in a second
+       interleaved run; the best KEEP single or stack is the result; a
+       journal entry each when ``journal`` names a file.
 
     Returns an :class:`OptimizeResult`: ``.optimized`` is the callable to use
     (the best kept candidate, else the model itself), ``.report`` as
@@ -179,16 +184,27 @@ def optimize(
         _, fns = _harness().run_candidates(
             model_or_fn, inputs, wanted, str(out), min_samples, max_time, noise_target
         )
+    judged = dict(force=force, threshold=threshold, seed=seed, allow_precision=allow_precision)
+    stacks = json.loads(_kopt.optimize_stacks(diagnosis, str(run_dir), label, **judged)) if stack and wanted else []
+    if stacks:
+        out = run_dir / "stacks"
+        out.mkdir(parents=True, exist_ok=True)
+        first = [list(example_inputs)]
+
+        def stack_inputs():
+            return first.pop() if first else list(make())
+
+        _, stacked = _harness().run_candidates(
+            model_or_fn, stack_inputs, stacks, str(out), min_samples, max_time, noise_target
+        )
+        fns.update({n: f for n, f in stacked.items() if n != "eager"})
     report = _kopt.optimize_conclude(
         diagnosis,
         str(run_dir),
         label,
-        force=force,
-        threshold=threshold,
-        seed=seed,
-        allow_precision=allow_precision,
         journal=None if journal is None else os.fspath(journal),
         db=None if db is None else os.fspath(db),
+        **judged,
     )
     best = json.loads(report).get("best")
     return OptimizeResult(report, fns.get(best, model_or_fn) if best else model_or_fn, fns)

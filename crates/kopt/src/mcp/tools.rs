@@ -933,7 +933,7 @@ fn optimize(a: OptimizeArgs, ctx: &Context) -> Result<Value, String> {
             Ok(Estimate {
                 seconds,
                 basis: format!(
-                    "upper bound: {candidates} candidates x 2 variants x max_time_s {:.0} s (the baseline's profile not counted)",
+                    "upper bound: {candidates} candidates x 2 variants x max_time_s {:.0} s (the baseline's profile and the kept result's traced run not counted)",
                     req.max_time_s
                 ),
             })
