@@ -1281,6 +1281,9 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         _ => None,
     };
 
+    // The window's kernels all come from graph replays: no kernel launch
+    // call, at least one graph launch.
+    let already_graphed = count(ApiKind::KernelLaunch) == 0 && count(ApiKind::GraphLaunch) > 0;
     // Per-step figures and the graph-capture prediction.
     let graph_prediction = {
         let n = iterations.unwrap_or(1).max(1) as f64;
@@ -1303,7 +1306,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         };
         let recorder = t.recorder;
         let per_launch = recorder.overhead_per_launch_ns();
-        let launch_calls = count(ApiKind::KernelLaunch) as f64;
+        // A graph replay is one launch call for all its kernels.
+        let launch_calls = (count(ApiKind::KernelLaunch) + count(ApiKind::GraphLaunch)) as f64;
         let launches_per_step = if launch_calls > 0.0 {
             launch_calls / n
         } else {
@@ -1432,6 +1436,17 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         } else {
             "the Hopper figure, used for cards kopt has no figure for"
         };
+        // The recorder's cost taken out can leave less than the GPU's own
+        // time: the eager step never runs below it, and the text says so.
+        let result = if eager - overhead < corrected {
+            format!(
+                " = {}, under the GPU-busy time per step, which the eager step never runs below: {}",
+                fmt((eager - overhead).max(0.0)),
+                fmt(corrected)
+            )
+        } else {
+            format!(" = {}", fmt(corrected))
+        };
         let ops_term = if op_ranges_per_step > 0.0 {
             format!(
                 " - {:.0} op ranges x {} (PyTorch's op recording, x0.5-1.5 in the range)",
@@ -1470,12 +1485,11 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                     rec = recorder.as_str(),
                 ),
                 None => format!(
-                    "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).",
+                    "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term}{result} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).",
                     fmt(eager),
                     launches_per_step,
                     fmt(per_launch),
                     recorder.as_str(),
-                    fmt(corrected),
                     fmt(busy_step),
                     kernels_step,
                     fmt(c),
@@ -1506,7 +1520,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                 model,
             },
         })
-        .filter(|_| !kernels.is_empty())
+        // A step already replayed from a graph has nothing left to capture.
+        .filter(|_| !kernels.is_empty() && !already_graphed)
     };
 
     let window_note = match (&steady_state, &step_detection) {
@@ -1916,6 +1931,89 @@ mod tests {
         assert_eq!(
             gpu_time_per_range(&g, None),
             Some(("step".to_string(), vec![22]))
+        );
+    }
+
+    /// Ten steps of three kernels, each step marked by an NVTX range;
+    /// `graphed`: each step one cudaGraphLaunch replaying the three.
+    fn three_kernel_steps(graphed: bool) -> Timeline {
+        let mut t = Timeline::default();
+        let mut corr = 0u64;
+        for i in 0..10i64 {
+            let at = i * 100_000;
+            t.ranges.push(kopt_model::Range {
+                name: "step".into(),
+                start_ns: at,
+                end_ns: at + 60_000,
+            });
+            if graphed {
+                corr += 1;
+                let mut g = launch(at + 1_000, 5_000, corr);
+                g.kind = ApiKind::GraphLaunch;
+                t.api_calls.push(g);
+            }
+            for k in 0..3i64 {
+                if !graphed {
+                    corr += 1;
+                    t.api_calls
+                        .push(launch(at + 1_000 + k * 8_000, 6_000, corr));
+                }
+                let mut a = kernel(at + 10_000 + k * 15_000, 12_000, corr);
+                a.name = format!("k{k}");
+                t.activities.push(a);
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn a_step_replayed_from_a_graph_gets_no_capture_prediction() {
+        let s = summarize(&three_kernel_steps(true)).unwrap();
+        assert_eq!(s.kernel_launch_calls, 0);
+        assert!(s.graph_launches >= 9);
+        assert!(s.graph_prediction.is_none(), "{:?}", s.graph_prediction);
+        // The same steps launched one kernel at a time: a prediction.
+        let s = summarize(&three_kernel_steps(false)).unwrap();
+        assert!(s.graph_prediction.is_some());
+    }
+
+    #[test]
+    fn a_recorder_cost_over_the_idle_time_is_floored_in_words_and_figure() {
+        // 100 us steps, 36 us of kernels: three launches of the tracer's
+        // cost leave the eager step above the busy time.
+        let mut t = three_kernel_steps(false);
+        t.recorder = kopt_model::Recorder::KoptTracer;
+        let s = summarize(&t).unwrap();
+        let p = s.graph_prediction.unwrap();
+        assert!(p.eager_corrected_per_step_ns > p.busy_per_step_ns);
+        assert!(!p.speedup.model.contains("never runs below"));
+        // Steps 40 us apart: the recorder's cost takes the eager step under
+        // the GPU's 36 us of kernels; the words give both figures.
+        for (i, r) in t.ranges.iter_mut().enumerate() {
+            r.start_ns = i as i64 * 40_000;
+            r.end_ns = r.start_ns + 39_000;
+        }
+        for (i, a) in t.activities.iter_mut().enumerate() {
+            let (step, k) = ((i / 3) as i64, (i % 3) as i64);
+            a.start_ns = step * 40_000 + 2_000 + k * 12_000;
+            a.end_ns = a.start_ns + 12_000;
+        }
+        for (i, c) in t.api_calls.iter_mut().enumerate() {
+            let (step, k) = ((i / 3) as i64, (i % 3) as i64);
+            c.start_ns = step * 40_000 + k * 12_000;
+            c.end_ns = c.start_ns + 1_500;
+        }
+        let s = summarize(&t).unwrap();
+        let p = s.graph_prediction.unwrap();
+        assert_eq!(p.eager_corrected_per_step_ns, p.busy_per_step_ns);
+        let m = &p.speedup.model;
+        assert!(m.contains("never runs below"), "{m}");
+        assert!(
+            m.contains(&format!(
+                "never runs below: {} eager",
+                kopt_model::format_duration_ns(p.eager_corrected_per_step_ns)
+            )),
+            "{m}"
         );
     }
 
