@@ -905,6 +905,71 @@ fn bare_sync_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<Vec
     (bare_mean <= 1.1 * traced_mean).then_some(periods)
 }
 
+/// Step periods of a launch-count bare run (a launch range: every N-th
+/// launch call timed, N the traced step's launch count) for steps without
+/// ranges: the traced run's steady steps span launch ordinals
+/// `[first, end)` (its launch calls counted as the tracer counts them); the
+/// bare marks inside that span, consecutive ones `N` launches apart, are one
+/// step apart whatever the phase, and their time differences, scaled to the
+/// traced step's mean launch count, are the untraced periods (those past
+/// `WARMUP_FACTOR` times their median left out). None under three periods,
+/// and where the bare steps come out more than 10% slower
+/// than the traced ones (the two runs' launches did not line up).
+fn bare_launch_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<Vec<f64>> {
+    let bare = t.bare_steps.as_ref()?;
+    kopt_model::bare_launch_every(&bare.range)?;
+    if steps.family.is_some() {
+        return None;
+    }
+    let mut launches: Vec<i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
+        .map(|c| c.start_ns)
+        .collect();
+    launches.sort_unstable();
+    let from = *steps.starts.get(steady.first)?;
+    let until = steps
+        .starts
+        .get(steady.last + 1)
+        .copied()
+        .unwrap_or_else(|| steps.until(steady.last).saturating_add(1));
+    let first = launches.partition_point(|s| *s < from) as i64;
+    let end = launches.partition_point(|s| *s < until) as i64;
+    let n_steps = (steady.last + 1 - steady.first) as f64;
+    if end <= first || n_steps < 1.0 {
+        return None;
+    }
+    let per_step = (end - first) as f64 / n_steps;
+    let mut marks: Vec<(i64, i64)> = bare
+        .spans_ns
+        .iter()
+        .map(|&(time, ordinal)| (ordinal, time))
+        .filter(|&(ordinal, _)| ordinal >= first && ordinal <= end)
+        .collect();
+    marks.sort_unstable();
+    let periods: Vec<f64> = marks
+        .windows(2)
+        .map(|w| (w[1].1 - w[0].1) as f64 * per_step / (w[1].0 - w[0].0).max(1) as f64)
+        .collect();
+    if periods.iter().any(|p| *p <= 0.0) {
+        return None;
+    }
+    // A pause of the bare run's own (its first call, a collection) is not
+    // a step: periods past the warm-up factor of the median are left out.
+    let mid = median(periods.clone())?;
+    let periods: Vec<f64> = periods
+        .into_iter()
+        .filter(|p| *p <= WARMUP_FACTOR * mid)
+        .collect();
+    if periods.len() < 3 {
+        return None;
+    }
+    let traced_mean = (until - from) as f64 / n_steps;
+    let bare_mean = periods.iter().sum::<f64>() / periods.len() as f64;
+    (bare_mean <= 1.1 * traced_mean).then_some(periods)
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -1368,15 +1433,16 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             warmup_steps,
         )
         .or_else(|| match (&steps, &steady) {
-            (Some(s), Some(st)) => bare_sync_periods(t, s, st),
+            (Some(s), Some(st)) => {
+                bare_sync_periods(t, s, st).or_else(|| bare_launch_periods(t, s, st))
+            }
             _ => None,
         });
-        let bare_words = if t
-            .bare_steps
-            .as_ref()
-            .is_some_and(|b| b.range == kopt_model::BARE_SYNC_RANGE)
-        {
+        let bare_range = t.bare_steps.as_ref().map(|b| b.range.as_str());
+        let bare_words = if bare_range == Some(kopt_model::BARE_SYNC_RANGE) {
             "steps of a second run without CUPTI's records, matched to the traced steps by the synchronising calls that end them"
+        } else if bare_range.and_then(kopt_model::bare_launch_every).is_some() {
+            "steps of a second run without CUPTI's records, timed by the program's clock every step's worth of kernel launch calls (the calls counted, one timed a step), matched to the traced steps by the launch count"
         } else {
             "steps of a second run without CUPTI, only the step ranges timed"
         };
@@ -2179,6 +2245,85 @@ mod tests {
                 g.speedup.model
             );
         }
+    }
+
+    /// A launch-count bare run of `forward_passes(warmup, steps, 6, _, _)`
+    /// (25 launches a step, one more in each warm-up step), every 25th
+    /// launch call timed, steps of `period_ns`, `lead` extra launches at
+    /// start-up.
+    fn bare_launch_marks(
+        warmup: usize,
+        steps: usize,
+        lead: i64,
+        period_ns: i64,
+    ) -> kopt_model::BareSteps {
+        // Start-up and the first call (its algorithm trials) slow, then
+        // launches at the step's pace.
+        let per_step = 25i64;
+        let warm = lead + per_step + 1;
+        let total = lead + warmup as i64 * (per_step + 1) + steps as i64 * per_step;
+        let time_of = |n: i64| {
+            if n < warm {
+                1_000_000 + n * 100_000
+            } else {
+                9_000_000 + (n - warm) * period_ns / per_step
+            }
+        };
+        kopt_model::BareSteps {
+            range: kopt_model::bare_launch_range(per_step as u64),
+            spans_ns: (0..total)
+                .step_by(per_step as usize)
+                .map(|n| (time_of(n), n))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_program_without_ranges_or_syncs_is_timed_bare_by_its_launch_count() {
+        // No sync call at all: the steps come from the kernel sequence and
+        // the host's pause between forward passes.
+        for lead in [0, 7] {
+            let mut t = forward_passes(2, 12, 6, 0, 50_000);
+            t.api_calls.retain(|c| c.kind != ApiKind::Synchronize);
+            t.recorder = kopt_model::Recorder::KoptTracer;
+            let s = summarize(&t).unwrap();
+            assert_eq!(s.sync_calls, 0);
+            let traced = s.graph_prediction.unwrap();
+            assert!(!traced.eager_measured_bare);
+            t.bare_steps = Some(bare_launch_marks(2, 12, lead, 120_000));
+            let g = summarize(&t).unwrap().graph_prediction.unwrap();
+            assert!(g.eager_measured_bare, "lead {lead}: {}", g.speedup.model);
+            assert!(
+                (g.eager_corrected_per_step_ns - 120_000.0).abs() < 1.0,
+                "lead {lead}: {}",
+                g.eager_corrected_per_step_ns
+            );
+            assert!(
+                g.speedup.model.contains("kernel launch calls"),
+                "{}",
+                g.speedup.model
+            );
+        }
+        // Marks that come out slower than the traced steps did not line up
+        // with them: the trace's own estimate stands.
+        let mut t = forward_passes(2, 12, 6, 0, 50_000);
+        t.api_calls.retain(|c| c.kind != ApiKind::Synchronize);
+        t.recorder = kopt_model::Recorder::KoptTracer;
+        t.bare_steps = Some(bare_launch_marks(2, 12, 0, 400_000));
+        let g = summarize(&t).unwrap().graph_prediction.unwrap();
+        assert!(!g.eager_measured_bare);
+        // Nor does another program's range count.
+        t.bare_steps = Some(kopt_model::BareSteps {
+            range: "step".into(),
+            spans_ns: vec![(0, 10), (20, 30), (40, 50), (60, 70), (80, 90)],
+        });
+        assert!(
+            !summarize(&t)
+                .unwrap()
+                .graph_prediction
+                .unwrap()
+                .eager_measured_bare
+        );
     }
 
     #[test]
