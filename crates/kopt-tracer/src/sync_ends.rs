@@ -13,7 +13,8 @@
 //!
 //! With `$KOPT_BARE_LAUNCH_EVERY=N` too (a program that marks no steps and
 //! makes too few sync calls to time them by), the kernel launch calls'
-//! callbacks are enabled as well: each launch call (graph launches count
+//! callbacks are enabled instead of the sync calls' (a program's start-up
+//! copies would otherwise outnumber the marks): each launch call (graph launches count
 //! one, a driver launch inside a runtime one does not count) adds one to a
 //! counter, and every N-th (N = the traced step's launch count: one line a
 //! step) becomes `{"t":"bare_launch","pid":P,"every":N,"n":ORDINAL,"e":E}`,
@@ -171,7 +172,8 @@ pub(crate) unsafe fn start(path: &std::ffi::OsStr) -> bool {
             // name of the call, or left it null.
             let name = if named { unsafe { c_text(p) } } else { None };
             let launch = every.is_some() && name.as_deref().is_some_and(counts_as_launch);
-            if (launch || name.is_some_and(|n| blocks_host(&n)))
+            let sync = every.is_none() && name.is_some_and(|n| blocks_host(&n));
+            if (launch || sync)
                 // SAFETY: `handle` is the subscriber made above; domain and
                 // id are CUPTI's own.
                 && unsafe { sys::cuptiEnableCallback(1, handle, domain, cbid) }
@@ -197,7 +199,7 @@ pub(crate) unsafe fn start(path: &std::ffi::OsStr) -> bool {
         });
     }
     if enabled == 0 {
-        crate::warn("CUPTI enabled no synchronising call's callback; the bare run records nothing");
+        crate::warn("CUPTI enabled no synchronising or launch call's callback; the bare run records nothing");
         return false;
     }
     true
