@@ -187,6 +187,13 @@ pub fn from_ops(table: &[OpSummary]) -> Option<Found> {
     Some(found)
 }
 
+/// ATen's copy of a strided view into a contiguous tensor
+/// (`direct_copy_kernel_cuda` behind `.contiguous()`, `reshape`, `clone`),
+/// by its (mangled or demangled) name; not a concatenation or gather.
+pub fn is_layout_copy(name: &str) -> bool {
+    name.contains("direct_copy_kernel")
+}
+
 fn family(name: &str) -> Option<LibraryFamily> {
     crate::library::classify(name).map(|f| f.family)
 }
@@ -245,7 +252,16 @@ pub fn from_kernels(
             else {
                 continue;
             };
-            for (j, a) in acts.iter().enumerate().take(after + 1).skip(before) {
+            // The layout copies right before the first GEMM (q and k made
+            // contiguous for the batched GEMM: `.contiguous()` or matmul's
+            // reshape of a transposed view) are attention's too: the fused
+            // kernel takes q, k and v strided.
+            let first = (1..=REACH)
+                .take_while(|&d| d <= before && before - d >= covered_until)
+                .take_while(|&d| is_layout_copy(&acts[before - d].name))
+                .last()
+                .map_or(before, |d| before - d);
+            for (j, a) in acts.iter().enumerate().take(after + 1).skip(first) {
                 let d = a.duration_ns().max(0) as f64;
                 found.eager_ns += d;
                 if j == before || j == after {
@@ -310,8 +326,13 @@ pub fn recommend(
         return None;
     }
     let fmt = kopt_model::format_duration_ns;
+    let copies = if found.from_ops {
+        ""
+    } else {
+        ", and the copies that make q and k contiguous right before the first GEMM: the fused kernel reads them strided"
+    };
     let model = format!(
-        "saved = the eager attention kernels' time (both GEMMs, the softmax and the elementwise passes over the S x S scores) - the fused kernel's; {how}; measured on an H100: ViT-Base bf16 (batch 64, S = 197) 2.13x with SDPA"
+        "saved = the eager attention kernels' time (both GEMMs, the softmax and the elementwise passes over the S x S scores{copies}) - the fused kernel's; {how}; measured on an H100: ViT-Base bf16 (batch 64, S = 197) 2.13x with SDPA"
     );
     let seq = found
         .seq
@@ -456,5 +477,73 @@ mod tests {
             sp.estimate
         );
         assert!(sp.low <= sp.estimate && sp.estimate <= sp.high);
+    }
+
+    /// One layer's kernels as ViT's eager attention runs them: the q/k/v
+    /// projections, q and k made contiguous, QK^T, scale, upcast, softmax,
+    /// downcast, v made contiguous, PV, the output made contiguous, the
+    /// output projection (us each).
+    fn eager_layer(t: &mut Timeline, at: &mut i64) {
+        let gemm = "nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN";
+        let bmm = "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_nn_align1>(Params)";
+        let copy = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1} const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1} const&)::{lambda(int)#1})";
+        let mul = "void at::native::vectorized_elementwise_kernel<8, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul> >(int, at::native::AUnaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 2ul>)";
+        let softmax = "void (anonymous namespace)::softmax_warp_forward<float, float, float, 8, false, false>(float*, float const*, int, int, int, bool const*, int, bool)";
+        let layer = [
+            (gemm, 25),
+            (gemm, 25),
+            (gemm, 25),
+            (copy, 30),
+            (copy, 62),
+            (bmm, 134),
+            (mul, 40),
+            (copy, 95),
+            (softmax, 82),
+            (copy, 61),
+            (copy, 30),
+            (bmm, 90),
+            (copy, 29),
+            (gemm, 26),
+        ];
+        for (name, us) in layer {
+            let c = t.activities.len() as u64;
+            t.activities.push(kopt_model::GpuActivity {
+                kind: ActivityKind::Kernel,
+                name: name.into(),
+                start_ns: *at,
+                end_ns: *at + us * 1000,
+                device: 0,
+                stream: 7,
+                correlation: c,
+                grid: None,
+                block: None,
+                bytes: None,
+            });
+            *at += us * 1000 + 2000;
+        }
+    }
+
+    #[test]
+    fn eager_attention_from_kernels_counts_the_layout_copies_before_the_first_gemm() {
+        let mut t = Timeline::default();
+        let mut at = 0;
+        for _ in 0..3 {
+            eager_layer(&mut t, &mut at);
+        }
+        let f = from_kernels(&t, |_| true).unwrap();
+        assert_eq!(f.calls, 3);
+        assert_eq!(f.gemm_ns, 3.0 * 224_000.0);
+        // q and k copies (92 us) + QK^T .. PV (532 us); not the output's
+        // copy after PV, which SDPA's caller still makes, nor the projections.
+        assert_eq!(f.eager_ns, 3.0 * (92_000.0 + 532_000.0));
+        assert!(!f.from_ops);
+        let mut d = Device::unknown();
+        d.peaks.tensor_bf16_flops = Some(989e12);
+        let r = recommend(&f, 3.0 * 1_200_000.0, &d, false).unwrap();
+        assert!(r
+            .predicted_speedup
+            .unwrap()
+            .model
+            .contains("copies that make q and k contiguous"));
     }
 }

@@ -545,7 +545,14 @@ pub fn recommend_tiny(
         });
     let s = strategy("fuse_or_graph_launches");
     let amd = groups.iter().any(|g| is_amd(&g.representative.metrics));
-    let (title, graph) = if amd {
+    // Launches already replayed from a graph: fusing is what is left.
+    let graphed = timeline.is_some_and(|t| t.graph_launches > 0 && t.kernel_launch_calls == 0);
+    let (title, graph) = if graphed {
+        (
+            "Fuse the tiny kernels the graph replays",
+            ": a graph replays them already, and each kernel node still costs its own start-up on the GPU",
+        )
+    } else if amd {
         (
             "Fuse the tiny launches or capture them in a HIP graph",
             "capture the sequence in a HIP graph (hipStreamBeginCapture / hipGraphInstantiate / hipGraphLaunch; torch.cuda.graphs works on ROCm)",
@@ -575,8 +582,15 @@ pub fn recommend_tiny(
             kopt_model::format_duration_ns(tiny_ns)
         ),
         action: format!(
-            "Fuse these launches (and their neighbours) into one kernel, or {graph} and replay it; remove launches whose result is never used. {}",
+            "Fuse these launches (and their neighbours) into one kernel{}{graph}{}; remove launches whose result is never used. {}",
+            if graphed { "" } else { ", or " },
+            if graphed { "" } else { " and replay it" },
             match timeline {
+                Some(t) if graphed => format!(
+                    "The timeline shows {} graph launches replaying them, the GPU busy {:.1}% of the steady-state window.",
+                    t.graph_launches,
+                    t.busy_pct
+                ),
                 None => {
                     let vendor = if amd { kopt_model::Vendor::Amd } else { kopt_model::Vendor::Nvidia };
                     format!("Measure the host launch cost with a timeline ({}): {} cannot see it.", vendor.timeline_tools(), vendor.counter_profiler())

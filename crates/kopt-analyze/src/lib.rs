@@ -198,13 +198,22 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         let set = compile::member_set(&compile_members);
         let f = compile::fusible(launches, |n| match (set.contains(n), softmax.contains(n)) {
             (false, _) => compile::Member::No,
-            (true, false) => compile::Member::Fusible,
             (true, true) => compile::Member::Softmax,
+            (true, false) if layout::is_layout_conversion(n) => compile::Member::Conversion,
+            (true, false) => compile::Member::Fusible,
         });
-        let attention_share = fused_attention
-            .as_ref()
-            .and_then(|r| r.predicted_speedup.as_ref())
-            .map_or(0.0, |p| 1.0 - 1.0 / p.high.max(1.0));
+        // What replacing the attention pattern saves beyond the fusible
+        // kernels (its softmax and elementwise passes are fusible members
+        // already): the two GEMMs less the fused kernel, at SDPA's high end.
+        let attention_share = match (&fused_attention, &eager_attention) {
+            (Some(r), Some(found)) if total_ns > 0.0 => {
+                r.predicted_speedup.as_ref().map_or(0.0, |p| {
+                    let saved = total_ns * (1.0 - 1.0 / p.high.max(1.0));
+                    (saved - (found.eager_ns - found.gemm_ns)).max(0.0) / total_ns
+                })
+            }
+            _ => 0.0,
+        };
         compile::recommend(
             &f,
             &compile_members,

@@ -33,6 +33,13 @@ pub fn classify(full: &str) -> Option<KernelFamily> {
     if f.starts_with("triton_") {
         return Some(family(F::Generated, "Triton (torch.compile)", false));
     }
+    // ATen's own depthwise convolution (groups == channels, NCHW; PyTorch
+    // takes it instead of cuDNN for contiguous NCHW inputs), by its
+    // function name, which its mangled form keeps too (its long template
+    // arguments can leave it undemangled).
+    if is_aten_depthwise(full) {
+        return Some(family(F::Convolution, "PyTorch (ATen)", false));
+    }
     // Attention: FlashAttention, PyTorch's flash and memory-efficient
     // backends, cuDNN's SDPA.
     if f.starts_with("flash_fwd")
@@ -133,6 +140,12 @@ pub fn classify(full: &str) -> Option<KernelFamily> {
     None
 }
 
+/// ATen's depthwise convolution kernels (`conv_depthwise2d_forward_kernel`,
+/// its backward ones, `conv_depthwise3d_cuda_kernel`), demangled or not.
+pub fn is_aten_depthwise(full: &str) -> bool {
+    full.contains("conv_depthwise2d_") || full.contains("conv_depthwise3d_")
+}
+
 /// True when `ns` (e.g. `at::`) names a namespace somewhere in `full`: not
 /// the tail of a longer name (`flat::`).
 fn mentions_namespace(full: &str, ns: &str) -> bool {
@@ -183,6 +196,7 @@ pub fn caller_advice(f: &KernelFamily, kernel: &str) -> String {
     use LibraryFamily as F;
     match f.family {
         F::Gemm => "This GEMM is library code: change what is handed to it. Keep M, N and K multiples of 8 for bf16/fp16 (16 for int8/fp8; 64 suits most tiles), padding a vocabulary or hidden size if needed; run in bf16 (torch.autocast) or let fp32 matmuls use TF32 (torch.backends.cuda.matmul.allow_tf32 = True, or torch.set_float32_matmul_precision(\"high\")); fuse the bias and activation into the GEMM (torch.compile, or nn.Linear's bias through addmm); batch many small GEMMs into one bmm; capture the step in a CUDA graph when launches set the pace.".into(),
+        F::Convolution if is_aten_depthwise(kernel) => "This is PyTorch's own depthwise convolution (groups equal to the channels), which runs in NCHW outside cuDNN on plain FMA code: run the model and its input in channels_last (model.to(memory_format=torch.channels_last)), where PyTorch hands depthwise convolutions to cuDNN's NHWC kernels; or let torch.compile choose the layout (it keeps channels_last). bf16 (torch.autocast) halves the bytes this memory-bound kernel moves.".into(),
         F::Convolution => "This convolution is cuDNN's: change what is handed to it. Use channels_last (model.to(memory_format=torch.channels_last) and the input too); let cuDNN search for the fastest algorithm (torch.backends.cudnn.benchmark = True, with fixed input shapes); run in bf16/fp16 (torch.autocast) or allow TF32 (torch.backends.cudnn.allow_tf32 = True); keep channel counts multiples of 8; fold batch norm into the convolution for inference; torch.compile fuses the pointwise ops around it.".into(),
         F::Attention => "This attention kernel is library code: call F.scaled_dot_product_attention with bf16/fp16 inputs and a head dimension that is a multiple of 8 (at most 256) so the flash or cuDNN backend applies; pass is_causal=True instead of an explicit mask, which forces a slower backend; keep q, k, v contiguous in the (batch, heads, seq, dim) layout.".into(),
         F::Collective => "This is an NCCL collective: overlap it with compute (DDP's bucket size, FSDP's prefetch), issue fewer and larger collectives, and keep ranks in step so none waits at the collective; its code is not yours to change.".into(),
@@ -218,6 +232,10 @@ mod tests {
             ("cutlass_80_tensorop_s16816gemm_relu_bf16_64x64_32x6_tn_align8", F::Gemm, "cuBLAS"),
             ("sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel", F::Convolution, "cuDNN"),
             ("void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(cudnn::winograd_nonfused::WinogradDataParams<float, float>)", F::Convolution, "cuDNN"),
+            // As the tracer records it (mangled; too deep for the demangler),
+            // fixtures/advice-h100/mobilenetv3_b128_fp32-plain, and demangled.
+            ("_ZN2at6native51_GLOBAL__N__a30dace1_18_DepthwiseConv2d_cu_9959487031conv_depthwise2d_forward_kernelILi3EfiEEvN5torch10headeronly6detail27GenericPackedTensorAccessorINS5_14TensorAccessorIN3c108ArrayRefIlEEKT0_Lm3ENS4_16DefaultPtrTraitsEiEENS_6detail16IndexBoundsCheckILm4EiEESC_Lm4ESD_iEENS6_INS7_ISA_SB_Lm3ESD_iEESH_SB_Lm4ESD_iEESI_NS6_INS7_ISA_SC_Lm0ESD_iEENSG_ILm1EiEESC_Lm1ESD_iEEbT1_iiiiiiiiiiiiii", F::Convolution, "PyTorch (ATen)"),
+            ("void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<5, float, int>(at::GenericPackedTensorAccessor<float const, 4ul, at::DefaultPtrTraits, int>, at::GenericPackedTensorAccessor<float, 4ul, at::DefaultPtrTraits, int>, at::GenericPackedTensorAccessor<float const, 4ul, at::DefaultPtrTraits, int>, at::GenericPackedTensorAccessor<float const, 1ul, at::DefaultPtrTraits, int>, bool, int, int, int, int, int, int, int, int, int, int, int, int, int, int)", F::Convolution, "PyTorch (ATen)"),
             ("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)", F::Convolution, "cuDNN"),
             ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", F::Attention, "cuDNN"),
             ("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)", F::Attention, "FlashAttention / PyTorch SDPA"),
@@ -240,6 +258,22 @@ mod tests {
             assert_eq!(got, Some((*want, lib.to_string())), "{name}");
             assert!(!classify(name).unwrap().caller_can_edit, "{name}");
         }
+    }
+
+    #[test]
+    fn atens_depthwise_convolution_is_told_to_go_channels_last() {
+        let name = "_ZN2at6native51_GLOBAL__N__a30dace1_18_DepthwiseConv2d_cu_9959487031conv_depthwise2d_forward_kernelILi5EfiEEvN5torch10headeronly6detail27GenericPacked";
+        let f = classify(name).unwrap();
+        let a = caller_advice(&f, name);
+        assert!(
+            a.contains("channels_last") && a.contains("depthwise"),
+            "{a}"
+        );
+        assert!(!a.contains("This convolution is cuDNN's"), "{a}");
+        // cuDNN's own convolutions keep their advice.
+        let conv = "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel";
+        assert!(caller_advice(&classify(conv).unwrap(), conv)
+            .starts_with("This convolution is cuDNN's"));
     }
 
     #[test]

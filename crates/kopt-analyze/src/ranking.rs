@@ -54,6 +54,18 @@ impl Base {
                 words,
             };
         }
+        // Steps without a graph-capture prediction (a step replayed from a
+        // graph already): the traced step, whose recorder cost is one call
+        // a graph launch.
+        if let Some((t, n)) = t.and_then(|t| Some((t, t.iterations.filter(|n| *n > 0)?))) {
+            let busy = t.gpu_busy_ns as f64 / n as f64;
+            let wall = (t.wall_ns as f64 / n as f64).max(busy);
+            return Base {
+                wall_ns: wall,
+                busy_ns: busy,
+                words: format!("the traced step ({})", fmt(wall)),
+            };
+        }
         Base {
             wall_ns: total_kernel_ns,
             busy_ns: total_kernel_ns,

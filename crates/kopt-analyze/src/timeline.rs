@@ -905,6 +905,71 @@ fn bare_sync_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<Vec
     (bare_mean <= 1.1 * traced_mean).then_some(periods)
 }
 
+/// Step periods of a launch-count bare run (a launch range: every N-th
+/// launch call timed, N the traced step's launch count) for steps without
+/// ranges: the traced run's steady steps span launch ordinals
+/// `[first, end)` (its launch calls counted as the tracer counts them); the
+/// bare marks inside that span, consecutive ones `N` launches apart, are one
+/// step apart whatever the phase, and their time differences, scaled to the
+/// traced step's mean launch count, are the untraced periods (those past
+/// `WARMUP_FACTOR` times their median left out). None under three periods,
+/// and where the bare steps come out more than 10% slower
+/// than the traced ones (the two runs' launches did not line up).
+fn bare_launch_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<Vec<f64>> {
+    let bare = t.bare_steps.as_ref()?;
+    kopt_model::bare_launch_every(&bare.range)?;
+    if steps.family.is_some() {
+        return None;
+    }
+    let mut launches: Vec<i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
+        .map(|c| c.start_ns)
+        .collect();
+    launches.sort_unstable();
+    let from = *steps.starts.get(steady.first)?;
+    let until = steps
+        .starts
+        .get(steady.last + 1)
+        .copied()
+        .unwrap_or_else(|| steps.until(steady.last).saturating_add(1));
+    let first = launches.partition_point(|s| *s < from) as i64;
+    let end = launches.partition_point(|s| *s < until) as i64;
+    let n_steps = (steady.last + 1 - steady.first) as f64;
+    if end <= first || n_steps < 1.0 {
+        return None;
+    }
+    let per_step = (end - first) as f64 / n_steps;
+    let mut marks: Vec<(i64, i64)> = bare
+        .spans_ns
+        .iter()
+        .map(|&(time, ordinal)| (ordinal, time))
+        .filter(|&(ordinal, _)| ordinal >= first && ordinal <= end)
+        .collect();
+    marks.sort_unstable();
+    let periods: Vec<f64> = marks
+        .windows(2)
+        .map(|w| (w[1].1 - w[0].1) as f64 * per_step / (w[1].0 - w[0].0).max(1) as f64)
+        .collect();
+    if periods.iter().any(|p| *p <= 0.0) {
+        return None;
+    }
+    // A pause of the bare run's own (its first call, a collection) is not
+    // a step: periods past the warm-up factor of the median are left out.
+    let mid = median(periods.clone())?;
+    let periods: Vec<f64> = periods
+        .into_iter()
+        .filter(|p| *p <= WARMUP_FACTOR * mid)
+        .collect();
+    if periods.len() < 3 {
+        return None;
+    }
+    let traced_mean = (until - from) as f64 / n_steps;
+    let bare_mean = periods.iter().sum::<f64>() / periods.len() as f64;
+    (bare_mean <= 1.1 * traced_mean).then_some(periods)
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -1259,6 +1324,9 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         _ => None,
     };
 
+    // The window's kernels all come from graph replays: no kernel launch
+    // call, at least one graph launch.
+    let already_graphed = count(ApiKind::KernelLaunch) == 0 && count(ApiKind::GraphLaunch) > 0;
     // Per-step figures and the graph-capture prediction.
     let graph_prediction = {
         let n = iterations.unwrap_or(1).max(1) as f64;
@@ -1281,7 +1349,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         };
         let recorder = t.recorder;
         let per_launch = recorder.overhead_per_launch_ns();
-        let launch_calls = count(ApiKind::KernelLaunch) as f64;
+        // A graph replay is one launch call for all its kernels.
+        let launch_calls = (count(ApiKind::KernelLaunch) + count(ApiKind::GraphLaunch)) as f64;
         let launches_per_step = if launch_calls > 0.0 {
             launch_calls / n
         } else {
@@ -1342,15 +1411,16 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             warmup_steps,
         )
         .or_else(|| match (&steps, &steady) {
-            (Some(s), Some(st)) => bare_sync_periods(t, s, st),
+            (Some(s), Some(st)) => {
+                bare_sync_periods(t, s, st).or_else(|| bare_launch_periods(t, s, st))
+            }
             _ => None,
         });
-        let bare_words = if t
-            .bare_steps
-            .as_ref()
-            .is_some_and(|b| b.range == kopt_model::BARE_SYNC_RANGE)
-        {
+        let bare_range = t.bare_steps.as_ref().map(|b| b.range.as_str());
+        let bare_words = if bare_range == Some(kopt_model::BARE_SYNC_RANGE) {
             "steps of a second run without CUPTI's records, matched to the traced steps by the synchronising calls that end them"
+        } else if bare_range.and_then(kopt_model::bare_launch_every).is_some() {
+            "steps of a second run without CUPTI's records, timed by the program's clock every step's worth of kernel launch calls (the calls counted, one timed a step), matched to the traced steps by the launch count"
         } else {
             "steps of a second run without CUPTI, only the step ranges timed"
         };
@@ -1410,6 +1480,17 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         } else {
             "the Hopper figure, used for cards kopt has no figure for"
         };
+        // The recorder's cost taken out can leave less than the GPU's own
+        // time: the eager step never runs below it, and the text says so.
+        let result = if eager - overhead < corrected {
+            format!(
+                " = {}, under the GPU-busy time per step, which the eager step never runs below: {}",
+                fmt((eager - overhead).max(0.0)),
+                fmt(corrected)
+            )
+        } else {
+            format!(" = {}", fmt(corrected))
+        };
         let ops_term = if op_ranges_per_step > 0.0 {
             format!(
                 " - {:.0} op ranges x {} (PyTorch's op recording, x0.5-1.5 in the range)",
@@ -1448,12 +1529,11 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                     rec = recorder.as_str(),
                 ),
                 None => format!(
-                    "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term} = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).",
+                    "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term}{result} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).",
                     fmt(eager),
                     launches_per_step,
                     fmt(per_launch),
                     recorder.as_str(),
-                    fmt(corrected),
                     fmt(busy_step),
                     kernels_step,
                     fmt(c),
@@ -1484,7 +1564,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                 model,
             },
         })
-        .filter(|_| !kernels.is_empty())
+        // A step already replayed from a graph has nothing left to capture.
+        .filter(|_| !kernels.is_empty() && !already_graphed)
     };
 
     let window_note = match (&steady_state, &step_detection) {
@@ -2058,6 +2139,89 @@ mod tests {
         );
     }
 
+    /// Ten steps of three kernels, each step marked by an NVTX range;
+    /// `graphed`: each step one cudaGraphLaunch replaying the three.
+    fn three_kernel_steps(graphed: bool) -> Timeline {
+        let mut t = Timeline::default();
+        let mut corr = 0u64;
+        for i in 0..10i64 {
+            let at = i * 100_000;
+            t.ranges.push(kopt_model::Range {
+                name: "step".into(),
+                start_ns: at,
+                end_ns: at + 60_000,
+            });
+            if graphed {
+                corr += 1;
+                let mut g = launch(at + 1_000, 5_000, corr);
+                g.kind = ApiKind::GraphLaunch;
+                t.api_calls.push(g);
+            }
+            for k in 0..3i64 {
+                if !graphed {
+                    corr += 1;
+                    t.api_calls
+                        .push(launch(at + 1_000 + k * 8_000, 6_000, corr));
+                }
+                let mut a = kernel(at + 10_000 + k * 15_000, 12_000, corr);
+                a.name = format!("k{k}");
+                t.activities.push(a);
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn a_step_replayed_from_a_graph_gets_no_capture_prediction() {
+        let s = summarize(&three_kernel_steps(true)).unwrap();
+        assert_eq!(s.kernel_launch_calls, 0);
+        assert!(s.graph_launches >= 9);
+        assert!(s.graph_prediction.is_none(), "{:?}", s.graph_prediction);
+        // The same steps launched one kernel at a time: a prediction.
+        let s = summarize(&three_kernel_steps(false)).unwrap();
+        assert!(s.graph_prediction.is_some());
+    }
+
+    #[test]
+    fn a_recorder_cost_over_the_idle_time_is_floored_in_words_and_figure() {
+        // 100 us steps, 36 us of kernels: three launches of the tracer's
+        // cost leave the eager step above the busy time.
+        let mut t = three_kernel_steps(false);
+        t.recorder = kopt_model::Recorder::KoptTracer;
+        let s = summarize(&t).unwrap();
+        let p = s.graph_prediction.unwrap();
+        assert!(p.eager_corrected_per_step_ns > p.busy_per_step_ns);
+        assert!(!p.speedup.model.contains("never runs below"));
+        // Steps 40 us apart: the recorder's cost takes the eager step under
+        // the GPU's 36 us of kernels; the words give both figures.
+        for (i, r) in t.ranges.iter_mut().enumerate() {
+            r.start_ns = i as i64 * 40_000;
+            r.end_ns = r.start_ns + 39_000;
+        }
+        for (i, a) in t.activities.iter_mut().enumerate() {
+            let (step, k) = ((i / 3) as i64, (i % 3) as i64);
+            a.start_ns = step * 40_000 + 2_000 + k * 12_000;
+            a.end_ns = a.start_ns + 12_000;
+        }
+        for (i, c) in t.api_calls.iter_mut().enumerate() {
+            let (step, k) = ((i / 3) as i64, (i % 3) as i64);
+            c.start_ns = step * 40_000 + k * 12_000;
+            c.end_ns = c.start_ns + 1_500;
+        }
+        let s = summarize(&t).unwrap();
+        let p = s.graph_prediction.unwrap();
+        assert_eq!(p.eager_corrected_per_step_ns, p.busy_per_step_ns);
+        let m = &p.speedup.model;
+        assert!(m.contains("never runs below"), "{m}");
+        assert!(
+            m.contains(&format!(
+                "never runs below: {} eager",
+                kopt_model::format_duration_ns(p.eager_corrected_per_step_ns)
+            )),
+            "{m}"
+        );
+    }
+
     #[test]
     fn periods() {
         let step = ["topk", "sort", "sort2", "cat"];
@@ -2220,6 +2384,85 @@ mod tests {
                 g.speedup.model
             );
         }
+    }
+
+    /// A launch-count bare run of `forward_passes(warmup, steps, 6, _, _)`
+    /// (25 launches a step, one more in each warm-up step), every 25th
+    /// launch call timed, steps of `period_ns`, `lead` extra launches at
+    /// start-up.
+    fn bare_launch_marks(
+        warmup: usize,
+        steps: usize,
+        lead: i64,
+        period_ns: i64,
+    ) -> kopt_model::BareSteps {
+        // Start-up and the first call (its algorithm trials) slow, then
+        // launches at the step's pace.
+        let per_step = 25i64;
+        let warm = lead + per_step + 1;
+        let total = lead + warmup as i64 * (per_step + 1) + steps as i64 * per_step;
+        let time_of = |n: i64| {
+            if n < warm {
+                1_000_000 + n * 100_000
+            } else {
+                9_000_000 + (n - warm) * period_ns / per_step
+            }
+        };
+        kopt_model::BareSteps {
+            range: kopt_model::bare_launch_range(per_step as u64),
+            spans_ns: (0..total)
+                .step_by(per_step as usize)
+                .map(|n| (time_of(n), n))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_program_without_ranges_or_syncs_is_timed_bare_by_its_launch_count() {
+        // No sync call at all: the steps come from the kernel sequence and
+        // the host's pause between forward passes.
+        for lead in [0, 7] {
+            let mut t = forward_passes(2, 12, 6, 0, 50_000);
+            t.api_calls.retain(|c| c.kind != ApiKind::Synchronize);
+            t.recorder = kopt_model::Recorder::KoptTracer;
+            let s = summarize(&t).unwrap();
+            assert_eq!(s.sync_calls, 0);
+            let traced = s.graph_prediction.unwrap();
+            assert!(!traced.eager_measured_bare);
+            t.bare_steps = Some(bare_launch_marks(2, 12, lead, 120_000));
+            let g = summarize(&t).unwrap().graph_prediction.unwrap();
+            assert!(g.eager_measured_bare, "lead {lead}: {}", g.speedup.model);
+            assert!(
+                (g.eager_corrected_per_step_ns - 120_000.0).abs() < 1.0,
+                "lead {lead}: {}",
+                g.eager_corrected_per_step_ns
+            );
+            assert!(
+                g.speedup.model.contains("kernel launch calls"),
+                "{}",
+                g.speedup.model
+            );
+        }
+        // Marks that come out slower than the traced steps did not line up
+        // with them: the trace's own estimate stands.
+        let mut t = forward_passes(2, 12, 6, 0, 50_000);
+        t.api_calls.retain(|c| c.kind != ApiKind::Synchronize);
+        t.recorder = kopt_model::Recorder::KoptTracer;
+        t.bare_steps = Some(bare_launch_marks(2, 12, 0, 400_000));
+        let g = summarize(&t).unwrap().graph_prediction.unwrap();
+        assert!(!g.eager_measured_bare);
+        // Nor does another program's range count.
+        t.bare_steps = Some(kopt_model::BareSteps {
+            range: "step".into(),
+            spans_ns: vec![(0, 10), (20, 30), (40, 50), (60, 70), (80, 90)],
+        });
+        assert!(
+            !summarize(&t)
+                .unwrap()
+                .graph_prediction
+                .unwrap()
+                .eager_measured_bare
+        );
     }
 
     #[test]

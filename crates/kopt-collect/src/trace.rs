@@ -279,7 +279,9 @@ fn run_checked(
 /// `bare.log` (run 1) or `bare-N.log`. With `range` =
 /// `BARE_SYNC_RANGE` (a program without step ranges) it is loaded as
 /// CUDA's injection instead and records only the ends of the host's
-/// synchronising calls (CUPTI's callbacks for those calls alone). None when
+/// synchronising calls (CUPTI's callbacks for those calls alone); with a
+/// launch range (`kopt_model::bare_launch_range(N)`, a program with too few
+/// sync calls), it also counts the launch calls and times every N-th. None when
 /// the program timed no such range or call (it made none, or its NVTX did
 /// not load the tool).
 pub fn run_bare_steps(
@@ -295,8 +297,9 @@ pub fn run_bare_steps(
         0 | 1 => runner::log_path(dir, "bare"),
         n => runner::log_path(dir, &format!("bare-{n}")),
     };
-    let mut env = if range == kopt_model::BARE_SYNC_RANGE {
-        vec![
+    let launch_every = kopt_model::bare_launch_every(range);
+    let mut env = if range == kopt_model::BARE_SYNC_RANGE || launch_every.is_some() {
+        let mut env = vec![
             (
                 "CUDA_INJECTION64_PATH".to_string(),
                 tracer.display().to_string(),
@@ -307,7 +310,12 @@ pub fn run_bare_steps(
                 "LD_LIBRARY_PATH".to_string(),
                 cupti_library_path().join(":"),
             ),
-        ]
+        ];
+        // A launch-count run: every N-th launch call marked too.
+        if let Some(n) = launch_every {
+            env.push(("KOPT_BARE_LAUNCH_EVERY".to_string(), n.to_string()));
+        }
+        env
     } else {
         vec![
             (

@@ -60,6 +60,9 @@ pub(crate) const PROFILER_REPLACED: &str = "The program's torch.profiler.profile
 /// kernel sequence's period) is timed by its synchronising calls instead
 /// (`BARE_SYNC_RANGE`: the tracer records only their ends), where the
 /// traced run made at least three: the analysis matches the two runs' calls.
+/// With fewer sync calls, by its launch count: the tracer counts the launch
+/// calls and times every step's worth of them (a launch range,
+/// `kopt_model::bare_launch_range`).
 pub(crate) fn bare_run_range(t: &Timeline) -> Option<String> {
     use kopt_model::StepSource;
     // A sampled trace's steps are the windows' (the time between is cut).
@@ -69,13 +72,20 @@ pub(crate) fn bare_run_range(t: &Timeline) -> Option<String> {
     let is_kopt_trace = t.recorder == kopt_model::Recorder::KoptTracer;
     let t = kopt_analyze::timeline::summarize(t)?;
     let steps = t.steps?;
-    t.graph_prediction.as_ref()?;
+    let prediction = t.graph_prediction.as_ref()?;
     match steps.source {
         StepSource::Nvtx | StepSource::ProfilerStep => steps.family,
         // Only kopt's tracer runs bare this way (a torch.profiler trace's
         // program has its ProfilerStep markers).
         _ if is_kopt_trace && steps.family.is_none() && t.sync_calls >= 3 => {
             Some(kopt_model::BARE_SYNC_RANGE.to_string())
+        }
+        // Too few sync calls to time the steps by: one mark a step's
+        // worth of launch calls.
+        _ if is_kopt_trace && steps.family.is_none() && prediction.launches_per_step >= 1.0 => {
+            Some(kopt_model::bare_launch_range(
+                prediction.launches_per_step.round() as u64,
+            ))
         }
         _ => None,
     }
@@ -86,6 +96,10 @@ pub(crate) fn bare_timed_words(range: &str) -> String {
     if range == kopt_model::BARE_SYNC_RANGE {
         "synchronising calls (the program marks no steps; only those calls' ends are recorded)"
             .into()
+    } else if let Some(every) = kopt_model::bare_launch_every(range) {
+        format!(
+            "steps by its launch calls (the program marks no steps and makes too few synchronising calls; the calls are counted and every {every}th, one a step, timed)"
+        )
     } else {
         format!("'{range}' ranges")
     }
@@ -437,5 +451,25 @@ mod tests {
         );
         assert!(bare_timed_words(kopt_model::BARE_SYNC_RANGE).contains("synchronising calls"));
         assert_eq!(bare_timed_words("step"), "'step' ranges");
+    }
+
+    #[test]
+    fn a_program_without_ranges_or_syncs_is_timed_bare_by_its_launch_count() {
+        // The same loop with its sync calls gone (a program that never
+        // waits for the GPU): its steps are the kernel sequence's period,
+        // timed bare by one mark a step's worth of launch calls.
+        let mut t = read_kopt_trace_set(&fixture(
+            "advice-h100/resnet50_b1_fp32-plain/trace.jsonl.gz",
+        ))
+        .unwrap()
+        .timeline;
+        t.api_calls
+            .retain(|c| c.kind != kopt_model::ApiKind::Synchronize);
+        let range = bare_run_range(&t).unwrap();
+        let every = kopt_model::bare_launch_every(&range).unwrap();
+        let s = kopt_analyze::timeline::summarize(&t).unwrap();
+        let per_step = s.graph_prediction.unwrap().launches_per_step;
+        assert_eq!(every, per_step.round() as u64, "{per_step}");
+        assert!(bare_timed_words(&range).contains(&format!("every {every}th")));
     }
 }

@@ -746,6 +746,18 @@ struct BareSyncLine {
     e: i64,
 }
 
+/// One mark of a launch-count bare run:
+/// `{"t":"bare_launch","pid":P,"every":N,"n":ORDINAL,"e":E}`, the start of
+/// the process's ORDINAL-th launch call (every N-th is marked).
+#[derive(Deserialize)]
+struct BareLaunchLine {
+    #[serde(default)]
+    pid: u32,
+    every: u64,
+    n: u64,
+    e: i64,
+}
+
 /// Read the step ranges a bare run timed (kopt's tracer as NVTX injection
 /// only, no CUPTI), or the ends of the synchronising calls a sync-only bare
 /// run timed (range `BARE_SYNC_RANGE`). Lines of other kinds are skipped; a
@@ -788,6 +800,25 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
                 .entry((l.pid, kopt_model::BARE_SYNC_RANGE.to_string()))
                 .or_default()
                 .push((l.e, l.e));
+            continue;
+        }
+        if kind == "bare_launch" {
+            let l: BareLaunchLine = serde_json::from_str(line).map_err(at)?;
+            let ordinal = i64::try_from(l.n).ok().filter(|_| l.every > 0);
+            let Some(ordinal) = ordinal.filter(|_| usable_ns(l.e)) else {
+                return Err(IngestError::at(
+                    &label,
+                    i as u64 + 1,
+                    format!(
+                        "launch mark out of range: launch {} of every {} at {} ns",
+                        l.n, l.every, l.e
+                    ),
+                ));
+            };
+            groups
+                .entry((l.pid, kopt_model::bare_launch_range(l.every)))
+                .or_default()
+                .push((l.e, ordinal));
             continue;
         }
         if kind != "bare_step" {

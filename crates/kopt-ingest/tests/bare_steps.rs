@@ -160,3 +160,28 @@ fn the_step_file_beside_a_trace_is_named_after_it() {
         assert_eq!(bare_steps_beside(d, trace), d.join(bare), "{trace}");
     }
 }
+
+/// A launch-count bare run's marks: `(time, ordinal)` under the launch
+/// range of their `every`; a bad mark is refused with its line.
+#[test]
+fn launch_marks_are_read_as_time_and_ordinal() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(BARE_STEPS_FILE);
+    std::fs::write(
+        &p,
+        "{\"t\":\"bare_launch\",\"pid\":4,\"every\":300,\"n\":300,\"e\":2000}\n{\"t\":\"bare_launch\",\"pid\":4,\"every\":300,\"n\":0,\"e\":1000}\n",
+    )
+    .unwrap();
+    let b = read_bare_steps(&p).unwrap().unwrap();
+    assert_eq!(kopt_model::bare_launch_every(&b.range), Some(300));
+    assert_eq!(b.spans_ns, vec![(1000, 0), (2000, 300)]);
+    std::fs::write(
+        &p,
+        "{\"t\":\"bare_launch\",\"pid\":4,\"every\":0,\"n\":0,\"e\":1000}\n",
+    )
+    .unwrap();
+    let e = read_bare_steps(&p).unwrap_err().to_string();
+    assert!(e.contains("out of range") && e.contains(":1"), "{e}");
+    std::fs::write(&p, "{\"t\":\"bare_launch\",\"pid\":4,\"n\":0,\"e\":1000}\n").unwrap();
+    assert!(read_bare_steps(&p).is_err());
+}

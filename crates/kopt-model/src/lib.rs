@@ -41,9 +41,10 @@ pub use peaks::{
     DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL,
 };
 pub use timeline::{
-    range_family, ActivityKind, ApiCall, ApiKind, BareSteps, GpuActivity, Range, Recorder,
-    Timeline, BARE_SYNC_RANGE, KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH, KINETO_SLOWDOWN,
-    KINETO_SLOWDOWN_BAND, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
+    bare_launch_every, bare_launch_range, range_family, ActivityKind, ApiCall, ApiKind, BareSteps,
+    GpuActivity, Range, Recorder, Timeline, BARE_LAUNCH_RANGE_PREFIX, BARE_SYNC_RANGE,
+    KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH, KINETO_SLOWDOWN, KINETO_SLOWDOWN_BAND,
+    KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
 };
 
 /// Version tag of every JSON document kopt writes for machines.

@@ -272,9 +272,34 @@ pub struct Timeline {
 /// traced run's sync calls to read the untraced step off them.
 pub const BARE_SYNC_RANGE: &str = "kopt:host-sync";
 
+/// The `range` of a bare run of a program that marks no steps and makes too
+/// few synchronising calls to time them by: every `every`-th kernel launch
+/// call (the step's launch count, so one mark a step) timed at its start,
+/// with CUPTI's callbacks for the launch calls counting them and nothing
+/// recorded. Each span is `(time, ordinal)`: the host time the launch call
+/// began and its 0-based ordinal among the process's launch calls (graph
+/// launches count one). `BARE_LAUNCH_RANGE_PREFIX` then `every`.
+pub const BARE_LAUNCH_RANGE_PREFIX: &str = "kopt:launch-every-";
+
+/// The range name of a launch-count bare run marking every `every` launches.
+pub fn bare_launch_range(every: u64) -> String {
+    format!("{BARE_LAUNCH_RANGE_PREFIX}{every}")
+}
+
+/// `every` of a launch-count bare run's range; None for any other range.
+pub fn bare_launch_every(range: &str) -> Option<u64> {
+    range
+        .strip_prefix(BARE_LAUNCH_RANGE_PREFIX)?
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+}
+
 /// Step ranges timed in a bare run (no CUPTI): one NVTX range name, the
 /// start and end of each range in run order (host clock, ns); or, with the
-/// range `BARE_SYNC_RANGE`, the ends of the host's synchronising calls.
+/// range `BARE_SYNC_RANGE`, the ends of the host's synchronising calls; or,
+/// with a launch range (`bare_launch_range`), marked launch calls as
+/// `(time, ordinal)`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BareSteps {
@@ -474,6 +499,10 @@ mod tests {
     #[test]
     fn api_kinds_ignore_case() {
         assert_eq!(ApiKind::of("cudaLaunchKernel"), ApiKind::KernelLaunch);
+        assert_eq!(bare_launch_every(&bare_launch_range(318)), Some(318));
+        assert_eq!(bare_launch_every(BARE_SYNC_RANGE), None);
+        assert_eq!(bare_launch_every("kopt:launch-every-0"), None);
+        assert_eq!(bare_launch_every("kopt:launch-every-x"), None);
         assert_eq!(ApiKind::of("cuLaunchKernelEx"), ApiKind::KernelLaunch);
         assert_eq!(ApiKind::of("CULAUNCHGRID"), ApiKind::KernelLaunch);
         assert_eq!(ApiKind::of("cudaGraphLaunch_v10000"), ApiKind::GraphLaunch);

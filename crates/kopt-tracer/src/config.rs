@@ -14,6 +14,7 @@
 //! | `KOPT_TRACER_PER_THREAD_BUFFERS=1` | `attach` | one activity buffer per host thread |
 //! | `KOPT_TRACER_APIS=all\|off\|callbacks` | `attach` | which API calls are recorded |
 //! | `KOPT_BARE_SYNCS_OUT` | `init` (no `KOPT_TRACE_OUT`) | a bare run: only the ends of synchronising calls (`sync_ends`) |
+//! | `KOPT_BARE_LAUNCH_EVERY=N` | `sync_ends::start` | with `KOPT_BARE_SYNCS_OUT`: launch calls counted instead of sync calls timed, every N-th timed (`sync_ends`) |
 
 use crate::warn;
 

@@ -39,6 +39,7 @@ mod detach;
 mod nvtx;
 mod output;
 pub mod records;
+pub use sync_ends::counts_as_launch;
 mod sampling;
 mod sync_ends;
 

@@ -286,3 +286,74 @@ fn a_renamed_trace_reads_the_bare_steps_beside_it() {
         .unwrap()
         .contains("bare run"));
 }
+
+/// A kopt trace of a program that marks no steps and never waits for the
+/// GPU: 14 forward passes of 25 kernels (a launch call 5 us apart each,
+/// kernels of 2 us), 60 us of host work between passes, no sync call.
+fn unsynced_trace(dir: &Path) -> PathBuf {
+    let mut t = String::from("{\"t\":\"process\",\"pid\":7}\n");
+    let mut c = 1u64;
+    let mut at = 1_000_000i64;
+    for _ in 0..14 {
+        for k in 0..25 {
+            t.push_str(&format!(
+                "{{\"t\":\"api\",\"name\":\"cudaLaunchKernel_v7000\",\"s\":{at},\"e\":{},\"tid\":1,\"c\":{c}}}\n",
+                at + 4_000
+            ));
+            t.push_str(&format!(
+                "{{\"t\":\"kernel\",\"name\":\"layer_op_{k}\",\"s\":{},\"e\":{},\"dev\":0,\"str\":7,\"c\":{c},\"g\":[1,1,1],\"b\":[32,1,1],\"reg\":16,\"smem\":0,\"graph\":0}}\n",
+                at + 5_000,
+                at + 7_000
+            ));
+            c += 1;
+            at += 5_000;
+        }
+        at += 60_000;
+    }
+    t.push_str(&format!(
+        "{{\"t\":\"end\",\"records\":{},\"dropped\":0,\"lost_buffers\":0}}\n",
+        2 * (c - 1)
+    ));
+    let p = dir.join("trace.jsonl");
+    std::fs::write(&p, t).unwrap();
+    p
+}
+
+#[test]
+fn a_program_without_ranges_or_syncs_is_timed_bare_by_its_launch_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = unsynced_trace(dir.path());
+    // The command stands in for the program under the tracer's
+    // launch-count mode: CUPTI injection, every 25th launch call timed, one
+    // mark a step 120 us apart (the untraced step).
+    let mut lines = String::new();
+    for i in 0..14i64 {
+        lines.push_str(&format!(
+            "{{\"t\":\"bare_launch\",\"pid\":9,\"every\":25,\"n\":{},\"e\":{}}}\n",
+            25 * i,
+            2_000_000_000 + i * 120_000
+        ));
+    }
+    let script = format!(
+        "test -n \"$CUDA_INJECTION64_PATH\" && test -z \"$NVTX_INJECTION64_PATH\" \
+         && test \"$KOPT_BARE_LAUNCH_EVERY\" = 25 \
+         && printf '%s' '{lines}' > \"$KOPT_BARE_SYNCS_OUT\""
+    );
+    let r = report(&analyze_with_command(dir.path(), &trace, &script));
+    let t = &r["timeline"];
+    assert_eq!(t["sync_calls"], 0);
+    let g = &t["graph_prediction"];
+    assert_eq!(g["eager_measured_bare"], true, "{}", r["notes"]);
+    let eager = g["eager_corrected_per_step_ns"].as_f64().unwrap();
+    assert!((eager - 120_000.0).abs() < 1.0, "{eager}");
+    assert!(
+        g["speedup"]["model"]
+            .as_str()
+            .unwrap()
+            .contains("kernel launch calls"),
+        "{}",
+        g["speedup"]["model"]
+    );
+    let run = the_run(dir.path());
+    assert!(run.join("bare_steps.jsonl").is_file());
+}

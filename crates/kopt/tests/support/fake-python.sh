@@ -15,6 +15,7 @@
 # *_graph forms) replays the same four from one cudaGraphLaunch; any other
 # variant runs a GEMM and one fused kernel.
 #   FAKE_KEPT_FAILS=1: the driver fails when it runs a variant
+#   FAKE_TIMES: comma list of candidate=ns overriding the step times below
 case "$1" in
   *kopt_optimize.py)
     out="$5"
@@ -27,6 +28,9 @@ base = {"graph": 20e3, "compile": 76e3, "compile_reduce_overhead": 99e3, "compil
         "compile_max_autotune_graph": 18e3, "channels_last": 70e3, "tf32": 50e3,
         "bf16_autocast": 45e3, "sdpa": 60e3, "compile_freezing": 80e3, "cudnn_benchmark": 110e3}
 env = lambda k: [x for x in os.environ.get(k, "").split(",") if x]
+for kv in env("FAKE_TIMES"):
+    k, v = kv.split("=")
+    base[k] = float(v)
 result = {"device": "Fake GPU", "torch": "0", "candidates": {}, "precision": {"matmul_tf32": False, "cudnn_tf32": True, "uses_cudnn": False},
           "samples_ns": {"eager": [100e3 * (1 + 0.01 * rng.random()) for _ in range(40)]}}
 for c in wanted:
