@@ -1,0 +1,12 @@
+#!/bin/bash
+cd /work/main
+B=/work/main/fuzz/target/x86_64-unknown-linux-gnu/release
+while [ ! -f /tmp/fuzzlocal/b2/summary.txt ]; do sleep 5; done
+echo "batch 2 (gzip tune_space) done $(date -u +%T)" >> /tmp/fuzzlocal/progress
+batches=("kopt_trace run_folder" "kineto kineto_serde" "ncu_csv rocprof" "rocprofv3_json npy" "safetensors rocpd")
+i=2
+for b in "${batches[@]}"; do
+  i=$((i+1))
+  FUZZ_BIN_DIR=$B FUZZ_TARGETS="$b" bash scripts/fuzz/run_all.sh /tmp/fuzzlocal/b$i 600 > /tmp/fuzzlocal/b$i.log 2>&1
+  echo "batch $i ($b) rc=$? $(date -u +%T)" >> /tmp/fuzzlocal/progress
+done
