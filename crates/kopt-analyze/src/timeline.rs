@@ -901,6 +901,13 @@ fn bare_sync_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<Vec
         return None;
     }
     let traced_mean = (bounds[bounds.len() - 1] - bounds[0]) as f64 / (bounds.len() - 1) as f64;
+    no_slower_than_traced(periods, traced_mean)
+}
+
+/// A bare run's step periods, kept only when their mean is at most 10%
+/// above the traced step's: a bare step cannot be slower, so a slower one
+/// means the two runs' marks did not line up.
+fn no_slower_than_traced(periods: Vec<f64>, traced_mean: f64) -> Option<Vec<f64>> {
     let bare_mean = periods.iter().sum::<f64>() / periods.len() as f64;
     (bare_mean <= 1.1 * traced_mean).then_some(periods)
 }
@@ -965,9 +972,7 @@ fn bare_launch_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<V
     if periods.len() < 3 {
         return None;
     }
-    let traced_mean = (until - from) as f64 / n_steps;
-    let bare_mean = periods.iter().sum::<f64>() / periods.len() as f64;
-    (bare_mean <= 1.1 * traced_mean).then_some(periods)
+    no_slower_than_traced(periods, (until - from) as f64 / n_steps)
 }
 
 fn percentile(v: &[f64], q: f64) -> f64 {
