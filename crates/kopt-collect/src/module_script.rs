@@ -119,14 +119,7 @@ pub fn prepare(
     let argv = if driven {
         write(run_dir, LOADER)?;
         let driver = write(run_dir, PROFILE_DRIVER)?;
-        let mut argv = vec![
-            python.to_string(),
-            driver.display().to_string(),
-            script.display().to_string(),
-            module.to_string(),
-            warmup.to_string(),
-            steps.to_string(),
-        ];
+        let mut argv = driver_argv(python, &driver, &script, module, warmup, steps);
         if record_ops {
             argv.push("ops".into());
         }
@@ -167,15 +160,29 @@ pub fn variant_argv(
     write(dir, LOADER)?;
     write(dir, OPTIMIZE_HARNESS)?;
     let driver = write(dir, PROFILE_DRIVER)?;
-    Ok(vec![
+    let mut argv = driver_argv(python, &driver, script, module, warmup, steps);
+    argv.push(format!("variant={variant}"));
+    Ok(argv)
+}
+
+/// The profile driver's command line before its options (`ops`,
+/// `variant=...`): the one place its positional arguments are written.
+fn driver_argv(
+    python: &str,
+    driver: &Path,
+    script: &Path,
+    module: &str,
+    warmup: u32,
+    steps: u32,
+) -> Vec<String> {
+    vec![
         python.to_string(),
         driver.display().to_string(),
         script.display().to_string(),
         module.to_string(),
         warmup.to_string(),
         steps.to_string(),
-        format!("variant={variant}"),
-    ])
+    ]
 }
 
 /// `argv` without the driver's `ops` argument: a bare run times the steps
