@@ -189,10 +189,7 @@ impl Passes<'_> {
             "steps recorded: running the workload twice more without the tracer, timing its {}, so the step every figure is based on is the untraced one (two more runs; --no-bare-run skips this)",
             crate::trace::bare_timed_words(range)
         ));
-        let bare = Workload {
-            argv: crate::module_script::without_op_ranges(&workload.argv),
-            ..workload.clone()
-        };
+        let bare = crate::trace::bare_workload(workload);
         let on_line = |s: Stream, l: &str| forward_ncu_line(progress, s, l, false);
         let t = Instant::now();
         match crate::trace::time_bare_steps(&bare, tracer, range, self.dir, &on_line) {

@@ -223,6 +223,17 @@ impl TimedSteps {
 /// run's log in `bare.log`, `bare-2.log`. An error of the first run is
 /// returned (a partial file is removed); a later run's failure leaves the
 /// earlier steps and says so.
+/// The workload a bare run runs: the same command without the module
+/// driver's `ops` argument, since PyTorch's op ranges cost host time per op
+/// with or without a recorder (`kopt trace` and `kopt analyze` of a
+/// `--ops` command time the unrecorded steps, as `kopt profile` does).
+pub(crate) fn bare_workload(workload: &Workload) -> Workload {
+    Workload {
+        argv: crate::module_script::without_op_ranges(&workload.argv),
+        ..workload.clone()
+    }
+}
+
 pub(crate) fn time_bare_steps(
     workload: &Workload,
     tracer: &Path,
@@ -230,6 +241,7 @@ pub(crate) fn time_bare_steps(
     dir: &Path,
     on_line: &(dyn Fn(Stream, &str) + Sync),
 ) -> std::result::Result<TimedSteps, String> {
+    let workload = &bare_workload(workload);
     let file = dir.join(BARE_STEPS_FILE);
     let kept = dir.join(BEST_BARE_STEPS_FILE);
     let mut best: Option<(f64, BareSteps)> = None;
@@ -412,6 +424,31 @@ mod tests {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../fixtures")
             .join(rel)
+    }
+
+    #[test]
+    fn a_bare_run_drops_the_module_drivers_op_ranges_only() {
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let driven = |last: &[&str]| {
+            let mut a = argv(&["python3", "/r/kopt_profile_driver.py", "m.py", "M", "3", "20"]);
+            a.extend(argv(last));
+            Workload {
+                argv: a,
+                gpu: Some("1".into()),
+                timeout: None,
+            }
+        };
+        let bare = bare_workload(&driven(&["ops"]));
+        assert_eq!(bare.argv, driven(&[]).argv);
+        assert_eq!(bare.gpu.as_deref(), Some("1"));
+        assert_eq!(bare_workload(&driven(&[])).argv, driven(&[]).argv);
+        // A user's own program keeps every argument, `ops` included.
+        let own = Workload {
+            argv: argv(&["python3", "app.py", "a", "b", "c", "ops"]),
+            gpu: None,
+            timeout: None,
+        };
+        assert_eq!(bare_workload(&own).argv, own.argv);
     }
 
     #[test]
