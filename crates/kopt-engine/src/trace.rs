@@ -430,7 +430,14 @@ mod tests {
     fn a_bare_run_drops_the_module_drivers_op_ranges_only() {
         let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let driven = |last: &[&str]| {
-            let mut a = argv(&["python3", "/r/kopt_profile_driver.py", "m.py", "M", "3", "20"]);
+            let mut a = argv(&[
+                "python3",
+                "/r/kopt_profile_driver.py",
+                "m.py",
+                "M",
+                "3",
+                "20",
+            ]);
             a.extend(argv(last));
             Workload {
                 argv: a,

@@ -8,36 +8,13 @@
 //! is this test's output; `KOPT_BLESS=1 cargo test -p kopt --test
 //! advice_truth_h100` rewrites it.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+#[path = "support/advice.rs"]
+mod advice;
+
+use advice::{analyze, benchmarks_md, blessing, fixture};
 
 const BEGIN: &str = "<!-- advice-h100-truth -->";
 const END: &str = "<!-- /advice-h100-truth -->";
-
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/advice-h100")
-        .join(rel)
-}
-
-fn benchmarks_md() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks.md")
-}
-
-fn analyze(dir: &Path) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args(["analyze", "-f", "json"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
 
 fn ms(v: &serde_json::Value) -> String {
     v.as_f64()
@@ -110,16 +87,14 @@ fn graph_lines() -> String {
 }
 
 fn replace_block(doc: &str, block: &str) -> Option<String> {
-    let b = doc.find(BEGIN)? + BEGIN.len();
-    let e = doc[b..].find(END)? + b;
-    Some(format!("{}\n{}{}", &doc[..b], block, &doc[e..]))
+    advice::replace_block(doc, BEGIN, END, block)
 }
 
 #[test]
 fn the_truths_noise_and_the_graphed_bert_step_as_documented() {
     let block = format!("{}\n{}", phases_table(), graph_lines());
     let doc = std::fs::read_to_string(benchmarks_md()).unwrap();
-    if std::env::var("KOPT_BLESS").is_ok_and(|v| v == "1") {
+    if blessing() {
         let new_doc = replace_block(&doc, &block).expect("docs/benchmarks.md lacks the block");
         std::fs::write(benchmarks_md(), new_doc).unwrap();
         return;
