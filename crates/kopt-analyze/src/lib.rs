@@ -120,6 +120,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             base: &step_base,
             timeline: timeline.as_ref(),
             by_kernel,
+            op_calls: attribution.as_ref().map(|a| &a.calls),
         },
     );
     if let Some(f) = &tf32 {

@@ -194,7 +194,11 @@ struct Casts {
     from_shapes: bool,
 }
 
-fn casts(of: &[&KernelGroup], by_kernel: Option<&HashMap<String, Vec<OpShare>>>) -> Casts {
+fn casts(
+    of: &[&KernelGroup],
+    by_kernel: Option<&HashMap<String, Vec<OpShare>>>,
+    op_calls: Option<&HashMap<(String, Option<String>), u64>>,
+) -> Casts {
     let shared: Vec<&OpShare> = of
         .iter()
         .filter_map(|g| by_kernel.and_then(|b| b.get(&g.verdict.name)))
@@ -214,9 +218,20 @@ fn casts(of: &[&KernelGroup], by_kernel: Option<&HashMap<String, Vec<OpShare>>>)
         bytes: (0.0, 0.0),
         from_shapes: true,
     };
+    // Each op call once, however many of these kernels it launched: its
+    // recorded calls, else its launches of the kernel that launched most.
+    let mut per_op: HashMap<(String, Option<String>), u64> = HashMap::new();
     for s in shared {
-        let ops = operand_elements(s.shapes.as_deref().unwrap_or_default());
-        let calls = s.launches as f64;
+        let key = (s.op.clone(), s.shapes.clone());
+        let n = op_calls
+            .and_then(|c| c.get(&key).copied())
+            .unwrap_or(s.launches);
+        let e = per_op.entry(key).or_default();
+        *e = (*e).max(n);
+    }
+    for ((_, shapes), calls) in per_op {
+        let ops = operand_elements(shapes.as_deref().unwrap_or_default());
+        let calls = calls as f64;
         let all: f64 = ops.iter().sum();
         let largest = ops.iter().copied().fold(0.0, f64::max);
         c.launches.0 += calls * ops.len() as f64;
@@ -234,6 +249,8 @@ pub struct StepFacts<'a> {
     pub base: &'a Base,
     pub timeline: Option<&'a TimelineSummary>,
     pub by_kernel: Option<&'a HashMap<String, Vec<OpShare>>>,
+    /// Calls per op and shapes (op ranges), where recorded.
+    pub op_calls: Option<&'a HashMap<(String, Option<String>), u64>>,
 }
 
 /// One option's step speed-up: estimate, low, high, and its model.
@@ -400,7 +417,7 @@ fn price_bf16(
     let busy = step.base.busy_ns.max(0.0);
     // Window totals to one step: the step's GPU time per kernel time.
     let per_step = if total_ns > 0.0 { busy / total_ns } else { 0.0 };
-    let c = casts(of, step.by_kernel);
+    let c = casts(of, step.by_kernel, step.op_calls);
     let dram = device.peaks.dram_bytes_per_s.filter(|b| *b > 0.0);
     let graph = step.timeline.and_then(|t| t.graph_prediction.as_ref());
     let launches = graph.map_or(0.0, |g| g.launches_per_step);
@@ -419,7 +436,8 @@ fn price_bf16(
             })
         }
     });
-    let (h, host_words) = host.unwrap_or((0.0, "unknown (no timeline): not counted"));
+    let (h, host_words) =
+        host.unwrap_or((0.0, "unknown (no timeline or no steps in it): not counted"));
     let rest = (wall - busy.max(h)).max(0.0);
     let at = |eff: f64, casts: f64, bytes: f64| {
         let gpu = busy * (1.0 - share * (1.0 - 1.0 / speed(eff)))
@@ -628,6 +646,7 @@ mod tests {
                 base: &base,
                 timeline: Some(t),
                 by_kernel,
+                op_calls: None,
             },
         )
         .unwrap()
@@ -729,10 +748,30 @@ mod tests {
                 .filter(|g| g.verdict.name == GEMM)
                 .collect::<Vec<_>>(),
             Some(&small),
+            None,
         );
         assert!(c.from_shapes);
         assert_eq!(c.launches, (192.0, 128.0));
         let want = 64.0 * (768.0 + 4096.0 * 768.0 + 768.0 * 768.0) * 6.0;
         assert!((c.bytes.0 - want).abs() < 1.0);
+        // An op that launches two of these kernels a call (split-K, an
+        // RNN's steps) casts its operands once a call: its recorded calls.
+        let calls = HashMap::from([(
+            (
+                "aten::addmm".to_string(),
+                Some("[[768], [4096, 768], [768, 768], [], []]".to_string()),
+            ),
+            32u64,
+        )]);
+        let once = casts(
+            &crate::rollup::group(&launches(1.0, 1.0, 1), 2.0)
+                .iter()
+                .filter(|g| g.verdict.name == GEMM)
+                .collect::<Vec<_>>(),
+            Some(&small),
+            Some(&calls),
+        );
+        assert_eq!(once.launches, (96.0, 64.0));
+        assert!((once.bytes.0 - want / 2.0).abs() < 1.0);
     }
 }
