@@ -298,7 +298,7 @@ pub fn recommend(
         low: t_lo,
         high: t_hi,
         model: format!(
-            "TF32: these kernels' time / the TF32-over-FMA speed ratio: {:.1}x (range {:.1}-{:.1}x) = the TF32 tensor peak over the FP32 FMA peak ({ratio:.1}x, {peaks_words}) x {est:.2} ({lo:.2}-{hi:.2}), the share of its peak a TF32 GEMM reaches against an FMA GEMM's (fp32 operands keep 4 bytes; calibrated on an H100: BERT-base fp32 at batch 32 x 128, its FMA GEMMs 3.3x faster with TF32, 2.67x end to end); the kernel time saved ({:.1}%, range {:.1}-{:.1}%) comes off {} x the GPU's busy share of the step ({:.0}%; low: x that share again, high: all of it)",
+            "these kernels' time / the TF32-over-FMA speed ratio: {:.1}x (range {:.1}-{:.1}x) = the TF32 tensor peak over the FP32 FMA peak ({ratio:.1}x, {peaks_words}) x {est:.2} ({lo:.2}-{hi:.2}), the share of its peak a TF32 GEMM reaches against an FMA GEMM's (fp32 operands keep 4 bytes; calibrated on an H100: BERT-base fp32 at batch 32 x 128, its FMA GEMMs 3.3x faster with TF32, 2.67x end to end); the kernel time saved ({:.1}%, range {:.1}-{:.1}%) comes off {} x the GPU's busy share of the step ({:.0}%; low: x that share again, high: all of it)",
             speed_t(est),
             speed_t(lo),
             speed_t(hi),
@@ -463,7 +463,7 @@ fn price_bf16(
         (false, _) => "the casts' bytes unknown without the ops' shapes (`--ops`): not counted".to_string(),
     };
     let model = format!(
-        "bf16 autocast: the step = the longer of GPU and host, plus {} on neither. GPU: {} busy less these kernels' {:.1}% of kernel time at the bf16-over-FMA speed ratio {:.1}x ({:.1}x-{:.1}x; the bf16 tensor peak over the FP32 FMA peak, {ratio:.1}x, {peaks_words}, x the efficiency TF32 gets, {est:.2} ({lo:.2}-{hi:.2})), plus {bytes_words}: {}. Host: {} ({}) x (1 + {:.0} cast launches / {:.0} launches a step; each cast one op and launch at the step's average host cost; every weight cast each forward, activations from fp32 ops; {}): {}",
+        "the step = the longer of GPU and host, plus {} on neither. GPU: {} busy less these kernels' {:.1}% of kernel time at the bf16-over-FMA speed ratio {:.1}x ({:.1}x-{:.1}x; the bf16 tensor peak over the FP32 FMA peak, {ratio:.1}x, {peaks_words}, x the efficiency TF32 gets, {est:.2} ({lo:.2}-{hi:.2})), plus {bytes_words}: {}. Host: {} ({}) x (1 + {:.0} cast launches / {:.0} launches a step; each cast one op and launch at the step's average host cost; every weight cast each forward, activations from fp32 ops; {}): {}",
         fmt(rest),
         fmt(busy),
         100.0 * share,
