@@ -447,7 +447,7 @@ fn price_bf16(
         } else {
             h
         };
-        (wall / (gpu.max(host) + rest), gpu, host)
+        (wall / (gpu.max(host) + rest).max(1.0), gpu, host)
     };
     let (e, gpu_e, host_e) = at(est, c.launches.0, c.bytes.0);
     let (l, _, _) = at(lo, c.launches.0, c.bytes.0);
@@ -715,6 +715,18 @@ mod tests {
         assert!(bf16 < 1.0, "{bf16}");
         assert!((bf16 - 0.5).abs() < 0.05, "{bf16}");
         assert!(r.action.contains("slower than now"), "{}", r.action);
+    }
+
+    #[test]
+    fn an_empty_step_gives_finite_figures() {
+        // A timeline whose step reads 0 ns busy and 0 ns host: no division
+        // by zero, no NaN.
+        let t = timeline(1.0, 0.0, 2.0, 0.0);
+        let r = finding(1e3, 1e3, &t, None);
+        let p = r.predicted_speedup.as_ref().unwrap();
+        for v in [p.estimate, p.low, p.high, other_estimate(&r)] {
+            assert!(v.is_finite() && v > 0.0, "{v}");
+        }
     }
 
     #[test]
