@@ -110,7 +110,19 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     }
     // fp32 GEMMs on the FMA pipes of a tensor-core GPU: one finding, TF32.
     let fp32_members = precision::members(&groups, &profile.device);
-    let tf32 = precision::recommend(&groups, &fp32_members, total_ns, &profile.device);
+    let step_base = ranking::Base::of(timeline.as_ref(), total_ns);
+    let tf32 = precision::recommend(
+        &groups,
+        &fp32_members,
+        total_ns,
+        &profile.device,
+        &precision::StepFacts {
+            base: &step_base,
+            timeline: timeline.as_ref(),
+            by_kernel,
+            op_calls: attribution.as_ref().map(|a| &a.calls),
+        },
+    );
     if let Some(f) = &tf32 {
         for g in groups
             .iter_mut()
@@ -167,7 +179,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         }
         Some(r)
     });
-    let base = ranking::Base::of(timeline.as_ref(), total_ns);
+    let base = step_base;
     // The whole model under torch.compile: one finding over every kernel
     // Inductor fuses; it subsumes the elementwise chains' finding. Not for a
     // model already compiled (Triton kernels of Inductor's in the trace).

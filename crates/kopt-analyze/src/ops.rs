@@ -47,6 +47,9 @@ pub struct Attribution {
     pub table: Vec<OpSummary>,
     /// Full kernel names per table row (the table keeps short ones).
     pub full_names: Vec<Vec<String>>,
+    /// Calls (op ranges) per op and shapes, whether they launched a kernel
+    /// or not: an op may launch several kernels a call (an RNN, split-K).
+    pub calls: HashMap<(String, Option<String>), u64>,
 }
 
 /// Attribute every kernel of `t` whose launch call falls inside an op range.
@@ -77,6 +80,10 @@ pub fn attribute_where(
     }
     if ranges.is_empty() {
         return None;
+    }
+    let mut calls: HashMap<(String, Option<String>), u64> = HashMap::new();
+    for &(_, _, id) in &ranges {
+        *calls.entry(parsed[id].clone()).or_default() += 1;
     }
     ranges.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
     // Launch calls by correlation id: a kernel's op is decided where it was launched.
@@ -179,6 +186,7 @@ pub fn attribute_where(
         by_kernel,
         table,
         full_names,
+        calls,
     })
 }
 
@@ -358,6 +366,7 @@ mod tests {
             by_kernel: HashMap::new(),
             full_names: vec![vec!["aligned".into()], vec!["Kernel2".into()]],
             table: vec![aligned, head],
+            calls: HashMap::new(),
         };
         let recs = gemm_alignment(&a, 40_000_000.0);
         assert_eq!(recs.len(), 1);

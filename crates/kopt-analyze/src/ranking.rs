@@ -85,6 +85,17 @@ impl Base {
         }
     }
 
+    /// Step speed-ups (estimate, low, high) when shares (estimate, low,
+    /// high) of the kernel time go: the estimate's saving comes off the step
+    /// x the GPU's busy share, the low end's x that share again, the high
+    /// end's all of it.
+    pub fn kernel_share_speedups(&self, est: f64, lo: f64, hi: f64) -> (f64, f64, f64) {
+        let b = self.busy_share();
+        let high = self.speedup(hi, 1.0);
+        let low = self.speedup(lo, b * b).min(high);
+        (self.speedup(est, b).clamp(low, high), low, high)
+    }
+
     /// Step speed-up when a share `f` (0..1) of the kernel time goes, the
     /// wall shrinking by `weight` of it.
     fn speedup(&self, f: f64, weight: f64) -> f64 {
@@ -126,14 +137,13 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
     // a figure at all.
     let mut keys: Vec<Option<f64>> = Vec::with_capacity(recs.len());
     for r in recs.iter_mut() {
-        // Graph capture and torch.compile predict the step itself.
-        let step = if r.id == GRAPH_ID || r.id == COMPILE_ID {
+        // Graph capture, torch.compile and the fp32 precision finding
+        // (whose bf16 option adds host work) predict the step itself.
+        let step = if r.id == GRAPH_ID || r.id == COMPILE_ID || r.id == crate::precision::ID {
             r.predicted_speedup.clone()
         } else {
             kernel_shares(r).map(|(est, lo, hi)| {
-                let high = base.speedup(hi, 1.0);
-                let low = base.speedup(lo, b * b).min(high);
-                let mut estimate = base.speedup(est, b).clamp(low, high);
+                let (mut estimate, low, high) = base.kernel_share_speedups(est, lo, hi);
                 if middle_of_range(&r.id) {
                     estimate = (low * high).sqrt();
                 }
@@ -251,12 +261,12 @@ mod tests {
         let mut recs = vec![
             graph(1.02, 1.0, 1.05),
             rec("tiny", None, Some(0.1)),
-            rec("enable_tf32", Some((2.7, 2.0)), Some(60.0)),
+            rec("use_channels_last", Some((2.7, 2.0)), Some(60.0)),
             rec("library", None, None),
         ];
         rank(&mut recs, &base, |_| 0.0);
         let ids: Vec<&str> = recs.iter().map(|r| r.id.as_str()).collect();
-        assert_eq!(ids, ["enable_tf32", GRAPH_ID, "tiny", "library"]);
+        assert_eq!(ids, ["use_channels_last", GRAPH_ID, "tiny", "library"]);
         let tf32 = recs[0].predicted_speedup.as_ref().unwrap();
         assert!(
             tf32.estimate > 2.4 && tf32.estimate < 2.7,

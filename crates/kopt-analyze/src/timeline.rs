@@ -975,6 +975,42 @@ fn bare_launch_periods(t: &Timeline, steps: &Steps, steady: &Steady) -> Option<V
     no_slower_than_traced(periods, (until - from) as f64 / n_steps)
 }
 
+/// The host's time to issue a step, as traced: from the step's start to
+/// the end of its last launch call, less what launch calls spent beyond the
+/// median call (blocked on a full launch queue or the allocator, not host
+/// work); the median over the steady steps. None without steps or launches.
+fn host_issue_per_step(
+    t: &Timeline,
+    steps: Option<&Steps>,
+    steady: Option<&Steady>,
+    calls: &HashMap<u64, (i64, i64)>,
+) -> Option<f64> {
+    let (s, st) = (steps?, steady?);
+    let n = st.last.checked_sub(st.first)? + 1;
+    let mut last_end = vec![i64::MIN; n];
+    let mut blocked = vec![0.0f64; n];
+    let mut spans: Vec<(usize, f64)> = Vec::new();
+    for (a, k) in t.activities.iter().zip(&st.step_of) {
+        let Some(i) = k.filter(|i| (st.first..=st.last).contains(i)) else {
+            continue;
+        };
+        if let Some(&(cs, ce)) = calls.get(&a.correlation).filter(|_| a.correlation != 0) {
+            spans.push((i - st.first, (ce - cs) as f64));
+            last_end[i - st.first] = last_end[i - st.first].max(ce);
+        }
+    }
+    let med = median(spans.iter().map(|x| x.1).collect())?;
+    for (j, d) in spans {
+        blocked[j] += (d - med).max(0.0);
+    }
+    median(
+        (0..n)
+            .filter(|&j| last_end[j] > i64::MIN)
+            .map(|j| ((last_end[j] - s.starts[st.first + j]) as f64 - blocked[j]).max(0.0))
+            .collect(),
+    )
+}
+
 fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
@@ -1390,6 +1426,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         };
         let launch_overhead = per_launch * launches_per_step;
         let op_overhead = op_ranges_per_step * kopt_model::NVTX_OP_RANGE_NS;
+        let host_traced = host_issue_per_step(t, steps.as_ref(), steady.as_ref(), &calls);
         let overhead = launch_overhead + op_overhead;
         // The mean step period from one step's start to the next: the last
         // step has no next start, and its end (the GPU's last activity)
@@ -1568,6 +1605,10 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
                 high,
                 model,
             },
+            // The recorder's modelled cost (not the bare run's measure,
+            // which a GPU-bound step hides) comes off the traced host time.
+            host_per_step_ns: host_traced
+                .map(|h| (h - launch_overhead - op_overhead).clamp(0.0, corrected)),
         })
         // A step already replayed from a graph has nothing left to capture.
         .filter(|_| !kernels.is_empty() && !already_graphed)

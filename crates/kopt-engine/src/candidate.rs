@@ -163,6 +163,17 @@ impl Candidate {
             .find(|c| c.finding() == Some(recommendation))
     }
 
+    /// The candidate a recommendation's predicted figure is for: the fp32
+    /// precision finding prices TF32 and bf16 autocast and headlines the
+    /// faster (its title says which); every other finding, `for_finding`.
+    pub fn for_recommendation(r: &kopt_model::Recommendation) -> Option<Candidate> {
+        match kopt_analyze::precision::headline(r) {
+            Some(kopt_analyze::precision::Fix::Bf16Autocast) => Some(Candidate::Bf16Autocast),
+            Some(kopt_analyze::precision::Fix::Tf32) => Some(Candidate::Tf32),
+            None => Candidate::for_finding(&r.id),
+        }
+    }
+
     /// Whether it removes per-launch cost (the graph forms).
     pub(crate) fn removes_launches(self) -> bool {
         matches!(

@@ -234,9 +234,13 @@ pub fn choose(d: &Diagnosis, force: &[Candidate], skip: &[Candidate]) -> Vec<Cho
                 reason = format!("left out with --skip ({reason})");
             }
             let source = c.finding().and_then(rec);
-            // bf16 has no figure of its own: TF32's finding predicts TF32.
+            // The precision finding's figure is its headlined option's
+            // (TF32 or bf16 autocast); the other option gets none here.
             let prediction = source
-                .filter(|_| c != Candidate::Bf16Autocast)
+                .filter(|r| {
+                    !matches!(c, Candidate::Tf32 | Candidate::Bf16Autocast)
+                        || Candidate::for_recommendation(r) == Some(c)
+                })
                 .and_then(|r| prediction_of(d, r))
                 .or_else(|| {
                     // Graph forms keep the timeline's model without a finding.
@@ -782,7 +786,7 @@ pub fn verify_recommendations(
         .recommendations
         .iter()
         .filter_map(|r| {
-            let c = Candidate::for_finding(&r.id)?;
+            let c = Candidate::for_recommendation(r)?;
             let p = prediction_of(d, r);
             Some((r.id.clone(), c, p.as_ref().map(|p| p.0), p.map(|p| p.1)))
         })
@@ -1315,11 +1319,27 @@ mod tests {
             );
         }
         assert!(choice(&c, Candidate::CudnnBenchmark).tried);
-        // The encoder: bf16 autocast rides on TF32's finding, with no figure.
+        // The encoder: the precision finding headlines TF32 (bf16's casts
+        // would expose the host); bf16 autocast is tried, with no figure.
         let d = diagnosis("advice-h100/bert_b32_s128_fp32-plain");
         let c = choose(&d, &[], &[]);
         let bf16 = choice(&c, Candidate::Bf16Autocast);
         assert!(bf16.tried && bf16.predicted_speedup.is_none());
+        // ViT in fp32: bf16 autocast is the headline and gets the figure.
+        let vit = diagnosis("advice-h100/vit_tv_b32_fp32-plain");
+        let tf32 = vit
+            .recommendations
+            .iter()
+            .find(|r| r.id == "enable_tf32")
+            .unwrap();
+        assert_eq!(
+            Candidate::for_recommendation(tf32),
+            Some(Candidate::Bf16Autocast)
+        );
+        let cv = choose(&vit, &[], &[]);
+        let bf16 = choice(&cv, Candidate::Bf16Autocast);
+        assert!(bf16.tried && bf16.predicted_speedup.is_some_and(|p| p > 2.0));
+        assert!(choice(&cv, Candidate::Tf32).predicted_speedup.is_none());
         assert!(!choice(&c, Candidate::ChannelsLast).tried);
         assert!(!choice(&c, Candidate::CudnnBenchmark).tried);
         // --skip wins over the diagnosis, and says so.

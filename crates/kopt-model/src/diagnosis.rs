@@ -657,6 +657,13 @@ pub struct GraphPrediction {
     /// GPU-busy time plus kernels x replay cost.
     pub graph_per_step_ns: f64,
     pub speedup: PredictedSpeedup,
+    /// The host's own time per step, where the trace shows it: the median
+    /// steady step from its start to its last launch call's end, less the
+    /// time launch calls spent blocked beyond the median call and the
+    /// recorder's modelled cost (its per-launch and per-op-range constants);
+    /// at most the eager step. On a GPU-bound step it is otherwise hidden.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_per_step_ns: Option<f64>,
 }
 
 /// What a sampled trace (`kopt trace --sample`) covered of the run.
