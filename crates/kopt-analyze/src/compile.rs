@@ -452,6 +452,18 @@ pub fn recommend(
     } else {
         ""
     };
+    let padded_words = if pad.gemms > 0 && pad.saved_ns > 0.0 {
+        format!(
+            " {} misaligned GEMM{} (a dimension not a multiple of 8) run{} on the library's slow unaligned kernels: Inductor's shape padding pads {}, saving {:.1}% of kernel time.",
+            pad.gemms,
+            if pad.gemms == 1 { "" } else { "s" },
+            if pad.gemms == 1 { "s" } else { "" },
+            if pad.gemms == 1 { "it" } else { "them" },
+            100.0 * pad.saved_ns / total_ns
+        )
+    } else {
+        String::new()
+    };
     let saved_ns = base.wall_ns * (1.0 - 1.0 / est);
     let ops_named = if ops.is_empty() {
         String::new()
@@ -479,7 +491,7 @@ pub fn recommend(
         ),
         class: BottleneckClass::Memory,
         evidence: format!(
-            "PyTorch's eager elementwise, normalization, reduction, softmax and copy kernels and cuDNN's layout conversions{ops_named} take {} ({:.1}% of kernel time) in {} launches; {} runs of them sit between the GEMMs and convolutions, {} of two launches or more, each launch reading and writing whole tensors that the next one reads again.{attention_words}{stacking}",
+            "PyTorch's eager elementwise, normalization, reduction, softmax and copy kernels and cuDNN's layout conversions{ops_named} take {} ({:.1}% of kernel time) in {} launches; {} runs of them sit between the GEMMs and convolutions, {} of two launches or more, each launch reading and writing whole tensors that the next one reads again.{padded_words}{attention_words}{stacking}",
             fmt(f.ns),
             100.0 * f.ns / total_ns,
             f.launches,
@@ -934,6 +946,15 @@ mod tests {
             "{model}"
         );
         assert!(r.action.contains("shape padding"));
+        assert!(
+            r.evidence
+                .contains("1 misaligned GEMM (a dimension not a multiple of 8) runs"),
+            "{}",
+            r.evidence
+        );
+        assert!(r.evidence.contains("saving 20.0% of kernel time"));
+        let plain = recommend(&f, &m, total, &b, false, None, &[], &Padding::default()).unwrap();
+        assert!(!plain.evidence.contains("misaligned"));
         // More saved than the GEMMs hold: capped, never past the step.
         let huge = Padding {
             saved_ns: 1e12,

@@ -462,6 +462,63 @@ mod tests {
     }
 
     #[test]
+    fn misaligned_gemms_carry_their_dims_and_price() {
+        let row = |op: &str, shapes: Option<&str>, launches: u64, ns: f64| OpSummary {
+            op: op.into(),
+            shapes: shapes.map(Into::into),
+            kernels: vec![format!("k_{op}")],
+            launches,
+            total_ns: ns,
+            pct_of_total: 0.0,
+        };
+        let table = vec![
+            row(
+                "aten::addmm",
+                Some("[[3072], [4096, 768], [768, 3072], [], []]"),
+                10,
+                300_000.0,
+            ),
+            row(
+                "aten::mm",
+                Some("[[4096, 768], [768, 50257]]"),
+                10,
+                33_600_000.0,
+            ),
+            row(
+                "aten::add",
+                Some("[[4096, 768], [4096, 768], []]"),
+                10,
+                1000.0,
+            ),
+        ];
+        // Full names shorter than the table: no panic.
+        let a = Attribution {
+            by_kernel: HashMap::new(),
+            full_names: vec![],
+            table,
+        };
+        assert!(has_gemm_shapes(&a));
+        let g = misaligned_gemms(&a);
+        assert_eq!(g.len(), 1);
+        assert_eq!((g[0].row, g[0].dims), (1, (1, 4096, 50257, 768)));
+        assert_eq!(g[0].padded, (1, 4096, 50304, 768));
+        assert!((g[0].intensity() - 638.0).abs() < 1.0);
+        assert!(g[0].saved_low_ns < g[0].saved_ns);
+        // The padding finding prices the same saving.
+        let recs = gemm_alignment(&a, 40_000_000.0);
+        assert_eq!(recs[0].gain.as_ref().unwrap().saved_ns, g[0].saved_ns);
+        assert_eq!(recs[0].kernel, "");
+        // Without shapes: none known, nothing priced.
+        let bare = Attribution {
+            by_kernel: HashMap::new(),
+            full_names: vec![],
+            table: vec![row("aten::mm", None, 10, 1e6)],
+        };
+        assert!(!has_gemm_shapes(&bare));
+        assert!(misaligned_gemms(&bare).is_empty());
+    }
+
+    #[test]
     fn op_names_parse_and_other_ranges_do_not() {
         assert_eq!(
             parse_op("aten::addmm, seq = 12, sizes = [[8, 768], [768, 3072], []]"),
