@@ -51,6 +51,8 @@ pub struct Found {
     /// finding on them is moot.
     pub ops: Vec<String>,
     pub from_ops: bool,
+    /// The two GEMMs' kernel names, when found from the kernel sequence.
+    pub gemm_kernels: Vec<String>,
 }
 
 /// `[[64, 12, 197, 197], [], []]` -> each input's dimensions.
@@ -266,6 +268,9 @@ pub fn from_kernels(
                 found.eager_ns += d;
                 if j == before || j == after {
                     found.gemm_ns += d;
+                    if !found.gemm_kernels.contains(&a.name) {
+                        found.gemm_kernels.push(a.name.clone());
+                    }
                 }
             }
             found.calls += 1;
@@ -467,6 +472,7 @@ mod tests {
             calls: 10,
             ops: vec![],
             from_ops: true,
+            gemm_kernels: vec![],
         };
         let r = recommend(&found, 200e6, &d, false).unwrap();
         let sp = r.predicted_speedup.unwrap();

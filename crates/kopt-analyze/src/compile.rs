@@ -2,16 +2,18 @@
 //! activation, normalization, reduction, softmax and copy kernels into their
 //! neighbours, drops the layout conversions around convolutions (it picks
 //! the layout), may replace an eager attention pattern with fused attention,
-//! and launches fewer kernels. GEMM and convolution kernels stay library
-//! calls. One finding predicts what that does to the whole step, from the
-//! trace: the time in the kernels Inductor fuses, and the launches it
-//! removes where the host sets the step's pace.
+//! pads GEMMs whose dimensions are not multiples of 8 where it finds them
+//! compute bound (shape padding, `pad_mm`), and launches fewer kernels.
+//! GEMM and convolution kernels stay library calls. One finding predicts
+//! what that does to the whole step, from the trace: the time in the
+//! kernels Inductor fuses, the misaligned GEMMs' time padding saves, and
+//! the launches it removes where the host sets the step's pace.
 
 use std::collections::{HashMap, HashSet};
 
 use kopt_model::{
-    BottleneckClass, GainEstimate, KernelFamily, KernelLaunch, LibraryFamily, PredictedSpeedup,
-    Recommendation,
+    BottleneckClass, GainEstimate, KernelFamily, KernelLaunch, LibraryFamily, Peaks,
+    PredictedSpeedup, Recommendation,
 };
 
 use crate::ranking::Base;
@@ -24,9 +26,9 @@ pub const ID: &str = crate::ranking::COMPILE_ID;
 /// neighbour's pass or a reduction's, so what is left is well under the
 /// one-pass-per-run bound (the low end). The one fitted constant: least
 /// squares in log speed-up over the H100 advice suite's captures with
-/// torch.compile measured (fixtures/advice-h100), GPT-2 left out of the fit
-/// (its gain is mostly the attention pattern replaced, which the estimate
-/// does not assume and the high end carries): 0.16; each model left out in
+/// torch.compile measured (fixtures/advice-h100), GPT-2 b4 left out of the
+/// fit (most of its gain beyond fusion is its LM head's misaligned GEMM
+/// padded, priced since on its own, `Padding`): 0.16; each model left out in
 /// turn, 0.12-0.22 (docs/benchmarks.md has the table). Fitted before lone
 /// launches (a run of one) were left out of the saving; with them left out
 /// the suite's compile predictions are 0.91-1.15x of what compile measured
@@ -52,6 +54,184 @@ pub fn is_fusible(f: &KernelFamily) -> bool {
         );
     }
     f.library == "cuDNN" && matches!(f.family, F::Normalization | F::OtherLibrary)
+}
+
+/// Misaligned GEMMs Inductor's shape padding (`pad_mm`, on by default:
+/// `config.shape_padding`) pads: kernel time saved over the trace.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Padding {
+    /// Kernel time saved (estimate = high).
+    pub saved_ns: f64,
+    /// The pessimistic end.
+    pub saved_low_ns: f64,
+    /// GEMMs (op rows or kernels) padded.
+    pub gemms: usize,
+    /// How it was priced, for the finding's model.
+    pub words: String,
+}
+
+/// The rate Inductor's `is_mm_compute_bound` divides by DRAM bandwidth for
+/// a GEMM kernel: the FMA peak for fp32 on the FMA pipes, half the tensor
+/// peak for TF32, the tensor peak otherwise (16-bit operands, or a name
+/// that does not say: the stricter test), by the kernel's name.
+fn gemm_peak(kernel: &str, peaks: &Peaks) -> Option<f64> {
+    let n = kernel.to_ascii_lowercase();
+    let tensor = peaks.tensor_bf16_flops.filter(|p| *p > 0.0);
+    let fma = ["sgemm", "ffma", "f32f32_f32f32", "simt_s"];
+    if !n.contains("f16") && fma.iter().any(|f| n.contains(f)) {
+        peaks.fp32_flops.filter(|p| *p > 0.0)
+    } else if n.contains("tf32") || n.contains("tensorop_s") {
+        tensor.map(|p| p / 2.0)
+    } else {
+        tensor
+    }
+}
+
+/// Whether Inductor's shape padding takes a misaligned GEMM: it pads only
+/// a GEMM it finds compute bound, arithmetic intensity
+/// `M*N*K / (M*K + N*K + M*N)` above half the machine balance (peak FLOP/s
+/// over DRAM bytes/s; torch/_inductor/fx_passes/pad_mm.py,
+/// `is_mm_compute_bound`), then keeps the padding where it benchmarks
+/// faster (what the padding finding's price says). Unknown peaks: padded,
+/// as Inductor does when it cannot read them.
+pub fn inductor_pads(g: &crate::ops::MisalignedGemm, kernel: &str, peaks: &Peaks) -> bool {
+    let (Some(flops), Some(bw)) = (
+        gemm_peak(kernel, peaks),
+        peaks.dram_bytes_per_s.filter(|b| *b > 0.0),
+    ) else {
+        return true;
+    };
+    g.intensity() > 0.5 * flops / bw
+}
+
+/// From op shapes: the padding finding's price (the padded GEMM's FLOPs at
+/// the workload's aligned rate) for each misaligned GEMM Inductor pads.
+pub fn padding_from_shapes(
+    gemms: &[crate::ops::MisalignedGemm],
+    kernel: impl Fn(usize) -> String,
+    peaks: &Peaks,
+) -> Padding {
+    let mut p = Padding::default();
+    let mut rate = 0.0f64;
+    for g in gemms
+        .iter()
+        .filter(|g| inductor_pads(g, &kernel(g.row), peaks))
+    {
+        p.saved_ns += g.saved_ns;
+        p.saved_low_ns += g.saved_low_ns.min(g.saved_ns);
+        p.gemms += 1;
+        rate = rate.max(g.rate);
+    }
+    if p.gemms > 0 {
+        p.words = format!(
+            "the misaligned GEMMs Inductor's shape padding takes (compute bound by its test) run padded at the workload's aligned rate ({:.0} TFLOP/s; the padding finding's price; low: half that rate)",
+            rate / 1e12
+        );
+    }
+    p
+}
+
+/// A tensor-core GEMM kernel's operand alignment from its name: cuBLAS's
+/// and CUTLASS's `..._alignN` (N elements), with the element size (2 bytes
+/// for bf16/fp16, 4 for TF32). None for other kernels (FMA kernels'
+/// `align1` says nothing about the shapes: alignment does not limit them).
+pub fn operand_alignment(kernel: &str) -> Option<(u32, u32)> {
+    let n = kernel.to_ascii_lowercase();
+    if !(n.contains("tensorop") || n.contains("wmma")) {
+        return None;
+    }
+    let at = n.rfind("_align")? + "_align".len();
+    let digits: String = n[at..].chars().take_while(char::is_ascii_digit).collect();
+    let align: u32 = digits.parse().ok().filter(|a| *a > 0)?;
+    let elem = if n.contains("f16") { 2 } else { 4 };
+    Some((align, elem))
+}
+
+/// A convolution kernel by its name (cuDNN's, CUTLASS's for cuDNN, ATen's).
+fn is_convolution_kernel(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "fprop",
+        "dgrad",
+        "wgrad",
+        "convolve",
+        "cudnn",
+        "conv2d",
+        "conv_depthwise",
+    ]
+    .iter()
+    .any(|c| n.contains(c))
+        || crate::library::classify(name).map(|f| f.family) == Some(LibraryFamily::Convolution)
+}
+
+/// The access width a tensor-core GEMM kernel's loads reach at full
+/// alignment: 16 bytes (one vector load, one `cp.async` or TMA box row).
+const FULL_ACCESS_BYTES: u32 = 16;
+
+/// Without op shapes: tensor-core GEMM kernels whose name says their
+/// operands are aligned to fewer than 16 bytes (`_align1` for bf16 is 2
+/// bytes: the shapes have a dimension that is not a multiple of 8), each
+/// launch filling the GPU at least once (a smaller launch is latency bound,
+/// and Inductor pads only GEMMs it finds compute bound), not one of the
+/// eager attention's GEMMs in `exclude` (one of their dimensions is the head
+/// size, which keeps them under Inductor's compute-bound test). Such a
+/// kernel loads its tiles `align x element` bytes at a time instead of 16,
+/// so padded it takes `align x element / 16` of its time (estimate and
+/// high), twice that (low). On the H100 GPT-2 b4 capture with op shapes the
+/// LM head's `align1` bf16 kernel (3.34 ms a call) gives 0.42 ms this way
+/// against 0.45 ms from its FLOPs at the workload's aligned rate.
+pub fn padding_from_names(
+    launches: &[KernelLaunch],
+    sm_count: Option<u32>,
+    exclude: &HashSet<&str>,
+) -> Padding {
+    let mut p = Padding::default();
+    // cuDNN runs some convolutions (1x1, NCHW) as CUTLASS GEMM kernels,
+    // misaligned where H x W is not a multiple of 8, and Inductor's shape
+    // padding never sees a convolution; without op ranges such a kernel
+    // cannot be told from a matmul's, so none counts where convolutions run.
+    if launches.iter().any(|l| is_convolution_kernel(&l.name)) {
+        return p;
+    }
+    let mut kernels: HashSet<&str> = HashSet::new();
+    let mut widths: Vec<u32> = Vec::new();
+    let fills = sm_count.unwrap_or(1).max(1) as u64;
+    for l in launches {
+        if exclude.contains(l.name.as_str()) {
+            continue;
+        }
+        let Some((align, elem)) = operand_alignment(&l.name) else {
+            continue;
+        };
+        let width = align.saturating_mul(elem);
+        if width >= FULL_ACCESS_BYTES
+            || crate::library::classify(&l.name).map(|f| f.family) != Some(LibraryFamily::Gemm)
+        {
+            continue;
+        }
+        let ctas = l.grid.x as u64 * l.grid.y as u64 * l.grid.z as u64;
+        if ctas < fills {
+            continue;
+        }
+        let d = l.metrics.duration_ns.unwrap_or(0.0).max(0.0);
+        let left = width as f64 / FULL_ACCESS_BYTES as f64;
+        p.saved_ns += d * (1.0 - left);
+        p.saved_low_ns += d * (1.0 - 2.0 * left).max(0.0);
+        if kernels.insert(l.name.as_str()) {
+            widths.push(width);
+        }
+    }
+    p.gemms = kernels.len();
+    if p.gemms > 0 {
+        widths.sort_unstable();
+        widths.dedup();
+        let w: Vec<String> = widths.iter().map(|w| format!("{w}")).collect();
+        p.words = format!(
+            "no op shapes: the tensor-core GEMM kernels whose names say their operands are aligned to {} bytes (a dimension not a multiple of 8), launches that fill the GPU, run padded (Inductor's shape padding) with 16-byte loads: that share of their time (low: twice it)",
+            w.join(", ")
+        );
+    }
+    p
 }
 
 /// What the trace shows Inductor could fuse.
@@ -174,48 +354,56 @@ fn estimated_kernel_share(f: &Fusible, total_ns: f64) -> f64 {
 /// run all but its longest launch (fused, a softmax still reads its scores
 /// and writes its probabilities once; only an attention kernel avoids
 /// that), a lone pointwise launch nothing (estimate); all but each run's
-/// longest launch (low); all of it and, where eager attention was found,
-/// `attention` on top: the share its pattern replaced saves beyond the
-/// fusible kernels, the two GEMMs less the fused kernel (high: Inductor's
-/// pattern matcher may or may not replace it). The idle part (the GPU
-/// waiting on the host) shrinks with the launches removed.
-pub fn step_speedups(f: &Fusible, total_ns: f64, base: &Base, attention: f64) -> (f64, f64, f64) {
+/// longest launch (low); all of it (high). Each end assumes an eager
+/// attention pattern stays as it is: on the suite's two models with one
+/// (HF ViT and GPT-2, fixtures/advice-h100) Inductor did not replace it
+/// (compile 1.31x against SDPA's 2.04x; compile 2.61x, with SDPA 3.60x),
+/// and the SDPA finding carries that gain. On top of each, the GEMM time
+/// Inductor's shape padding saves (`pad`: estimate and high its estimate,
+/// low its low end). The idle part (the GPU waiting on the host) shrinks
+/// with the launches removed.
+pub fn step_speedups(f: &Fusible, total_ns: f64, base: &Base, pad: &Padding) -> (f64, f64, f64) {
     if total_ns <= 0.0 || base.wall_ns <= 0.0 {
         return (1.0, 1.0, 1.0);
     }
     let phi = (f.ns / total_ns).clamp(0.0, 1.0);
     let heavy = (f.heaviest_ns / total_ns).clamp(0.0, phi);
+    // Padding saves GEMM time, outside the fusible kernels'.
+    let padded = (pad.saved_ns / total_ns).clamp(0.0, 1.0 - phi);
+    let padded_low = (pad.saved_low_ns / total_ns).clamp(0.0, padded);
     let idle = (base.wall_ns - base.busy_ns).max(0.0) * f.removed_launch_share();
     let step = |kernel_share: f64| {
-        let saved = (base.busy_ns * kernel_share + idle).min(0.95 * base.wall_ns);
+        let saved = (base.busy_ns * kernel_share.min(1.0) + idle).min(0.95 * base.wall_ns);
         base.wall_ns / (base.wall_ns - saved)
     };
-    let high_share = (phi + attention.clamp(0.0, 1.0)).min(1.0);
-    let est = step(estimated_kernel_share(f, total_ns));
-    let low = step(phi - heavy).min(est);
+    let high_share = phi + padded;
+    let est = step(estimated_kernel_share(f, total_ns) + padded);
+    let low = step(phi - heavy + padded_low).min(est);
     let high = step(high_share).max(est);
     (est, low, high)
 }
 
 /// The finding, None where no run of two fusible launches exists (nothing
-/// for Inductor to fuse). `attention`: the kernel-time share replacing the
-/// eager attention pattern saves beyond the fusible kernels (its GEMMs less
-/// the fused kernel), 0 without one; `graph`: graph capture's step
+/// for Inductor to fuse). `attention`: eager attention was found (its own
+/// finding, SDPA); `graph`: graph capture's step
 /// estimate where it fires; `ops`: the framework ops behind the members,
-/// most launches first, where op ranges were recorded.
+/// most launches first, where op ranges were recorded; `pad`: the GEMM time
+/// Inductor's shape padding saves.
+#[allow(clippy::too_many_arguments)]
 pub fn recommend(
     f: &Fusible,
     members: &[String],
     total_ns: f64,
     base: &Base,
-    attention: f64,
+    attention: bool,
     graph: Option<f64>,
     ops: &[&str],
+    pad: &Padding,
 ) -> Option<Recommendation> {
     if f.chains == 0 || f.ns <= 0.0 || total_ns <= 0.0 {
         return None;
     }
-    let (est, low, high) = step_speedups(f, total_ns, base, attention);
+    let (est, low, high) = step_speedups(f, total_ns, base, pad);
     if est <= 1.0 {
         return None;
     }
@@ -228,12 +416,22 @@ pub fn recommend(
         100.0 * (1.0 - FUSED_LEFT),
         100.0 * f.lone_ns / total_ns,
         100.0 * removed,
-        if attention > 0.0 {
-            ", and the eager attention's two GEMMs less the fused kernel on top (Inductor's pattern matcher replaces the attention pattern on some models, not all)"
+        if attention {
+            "; each end leaves the eager attention pattern as it is (on the suite's HF ViT and GPT-2 Inductor's pattern matcher did not replace it; the SDPA finding prices that)"
         } else {
             ""
         },
     );
+    let model = if pad.gemms > 0 && pad.saved_ns > 0.0 {
+        format!(
+            "{model}; on top of each, misaligned GEMMs padded ({:.1}% of kernel time saved, low {:.1}%): {}",
+            100.0 * pad.saved_ns / total_ns,
+            100.0 * pad.saved_low_ns.min(pad.saved_ns) / total_ns,
+            pad.words
+        )
+    } else {
+        model
+    };
     let stacking = match graph {
         Some(g) if g > est => format!(
             " Graph capture predicts more here ({g:.2}x): the step is launch bound; torch.compile(model, mode=\"reduce-overhead\") does both (graphs captured over the compiled code), so apply graph capture first and this on top: the idle time it removes is the same time, not counted twice."
@@ -244,13 +442,27 @@ pub fn recommend(
         None => String::new(),
     };
     // How it stacks with the SDPA finding: the estimate assumes the eager
-    // attention pattern stays (Inductor replaced it on the suite's GPT-2,
-    // compile 3.10x against SDPA's 1.27x, and not on its ViT, 1.31x against
-    // 2.04x: fixtures/advice-h100).
-    let attention_words = if attention > 0.0 {
-        " Eager attention runs too (its own finding): this estimate assumes Inductor leaves that pattern as it is, which it does on some models and not others; calling scaled_dot_product_attention first and compiling after gets both."
+    // attention pattern stays. On the suite's ViT compile measured 1.31x
+    // against SDPA's 2.04x, and on its GPT-2 b4 compile and SDPA together
+    // 3.60x against compile's 2.61x (the optimize harness, one H100): the
+    // pattern was not replaced there either (GPT-2's compile gain is the
+    // fusion and its LM head padded; fixtures/advice-h100).
+    let attention_words = if attention {
+        " Eager attention runs too (its own finding): this estimate assumes Inductor leaves that pattern as it is (its pattern matcher replaces some written-out attentions, and did not on the H100 suite's HF ViT and GPT-2); calling scaled_dot_product_attention first and compiling after gets both."
     } else {
         ""
+    };
+    let padded_words = if pad.gemms > 0 && pad.saved_ns > 0.0 {
+        format!(
+            " {} misaligned GEMM{} (a dimension not a multiple of 8) run{} on the library's slow unaligned kernels: Inductor's shape padding pads {}, saving {:.1}% of kernel time.",
+            pad.gemms,
+            if pad.gemms == 1 { "" } else { "s" },
+            if pad.gemms == 1 { "s" } else { "" },
+            if pad.gemms == 1 { "it" } else { "them" },
+            100.0 * pad.saved_ns / total_ns
+        )
+    } else {
+        String::new()
     };
     let saved_ns = base.wall_ns * (1.0 - 1.0 / est);
     let ops_named = if ops.is_empty() {
@@ -279,7 +491,7 @@ pub fn recommend(
         ),
         class: BottleneckClass::Memory,
         evidence: format!(
-            "PyTorch's eager elementwise, normalization, reduction, softmax and copy kernels and cuDNN's layout conversions{ops_named} take {} ({:.1}% of kernel time) in {} launches; {} runs of them sit between the GEMMs and convolutions, {} of two launches or more, each launch reading and writing whole tensors that the next one reads again.{attention_words}{stacking}",
+            "PyTorch's eager elementwise, normalization, reduction, softmax and copy kernels and cuDNN's layout conversions{ops_named} take {} ({:.1}% of kernel time) in {} launches; {} runs of them sit between the GEMMs and convolutions, {} of two launches or more, each launch reading and writing whole tensors that the next one reads again.{padded_words}{attention_words}{stacking}",
             fmt(f.ns),
             100.0 * f.ns / total_ns,
             f.launches,
@@ -287,7 +499,7 @@ pub fn recommend(
             f.chains,
         ),
         action: format!(
-            "Wrap the model once: `model = torch.compile(model)` (default mode). Inductor fuses these kernels into one pass per run or into their neighbours, chooses the convolutions' layout, replaces eager attention patterns with fused attention where it recognises them, and launches fewer kernels; GEMMs and convolutions stay library calls. This subsumes fusing the elementwise chains by hand and, where it matches, the attention pattern. Compilation is paid once per input shape (e.g. {COMPILE_S_SEEN}); keep shapes static or mark dynamic ones.{hints} Predicted: {est:.2}x ({low:.2}-{high:.2}x) for the step."
+            "Wrap the model once: `model = torch.compile(model)` (default mode). Inductor fuses these kernels into one pass per run or into their neighbours, chooses the convolutions' layout, replaces eager attention patterns with fused attention where it recognises them, pads GEMMs whose dimensions are not multiples of 8 where it finds them compute bound (shape padding), and launches fewer kernels; GEMMs and convolutions stay library calls. This subsumes fusing the elementwise chains by hand and, where it matches, the attention pattern. Compilation is paid once per input shape (e.g. {COMPILE_S_SEEN}); keep shapes static or mark dynamic ones.{hints} Predicted: {est:.2}x ({low:.2}-{high:.2}x) for the step."
         ),
         source: "torch.compile / TorchInductor: operator fusion, layout selection, fewer launches".into(),
         gain: Some(GainEstimate {
@@ -385,7 +597,7 @@ mod tests {
         let f = fusible(&step(), |n| member_of(&set, n));
         let total = 250_000.0;
         // GPU busy the whole step: no idle time to remove.
-        let (est, low, high) = step_speedups(&f, total, &base(total, total), 0.0);
+        let (est, low, high) = step_speedups(&f, total, &base(total, total), &Padding::default());
         // The run of three fuses; the lone launch after the second GEMM
         // has nothing to fuse into and stays.
         assert!((f.lone_ns - 10_000.0).abs() < 1e-9);
@@ -395,7 +607,17 @@ mod tests {
         assert!((low - total / (total - 20_000.0)).abs() < 1e-9, "{low}");
         // High: all 50 us.
         assert!((high - total / (total - 50_000.0)).abs() < 1e-9, "{high}");
-        let r = recommend(&f, &m, total, &base(total, total), 0.0, None, &[]).unwrap();
+        let r = recommend(
+            &f,
+            &m,
+            total,
+            &base(total, total),
+            false,
+            None,
+            &[],
+            &Padding::default(),
+        )
+        .unwrap();
         assert_eq!(r.id, ID);
         assert!(r.action.contains("model = torch.compile(model)"));
         assert!(r.action.contains("fixtures/advice-h100"));
@@ -419,7 +641,7 @@ mod tests {
         assert!((f.softmax_runs_ns - 40_000.0).abs() < 1e-9);
         assert!((f.softmax_heaviest_ns - 20_000.0).abs() < 1e-9);
         let total = 250_000.0;
-        let (est, low, _) = step_speedups(&f, total, &base(total, total), 0.0);
+        let (est, low, _) = step_speedups(&f, total, &base(total, total), &Padding::default());
         // Saved: 20 us of the softmax run, none of the lone 10 us launch.
         let saved = 20_000.0;
         assert!((est - total / (total - saved)).abs() < 1e-9, "{est}");
@@ -435,31 +657,56 @@ mod tests {
         // The step runs 1 ms of wall for 250 us of kernels: 750 us idle, a
         // third of the launches go, so a third of the idle time.
         let b = base(1_000_000.0, total);
-        let (est, _, _) = step_speedups(&f, total, &b, 0.0);
+        let (est, _, _) = step_speedups(&f, total, &b, &Padding::default());
         let saved = 40_000.0 * (1.0 - FUSED_LEFT) + 750_000.0 / 3.0;
         assert!((est - 1_000_000.0 / (1_000_000.0 - saved)).abs() < 1e-9);
         // Graph capture bigger: the finding says which and how they stack.
-        let r = recommend(&f, &m, total, &b, 0.0, Some(4.0), &[]).unwrap();
+        let r = recommend(
+            &f,
+            &m,
+            total,
+            &b,
+            false,
+            Some(4.0),
+            &[],
+            &Padding::default(),
+        )
+        .unwrap();
         assert!(r
             .evidence
             .contains("Graph capture predicts more here (4.00x)"));
     }
 
     #[test]
-    fn eager_attention_widens_the_high_end_only() {
+    fn eager_attention_stays_in_every_end_and_is_named() {
+        // Inductor did not replace the suite's eager attention patterns: the
+        // range is the same with or without one; the finding says so.
         let m = members();
         let set = member_set(&m);
         let f = fusible(&step(), |n| member_of(&set, n));
         let total = 250_000.0;
         let b = base(total, total);
-        let plain = step_speedups(&f, total, &b, 0.0);
-        let attn = step_speedups(&f, total, &b, 0.3);
-        assert_eq!(plain.0, attn.0);
-        assert_eq!(plain.1, attn.1);
-        assert!(attn.2 > plain.2);
-        let m = members();
-        let r = recommend(&f, &m, total, &b, 0.3, None, &[]).unwrap();
-        assert!(r.evidence.contains("scaled_dot_product_attention first"));
+        let none = Padding::default();
+        let plain = recommend(&f, &m, total, &b, false, None, &[], &none).unwrap();
+        let attn = recommend(&f, &m, total, &b, true, None, &[], &none).unwrap();
+        assert_eq!(
+            plain
+                .predicted_speedup
+                .as_ref()
+                .map(|p| (p.estimate, p.low, p.high)),
+            attn.predicted_speedup
+                .as_ref()
+                .map(|p| (p.estimate, p.low, p.high))
+        );
+        assert!(attn.evidence.contains("scaled_dot_product_attention first"));
+        assert!(!plain
+            .evidence
+            .contains("scaled_dot_product_attention first"));
+        assert!(attn
+            .predicted_speedup
+            .unwrap()
+            .model
+            .contains("did not replace it"));
     }
 
     #[test]
@@ -480,7 +727,7 @@ mod tests {
         });
         assert!((f.lone_ns - 10_000.0).abs() < 1e-9);
         let total = 320_000.0;
-        let (est, _, _) = step_speedups(&f, total, &base(total, total), 0.0);
+        let (est, _, _) = step_speedups(&f, total, &base(total, total), &Padding::default());
         assert!((est - total / (total - 10_000.0 * (1.0 - FUSED_LEFT))).abs() < 1e-9);
     }
 
@@ -502,9 +749,10 @@ mod tests {
             &m,
             220_000.0,
             &base(220_000.0, 220_000.0),
-            0.0,
+            false,
             None,
-            &[]
+            &[],
+            &Padding::default()
         )
         .is_none());
         // Nor without fusible kernels at all.
@@ -514,11 +762,207 @@ mod tests {
             &[],
             220_000.0,
             &base(220_000.0, 220_000.0),
-            0.0,
+            false,
             None,
-            &[]
+            &[],
+            &Padding::default()
         )
         .is_none());
+    }
+
+    const HEAD: &str = "void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1::Params)";
+    const ALIGNED: &str = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT";
+
+    fn with_grid(mut l: KernelLaunch, x: u32, y: u32, z: u32) -> KernelLaunch {
+        l.grid = Dim3 { x, y, z };
+        l
+    }
+
+    #[test]
+    fn kernel_names_give_the_operand_alignment() {
+        assert_eq!(operand_alignment(HEAD), Some((1, 2)));
+        assert_eq!(
+            operand_alignment(
+                "cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x1_tn_align2"
+            ),
+            Some((2, 2))
+        );
+        // TF32 tensor-op kernels: 4-byte elements, align4 is 16 bytes.
+        assert_eq!(
+            operand_alignment("cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4"),
+            Some((4, 4))
+        );
+        // FMA kernels' align1 says nothing; xmma's aligna4 is not `_alignN`.
+        assert_eq!(
+            operand_alignment("cutlass_80_simt_sgemm_128x32_8x5_nn_align1"),
+            None
+        );
+        assert_eq!(
+            operand_alignment("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel"),
+            None
+        );
+        assert_eq!(operand_alignment(ALIGNED), None);
+        assert_eq!(operand_alignment("tensorop_bf16_align"), None);
+        assert_eq!(operand_alignment("tensorop_bf16_align0"), None);
+    }
+
+    #[test]
+    fn a_misaligned_gemm_kernel_is_priced_by_its_access_width() {
+        // Two launches of the LM head's align1 bf16 kernel (3.2 ms each,
+        // 12800 CTAs) and an aligned GEMM.
+        let l = vec![
+            with_grid(launch(0, HEAD, 3_200_000.0), 256, 50, 1),
+            with_grid(launch(1, ALIGNED, 100_000.0), 2, 66, 1),
+            with_grid(launch(2, HEAD, 3_200_000.0), 256, 50, 1),
+        ];
+        let p = padding_from_names(&l, Some(132), &HashSet::new());
+        assert_eq!(p.gemms, 1);
+        // 2-byte loads instead of 16-byte ones: 1/8 of the time stays.
+        assert!(
+            (p.saved_ns - 6_400_000.0 * 7.0 / 8.0).abs() < 1e-6,
+            "{}",
+            p.saved_ns
+        );
+        assert!((p.saved_low_ns - 6_400_000.0 * 6.0 / 8.0).abs() < 1e-6);
+        assert!(p.words.contains("2 bytes"), "{}", p.words);
+        // The eager attention's GEMMs are left out (head-size dimension:
+        // under Inductor's compute-bound test).
+        let attention: HashSet<&str> = [HEAD].into_iter().collect();
+        assert_eq!(
+            padding_from_names(&l, Some(132), &attention),
+            Padding::default()
+        );
+        // A launch that does not fill the GPU is latency bound: left out.
+        let small = vec![with_grid(launch(0, HEAD, 50_000.0), 2, 1, 1)];
+        assert_eq!(
+            padding_from_names(&small, Some(132), &HashSet::new()).gemms,
+            0
+        );
+        // Convolutions in the trace: cuDNN's GEMM kernels for 1x1
+        // convolutions look the same, so nothing counts.
+        let mut conv = l.clone();
+        conv.push(launch(3, "void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_64x64_32x10_nhwc_align8>(int)", 10_000.0));
+        assert_eq!(
+            padding_from_names(&conv, Some(132), &HashSet::new()).gemms,
+            0
+        );
+        // No duration, no grid: nothing saved, no panic.
+        let odd = vec![with_grid(
+            KernelLaunch {
+                metrics: Metrics::default(),
+                ..launch(0, HEAD, 0.0)
+            },
+            0,
+            0,
+            0,
+        )];
+        assert_eq!(
+            padding_from_names(&odd, None, &HashSet::new()).saved_ns,
+            0.0
+        );
+    }
+
+    fn misaligned(m: u64, n: u64, k: u64) -> crate::ops::MisalignedGemm {
+        crate::ops::MisalignedGemm {
+            row: 0,
+            dims: (1, m, n, k),
+            padded: (1, m, n.div_ceil(64) * 64, k),
+            per_call_ns: 1000.0,
+            padded_ns: 200.0,
+            rate: 700e12,
+            saved_ns: 8000.0,
+            saved_low_ns: 6000.0,
+        }
+    }
+
+    fn h100() -> Peaks {
+        Peaks {
+            dram_bytes_per_s: Some(3.35e12),
+            fp32_flops: Some(66.9e12),
+            tensor_bf16_flops: Some(989e12),
+        }
+    }
+
+    #[test]
+    fn inductor_pads_only_compute_bound_gemms() {
+        // GPT-2's LM head, 4096 x 768 x 50257 in bf16: intensity 638, over
+        // half the H100's bf16 balance (148).
+        let head = misaligned(4096, 50257, 768);
+        assert!(
+            (head.intensity() - 638.0).abs() < 1.0,
+            "{}",
+            head.intensity()
+        );
+        assert!(inductor_pads(&head, HEAD, &h100()));
+        // ViT's attention scores, 197 x 197 x 64: intensity 39, left as is.
+        let scores = misaligned(197, 197, 64);
+        assert!(!inductor_pads(&scores, HEAD, &h100()));
+        // In fp32 on the FMA pipes the balance is 10: padded.
+        assert!(inductor_pads(
+            &scores,
+            "cutlass_80_simt_sgemm_64x64_8x5_nn_align1",
+            &h100()
+        ));
+        // Unknown peaks: padded, as Inductor does when it cannot read them.
+        assert!(inductor_pads(&scores, HEAD, &Peaks::default()));
+        let p = padding_from_shapes(&[head.clone(), scores], |_| HEAD.into(), &h100());
+        assert_eq!(p.gemms, 1);
+        assert_eq!((p.saved_ns, p.saved_low_ns), (8000.0, 6000.0));
+        assert!(p.words.contains("700 TFLOP/s"), "{}", p.words);
+    }
+
+    #[test]
+    fn padding_saves_gemm_time_on_top_of_fusion() {
+        let m = members();
+        let set = member_set(&m);
+        let f = fusible(&step(), |n| member_of(&set, n));
+        let total = 250_000.0;
+        let b = base(total, total);
+        let none = step_speedups(&f, total, &b, &Padding::default());
+        let pad = Padding {
+            saved_ns: 50_000.0,
+            saved_low_ns: 25_000.0,
+            gemms: 1,
+            words: "test padding".into(),
+        };
+        let (est, low, high) = step_speedups(&f, total, &b, &pad);
+        let fused = 40_000.0 * (1.0 - FUSED_LEFT);
+        assert!(
+            (est - total / (total - fused - 50_000.0)).abs() < 1e-9,
+            "{est}"
+        );
+        assert!(
+            (low - total / (total - 20_000.0 - 25_000.0)).abs() < 1e-9,
+            "{low}"
+        );
+        assert!((high - total / (total - 100_000.0)).abs() < 1e-9, "{high}");
+        assert!(est > none.0 && low > none.1 && high > none.2);
+        let r = recommend(&f, &m, total, &b, false, None, &[], &pad).unwrap();
+        let model = r.predicted_speedup.unwrap().model;
+        assert!(
+            model.contains(
+                "misaligned GEMMs padded (20.0% of kernel time saved, low 10.0%): test padding"
+            ),
+            "{model}"
+        );
+        assert!(r.action.contains("shape padding"));
+        assert!(
+            r.evidence
+                .contains("1 misaligned GEMM (a dimension not a multiple of 8) runs"),
+            "{}",
+            r.evidence
+        );
+        assert!(r.evidence.contains("saving 20.0% of kernel time"));
+        let plain = recommend(&f, &m, total, &b, false, None, &[], &Padding::default()).unwrap();
+        assert!(!plain.evidence.contains("misaligned"));
+        // More saved than the GEMMs hold: capped, never past the step.
+        let huge = Padding {
+            saved_ns: 1e12,
+            saved_low_ns: 1e12,
+            ..pad
+        };
+        let (est, low, high) = step_speedups(&f, total, &b, &huge);
+        assert!(est.is_finite() && low <= est && est <= high && high <= 20.0 + 1e-9);
     }
 
     #[test]

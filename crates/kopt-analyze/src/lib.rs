@@ -214,29 +214,43 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             (true, false) if layout::is_layout_conversion(n) => compile::Member::Conversion,
             (true, false) => compile::Member::Fusible,
         });
-        // What replacing the attention pattern saves beyond the fusible
-        // kernels (its softmax and elementwise passes are fusible members
-        // already): the two GEMMs less the fused kernel, at SDPA's high end.
-        let attention_share = match (&fused_attention, &eager_attention) {
-            (Some(r), Some(found)) if total_ns > 0.0 => {
-                r.predicted_speedup.as_ref().map_or(0.0, |p| {
-                    let saved = total_ns * (1.0 - 1.0 / p.high.max(1.0));
-                    (saved - (found.eager_ns - found.gemm_ns)).max(0.0) / total_ns
-                })
+        // Misaligned GEMMs Inductor's shape padding pads: priced from op
+        // shapes as the padding finding prices them where the trace has
+        // GEMM shapes, else from the kernels' names.
+        let misaligned = attribution.as_ref().map(|a| (a, ops::misaligned_gemms(a)));
+        let has_shapes = attribution.as_ref().is_some_and(ops::has_gemm_shapes);
+        let pad = match misaligned {
+            Some((a, gemms)) if has_shapes => compile::padding_from_shapes(
+                &gemms,
+                |row| {
+                    a.full_names
+                        .get(row)
+                        .and_then(|k| k.first())
+                        .cloned()
+                        .unwrap_or_default()
+                },
+                &profile.device.peaks,
+            ),
+            _ => {
+                let attention_gemms: std::collections::HashSet<&str> = eager_attention
+                    .iter()
+                    .flat_map(|f| f.gemm_kernels.iter().map(String::as_str))
+                    .collect();
+                compile::padding_from_names(launches, profile.device.sm_count, &attention_gemms)
             }
-            _ => 0.0,
         };
         compile::recommend(
             &f,
             &compile_members,
             total_ns,
             &base,
-            attention_share,
+            fused_attention.is_some(),
             graph
                 .as_ref()
                 .and_then(|g| g.predicted_speedup.as_ref())
                 .map(|p| p.estimate),
             &fusion::ops_behind(&compile_members, by_kernel),
+            &pad,
         )
     };
     let fused = if compiled.is_some() { None } else { fused };

@@ -235,11 +235,56 @@ const ALIGN: u64 = 8;
 /// What a dimension is padded to: a multiple of 64 also fills whole tiles.
 const PAD_TO: u64 = 64;
 
-/// GEMMs whose N or K is not a multiple of 8: the fix a PyTorch user can
-/// make is to pad the dimension (the vocabulary, a Linear's features). The
-/// gain model is measured in the same workload: the padded GEMM's FLOPs at
-/// the rate the workload's own aligned GEMMs reached.
-pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
+/// Whether any GEMM op of the table has input shapes (op ranges recorded
+/// with shapes): then its misaligned GEMMs are known from them.
+pub fn has_gemm_shapes(a: &Attribution) -> bool {
+    a.table.iter().any(|r| {
+        r.shapes
+            .as_deref()
+            .and_then(parse_shapes)
+            .is_some_and(|s| gemm_dims(&r.op, &s).is_some())
+    })
+}
+
+/// A GEMM op whose N or K is not a multiple of 8, priced padded: its FLOPs
+/// at the best rate this workload's aligned GEMMs reached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MisalignedGemm {
+    /// Row of the op table.
+    pub row: usize,
+    /// (batch, M, N, K).
+    pub dims: (u64, u64, u64, u64),
+    /// Each dimension as padded (a multiple of `PAD_TO` where misaligned).
+    pub padded: (u64, u64, u64, u64),
+    pub per_call_ns: f64,
+    /// The padded GEMM's time per call at `rate`.
+    pub padded_ns: f64,
+    /// The best rate of the workload's aligned GEMMs, FLOP/s.
+    pub rate: f64,
+    /// Kernel time saved over all calls (estimate; low: at half `rate`).
+    pub saved_ns: f64,
+    pub saved_low_ns: f64,
+}
+
+impl MisalignedGemm {
+    /// Arithmetic intensity (FLOPs per element moved) as Inductor's shape
+    /// padding reckons it: `M*N*K / (M*K + N*K + M*N)`, batch left out.
+    pub fn intensity(&self) -> f64 {
+        let (_, m, n, k) = self.dims;
+        let (m, n, k) = (m as f64, n as f64, k as f64);
+        let d = m * k + n * k + m * n;
+        if d > 0.0 {
+            m * n * k / d
+        } else {
+            0.0
+        }
+    }
+}
+
+/// GEMMs whose N or K is not a multiple of 8 and that padding makes faster
+/// (the padded GEMM's FLOPs at the rate the workload's own aligned GEMMs
+/// reached); none where no aligned GEMM gives a rate.
+pub fn misaligned_gemms(a: &Attribution) -> Vec<MisalignedGemm> {
     let flops = |(b, m, n, k): (u64, u64, u64, u64)| 2.0 * (b * m) as f64 * n as f64 * k as f64;
     let gemms: Vec<(usize, (u64, u64, u64, u64))> = a
         .table
@@ -258,6 +303,7 @@ pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
             let r = &a.table[i];
             (r.total_ns > 0.0).then(|| flops(d) * r.launches as f64 / (r.total_ns * 1e-9))
         })
+        .filter(|x| x.is_finite() && *x > 0.0)
         .fold(None, |best: Option<f64>, x| {
             Some(best.map_or(x, |b| b.max(x)))
         });
@@ -281,20 +327,56 @@ pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
         let per_call_ns = row.total_ns / row.launches.max(1) as f64;
         let padded_ns = flops(padded) / rate * 1e9;
         let saved = (per_call_ns - padded_ns).max(0.0) * row.launches as f64;
-        if saved <= 0.0 || total_ns <= 0.0 {
+        if saved <= 0.0 || !saved.is_finite() {
             continue;
         }
-        let achieved = flops((b, m, n, k)) / (per_call_ns * 1e-9);
-        let dim = if !n.is_multiple_of(ALIGN) {
-            format!("N = {n} -> {}", pad(n))
-        } else {
-            format!("K = {k} -> {}", pad(k))
-        };
-        let estimate = total_ns / (total_ns - saved);
         // Half the aligned rate as the pessimistic end.
         let saved_low = (per_call_ns - 2.0 * padded_ns).max(0.0) * row.launches as f64;
+        out.push(MisalignedGemm {
+            row: i,
+            dims: (b, m, n, k),
+            padded,
+            per_call_ns,
+            padded_ns,
+            rate,
+            saved_ns: saved,
+            saved_low_ns: saved_low,
+        });
+    }
+    out
+}
+
+/// GEMMs whose N or K is not a multiple of 8: the fix a PyTorch user can
+/// make is to pad the dimension (the vocabulary, a Linear's features). The
+/// gain model is measured in the same workload: the padded GEMM's FLOPs at
+/// the rate the workload's own aligned GEMMs reached.
+pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
+    let flops = |(b, m, n, k): (u64, u64, u64, u64)| 2.0 * (b * m) as f64 * n as f64 * k as f64;
+    let mut out = Vec::new();
+    if total_ns <= 0.0 {
+        return out;
+    }
+    for g in misaligned_gemms(a) {
+        let (b, m, n, k) = g.dims;
+        let (rate, per_call_ns, padded_ns) = (g.rate, g.per_call_ns, g.padded_ns);
+        let (saved, saved_low) = (g.saved_ns.min(total_ns * 0.999), g.saved_low_ns);
+        let row = &a.table[g.row];
+        let achieved = flops((b, m, n, k)) / (per_call_ns * 1e-9);
+        let dim = if !n.is_multiple_of(ALIGN) {
+            format!("N = {n} -> {}", g.padded.2)
+        } else {
+            format!("K = {k} -> {}", g.padded.3)
+        };
+        let estimate = total_ns / (total_ns - saved);
+        let saved_low = saved_low.min(saved);
+        let i = g.row;
         let shapes = row.shapes.clone().unwrap_or_default();
-        let kernel = a.full_names[i].first().cloned().unwrap_or_default();
+        let kernel = a
+            .full_names
+            .get(i)
+            .and_then(|k| k.first())
+            .cloned()
+            .unwrap_or_default();
         let kernel_short = row.kernels.first().cloned().unwrap_or_default();
         let method = format!(
             "the padded GEMM's FLOPs at {:.0} TFLOP/s, the best rate this workload's aligned GEMMs reached; kernel time only",
@@ -386,6 +468,63 @@ mod tests {
             parse_shapes("[[4096, 768], [768, 50257], []]").unwrap()[1],
             vec![768, 50257]
         );
+    }
+
+    #[test]
+    fn misaligned_gemms_carry_their_dims_and_price() {
+        let row = |op: &str, shapes: Option<&str>, launches: u64, ns: f64| OpSummary {
+            op: op.into(),
+            shapes: shapes.map(Into::into),
+            kernels: vec![format!("k_{op}")],
+            launches,
+            total_ns: ns,
+            pct_of_total: 0.0,
+        };
+        let table = vec![
+            row(
+                "aten::addmm",
+                Some("[[3072], [4096, 768], [768, 3072], [], []]"),
+                10,
+                300_000.0,
+            ),
+            row(
+                "aten::mm",
+                Some("[[4096, 768], [768, 50257]]"),
+                10,
+                33_600_000.0,
+            ),
+            row(
+                "aten::add",
+                Some("[[4096, 768], [4096, 768], []]"),
+                10,
+                1000.0,
+            ),
+        ];
+        // Full names shorter than the table: no panic.
+        let a = Attribution {
+            by_kernel: HashMap::new(),
+            full_names: vec![],
+            table,
+        };
+        assert!(has_gemm_shapes(&a));
+        let g = misaligned_gemms(&a);
+        assert_eq!(g.len(), 1);
+        assert_eq!((g[0].row, g[0].dims), (1, (1, 4096, 50257, 768)));
+        assert_eq!(g[0].padded, (1, 4096, 50304, 768));
+        assert!((g[0].intensity() - 638.0).abs() < 1.0);
+        assert!(g[0].saved_low_ns < g[0].saved_ns);
+        // The padding finding prices the same saving.
+        let recs = gemm_alignment(&a, 40_000_000.0);
+        assert_eq!(recs[0].gain.as_ref().unwrap().saved_ns, g[0].saved_ns);
+        assert_eq!(recs[0].kernel, "");
+        // Without shapes: none known, nothing priced.
+        let bare = Attribution {
+            by_kernel: HashMap::new(),
+            full_names: vec![],
+            table: vec![row("aten::mm", None, 10, 1e6)],
+        };
+        assert!(!has_gemm_shapes(&bare));
+        assert!(misaligned_gemms(&bare).is_empty());
     }
 
     #[test]
