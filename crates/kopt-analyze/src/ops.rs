@@ -505,6 +505,7 @@ mod tests {
             by_kernel: HashMap::new(),
             full_names: vec![],
             table,
+            calls: HashMap::new(),
         };
         assert!(has_gemm_shapes(&a));
         let g = misaligned_gemms(&a);
@@ -522,6 +523,7 @@ mod tests {
             by_kernel: HashMap::new(),
             full_names: vec![],
             table: vec![row("aten::mm", None, 10, 1e6)],
+            calls: HashMap::new(),
         };
         assert!(!has_gemm_shapes(&bare));
         assert!(misaligned_gemms(&bare).is_empty());

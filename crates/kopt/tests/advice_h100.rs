@@ -16,49 +16,18 @@
 //!
 //! and read the diff: it is the change's effect on the suite.
 
+#[path = "support/advice.rs"]
+mod advice;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
+
+use advice::{analyze, benchmarks_md, blessing, fixture, json};
 
 const BEGIN: &str = "<!-- advice-h100 -->";
 const END: &str = "<!-- /advice-h100 -->";
 
-fn fixture(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/advice-h100")
-        .join(rel)
-}
-
-fn benchmarks_md() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks.md")
-}
-
-fn json(rel: &str) -> serde_json::Value {
-    let path = fixture(rel);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn blessing() -> bool {
-    std::env::var("KOPT_BLESS").is_ok_and(|v| v == "1")
-}
-
 fn report(capture: &str) -> serde_json::Value {
-    analyze(&fixture(capture), capture)
-}
-
-fn analyze(dir: &std::path::Path, capture: &str) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args(["analyze", "-f", "json"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{capture}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
+    analyze(&fixture(capture))
 }
 
 /// The option of the fp32 precision finding (`enable_tf32`) its figure is
@@ -333,7 +302,7 @@ fn ncu_pass_changes_first(rows: &[Row]) -> (usize, Vec<String>) {
                 std::fs::copy(&path, bare.join(path.file_name().unwrap())).unwrap();
             }
         }
-        let without = analyze(&bare, capture);
+        let without = analyze(&bare);
         std::fs::remove_dir_all(&bare).unwrap();
         if first(&without["recommendations"][0]) != first(&row.first_finding) {
             changed.push(capture.to_string());
@@ -396,9 +365,7 @@ fn docs_block(rows: &[Row], seen: &Counts, ncu: &(usize, Vec<String>)) -> String
 }
 
 fn replace_block(doc: &str, block: &str) -> Option<String> {
-    let b = doc.find(BEGIN)? + BEGIN.len();
-    let e = b + doc[b..].find(END)?;
-    Some(format!("{}\n{block}{}", &doc[..b], &doc[e..]))
+    advice::replace_block(doc, BEGIN, END, block)
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! How steady the advice suite's truth is (fixtures/advice-h100/diag, made
+//! How steady the advice suite's truth is (fixtures/advice-h100-diag, made
 //! by scripts/checks/advice/diag.sh on an H100): each model's eager step
 //! timed in three phases of one process (alone, beside its CUDA graph,
 //! after torch.compile), against measure.py's eager and kopt's bare step;
@@ -37,7 +37,7 @@ fn kopt_bare_ms(model: &str) -> Option<f64> {
 }
 
 fn phases_table() -> String {
-    let text = std::fs::read_to_string(fixture("diag/phases.jsonl")).unwrap();
+    let text = std::fs::read_to_string(fixture("../advice-h100-diag/phases.jsonl")).unwrap();
     let mut out = String::from(
         "| model (card H100) | measure.py eager | eager alone | eager beside graph | eager after compile | graph | compile | kopt bare (script) |\n|---|--:|--:|--:|--:|--:|--:|--:|\n",
     );
@@ -73,7 +73,7 @@ fn phases_table() -> String {
 
 fn graph_lines() -> String {
     let eager = &analyze(&fixture("bert_b1_s64_bf16-script"))["timeline"];
-    let graphed = &analyze(&fixture("diag/bert_b1_s64_bf16-graph"))["timeline"];
+    let graphed = &analyze(&fixture("../advice-h100-diag/bert_b1_s64_bf16-graph"))["timeline"];
     let us = |v: &serde_json::Value| format!("{:.0} us", v.as_f64().unwrap() / 1e3);
     format!(
         "bert_b1_s64_bf16: eager step {} kernels, {} GPU busy (`--script` capture); its CUDA graph's replay {} kernels, {} GPU busy ({} graph launches); kopt's predicted graphed step {}.\n",
@@ -109,7 +109,7 @@ fn the_truths_noise_and_the_graphed_bert_step_as_documented() {
 #[test]
 fn the_graphed_bert_step_runs_more_kernels_than_its_eager_step() {
     let eager = &analyze(&fixture("bert_b1_s64_bf16-script"))["timeline"];
-    let graphed = &analyze(&fixture("diag/bert_b1_s64_bf16-graph"))["timeline"];
+    let graphed = &analyze(&fixture("../advice-h100-diag/bert_b1_s64_bf16-graph"))["timeline"];
     assert_eq!(graphed["kernel_launch_calls"].as_u64(), Some(0));
     assert!(graphed["graph_launches"].as_u64().unwrap() >= 20);
     let k = |t: &serde_json::Value| t["kernels_per_iteration"].as_f64().unwrap();
