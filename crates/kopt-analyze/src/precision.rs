@@ -29,7 +29,7 @@ use kopt_model::{
 use crate::ranking::Base;
 use crate::rollup::KernelGroup;
 
-pub const ID: &str = "enable_tf32";
+pub const ID: &str = crate::ranking::PRECISION_ID;
 
 /// Share of its own peak a TF32 tensor-core GEMM reaches, relative to the
 /// share an FMA GEMM reaches of the FP32 peak: estimate, low, high. fp32

@@ -18,6 +18,9 @@ pub const GRAPH_ID: &str = "capture_cuda_graph";
 /// Id of the whole-model torch.compile finding (`compile.rs`; its
 /// prediction is a step speed-up too).
 pub const COMPILE_ID: &str = "use_torch_compile";
+/// Id of the fp32 precision finding (`precision.rs`; its bf16 option adds
+/// host work, so it predicts the step too).
+pub const PRECISION_ID: &str = "enable_tf32";
 
 /// The step the speed-ups are figured on.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +142,7 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
     for r in recs.iter_mut() {
         // Graph capture, torch.compile and the fp32 precision finding
         // (whose bf16 option adds host work) predict the step itself.
-        let step = if r.id == GRAPH_ID || r.id == COMPILE_ID || r.id == crate::precision::ID {
+        let step = if r.id == GRAPH_ID || r.id == COMPILE_ID || r.id == PRECISION_ID {
             r.predicted_speedup.clone()
         } else {
             kernel_shares(r).map(|(est, lo, hi)| {
