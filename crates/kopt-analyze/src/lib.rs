@@ -73,9 +73,15 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             left_out.is_none_or(|w| !w.is_trial_activity(a))
         })
     });
+    // GEMMs with a dimension not a multiple of 8: the padding finding's and
+    // torch.compile's (Inductor pads them) from the same prices.
+    let misaligned: Vec<ops::MisalignedGemm> = attribution
+        .as_ref()
+        .map(ops::misaligned_gemms)
+        .unwrap_or_default();
     let padding: Vec<_> = attribution
         .as_ref()
-        .map(|a| ops::gemm_alignment(a, total_ns))
+        .map(|a| ops::gemm_alignment(a, &misaligned, total_ns))
         .unwrap_or_default();
     for g in groups
         .iter_mut()
@@ -217,18 +223,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         // Misaligned GEMMs Inductor's shape padding pads: priced from op
         // shapes as the padding finding prices them where the trace has
         // GEMM shapes, else from the kernels' names.
-        let misaligned = attribution.as_ref().map(|a| (a, ops::misaligned_gemms(a)));
-        let has_shapes = attribution.as_ref().is_some_and(ops::has_gemm_shapes);
-        let pad = match misaligned {
-            Some((a, gemms)) if has_shapes => compile::padding_from_shapes(
-                &gemms,
-                |row| {
-                    a.full_names
-                        .get(row)
-                        .and_then(|k| k.first())
-                        .cloned()
-                        .unwrap_or_default()
-                },
+        let pad = match &attribution {
+            Some(a) if ops::has_gemm_shapes(a) => compile::padding_from_shapes(
+                &misaligned,
+                |row| a.first_kernel(row),
                 &profile.device.peaks,
             ),
             _ => {

@@ -52,6 +52,17 @@ pub struct Attribution {
     pub calls: HashMap<(String, Option<String>), u64>,
 }
 
+impl Attribution {
+    /// The first full kernel name of a table row ("" where none is known).
+    pub fn first_kernel(&self, row: usize) -> String {
+        self.full_names
+            .get(row)
+            .and_then(|k| k.first())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
 /// Attribute every kernel of `t` whose launch call falls inside an op range.
 /// None when the timeline has no op ranges.
 pub fn attribute(t: &Timeline, total_ns: f64) -> Option<Attribution> {
@@ -281,11 +292,15 @@ impl MisalignedGemm {
     }
 }
 
+/// A GEMM's FLOPs from its (batch, M, N, K).
+fn gemm_flops((b, m, n, k): (u64, u64, u64, u64)) -> f64 {
+    2.0 * (b * m) as f64 * n as f64 * k as f64
+}
+
 /// GEMMs whose N or K is not a multiple of 8 and that padding makes faster
 /// (the padded GEMM's FLOPs at the rate the workload's own aligned GEMMs
 /// reached); none where no aligned GEMM gives a rate.
 pub fn misaligned_gemms(a: &Attribution) -> Vec<MisalignedGemm> {
-    let flops = |(b, m, n, k): (u64, u64, u64, u64)| 2.0 * (b * m) as f64 * n as f64 * k as f64;
     let gemms: Vec<(usize, (u64, u64, u64, u64))> = a
         .table
         .iter()
@@ -301,7 +316,7 @@ pub fn misaligned_gemms(a: &Attribution) -> Vec<MisalignedGemm> {
         .filter(|(_, (_, _, n, k))| n.is_multiple_of(ALIGN) && k.is_multiple_of(ALIGN))
         .filter_map(|&(i, d)| {
             let r = &a.table[i];
-            (r.total_ns > 0.0).then(|| flops(d) * r.launches as f64 / (r.total_ns * 1e-9))
+            (r.total_ns > 0.0).then(|| gemm_flops(d) * r.launches as f64 / (r.total_ns * 1e-9))
         })
         .filter(|x| x.is_finite() && *x > 0.0)
         .fold(None, |best: Option<f64>, x| {
@@ -325,7 +340,7 @@ pub fn misaligned_gemms(a: &Attribution) -> Vec<MisalignedGemm> {
         };
         let padded = (b, m, pad(n), pad(k));
         let per_call_ns = row.total_ns / row.launches.max(1) as f64;
-        let padded_ns = flops(padded) / rate * 1e9;
+        let padded_ns = gemm_flops(padded) / rate * 1e9;
         let saved = (per_call_ns - padded_ns).max(0.0) * row.launches as f64;
         if saved <= 0.0 || !saved.is_finite() {
             continue;
@@ -350,18 +365,23 @@ pub fn misaligned_gemms(a: &Attribution) -> Vec<MisalignedGemm> {
 /// make is to pad the dimension (the vocabulary, a Linear's features). The
 /// gain model is measured in the same workload: the padded GEMM's FLOPs at
 /// the rate the workload's own aligned GEMMs reached.
-pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
-    let flops = |(b, m, n, k): (u64, u64, u64, u64)| 2.0 * (b * m) as f64 * n as f64 * k as f64;
+/// `gemms`: `misaligned_gemms(a)`, which the torch.compile finding prices
+/// too.
+pub fn gemm_alignment(
+    a: &Attribution,
+    gemms: &[MisalignedGemm],
+    total_ns: f64,
+) -> Vec<Recommendation> {
     let mut out = Vec::new();
     if total_ns <= 0.0 {
         return out;
     }
-    for g in misaligned_gemms(a) {
+    for g in gemms {
         let (b, m, n, k) = g.dims;
         let (rate, per_call_ns, padded_ns) = (g.rate, g.per_call_ns, g.padded_ns);
         let (saved, saved_low) = (g.saved_ns.min(total_ns * 0.999), g.saved_low_ns);
         let row = &a.table[g.row];
-        let achieved = flops((b, m, n, k)) / (per_call_ns * 1e-9);
+        let achieved = gemm_flops((b, m, n, k)) / (per_call_ns * 1e-9);
         let dim = if !n.is_multiple_of(ALIGN) {
             format!("N = {n} -> {}", g.padded.2)
         } else {
@@ -371,12 +391,7 @@ pub fn gemm_alignment(a: &Attribution, total_ns: f64) -> Vec<Recommendation> {
         let saved_low = saved_low.min(saved);
         let i = g.row;
         let shapes = row.shapes.clone().unwrap_or_default();
-        let kernel = a
-            .full_names
-            .get(i)
-            .and_then(|k| k.first())
-            .cloned()
-            .unwrap_or_default();
+        let kernel = a.first_kernel(i);
         let kernel_short = row.kernels.first().cloned().unwrap_or_default();
         let method = format!(
             "the padded GEMM's FLOPs at {:.0} TFLOP/s, the best rate this workload's aligned GEMMs reached; kernel time only",
@@ -450,7 +465,7 @@ mod tests {
             table: vec![aligned, head],
             calls: HashMap::new(),
         };
-        let recs = gemm_alignment(&a, 40_000_000.0);
+        let recs = gemm_alignment(&a, &misaligned_gemms(&a), 40_000_000.0);
         assert_eq!(recs.len(), 1);
         let r = &recs[0];
         assert_eq!(r.kernel, "Kernel2");
@@ -515,7 +530,7 @@ mod tests {
         assert!((g[0].intensity() - 638.0).abs() < 1.0);
         assert!(g[0].saved_low_ns < g[0].saved_ns);
         // The padding finding prices the same saving.
-        let recs = gemm_alignment(&a, 40_000_000.0);
+        let recs = gemm_alignment(&a, &misaligned_gemms(&a), 40_000_000.0);
         assert_eq!(recs[0].gain.as_ref().unwrap().saved_ns, g[0].saved_ns);
         assert_eq!(recs[0].kernel, "");
         // Without shapes: none known, nothing priced.
