@@ -140,7 +140,12 @@ const TITLE_PREFIX: &str = "Let fp32 matmuls and convolutions use the tensor cor
 /// The option a finding of this id headlines (its predicted figure is that
 /// option's), read from its title.
 pub fn headline(r: &Recommendation) -> Option<Fix> {
-    let rest = r.title.strip_prefix(TITLE_PREFIX).filter(|_| r.id == ID)?;
+    headline_of(&r.id, &r.title)
+}
+
+/// `headline` from a finding's id and title (as its JSON carries them).
+pub fn headline_of(id: &str, title: &str) -> Option<Fix> {
+    let rest = title.strip_prefix(TITLE_PREFIX).filter(|_| id == ID)?;
     if rest.starts_with(Fix::Bf16Autocast.words()) {
         Some(Fix::Bf16Autocast)
     } else if rest.starts_with(Fix::Tf32.words()) {

@@ -22,6 +22,7 @@ mod advice;
 use std::collections::BTreeMap;
 
 use advice::{analyze, benchmarks_md, blessing, fixture, json};
+use kopt_analyze::precision::{self, Fix};
 
 const BEGIN: &str = "<!-- advice-h100 -->";
 const END: &str = "<!-- /advice-h100 -->";
@@ -36,10 +37,7 @@ fn report(capture: &str) -> serde_json::Value {
 /// TF32)").
 fn precision_option(finding: &serde_json::Value) -> &'static str {
     let title = finding["title"].as_str().unwrap_or_default();
-    match title.split_once(": ") {
-        Some((_, rest)) if rest.starts_with("bf16 autocast") => "bf16_autocast",
-        _ => "tf32",
-    }
+    precision::headline_of(precision::ID, title).map_or(Fix::Tf32.fix(), Fix::fix)
 }
 
 /// The measured fix a finding's action is, as measure.py names it. Batch
