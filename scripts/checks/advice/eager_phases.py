@@ -20,13 +20,6 @@ import measure
 import zoo
 
 
-def rounds(variants, steps, n=5):
-    out = []
-    for _ in range(n):
-        out.append({k: measure.step_ms(fn, steps) for k, fn in variants.items()})
-    return out
-
-
 def med(rs, k):
     v = sorted(r[k] for r in rs)
     return v[len(v) // 2]
@@ -53,7 +46,7 @@ def phase(name, variants, steps, res):
     smi = subprocess.Popen(
         ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
          "-lms", "200"], stdout=subprocess.PIPE, text=True)
-    rs = rounds(variants, steps)
+    rs = measure.timed_rounds(variants, steps)
     res["phases"][name] = {"ms": {k: med(rs, k) for k in variants}, "rounds": rs,
                            "card": clocks(smi)}
 
@@ -69,8 +62,7 @@ def run(name):
         for _ in range(5):
             eager()
         torch.cuda.synchronize()
-        est = min(measure.step_ms(eager, 2) for _ in range(2))
-        steps = max(3, min(100, int(0.12 / max(est / 1e3, 1e-6))))
+        steps = measure.steps_per_round(eager)
         res["steps_per_round"] = steps
         phase("alone", variants, steps, res)
         try:

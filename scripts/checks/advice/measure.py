@@ -33,6 +33,17 @@ def step_ms(fn, steps):
     return start.elapsed_time(end) / steps
 
 
+def steps_per_round(fn):
+    """Steps a round times: about 0.12 s of `fn`, 3 to 100 (fn warm)."""
+    est = min(step_ms(fn, 2) for _ in range(2))
+    return max(3, min(100, int(0.12 / max(est / 1e3, 1e-6))))
+
+
+def timed_rounds(variants, steps, n=5):
+    """n rounds, each timing every variant once (interleaved), in ms a step."""
+    return [{k: step_ms(fn, steps) for k, fn in variants.items()} for _ in range(n)]
+
+
 def graphed(fn):
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -146,9 +157,8 @@ def measure(name):
             for _ in range(3):
                 fn()
         torch.cuda.synchronize()
-        est = min(step_ms(eager, 2) for _ in range(2))
-        steps = max(3, min(100, int(0.12 / max(est / 1e3, 1e-6))))
-        rounds = [{k: step_ms(fn, steps) for k, fn in variants.items()} for _ in range(5)]
+        steps = steps_per_round(eager)
+        rounds = timed_rounds(variants, steps)
     med = {k: sorted(r[k] for r in rounds)[2] for k in variants}
     res["steps_per_round"] = steps
     res["ms"] = med
