@@ -217,12 +217,6 @@ impl TimedSteps {
     }
 }
 
-/// The workload run bare `BARE_RUNS` times, the `range` steps timed; the
-/// steps of the run with the shortest mean step are returned and stay in
-/// `dir/bare_steps.jsonl` (the folder read back gives the same steps), each
-/// run's log in `bare.log`, `bare-2.log`. An error of the first run is
-/// returned (a partial file is removed); a later run's failure leaves the
-/// earlier steps and says so.
 /// The workload a bare run runs: the same command without the module
 /// driver's `ops` argument, since PyTorch's op ranges cost host time per op
 /// with or without a recorder (`kopt trace` and `kopt analyze` of a
@@ -234,6 +228,12 @@ pub(crate) fn bare_workload(workload: &Workload) -> Workload {
     }
 }
 
+/// The workload run bare (`bare_workload`) `BARE_RUNS` times, the `range`
+/// steps timed; the steps of the run with the shortest mean step are
+/// returned and stay in `dir/bare_steps.jsonl` (the folder read back gives
+/// the same steps), each run's log in `bare.log`, `bare-2.log`. An error of the first run is
+/// returned (a partial file is removed); a later run's failure leaves the
+/// earlier steps and says so.
 pub(crate) fn time_bare_steps(
     workload: &Workload,
     tracer: &Path,
