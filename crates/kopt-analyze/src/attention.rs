@@ -524,6 +524,7 @@ mod tests {
                 grid: None,
                 block: None,
                 bytes: None,
+                copy: None,
             });
             *at += us * 1000 + 2000;
         }

@@ -578,6 +578,7 @@ mod tests {
             grid: None,
             block: None,
             bytes: None,
+            copy: None,
         }
     }
 
@@ -589,6 +590,7 @@ mod tests {
             end_ns: at + 5,
             thread: 1,
             correlation: corr,
+            frame: None,
         }
     }
 

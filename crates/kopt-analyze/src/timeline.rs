@@ -1975,6 +1975,7 @@ mod tests {
             grid: None,
             block: None,
             bytes: None,
+            copy: None,
         }
     }
 
@@ -1986,6 +1987,7 @@ mod tests {
             end_ns: start + dur,
             thread: 1,
             correlation: corr,
+            frame: None,
         }
     }
 
@@ -2148,6 +2150,7 @@ mod tests {
             end_ns: 104,
             thread: 1,
             correlation: 5,
+            frame: None,
         });
         with_copy.activities.push(GpuActivity {
             kind: kopt_model::ActivityKind::Memcpy,
@@ -2160,6 +2163,7 @@ mod tests {
             grid: None,
             block: None,
             bytes: Some(4096),
+            copy: None,
         });
         assert_eq!(
             gpu_time_per_range(&with_copy, None),
@@ -2351,6 +2355,7 @@ mod tests {
                 end_ns: *at + 2_000,
                 thread: 1,
                 correlation: 0,
+                frame: None,
             });
             *at += 3_000;
         };

@@ -159,6 +159,7 @@ fn with_ops(backward: bool) -> Profile {
             end_ns: now + 3_000,
             thread: 1,
             correlation: corr,
+            frame: None,
         });
         t.activities.push(GpuActivity {
             kind: ActivityKind::Kernel,
@@ -171,6 +172,7 @@ fn with_ops(backward: bool) -> Profile {
             grid: Some(Dim3 { x: 512, y: 1, z: 1 }),
             block: Some(Dim3 { x: 256, y: 1, z: 1 }),
             bytes: None,
+            copy: None,
         });
         corr += 1;
         now += 4_000 + dur + 2_000;

@@ -49,6 +49,7 @@ impl Builder {
             end_ns: self.now + 3_000,
             thread: 1,
             correlation: c,
+            frame: None,
         });
         self.t.activities.push(GpuActivity {
             kind: ActivityKind::Kernel,
@@ -61,6 +62,7 @@ impl Builder {
             grid,
             block,
             bytes: None,
+            copy: None,
         });
         self.now += 4_000 + dur + 1_000;
     }

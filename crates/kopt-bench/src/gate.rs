@@ -1120,6 +1120,7 @@ mod tests {
             grid: None,
             block: None,
             bytes: None,
+            copy: None,
         }
     }
 
@@ -1131,6 +1132,7 @@ mod tests {
             end_ns: t + 1_000,
             thread: 1,
             correlation: corr,
+            frame: None,
         }
     }
 

@@ -448,6 +448,7 @@ impl Collector {
                     grid,
                     block,
                     bytes,
+                    copy: None,
                 })
             }
             Keep::Api => self.timeline.api_calls.push(ApiCall {
@@ -457,6 +458,7 @@ impl Collector {
                 end_ns: end,
                 thread: text_u64(e.tid).unwrap_or(0),
                 correlation: text_u64(e.correlation).unwrap_or(0),
+                frame: None,
             }),
             Keep::Step
                 if e.cat

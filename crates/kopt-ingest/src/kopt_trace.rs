@@ -547,6 +547,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 grid: dim(line.g),
                 block: dim(line.b),
                 bytes: line.bytes,
+                copy: None,
             });
         } else if line.t == "api" {
             let name = name.unwrap_or_default();
@@ -557,6 +558,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 end_ns: e,
                 thread: line.tid.unwrap_or(0),
                 correlation: scoped(line.c, window),
+                frame: None,
             });
         }
     }

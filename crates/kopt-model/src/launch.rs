@@ -390,6 +390,7 @@ mod retain_tests {
             grid: None,
             block: None,
             bytes: None,
+            copy: None,
         }
     }
 
@@ -401,6 +402,7 @@ mod retain_tests {
             end_ns: correlation as i64 * 100 - 40,
             thread: 1,
             correlation,
+            frame: None,
         }
     }
 

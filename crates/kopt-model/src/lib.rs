@@ -42,9 +42,9 @@ pub use peaks::{
 };
 pub use timeline::{
     bare_launch_every, bare_launch_range, range_family, ActivityKind, ApiCall, ApiKind, BareSteps,
-    GpuActivity, Range, Recorder, Timeline, BARE_LAUNCH_RANGE_PREFIX, BARE_SYNC_RANGE,
-    KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH, KINETO_SLOWDOWN, KINETO_SLOWDOWN_BAND,
-    KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
+    CopyDirection, CopyKind, GpuActivity, MemoryKind, Range, Recorder, Timeline,
+    BARE_LAUNCH_RANGE_PREFIX, BARE_SYNC_RANGE, KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH,
+    KINETO_SLOWDOWN, KINETO_SLOWDOWN_BAND, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
 };
 
 /// Version tag of every JSON document kopt writes for machines.

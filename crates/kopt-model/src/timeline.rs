@@ -30,6 +30,48 @@ pub struct GpuActivity {
     pub grid: Option<Dim3>,
     pub block: Option<Dim3>,
     pub bytes: Option<u64>,
+    /// A copy's direction and the kinds of memory on each side (pageable
+    /// host memory makes the copy synchronous and slow); None for kernels,
+    /// memsets and copies whose kinds the recorder did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<CopyKind>,
+}
+
+/// Which way a copy went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CopyDirection {
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+    HostToHost,
+    PeerToPeer,
+    Unknown,
+}
+
+/// The kind of memory on one side of a copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// Ordinary (pageable) host memory: the driver stages it, the copy
+    /// cannot overlap and blocks the host.
+    Pageable,
+    /// Page-locked host memory (`pin_memory()`, `cudaHostAlloc`).
+    Pinned,
+    Device,
+    Managed,
+    Unknown,
+}
+
+/// A copy's direction and the memory kinds of its source and destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CopyKind {
+    pub direction: CopyDirection,
+    pub src: MemoryKind,
+    pub dst: MemoryKind,
 }
 
 impl GpuActivity {
@@ -105,6 +147,11 @@ pub struct ApiCall {
     pub end_ns: i64,
     pub thread: u64,
     pub correlation: u64,
+    /// The user's Python source line that made the call
+    /// (`path/file.py:LINE in function`), where the recorder saw the Python
+    /// stack; None otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
 }
 
 /// A user annotation (torch `ProfilerStep#N`, NVTX range).
@@ -461,6 +508,7 @@ mod tests {
             grid: None,
             block: None,
             bytes: None,
+            copy: None,
         }
     }
 

@@ -448,6 +448,7 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
                 grid: None,
                 block: None,
                 bytes: at.uint(rec, "bytes")?,
+                copy: None,
             });
         }
         for (i, rec) in array(&at, buffers, "hip_api")?.iter().enumerate() {
@@ -470,6 +471,7 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
                     .transpose()?
                     .flatten()
                     .unwrap_or(0),
+                frame: None,
             });
         }
     }

@@ -726,6 +726,7 @@ pub fn merge_rocprof(
                     grid: Some(l.grid),
                     block: Some(l.block),
                     bytes: None,
+                    copy: None,
                 })
             })
             .collect();

@@ -447,6 +447,7 @@ fn memory_copies(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
             grid: None,
             block: None,
             bytes: get(bytes, "Bytes")?,
+            copy: None,
         });
     }
     Ok(AmdFile::Copies(out))
@@ -472,6 +473,7 @@ fn api_calls(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
             end_ns,
             thread: get(tid, "Thread_Id")?.unwrap_or(0),
             correlation: get(corr, "Correlation_Id")?.unwrap_or(0),
+            frame: None,
         });
     }
     Ok(AmdFile::Api(out))

@@ -839,6 +839,7 @@ fn query_copies(conn: &Connection, label: &str) -> Result<Vec<GpuActivity>, Inge
             grid: None,
             block: None,
             bytes: row.uint("size")?,
+            copy: None,
         });
         Ok(())
     })?;
@@ -869,6 +870,7 @@ fn query_api(conn: &Connection, label: &str) -> Result<Vec<ApiCall>, IngestError
             end_ns,
             thread: row.uint("tid")?.unwrap_or(0),
             correlation: row.uint("corr_id")?.unwrap_or(0),
+            frame: None,
         });
         Ok(())
     })?;
