@@ -361,6 +361,7 @@ fn bench_report(
             variant(&s.candidate, c, mc, false),
         ],
         verdict: verdict.kind,
+        notes: Vec::new(),
     })
 }
 

@@ -428,6 +428,8 @@ struct Variant {
     used: f64,
     /// The longest run so far, in seconds.
     longest: f64,
+    /// A run was cut at the per-run bound after giving samples: no more runs.
+    ended: bool,
     correct: Option<bool>,
     check_problems: Vec<String>,
 }
@@ -457,6 +459,7 @@ pub fn run_bench(
             spent: 0.0,
             used: 0.0,
             longest: 0.0,
+            ended: false,
             correct: None,
             check_problems: Vec::new(),
         })
@@ -470,26 +473,23 @@ pub fn run_bench(
         min_samples: req.measure.stop.min_samples.max(2),
         ..req.measure.stop
     };
-    // --max-time counts from a variant's first sample: start-up, warm-up
-    // and the run that gives the first sample are not part of it (a
-    // program taking 7 s to start still gets samples within 10 s). Those
-    // runs wait up to `first_wait`; once sampling, a run started within
-    // the budget may finish (twice the longest run so far), so a long run
-    // is never cut for the little budget left.
-    // That is for sources giving one sample when a run ends (the process's
-    // wall time, its kernels' sum); a source streaming samples within a run
-    // (reported, per-range GPU time) keeps the budget counted from the
-    // start, so a program printing samples without end is still cut.
+    // --max-time bounds sampling, never a run in progress (#37): every
+    // run may take up to `first_wait`, the bound that ends a program that
+    // never finishes; a run started within the budget finishes, and a
+    // variant whose runs are longer than --max-time is sampled until
+    // --min-samples, as hyperfine does, with a note. --max-time counts from
+    // a variant's first sample for sources giving one sample when a run
+    // ends (the process's wall time, its kernels' sum); a source streaming
+    // samples within a run (reported, per-range GPU time) counts every
+    // sampling run.
     let per_run = matches!(timing.source, Source::Wall | Source::GpuKernels);
     let first_wait = first_sample_wait(rule.max_time_s);
-    let budget = |v: &Variant| {
-        if !per_run {
-            crate::workload::secs(rule.max_time_s - v.used)
-        } else if v.samples.is_empty() {
-            crate::workload::secs(first_wait)
-        } else {
-            crate::workload::secs((rule.max_time_s - v.spent).max(2.0 * v.longest))
-        }
+    let budget = Some(crate::workload::secs(first_wait));
+    let done = |v: &Variant| {
+        v.samples.len() >= MAX_SAMPLES
+            || v.ended
+            || (rule.should_stop(&v.samples, v.spent)
+                && (v.samples.len() >= rule.min_samples || v.longest <= rule.max_time_s))
     };
     let mut outputs = Vec::new();
     for v in vs.iter_mut() {
@@ -498,20 +498,13 @@ pub fn run_bench(
             .warmup
             .max(u32::from(req.measure.check.is_some()))
         {
-            let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
+            let run = sampler.run(&v.command, &timing, budget)?;
             v.used += run.wall_s;
             if run.cut {
-                return Err(Error::WorkloadFailed(if per_run {
-                    format!(
-                        "`{}`: its warm-up run had not finished after {:.1} s (a run before the first sample may take max(60 s, 6 x --max-time)); raise --max-time",
-                        v.command, run.wall_s
-                    )
-                } else {
-                    format!(
-                        "`{}`: its warm-up run passed --max-time ({} s) after {:.1} s, before it finished; raise --max-time",
-                        v.command, rule.max_time_s, run.wall_s
-                    )
-                }));
+                return Err(Error::WorkloadFailed(format!(
+                    "`{}`: its warm-up run had not finished after {:.1} s (a run may take max(60 s, 6 x --max-time)); raise --max-time",
+                    v.command, run.wall_s
+                )));
             }
             v.longest = v.longest.max(run.wall_s);
         }
@@ -535,15 +528,15 @@ pub fn run_bench(
         }
     }
     let mut round = 0usize;
-    while vs.iter().any(|v| !rule.should_stop(&v.samples, v.spent)) {
+    while vs.iter().any(|v| !done(v)) {
         let n = vs.len();
         for k in 0..n {
             let v = &mut vs[(k + round) % n];
-            if rule.should_stop(&v.samples, v.spent) {
+            if done(v) {
                 continue;
             }
             let sampling = !v.samples.is_empty() || !per_run;
-            let run = sampler.run(&v.command, &timing, Some(budget(v)))?;
+            let run = sampler.run(&v.command, &timing, budget)?;
             if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
                 return Err(Error::WorkloadFailed(format!(
                     "`{}` gave a sample of {bad} s: samples must be positive and finite",
@@ -555,30 +548,27 @@ pub fn run_bench(
             }
             v.used += run.wall_s;
             v.samples.extend(run.samples);
-            if v.samples.len() >= MAX_SAMPLES {
-                v.samples.truncate(MAX_SAMPLES);
-                v.spent = v.spent.max(rule.max_time_s);
-            }
+            v.samples.truncate(MAX_SAMPLES);
             if run.cut {
-                if v.samples.is_empty() && per_run {
+                if v.samples.is_empty() {
                     let before = if v.longest > 0.0 {
                         format!(" (its warm-up run took {:.1} s)", v.longest)
                     } else {
                         String::new()
                     };
                     return Err(Error::WorkloadFailed(format!(
-                        "`{}` gave no sample: one run had not finished after {:.1} s{before}; a run before the first sample may take max(60 s, 6 x --max-time ({} s)): raise --max-time",
+                        "`{}` gave no sample: one run had not finished after {:.1} s{before}; a run may take max(60 s, 6 x --max-time ({} s)): raise --max-time",
                         v.command, run.wall_s, rule.max_time_s
                     )));
                 }
-                // Its budget is spent: what it gave before the cut is all it gets.
-                v.spent = v.spent.max(rule.max_time_s);
+                // Its run was cut at the bound: what it gave is all it gets.
+                v.ended = true;
             }
             v.longest = v.longest.max(run.wall_s);
-            if v.samples.is_empty() && !per_run && v.spent >= rule.max_time_s {
+            if v.samples.is_empty() && !per_run && !run.cut {
                 return Err(Error::WorkloadFailed(format!(
-                    "`{}` gave no sample within --max-time ({} s; one run took {:.1} s); raise --max-time",
-                    v.command, rule.max_time_s, run.wall_s
+                    "`{}` ran to its end ({:.1} s) without giving a sample: check the timing source",
+                    v.command, run.wall_s
                 )));
             }
             if v.samples.is_empty() && per_run && v.used >= first_wait {
@@ -598,7 +588,27 @@ pub fn run_bench(
         progress.bench_round(round, &counts);
     }
     progress.finished();
-    Ok(report(req, &vs, &timing))
+    let mut report = report(req, &vs, &timing);
+    report.notes = long_run_notes(&vs, &rule);
+    Ok(report)
+}
+
+/// A note for each variant sampled past --max-time to reach --min-samples
+/// because one run alone was longer than --max-time.
+fn long_run_notes(vs: &[Variant], rule: &StopRule) -> Vec<String> {
+    vs.iter()
+        .filter(|v| v.longest > rule.max_time_s)
+        .map(|v| {
+            format!(
+                "`{}`: one run took {:.1} s, longer than --max-time ({} s): sampled to --min-samples ({} samples, {:.1} s); lower --min-samples for a quicker, less certain verdict",
+                v.name,
+                v.longest,
+                rule.max_time_s,
+                v.samples.len(),
+                v.spent
+            )
+        })
+        .collect()
 }
 
 fn report(req: &BenchRequest, vs: &[Variant], timing: &Timing) -> BenchReport {
@@ -692,6 +702,7 @@ pub fn decide_all(
         device,
         variants,
         verdict: worst,
+        notes: Vec::new(),
     }
 }
 
@@ -1285,32 +1296,65 @@ mod tests {
     }
 
     #[test]
-    fn runs_longer_than_max_time_still_give_a_verdict() {
-        // --max-time counts from the first sample (#26): 5 s runs under a
-        // 1 s --max-time give a warm-up, the first sample, and one more.
+    fn runs_longer_than_max_time_are_sampled_to_min_samples() {
+        // #37: --max-time never cuts a run; 5 s runs under a 1 s --max-time
+        // give --min-samples samples each and a note saying so.
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
         s.run_s = 5.0;
         let mut req = request(&[("a", "a"), ("b", "b")]);
         req.measure.stop.max_time_s = 1.0;
+        req.measure.stop.min_samples = 4;
         let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
         assert!(r.variants[1].verdict.is_some());
-        assert!(r.variants.iter().all(|v| v.samples == 2), "{r:?}");
+        assert!(r.variants.iter().all(|v| v.samples == 4), "{r:?}");
+        assert_eq!(r.notes.len(), 2, "{:?}", r.notes);
+        assert!(
+            r.notes[0].contains("one run took 5.0 s, longer than --max-time (1 s)"),
+            "{:?}",
+            r.notes
+        );
     }
 
     #[test]
-    fn a_streaming_source_keeps_max_time_from_the_start() {
-        // Reported samples stream within a run: the first run is cut at
-        // --max-time, not at the first-sample wait.
+    fn an_eleven_second_program_gets_a_verdict_with_default_flags() {
+        // The case of #37: one run of 11 s against the default 10 s
+        // --max-time, warm-up included, for both kinds of timing source.
+        for source in [Source::Wall, Source::Reported] {
+            let mut s = FakeSampler::new(&[("a", 1.0), ("b", 0.5)]);
+            s.source = source;
+            s.run_s = 11.0;
+            let req = request(&[("a", "a"), ("b", "b")]);
+            let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
+            let min = Measurement::default().stop.min_samples;
+            assert!(r.variants.iter().all(|v| v.samples == min), "{r:?}");
+            assert_eq!(
+                r.variants[1].verdict.as_ref().unwrap().kind,
+                VerdictKind::Keep
+            );
+            assert_eq!(r.notes.len(), 2);
+        }
+    }
+
+    #[test]
+    fn runs_within_max_time_add_no_note() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        let req = request(&[("a", "a"), ("b", "b")]);
+        let r = run_bench(&req, &mut s, &crate::Silent).unwrap();
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn a_streaming_run_that_ends_without_a_sample_is_an_error() {
         let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
         s.source = Source::Reported;
         s.run_s = 5.0;
+        s.cut_after = Some(0);
         let mut req = request(&[("a", "a"), ("b", "b")]);
-        req.measure.stop.max_time_s = 1.0;
         req.measure.warmup = 0;
         let err = run_bench(&req, &mut s, &crate::Silent)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("gave no sample within --max-time"), "{err}");
+        assert!(err.contains("gave no sample"), "{err}");
     }
 
     #[test]

@@ -98,6 +98,10 @@ pub struct BenchReport {
     pub variants: Vec<VariantResult>,
     /// The worst verdict of the candidates.
     pub verdict: VerdictKind,
+    /// How the sampling went where it left the usual rule (a run longer
+    /// than --max-time sampled to --min-samples).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl BenchReport {

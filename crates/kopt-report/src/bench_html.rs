@@ -28,6 +28,7 @@ struct Page<'a> {
     variants: &'a [VariantView],
     boxes: String,
     threshold: String,
+    notes: &'a [String],
     version: &'static str,
 }
 
@@ -114,9 +115,10 @@ pub fn boxes_svg(variants: &[VariantView]) -> String {
     s
 }
 
-pub fn page(variants: &[VariantView], threshold: f64) -> String {
+pub fn page(variants: &[VariantView], threshold: f64, notes: &[String]) -> String {
     Page {
         variants,
+        notes,
         boxes: boxes_svg(variants),
         threshold: format!("{:.0}%", 100.0 * threshold),
         version: env!("CARGO_PKG_VERSION"),
@@ -154,7 +156,7 @@ mod tests {
             ),
             v("tiled", vec![0.8e-3, 0.82e-3, 0.79e-3], "KEEP"),
         ];
-        let html = page(&vs, 0.05);
+        let html = page(&vs, 0.05, &[]);
         assert_eq!(html.matches("<g class=\"box\">").count(), 2);
         assert!(!html.to_ascii_lowercase().contains("<script"));
         assert!(html.contains("KEEP"));

@@ -52,7 +52,7 @@ impl Render for BenchReport {
                             .map_or(String::new(), |d| d.reason.clone()),
                     })
                     .collect();
-                page(&views, r.threshold)
+                page(&views, r.threshold, &r.notes)
             }
             // Names, commands and problems come from the user's programs: no
             // control character of theirs reaches the terminal.
@@ -82,6 +82,9 @@ fn markdown(r: &BenchReport) -> String {
             verdict(v)
         );
     }
+    for n in &r.notes {
+        let _ = writeln!(o, "\nNote: {n}");
+    }
     o
 }
 
@@ -105,6 +108,9 @@ fn terminal(r: &BenchReport) -> String {
         for p in &v.check_problems {
             let _ = writeln!(o, "  correctness: {p}");
         }
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "note: {n}");
     }
     o
 }
@@ -191,6 +197,7 @@ mod tests {
             noise: 0.01,
             seed: 42,
             device: None,
+            notes: Vec::new(),
             variants: vec![
                 v("base", None),
                 v(
