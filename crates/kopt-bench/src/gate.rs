@@ -76,6 +76,11 @@ pub struct CheckFacts {
     /// bits (those a 16-bit float, or fp8 for 16-bit outputs, lacks) are zero.
     pub cand_low_bits_zero: Option<f64>,
     pub ref_low_bits_zero: Option<f64>,
+    /// Relative L2 error of the reference's / candidate's output against
+    /// the baseline run on float64 copies of the inputs (None where the
+    /// harness could not run it).
+    pub wide_ref_err: Option<f64>,
+    pub wide_cand_err: Option<f64>,
 }
 
 /// Everything the harness saw on one input shape.
@@ -154,6 +159,32 @@ fn us(s: f64) -> String {
 }
 
 /// Bits of precision by dtype name, for "below the reference's".
+/// How many times the baseline's own error against a float64 run a
+/// candidate's may be before it counts as computed at lower precision: a
+/// reordered reduction in the same dtype stays within a few times.
+const WIDE_ERROR_RATIO: f64 = 8.0;
+
+/// The error a float of this many significand bits makes anyway (16 of
+/// its unit roundoffs), below which no error is a sign of lower precision.
+fn precision_floor(rank: u32) -> f64 {
+    16.0 * 2f64.powi(-(rank as i32))
+}
+
+/// Why a checked call's candidate is far less precise than the baseline,
+/// both measured against the baseline run in float64; None where it is not
+/// or the float64 run is missing.
+fn far_less_precise(c: &CheckFacts) -> Option<String> {
+    let (r, k) = (c.wide_ref_err?, c.wide_cand_err?);
+    let floor = precision_floor(precision_rank(&c.ref_dtype)?);
+    let allowed = WIDE_ERROR_RATIO * r.max(floor);
+    (k.is_finite() && k > allowed).then(|| {
+        format!(
+            "error {k:.2e} against the baseline run in float64, {:.0} times the baseline's own ({r:.2e}, floor {floor:.0e}): computed at lower precision",
+            k / r.max(floor)
+        )
+    })
+}
+
 fn precision_rank(dtype: &str) -> Option<u32> {
     Some(match dtype {
         "f64" => 53,
@@ -417,6 +448,13 @@ fn check_outputs(
             if cz >= 0.9 && rz < 0.5 && cr.is_some_and(|k| k >= 11) {
                 add(&mut suspect, SuspectReason::LowerPrecision, format!("checked call {n}: {:.0}% of the output's values fit a narrower float (their low mantissa bits are zero; the reference's: {:.0}%): computed at lower precision and widened", 100.0 * cz, 100.0 * rz));
             }
+        }
+        if let Some(why) = far_less_precise(c) {
+            add(
+                &mut suspect,
+                SuspectReason::LowerPrecision,
+                format!("checked call {n}: {why}"),
+            );
         }
         let limit = tol.unwrap_or_else(|| default_tolerance(&c.ref_dtype, false));
         let ok = c.shape_matches
@@ -967,6 +1005,42 @@ mod tests {
         for c in &mut s.checks {
             c.aliases_input = true;
             c.ref_aliases_input = true;
+        }
+        assert_eq!(run(s).verdict, VerdictKind::Keep);
+    }
+
+    #[test]
+    fn lower_precision_against_the_float64_run_whatever_the_speed() {
+        // #37: an fp8 round trip (6% error, slower) and bf16 work in fp32
+        // clothing (4e-3) are SUSPECT by their error against the baseline
+        // run in float64, many times the baseline's own.
+        for (cand_err, fast) in [(0.06, false), (4e-3, true)] {
+            let mut s = if fast {
+                shape(1e-3, 0.5e-3)
+            } else {
+                shape(1e-3, 1.5e-3)
+            };
+            for c in &mut s.checks {
+                c.wide_ref_err = Some(1e-7);
+                c.wide_cand_err = Some(cand_err);
+            }
+            let r = run(s);
+            assert_suspect(&r, SuspectReason::LowerPrecision);
+        }
+        // A reordered fp32 reduction: a few times the baseline's error,
+        // under the floor of 16 unit roundoffs: no suspicion.
+        let mut s = shape(1e-3, 0.5e-3);
+        for c in &mut s.checks {
+            c.wide_ref_err = Some(1e-7);
+            c.wide_cand_err = Some(4e-7);
+        }
+        assert_eq!(run(s).verdict, VerdictKind::Keep);
+        // A baseline that is itself imprecise (TF32 convolutions): a
+        // candidate as imprecise is not suspect.
+        let mut s = shape(1e-3, 0.5e-3);
+        for c in &mut s.checks {
+            c.wide_ref_err = Some(1e-3);
+            c.wide_cand_err = Some(2e-3);
         }
         assert_eq!(run(s).verdict, VerdictKind::Keep);
     }

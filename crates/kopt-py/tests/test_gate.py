@@ -494,3 +494,80 @@ def test_nvtx_ranges_for_the_engine_match_the_samples(dev):
     names.clear()
     Harness(dev, reference(dev), honest(dev, 150e-6), lambda: [dev.randn()], max_time=0.1, min_time=0.05).run()
     assert names == []
+
+
+class WideDevice(FakeDevice):
+    """A fake device that can widen tensors to float64, as TorchBackend does."""
+
+    def widen(self, t):
+        return FT(list(t.store), "f64")
+
+
+def _round(dtype):
+    return f32 if dtype == "f32" else (lambda v: v)
+
+
+def _fp8(v):
+    """Round to fp8 e4m3's 3 mantissa bits."""
+    if v == 0 or not math.isfinite(v):
+        return v
+    m, e = math.frexp(v)
+    return math.ldexp(round(m * 16) / 16, e)
+
+
+def wide_reference(dev, seconds=200e-6):
+    def ref(x):
+        dev.launch(seconds)
+        r = _round(x.dtype)
+        return FT([r(2.0 * v + 0.1234567) for v in x.values], x.dtype)
+
+    return ref
+
+
+def test_fp8_round_trip_is_suspect_even_when_slower():
+    # #37: same dtype out, a few % error per element, and slower: REVERT
+    # alone would hide why; the float64 run of the baseline names it.
+    dev = WideDevice()
+
+    def cand(x):
+        # The product through fp8, the bias added in fp32: no dtype or
+        # low-bit sign, and the error is beyond a 16-bit float's.
+        dev.launch(260e-6)
+        return FT([f32(_fp8(2.0 * v) + 0.1234567) for v in x.values])
+
+    r = gate(dev, cand, ref=wide_reference(dev))
+    assert_suspect(r, "lower-precision")
+    assert "float64" in str(r), str(r)
+
+
+def test_bf16_in_fp32_clothing_is_suspect():
+    dev = WideDevice()
+
+    def cand(x):
+        # The product in bf16, the bias added in fp32: the low mantissa
+        # bits are not all zero, the error is bf16's.
+        dev.launch(120e-6)
+        return FT([f32(bf16(2.0 * v) + 0.1234567) for v in x.values])
+
+    assert_suspect(gate(dev, cand, ref=wide_reference(dev)), "lower-precision")
+
+
+def test_honest_candidate_is_not_suspect_against_the_float64_run():
+    dev = WideDevice()
+    r = gate(dev, wide_reference(dev, 150e-6), ref=wide_reference(dev))
+    assert r.verdict == "KEEP", str(r)
+    assert r.suspect == []
+
+
+def test_a_baseline_refusing_float64_leaves_a_note():
+    dev = WideDevice()
+    plain = wide_reference(dev)
+
+    def ref(x):
+        if x.dtype == "f64":
+            raise TypeError("expected f32")
+        return plain(x)
+
+    r = gate(dev, wide_reference(dev, 150e-6), ref=ref)
+    assert r.verdict == "KEEP", str(r)
+    assert any("no float64 reference" in n for n in r.notes), r.notes

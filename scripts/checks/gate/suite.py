@@ -129,6 +129,22 @@ def gemm_tf32_in_call(a, b):
         torch.backends.cuda.matmul.allow_tf32 = False
 
 
+def gemm_bias(a, b):
+    return a @ b + 0.1234567
+
+
+def gemm_bf16_bias_in_fp32(a, b):
+    # bf16 work in fp32 clothing: the product in bf16, widened, the bias
+    # added in fp32 (so the low mantissa bits are not all zero).
+    return (a.bfloat16() @ b.bfloat16()).float() + 0.1234567
+
+
+def fp8_round_trip(x):
+    # The same dtype out, through fp8 and back: a few % error per element,
+    # and slower than the baseline.
+    return x.to(torch.float8_e4m3fn).float().mul(2.0).add(1.0)
+
+
 _real_elapsed = torch.cuda.Event.elapsed_time
 
 
@@ -248,6 +264,8 @@ def main(out_dir):
     rows.append(run_one("bf16 GEMM widened to fp32", "lower-precision", candidate=gemm_bf16_widened, **G))
     rows.append(run_one("bf16 GEMM (bf16 out)", "lower-precision", candidate=gemm_bf16, **G))
     rows.append(run_one("TF32 switched on in the call", "lower-precision", candidate=gemm_tf32_in_call, **G))
+    rows.append(run_one("fp8 round trip (slower)", "lower-precision", candidate=fp8_round_trip, **E))
+    rows.append(run_one("bf16 GEMM, fp32 bias", "lower-precision", baseline=gemm_bias, candidate=gemm_bf16_bias_in_fp32, inputs=make_ab(2048), flops=2.0 * 2048**3))
     rows.append(run_one("replaces Event.elapsed_time", "harness-tampered", candidate=patches_the_timer, **E))
     torch.cuda.Event.elapsed_time = _real_elapsed
     pair = L2Pair()

@@ -222,6 +222,13 @@ class TorchBackend:
     def nbytes(self, t):
         return t.numel() * t.element_size()
 
+    def widen(self, t):
+        """A float64 copy of a floating tensor (other tensors cloned): the
+        inputs of the baseline's full-precision run."""
+        if t.is_floating_point():
+            return t.detach().to(self.torch.float64)
+        return t.detach().clone()
+
     def clone(self, t):
         return t.clone()
 
@@ -355,6 +362,7 @@ class Harness:
         check_every=4,
         names=("baseline", "candidate"),
         ranges=False,
+        wide_baseline=None,
     ):
         self.b = backend
         self.fns = {"baseline": baseline, "candidate": candidate}
@@ -380,6 +388,12 @@ class Harness:
         self._want_ranges = bool(ranges)
         self._ranges = False
         self._ref_like = None
+        # The baseline run in float64 (by default the baseline itself, on
+        # float64 copies of the inputs): both sides' error is measured
+        # against it, so a candidate far less precise than the baseline is
+        # seen even when it stays inside the tolerance or is slower.
+        self._wide_fn = wide_baseline or baseline
+        self._wide_off = None
 
     # -- helpers -----------------------------------------------------------
     def _fresh(self, shape):
@@ -456,6 +470,10 @@ class Harness:
         if self._ref_like is None:
             self._ref_like = ref
         facts.update(_compare_all(b, ref, cand))
+        wide = self._wide_ref(args, kept)
+        if wide is not None:
+            facts["wide_ref_err"] = _wide_err(b, wide, ref)
+            facts["wide_cand_err"] = _wide_err(b, wide, cand)
         for p in prev:
             if p["cand"] is None or p["ref"] is None:
                 continue
@@ -463,6 +481,32 @@ class Harness:
                 facts["repeats_call"] = p["call"]
                 break
         return facts, {"in": kept, "cand": cand, "ref": ref, "call": k}
+
+    def _wide_ref(self, args, kept):
+        """The baseline's outputs on float64 copies of the inputs, or None
+        (with a note, once) where it cannot run so."""
+        b = self.b
+        if self._wide_off is None:
+            if not hasattr(b, "widen"):
+                self._wide_off = "this device backend cannot widen tensors"
+            elif self.out is not None:
+                self._wide_off = "out= buffers hold the reference's own dtype"
+        if self._wide_off:
+            return None
+        wargs = _rebuild(args, iter([b.widen(t) for t in kept]), b)
+        try:
+            rr = self._wide_fn(*wargs)
+            b.sync()
+        except Exception as e:
+            self._wide_off = f"the baseline raised {type(e).__name__} on float64 inputs"
+            self.notes.append(f"no float64 reference for the precision check: {self._wide_off}")
+            return None
+        out = b.leaves(rr)
+        if not out or any(b.dtype(t) != "f64" for t in out if b.dtype(t) in _RANK):
+            self._wide_off = "the baseline did not return float64 for float64 inputs"
+            self.notes.append(f"no float64 reference for the precision check: {self._wide_off}")
+            return None
+        return [b.clone(t) for t in out]
 
     # -- timing ---------------------------------------------------------------
     def _timed(self, side, args, buf, tag=None):
@@ -653,6 +697,23 @@ def _compare_all(b, ref, cand):
         return {"error": f"the outputs could not be compared ({type(e).__name__}: {e})", "shape_matches": False}
 
 
+def _wide_err(b, wide, outs):
+    """The largest relative L2 error of ``outs`` against the float64 run;
+    None where a leaf cannot be compared."""
+    if len(wide) != len(outs):
+        return None
+    errs = []
+    for w, o in zip(wide, outs):
+        try:
+            e = b.compare(w, o).get("rel_l2")
+        except Exception:
+            return None
+        if e is None:
+            return None
+        errs.append(e)
+    return max(errs) if errs else None
+
+
 def _nothing():
     pass
 
@@ -757,12 +818,14 @@ def _load(path, name):
     return mod
 
 
-def _module_side(torch, mod, cls, init, device):
+def _module_side(torch, mod, cls, init, device, dtype=None):
     Model = getattr(mod, cls, None)
     if Model is None:
         raise SystemExit(f"kopt gate: {mod.__file__} has no class {cls}")
     torch.manual_seed(0)
     m = Model(*init).to(device)
+    if dtype is not None:
+        m = m.to(dtype)
     m.eval()
 
     def call(*args):
@@ -798,6 +861,9 @@ def main(argv=None):
     init = list(getattr(ma, "get_init_inputs", lambda: [])())
     base = _module_side(torch, ma, a.module, init, backend.device)
     cand = _module_side(torch, mb, a.module, init, backend.device)
+    # The baseline's module in float64, built from the same seed, for the
+    # precision check's reference.
+    wide = _module_side(torch, ma, a.module, init, backend.device, torch.float64)
 
     def inputs():
         return [x.to(backend.device) if isinstance(x, torch.Tensor) else x for x in ma.get_inputs()]
@@ -817,6 +883,7 @@ def main(argv=None):
         seed=a.seed,
         names=(a.baseline, a.candidate),
         ranges=True,
+        wide_baseline=wide,
     )
     facts = h.run()
     with open(a.out, "w") as f:
