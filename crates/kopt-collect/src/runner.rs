@@ -47,13 +47,30 @@ pub fn cancel_flag() -> Option<Arc<AtomicBool>> {
     CANCEL.with(|c| c.borrow().clone())
 }
 
-/// Whether the front end cancelled the work running on this thread.
+/// Set once the whole process is told to stop (a signal to the `kopt`
+/// binary): every run on every thread is cancelled.
+static STOP_ALL: AtomicBool = AtomicBool::new(false);
+
+/// Cancel every run of the process, now and to come. Async-signal-safe
+/// (one atomic store), so a signal handler may call it.
+pub fn cancel_all() {
+    STOP_ALL.store(true, Ordering::SeqCst);
+}
+
+/// Whether [`cancel_all`] was called.
+pub fn all_cancelled() -> bool {
+    STOP_ALL.load(Ordering::SeqCst)
+}
+
+/// Whether the front end cancelled the work running on this thread, or the
+/// whole process was told to stop.
 pub fn cancel_requested() -> bool {
-    CANCEL.with(|c| {
-        c.borrow()
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::SeqCst))
-    })
+    all_cancelled()
+        || CANCEL.with(|c| {
+            c.borrow()
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::SeqCst))
+        })
 }
 
 /// How often a waiting runner looks for a cancellation.
@@ -192,6 +209,26 @@ pub fn run_group(
         use std::os::unix::process::CommandExt;
         // Its own process group, so a timeout kills what the program started too.
         cmd.process_group(0);
+        // Out of the terminal's group, a workload would outlive a kopt that
+        // is killed outright: it gets SIGKILL when its parent dies.
+        #[cfg(target_os = "linux")]
+        {
+            let parent = std::process::id() as libc::pid_t;
+            // SAFETY: between fork and exec only async-signal-safe calls are
+            // made (prctl, getppid); nothing allocates or takes a lock.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // The parent died before the prctl: nobody waits for us.
+                    if libc::getppid() != parent {
+                        return Err(std::io::Error::other("kopt exited before the run started"));
+                    }
+                    Ok(())
+                });
+            }
+        }
     }
     let mut child = cmd.spawn().map_err(|source| GroupError::Spawn {
         program: spec.program.display().to_string(),
@@ -199,6 +236,7 @@ pub fn run_group(
     })?;
     let start = Instant::now();
     let pid = child.id();
+    let _reaped = ReapOnExit::register(pid);
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     // Readers own the pipes and send lines here: the run ends when the
     // program does (or its time is up), not when the last holder of its
@@ -277,6 +315,67 @@ pub fn run_group(
                 });
             }
         }
+    }
+}
+
+/// The reaper's script: it reads `+PGID` / `-PGID` lines while kopt runs
+/// and, when its input closes (kopt exited or was killed, even by
+/// SIGKILL), kills every group still listed: the workloads in flight.
+const REAPER_SCRIPT: &str = r#"groups=" "
+while read -r op pg; do
+  case "$op" in
+    +) groups="$groups$pg " ;;
+    -) new=" "; for g in $groups; do [ "$g" = "$pg" ] || new="$new$g "; done; groups=$new ;;
+  esac
+done
+for g in $groups; do kill -KILL "-$g" 2>/dev/null; done"#;
+
+/// The process's reaper (a `/bin/sh` in a group of its own), started with
+/// the first run; None where it cannot start (the leader's
+/// PR_SET_PDEATHSIG still covers a killed kopt).
+fn reaper() -> Option<&'static Mutex<std::process::ChildStdin>> {
+    static REAPER: std::sync::OnceLock<Option<Mutex<std::process::ChildStdin>>> =
+        std::sync::OnceLock::new();
+    REAPER
+        .get_or_init(|| {
+            let mut cmd = Command::new("/bin/sh");
+            cmd.args(["-c", REAPER_SCRIPT])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            #[cfg(unix)]
+            {
+                use std::os::unix::process::CommandExt;
+                // Out of the terminal's group: a Ctrl-C to kopt leaves it be.
+                cmd.process_group(0);
+            }
+            // Never waited for: it outlives kopt by design and ends itself.
+            let mut child = cmd.spawn().ok()?;
+            child.stdin.take().map(Mutex::new)
+        })
+        .as_ref()
+}
+
+/// A run's group listed with the reaper while its leader runs.
+struct ReapOnExit(u32);
+
+impl ReapOnExit {
+    fn register(pgid: u32) -> ReapOnExit {
+        reap_line('+', pgid);
+        ReapOnExit(pgid)
+    }
+}
+
+impl Drop for ReapOnExit {
+    fn drop(&mut self) {
+        reap_line('-', self.0);
+    }
+}
+
+fn reap_line(op: char, pgid: u32) {
+    if let Some(r) = reaper() {
+        let mut stdin = r.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = writeln!(stdin, "{op} {pgid}").and_then(|_| stdin.flush());
     }
 }
 

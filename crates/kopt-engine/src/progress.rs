@@ -9,6 +9,10 @@ pub use kopt_collect::Stream;
 /// and bench's process loop; threads a workflow starts inherit it).
 pub use kopt_collect::runner::cancellable;
 
+/// Stop every run of the process (a signal to the `kopt` binary), and
+/// whether that happened.
+pub use kopt_collect::runner::{all_cancelled, cancel_all};
+
 /// Events of a running workflow; every method has a silent default.
 pub trait Progress: Sync {
     /// Pass `n` of `total` starts (`kopt profile`).

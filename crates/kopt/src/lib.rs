@@ -8,6 +8,7 @@ mod exit;
 mod mcp;
 mod options;
 mod progress;
+pub mod signals;
 mod usage;
 
 use std::ffi::OsString;
