@@ -104,3 +104,48 @@ pub fn secs(s: f64) -> Duration {
     }
     Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
 }
+
+/// How one timed run of a command ended ([`time_once`]).
+#[derive(Debug)]
+pub enum TimedRun {
+    /// It ran to its end: wall seconds, and its exit status when it failed.
+    Finished {
+        seconds: f64,
+        failure: Option<String>,
+    },
+    /// It was still running at the limit; its group was stopped.
+    OverLimit,
+    /// The front end cancelled it (its group was stopped).
+    Cancelled,
+}
+
+/// Run `argv` once (no shell unless argv names one) through kopt-collect's
+/// runner, output read and dropped, stopped at `limit`: how a front end
+/// times a workload before it pays for a measurement (MCP's estimate).
+pub fn time_once(argv: &[String], limit: Duration) -> Result<TimedRun> {
+    use kopt_collect::runner::{run_group, GroupError, GroupSpec, Stop};
+    let Some((program, args)) = argv.split_first() else {
+        return Err(Error::Usage("empty command".into()));
+    };
+    let exit = run_group(
+        &GroupSpec {
+            program: std::path::Path::new(program),
+            args,
+            env: &[],
+            timeout: Some(limit),
+            stop: Stop::Kill,
+            max_line: 4096,
+        },
+        &mut |_, _| {},
+        &mut |_, _| {},
+    );
+    match exit {
+        Ok(e) if e.timed_out => Ok(TimedRun::OverLimit),
+        Ok(e) => Ok(TimedRun::Finished {
+            seconds: e.elapsed.as_secs_f64(),
+            failure: (!e.status.success()).then(|| e.status.to_string()),
+        }),
+        Err(GroupError::Cancelled) => Ok(TimedRun::Cancelled),
+        Err(e) => Err(Error::WorkloadFailed(format!("{program}: {e}"))),
+    }
+}

@@ -151,11 +151,56 @@ fn initialize_and_list_tools() {
             "journal_add"
         ]
     );
+    // Small enough for an agent's budget for tools (#37): 146 KB before.
+    let listed = r["result"]["tools"].to_string();
+    assert!(
+        listed.len() <= 20_000,
+        "tools/list is {} bytes",
+        listed.len()
+    );
+    for t in r["result"]["tools"].as_array().unwrap() {
+        assert!(t["title"].is_string(), "{t}");
+        let writes = matches!(
+            t["name"].as_str().unwrap(),
+            "profile" | "trace" | "bench" | "compare" | "optimize" | "tune" | "journal_add"
+        );
+        // compare records its verdict in the history: not read-only.
+        assert_eq!(t["annotations"]["readOnlyHint"], !writes, "{t}");
+    }
+    // The full output schema is a resource the compact one names.
+    let diag = &r["result"]["tools"][0]["outputSchema"];
+    assert!(diag["description"]
+        .as_str()
+        .unwrap()
+        .contains("kopt://schema/diagnosis"));
+    let full = s.request(
+        4,
+        "resources/read",
+        json!({"uri": "kopt://schema/diagnosis"}),
+    );
+    let text = full["result"]["contents"][0]["text"].as_str().unwrap();
+    let full: Value = serde_json::from_str(text).unwrap();
+    assert!(full["$defs"].is_object(), "{full}");
+    for key in diag["properties"].as_object().unwrap().keys() {
+        assert!(full["properties"].get(key).is_some(), "{key}");
+    }
     // An older client gets its own revision; an unknown one the newest.
     let r = s.request(2, "initialize", json!({"protocolVersion": "2025-06-18"}));
     assert_eq!(r["result"]["protocolVersion"], "2025-06-18");
     let r = s.request(3, "initialize", json!({"protocolVersion": "1999-01-01"}));
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    // 2024-11-05 is spoken too: no output schemas, the report as text.
+    let r = s.request(5, "initialize", json!({"protocolVersion": "2024-11-05"}));
+    assert_eq!(r["result"]["protocolVersion"], "2024-11-05");
+    let r = s.request(6, "tools/list", json!({}));
+    assert!(r["result"]["tools"][0].get("outputSchema").is_none(), "{r}");
+    let r = s.call(7, "history", json!({}));
+    assert!(r.get("structuredContent").is_none(), "{r}");
+    let last = r["content"].as_array().unwrap().last().unwrap()["text"]
+        .as_str()
+        .unwrap();
+    let report: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(report["runs"], json!([]));
     s.close(Duration::from_secs(5));
 }
 
@@ -361,6 +406,48 @@ fn cancelled_call_kills_its_workload_and_gets_no_answer() {
 }
 
 #[test]
+fn a_second_workload_call_is_refused_while_one_runs_and_sigkill_stops_it() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let pid_file = s.dir.path().join("pid");
+    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "profile", "arguments": {
+            "command": [line], "shell": true, "budget_s": 300}}})
+        .to_string(),
+    );
+    let pid = wait_for_pid(&pid_file);
+    // #37: 300 benches started 300 workloads; now one at a time.
+    let r = s.call(
+        8,
+        "bench",
+        json!({"baseline": ["true"], "candidate": ["true"]}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("busy"),
+        "{r}"
+    );
+    // Tools that run nothing still answer.
+    let r = s.call(9, "history", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    // Killing the server outright leaves no workload behind.
+    s.child.kill().unwrap();
+    let _ = s.child.wait();
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "workload {pid} outlived the server's SIGKILL"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn over_budget_is_refused_up_front() {
     let mut s = Server::start(&[]);
     s.initialize();
@@ -396,7 +483,23 @@ fn history_and_resources_of_an_empty_folder() {
     assert_eq!(r["isError"], false, "{r}");
     assert_eq!(r["structuredContent"]["runs"], json!([]));
     let r = s.request(2, "resources/list", json!({}));
-    assert_eq!(r["result"]["resources"], json!([]));
+    // No run folder yet: the tools' full output schemas alone.
+    let uris: Vec<&str> = r["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "kopt://schema/diagnosis",
+            "kopt://schema/bench",
+            "kopt://schema/compare",
+            "kopt://schema/optimize",
+            "kopt://schema/tune"
+        ]
+    );
     let r = s.request(
         3,
         "resources/read",

@@ -1,9 +1,7 @@
 //! Device time: what a long tool will cost before it runs (from the
 //! history or a timing pass), and a watchdog that stops it at its budget.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,56 +23,32 @@ pub enum TimingError {
     Failed(String),
 }
 
-/// Run `argv` once, as the tool would (no shell unless argv is one), in its
-/// own process group; killed past `limit` or once `cancel` is set.
-pub fn timing_run(argv: &[String], limit: f64, cancel: &AtomicBool) -> Result<f64, TimingError> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err(TimingError::Failed("empty command".into()));
-    };
-    let start = Instant::now();
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| TimingError::Failed(format!("cannot start {program}: {e}")))?;
-    let pid = child.id() as i32;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let s = start.elapsed().as_secs_f64();
-                return if status.success() {
-                    Ok(s)
-                } else {
-                    Err(TimingError::Failed(format!(
-                        "`{}` failed in its timing run ({status})",
-                        argv.join(" ")
-                    )))
-                };
-            }
-            Ok(None) => {}
-            Err(e) => {
-                return Err(TimingError::Failed(format!(
-                    "cannot wait for {program}: {e}"
-                )))
-            }
-        }
-        let over = start.elapsed().as_secs_f64() > limit;
-        if over || cancel.load(Ordering::SeqCst) {
-            // SAFETY: a plain syscall on the process group this function created.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-            let _ = child.wait();
-            return Err(if over {
-                TimingError::OverBudget(limit)
-            } else {
-                TimingError::Stopped
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
+/// Run `argv` once, as the tool would (no shell unless argv is one),
+/// through the engine's runner: its own process group, stopped past
+/// `limit` or once `cancel` is set.
+pub fn timing_run(
+    argv: &[String],
+    limit: f64,
+    cancel: &Arc<AtomicBool>,
+) -> Result<f64, TimingError> {
+    use kopt_engine::workload::{time_once, TimedRun};
+    let limit_d = kopt_engine::workload::secs(limit);
+    let run =
+        kopt_engine::progress::cancellable(Some(Arc::clone(cancel)), || time_once(argv, limit_d));
+    match run.map_err(|e| TimingError::Failed(e.to_string()))? {
+        TimedRun::Finished {
+            seconds,
+            failure: None,
+        } => Ok(seconds),
+        TimedRun::Finished {
+            failure: Some(status),
+            ..
+        } => Err(TimingError::Failed(format!(
+            "`{}` failed in its timing run ({status})",
+            argv.join(" ")
+        ))),
+        TimedRun::OverLimit => Err(TimingError::OverBudget(limit)),
+        TimedRun::Cancelled => Err(TimingError::Stopped),
     }
 }
 

@@ -28,7 +28,15 @@ use serde_json::{json, Value};
 const MAX_LINE: u64 = 16 << 20;
 
 /// Revisions of the `initialize` handshake this server speaks, oldest first.
-const PROTOCOL_VERSIONS: &[&str] = &["2025-03-26", "2025-06-18", "2025-11-25"];
+const PROTOCOL_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The first revision with tool output schemas and structured content;
+/// a client of an older one gets the report as JSON text instead.
+const STRUCTURED_SINCE: &str = "2025-06-18";
+
+/// Whether the session's revision has structured tool output (until the
+/// client's `initialize` says otherwise, the newest's behaviour).
+type Structured = Arc<AtomicBool>;
 
 // JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -80,8 +88,14 @@ impl Out {
     }
 }
 
-/// Tool calls running now, by request id (its JSON text).
-type Running = Arc<Mutex<HashMap<String, Arc<AtomicBool>>>>;
+/// Tool calls running now, by request id (its JSON text), each with its
+/// cancellation flag and whether it runs a workload.
+type Running = Arc<Mutex<HashMap<String, (Arc<AtomicBool>, bool)>>>;
+
+/// Calls that run a workload at once: one, since two on one device would
+/// perturb each other's timings; a further one is refused, saying which
+/// runs (an agent that fires 300 benches must not start 300 workloads).
+const MAX_WORKLOAD_CALLS: usize = 1;
 
 /// Serve MCP on stdin / stdout until the client closes stdin.
 pub fn serve_stdio(config: Config) -> std::io::Result<()> {
@@ -93,6 +107,7 @@ pub fn serve_stdio(config: Config) -> std::io::Result<()> {
 pub fn serve(mut input: impl BufRead, out: Out, config: Config) -> std::io::Result<()> {
     let config = Arc::new(config);
     let running: Running = Arc::default();
+    let structured: Structured = Arc::new(AtomicBool::new(true));
     let mut workers = Vec::new();
     let mut line = Vec::new();
     loop {
@@ -128,13 +143,13 @@ pub fn serve(mut input: impl BufRead, out: Out, config: Config) -> std::io::Resu
                 continue;
             }
         };
-        if let Some(worker) = handle(message, &out, &config, &running) {
+        if let Some(worker) = handle(message, &out, &config, &running, &structured) {
             workers.push(worker);
         }
         workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
     }
     // The client went away: stop every call's workload, then leave.
-    for flag in running.lock().unwrap_or_else(|e| e.into_inner()).values() {
+    for (flag, _) in running.lock().unwrap_or_else(|e| e.into_inner()).values() {
         flag.store(true, Ordering::SeqCst);
     }
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -150,6 +165,7 @@ fn handle(
     out: &Out,
     config: &Arc<Config>,
     running: &Running,
+    structured: &Structured,
 ) -> Option<std::thread::JoinHandle<()>> {
     let Value::Object(msg) = message else {
         out.error(
@@ -206,11 +222,28 @@ fn handle(
         return None;
     }
     match method {
-        "initialize" => out.result(&id, initialize(&params)),
+        "initialize" => {
+            let reply = initialize(&params);
+            let version = reply["protocolVersion"].as_str().unwrap_or_default();
+            structured.store(version >= STRUCTURED_SINCE, Ordering::SeqCst);
+            out.result(&id, reply)
+        }
         // Every message is info; a client's level changes nothing.
         "ping" | "logging/setLevel" => out.result(&id, json!({})),
-        "tools/list" => out.result(&id, json!({"tools": tools::list()})),
-        "tools/call" => return call(id, &params, out, config, running),
+        "tools/list" => {
+            let mut list = tools::list();
+            if !structured.load(Ordering::SeqCst) {
+                for t in list.iter_mut().filter_map(Value::as_object_mut) {
+                    t.remove("outputSchema");
+                    t.remove("title");
+                }
+            }
+            out.result(&id, json!({ "tools": list }))
+        }
+        "tools/call" => {
+            let structured = structured.load(Ordering::SeqCst);
+            return call(id, &params, out, config, running, structured);
+        }
         "resources/list" => match resources::list(&config.cwd) {
             Ok(list) => out.result(&id, json!({"resources": list})),
             Err(e) => out.error(&id, INTERNAL_ERROR, &e),
@@ -241,7 +274,7 @@ fn handle(
 fn notification(method: &str, params: &Value, running: &Running) {
     if method == "notifications/cancelled" {
         if let Some(id) = params.get("requestId") {
-            if let Some(flag) = running
+            if let Some((flag, _)) = running
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get(&id.to_string())
@@ -251,6 +284,20 @@ fn notification(method: &str, params: &Value, running: &Running) {
         }
     }
     // notifications/initialized and the rest need nothing.
+}
+
+/// A tool result for a client older than structured output: the report
+/// as one more text block, as the spec asks of servers for such clients.
+fn unstructured(mut result: Value) -> Value {
+    if let Some(data) = result
+        .as_object_mut()
+        .and_then(|r| r.remove("structuredContent"))
+    {
+        if let Some(content) = result["content"].as_array_mut() {
+            content.push(json!({"type": "text", "text": data.to_string()}));
+        }
+    }
+    result
 }
 
 fn initialize(params: &Value) -> Value {
@@ -272,6 +319,7 @@ fn call(
     out: &Out,
     config: &Arc<Config>,
     running: &Running,
+    structured: bool,
 ) -> Option<std::thread::JoinHandle<()>> {
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         out.error(
@@ -303,7 +351,20 @@ fn call(
             );
             return None;
         }
-        map.insert(key.clone(), Arc::clone(&cancel));
+        let busy = map.values().filter(|(_, workload)| *workload).count();
+        if tool.runs_workload() && busy >= MAX_WORKLOAD_CALLS {
+            out.result(
+                &id,
+                json!({
+                    "content": [{"type": "text", "text": format!(
+                        "busy: {busy} call running a workload already (at most {MAX_WORKLOAD_CALLS} at once, so measurements do not perturb each other); wait for it to finish or cancel it, then call {name} again"
+                    )}],
+                    "isError": true,
+                }),
+            );
+            return None;
+        }
+        map.insert(key.clone(), (Arc::clone(&cancel), tool.runs_workload()));
     }
     let (w_out, w_config, w_running, w_id) = (
         out.clone(),
@@ -328,7 +389,8 @@ fn call(
                 return;
             }
             match result {
-                Ok(result) => out.result(&id, result),
+                Ok(result) if structured => out.result(&id, result),
+                Ok(result) => out.result(&id, unstructured(result)),
                 Err(_) => out.error(
                     &id,
                     INTERNAL_ERROR,

@@ -43,7 +43,19 @@ fn run_ids(cwd: &Path) -> Vec<String> {
 }
 
 pub fn list(cwd: &Path) -> Result<Vec<Value>, String> {
-    let mut out = Vec::new();
+    // The full schemas of the tools' outputs (tools/list sends their top
+    // level only), then the run folders.
+    let mut out: Vec<Value> = super::schema::DOCUMENTS
+        .iter()
+        .map(|(name, what)| {
+            json!({
+                "uri": super::schema::resource_uri(name),
+                "name": format!("schema/{name}"),
+                "title": format!("kopt/1 {name} schema ({what})"),
+                "mimeType": "application/schema+json",
+            })
+        })
+        .collect();
     for id in run_ids(cwd) {
         for (file, mime, what) in FILES {
             out.push(json!({
@@ -67,6 +79,14 @@ pub fn templates() -> Vec<Value> {
 
 pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
     let not_found = || format!("resource not found: {uri}");
+    if let Some(name) = uri.strip_prefix("kopt://schema/") {
+        let schema = super::schema::document(name).ok_or_else(not_found)?;
+        return Ok(json!({
+            "uri": uri,
+            "mimeType": "application/schema+json",
+            "text": schema.to_string(),
+        }));
+    }
     let rest = uri.strip_prefix("kopt://runs/").ok_or_else(not_found)?;
     let (id, file) = rest.split_once('/').ok_or_else(not_found)?;
     // A run id is one plain folder name: nothing that climbs out.

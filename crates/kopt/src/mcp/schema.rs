@@ -45,6 +45,41 @@ pub fn output<T: JsonSchema>() -> Value {
     v
 }
 
+/// A tool's output schema as `tools/list` sends it: the document's top
+/// level (its fields, their JSON types, which are required), every nested
+/// shape left open. The full schema (33 KB for a diagnosis, sent three
+/// times) would fill an agent's budget for tools; it is the resource
+/// `kopt://schema/NAME` instead, named in the description.
+pub fn compact(full: &Value, name: &str) -> Value {
+    let mut props = serde_json::Map::new();
+    if let Some(p) = full.get("properties").and_then(Value::as_object) {
+        for (key, prop) in p {
+            let ty = prop.get("type").filter(|t| t.is_string() || t.is_array());
+            props.insert(
+                key.clone(),
+                ty.map_or_else(
+                    || serde_json::json!({}),
+                    |t| serde_json::json!({ "type": t }),
+                ),
+            );
+        }
+    }
+    let mut out = serde_json::json!({
+        "type": "object",
+        "description": format!("kopt/1 {name}: top-level fields; the full schema is the resource {}", resource_uri(name)),
+        "properties": props,
+    });
+    if let Some(req) = full.get("required") {
+        out["required"] = req.clone();
+    }
+    out
+}
+
+/// The resource that serves the full schema of the document `name`.
+pub fn resource_uri(name: &str) -> String {
+    format!("kopt://schema/{name}")
+}
+
 /// The schema of the arguments `T` parses (the deserialize contract).
 pub fn input<T: JsonSchema>() -> Value {
     let schema = SchemaSettings::draft2020_12()

@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use kopt_engine::progress::{Progress, Stream};
 use kopt_engine::{Error, RecordPaths};
-use kopt_model::compare::CompareReport;
 use kopt_model::{format_duration_ns, BenchReport, Diagnosis};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -119,6 +118,17 @@ const TOOLS: &[(Tool, &str)] = &[
     (Tool::History, "history"),
     (Tool::JournalAdd, "journal_add"),
 ];
+
+impl Tool {
+    /// Tools that run a workload on the device: one at a time, since two
+    /// would perturb each other's measurements.
+    pub fn runs_workload(self) -> bool {
+        matches!(
+            self,
+            Tool::Profile | Tool::Trace | Tool::Bench | Tool::Optimize | Tool::Tune
+        )
+    }
+}
 
 pub fn find(name: &str) -> Option<Tool> {
     TOOLS.iter().find(|(_, n)| *n == name).map(|(t, _)| *t)
@@ -358,55 +368,63 @@ pub fn list() -> Vec<Value> {
     let mut tools = vec![
         tool(
             "analyze",
+            "Analyze profiler output",
             "Diagnose existing profiler output (ncu CSV, .ncu-rep, rocprof, torch.profiler traces, kopt traces, run folders): where the time goes, why each hot kernel is slow, what to change first. No device time.",
             input::<AnalyzeArgs>(),
-            output::<Diagnosis>(),
+            document("diagnosis"),
             true,
         ),
         tool(
             "profile",
+            "Profile a workload",
             &format!("Run a workload under Nsight Compute in cheap passes (timing, targeted counters, optional deep pass) and diagnose it. {long}"),
             input::<ProfileArgs>(),
-            output::<Diagnosis>(),
+            document("diagnosis"),
             false,
         ),
         tool(
             "trace",
+            "Trace a workload's timeline",
             &format!("Record a timeline of a CUDA program with kopt's CUPTI tracer and diagnose it (idle gaps, launch-bound steps, graph-capture prediction). {long}"),
             input::<TraceArgs>(),
-            output::<Diagnosis>(),
+            document("diagnosis"),
             false,
         ),
         tool(
             "bench",
+            "A/B benchmark two commands",
             &format!("A/B benchmark of two commands: samples until the stop rule, bootstrap interval of the ratio, KEEP / MARGINAL / REVERT. {long}"),
             input::<BenchArgs>(),
-            output::<BenchReport>(),
+            document("bench"),
             false,
         ),
         tool(
             "compare",
+            "Compare output tensors",
             "Correctness gate: a candidate's output tensors (.npy, .safetensors) against a reference's; NaN, Inf, shape and dtype problems fail it. No device time.",
             input::<CompareArgs>(),
-            output::<CompareReport>(),
-            true,
+            document("compare"),
+            false,
         ),
         tool(
             "optimize",
+            "Optimize a PyTorch module",
             &format!("Apply the mechanical fixes (CUDA graph, torch.compile) to a PyTorch module script, check and measure each, keep or revert. {long}"),
             input::<OptimizeArgs>(),
-            output::<kopt_model::optimize::OptimizeReport>(),
+            document("optimize"),
             false,
         ),
         tool(
             "tune",
+            "Autotune a command",
             &format!("Autotune a command template over a parameter space, every trial checked, timed and cached. {long}"),
             input::<TuneArgs>(),
-            output::<kopt_model::tune::TuneReport>(),
+            document("tune"),
             false,
         ),
         tool(
             "history",
+            "Run history",
             "What was already measured: the run history (profile, trace, bench, compare, optimize, tune), newest first, or one run with its stored report. Check it before paying for a measurement again.",
             input::<HistoryArgs>(),
             output::<HistoryResult>(),
@@ -414,6 +432,7 @@ pub fn list() -> Vec<Value> {
         ),
         tool(
             "journal_add",
+            "Add a journal entry",
             "Add an entry to the optimization journal (OPTIMIZATIONS.md): hypothesis, prediction, outcome, verdict.",
             input::<JournalAddArgs>(),
             output::<JournalResult>(),
@@ -428,14 +447,35 @@ pub fn list() -> Vec<Value> {
     tools
 }
 
-fn tool(name: &str, description: &str, input: Value, output: Value, read_only: bool) -> Value {
+/// One tool's entry in `tools/list`. No tool deletes or overwrites what a
+/// user has: those that write add run folders, history rows or journal
+/// entries (`destructiveHint` false).
+fn tool(
+    name: &str,
+    title: &str,
+    description: &str,
+    input: Value,
+    output: Value,
+    read_only: bool,
+) -> Value {
+    let mut annotations =
+        json!({"title": title, "readOnlyHint": read_only, "openWorldHint": false});
+    if !read_only {
+        annotations["destructiveHint"] = json!(false);
+    }
     json!({
         "name": name,
+        "title": title,
         "description": description,
         "inputSchema": input,
         "outputSchema": output,
-        "annotations": {"readOnlyHint": read_only, "openWorldHint": false},
+        "annotations": annotations,
     })
+}
+
+/// The compact output schema of the `kopt/1` document `name`.
+fn document(name: &str) -> Value {
+    super::schema::compact(&super::schema::document(name).unwrap_or(Value::Null), name)
 }
 
 // ---- calls -----------------------------------------------------------------
