@@ -46,6 +46,27 @@ COMPILE_MODES = {
 
 WARMUP = 3
 
+# The exit status that asks the engine to run the harness again, in a fresh
+# process, without the candidates that failed: a failed build (a CUDA graph
+# capture that raised, say) can leave the process's CUDA state broken, and
+# then eager itself fails. result.json then holds "restart": true and the
+# failed candidates' entries.
+RESTART_EXIT = 75
+
+
+class Broken(Exception):
+    """The process's CUDA state no longer runs eager: start afresh."""
+
+
+def eager_runs(model, make_inputs):
+    """None when eager still runs on fresh inputs, else why not (one line)."""
+    try:
+        model(*make_inputs())
+        torch.cuda.synchronize()
+        return None
+    except Exception as e:
+        return one_line(e)
+
 
 def one_line(e):
     """An exception as one line: its type and the first line of its message."""
@@ -374,10 +395,29 @@ def as_reference(pairs, reference):
     return [(n, t.to(dtypes[n]) if n in dtypes and t.is_floating_point() else t) for n, t in pairs]
 
 
-def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target):
+def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target, restart_exit=False):
     """Build each wanted candidate of `model`, check it against eager on
     fresh inputs, time all interleaved; write result.json and the outputs
-    into out_dir. Returns the result and the callables that ran."""
+    into out_dir. Returns the result and the callables that ran. A build
+    that breaks the process's CUDA state ends the run early: result.json
+    then asks for a restart (``RESTART_EXIT``) without the failed ones, or,
+    in the caller's own process (``restart_exit`` False), it is an error."""
+    result = {"candidates": {}}
+    try:
+        return _run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target, result)
+    except Broken as b:
+        failed = {n: e for n, e in result["candidates"].items() if e.get("status") == "failed"}
+        if not restart_exit:
+            raise RuntimeError(
+                f"candidate {b} failed and left this process's CUDA state broken ({failed[str(b)]['error']}); "
+                f"leave it out (force/skip) or run `kopt optimize`, which retries the rest in a fresh process"
+            ) from None
+        with open(os.path.join(out_dir, "result.json"), "w") as f:
+            json.dump({"restart": True, "candidates": failed, "samples_ns": {}}, f, indent=1)
+        sys.exit(RESTART_EXIT)
+
+
+def _run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target, result):
     fns = {}
     with torch.inference_mode():
         capture_inputs = make_inputs()
@@ -386,16 +426,17 @@ def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s,
             torch.device("cuda", torch.cuda.current_device()),
         )
         state = precision_state()
-        result = {
-            "torch": torch.__version__,
-            "device": torch.cuda.get_device_name(device),
-            "precision": {
-                "matmul_tf32": state["matmul_tf32"],
-                "cudnn_tf32": state["cudnn_tf32"],
-                "uses_cudnn": uses_cudnn(model) if isinstance(model, torch.nn.Module) else False,
-            },
-            "candidates": {},
-        }
+        result.update(
+            {
+                "torch": torch.__version__,
+                "device": torch.cuda.get_device_name(device),
+                "precision": {
+                    "matmul_tf32": state["matmul_tf32"],
+                    "cudnn_tf32": state["cudnn_tf32"],
+                    "uses_cudnn": uses_cudnn(model) if isinstance(model, torch.nn.Module) else False,
+                },
+            }
+        )
         for _ in range(WARMUP):
             model(*capture_inputs)
         torch.cuda.synchronize()
@@ -411,13 +452,19 @@ def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s,
                 torch.cuda.synchronize()
             except NotApplicable as e:  # said, not tried: the model has nothing for it
                 entry.update(status="skipped", reason=str(e))
-            except Exception as e:  # a candidate that cannot be built is REVERT, the run goes on
+            except Exception as e:  # a candidate that cannot be built is FAIL, the run goes on
                 phase = e.phase if isinstance(e, BuildError) else "build"
                 entry.update(status="failed", phase=phase, error=str(e) if isinstance(e, BuildError) else one_line(e))
                 try:
                     torch.cuda.synchronize()
                 except Exception as after:  # a failed capture can poison what follows: say so
                     entry["error"] += f" (then: {one_line(after)})"
+                broken = eager_runs(model, make_inputs)
+                if broken:
+                    entry["error"] += f" (it left CUDA's state broken: eager then raised {broken}; the rest ran in a fresh process)"
+                    entry["build_s"] = round(time.perf_counter() - t, 3)
+                    result["candidates"][name] = entry
+                    raise Broken(name)
             entry["build_s"] = round(time.perf_counter() - t, 3)
             result["candidates"][name] = entry
         # Correctness on fresh inputs, not the ones captured.
@@ -450,7 +497,7 @@ def main():
     import kopt_module
 
     model, make_inputs = kopt_module.build(script, module_name, torch.device("cuda:0"))
-    run_candidates(model, make_inputs, wanted.split(","), out_dir, min_samples, max_time_s, noise_target)
+    run_candidates(model, make_inputs, wanted.split(","), out_dir, min_samples, max_time_s, noise_target, restart_exit=True)
 
 
 if __name__ == "__main__":

@@ -324,9 +324,14 @@ impl HarnessPrecision {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct HarnessResult {
+    #[serde(default)]
     device: Option<String>,
     candidates: BTreeMap<String, HarnessCandidate>,
     samples_ns: BTreeMap<String, Vec<f64>>,
+    /// The harness stopped early: a failed candidate left its CUDA state
+    /// broken; `candidates` holds the failed ones, the rest run again.
+    #[serde(default)]
+    restart: bool,
     #[serde(default)]
     precision: HarnessPrecision,
 }
@@ -903,6 +908,13 @@ fn rank_by_measurement(d: &mut Diagnosis) {
     );
 }
 
+/// The harness's exit status asking for a fresh process without the
+/// candidates that failed (kopt_optimize.py's `RESTART_EXIT`).
+const HARNESS_RESTART: i32 = 75;
+
+/// Run the harness on `variants`; when a failed candidate leaves its CUDA
+/// state broken, run it again in a fresh process without the failed ones
+/// (at most once per variant), their failures kept in the result.
 pub(crate) fn run_harness(
     req: &OptimizeRequest,
     script: &Path,
@@ -912,8 +924,50 @@ pub(crate) fn run_harness(
     progress: &dyn Progress,
 ) -> Result<HarnessResult> {
     std::fs::create_dir_all(dir).map_err(|e| crate::error::io_error(dir, "create", e))?;
+    let mut names: Vec<String> = variants.iter().map(Variant::name).collect();
+    let mut failed = BTreeMap::new();
+    for attempt in 1..=variants.len().max(1) {
+        let log = if attempt == 1 {
+            dir.join("harness.log")
+        } else {
+            dir.join(format!("harness-{attempt}.log"))
+        };
+        let mut result = run_harness_once(req, script, module, &names, dir, &log, progress)?;
+        if !result.restart {
+            result.candidates.append(&mut failed);
+            return Ok(result);
+        }
+        if result.candidates.is_empty() {
+            return Err(Error::WorkloadFailed(format!(
+                "the optimize harness asked for a fresh process but named no failed candidate (log: {})",
+                log.display()
+            )));
+        }
+        for name in result.candidates.keys() {
+            progress.note(&format!(
+                "{name} failed and left CUDA's state broken: the other candidates run again in a fresh process"
+            ));
+        }
+        names.retain(|n| !result.candidates.contains_key(n));
+        failed.append(&mut result.candidates);
+    }
+    Err(Error::WorkloadFailed(format!(
+        "the optimize harness kept asking for a fresh process (log: {})",
+        dir.display()
+    )))
+}
+
+/// One harness process over `names`; a restart request is a result.
+fn run_harness_once(
+    req: &OptimizeRequest,
+    script: &Path,
+    module: &str,
+    names: &[String],
+    dir: &Path,
+    log: &Path,
+    progress: &dyn Progress,
+) -> Result<HarnessResult> {
     let harness = crate::module_script::write_harness(dir)?;
-    let names: Vec<String> = variants.iter().map(Variant::name).collect();
     let spec = RunSpec {
         program: PathBuf::from(&req.python),
         args: vec![
@@ -932,7 +986,7 @@ pub(crate) fn run_harness(
             .map(|g| ("CUDA_VISIBLE_DEVICES".to_string(), g.clone()))
             .collect(),
         timeout: req.timeout,
-        log: dir.join("harness.log"),
+        log: log.to_path_buf(),
     };
     let passthrough = !req.quiet;
     let on_line = |s, l: &str| progress.workload_line(s, l, passthrough);
@@ -943,6 +997,12 @@ pub(crate) fn run_harness(
             "the optimize harness timed out; kopt killed its process group (log: {})",
             spec.log.display()
         )));
+    }
+    if outcome.code == Some(HARNESS_RESTART) {
+        let result = read_result(&dir.join("result.json"))?;
+        if result.restart {
+            return Ok(result);
+        }
     }
     if !outcome.success() {
         let tail: Vec<&str> = outcome

@@ -515,3 +515,47 @@ fn a_script_without_the_module_convention_is_a_usage_error() {
         "{err}"
     );
 }
+
+#[test]
+fn a_candidate_that_breaks_cuda_state_fails_and_the_rest_are_judged() {
+    // #37: graph capture failed on a step with a host sync and left CUDA's
+    // state broken, so the next get_inputs() raised and no candidate got a
+    // verdict. The harness now asks for a fresh process without it.
+    let d = tempfile::tempdir().unwrap();
+    let o = optimize_env(
+        d.path(),
+        &[
+            "--candidate",
+            "graph",
+            "--candidate",
+            "tf32",
+            "--candidate",
+            "compile",
+            "--format",
+            "json",
+        ],
+        &[("FAKE_BREAKS", "graph")],
+    );
+    let v = json(&o);
+    // A candidate that failed is REVERT with its failure: phase and reason.
+    let graph = candidate(&v, "graph");
+    assert_eq!(graph["verdict"]["kind"], "REVERT", "{graph}");
+    assert_eq!(graph["failure"]["phase"], "capture", "{graph}");
+    let why = graph["failure"]["error"].as_str().unwrap();
+    assert!(why.contains("left CUDA's state broken"), "{graph}");
+    for name in ["tf32", "compile"] {
+        let c = candidate(&v, name);
+        assert!(c["failure"].is_null(), "{c}");
+        assert!(c["measured_speedup"].as_f64().unwrap() > 1.0, "{c}");
+    }
+    assert!(v["best"].is_string(), "{v}");
+    // The second process's log beside the first's.
+    let runs = d.path().join("runs");
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(run.join("candidates/harness-2.log").exists());
+}

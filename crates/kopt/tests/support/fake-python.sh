@@ -9,6 +9,8 @@
 #   FAKE_CLOSE: comma list of candidates whose output is FAKE_CLOSE_FILE
 #   FAKE_FAILS: the candidate that fails to capture
 #   FAKE_SKIP: comma list of candidates the model has nothing for
+#   FAKE_BREAKS: the candidate whose failure breaks CUDA's state: the
+#     harness stops and asks for a fresh process without it (exit 75)
 # Under a tracer ($KOPT_TRACE_OUT set) the profile driver writes a kopt
 # trace of its steps (NVTX `kopt_step` ranges): eager launches four kernels
 # a step; a variant with graph capture (graph, compile_reduce_overhead, the
@@ -33,6 +35,12 @@ for kv in env("FAKE_TIMES"):
     base[k] = float(v)
 result = {"device": "Fake GPU", "torch": "0", "candidates": {}, "precision": {"matmul_tf32": False, "cudnn_tf32": True, "uses_cudnn": False},
           "samples_ns": {"eager": [100e3 * (1 + 0.01 * rng.random()) for _ in range(40)]}}
+if os.environ.get("FAKE_BREAKS") in wanted:
+    c = os.environ["FAKE_BREAKS"]
+    failed = {c: {"description": c, "status": "failed", "phase": "capture",
+                  "error": "RuntimeError: operation not permitted when stream is capturing (it left CUDA's state broken: eager then raised RuntimeError: Offset increment outside graph capture; the rest ran in a fresh process)"}}
+    json.dump({"restart": True, "candidates": failed, "samples_ns": {}}, open(os.path.join(out, "result.json"), "w"))
+    sys.exit(75)
 for c in wanted:
     parts = c.split("+")
     if c == os.environ.get("FAKE_FAILS"):
