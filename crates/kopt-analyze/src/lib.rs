@@ -5,7 +5,9 @@ pub mod attention;
 pub mod batchnorm;
 pub mod catalogue;
 pub mod compile;
+pub mod copies;
 pub mod fusion;
+pub mod host_syncs;
 pub mod layout;
 pub mod library;
 pub mod ncu_rules;
@@ -186,6 +188,16 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         Some(r)
     });
     let base = step_base;
+    // Host syncs inside the step and blocking copies from pageable memory
+    // (#35), each priced on the step.
+    let host_syncs = timeline
+        .as_ref()
+        .and_then(|t| t.host_syncs.as_ref())
+        .and_then(host_syncs::recommend);
+    let pinned_copies = timeline
+        .as_ref()
+        .and_then(|t| t.host_copies.as_ref())
+        .and_then(|c| copies::recommend(c, base.wall_ns));
     // The whole model under torch.compile: one finding over every kernel
     // Inductor fuses; it subsumes the elementwise chains' finding. Not for a
     // model already compiled (Triton kernels of Inductor's in the trace).
@@ -301,6 +313,8 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         timeline.as_ref(),
     ));
     recommendations.extend(graph);
+    recommendations.extend(host_syncs);
+    recommendations.extend(pinned_copies);
     // One ranking: each finding's predicted speed-up of the whole step on
     // one base (the bare step where known); findings without a figure
     // after every finding with one, by their kernel's share.
@@ -536,6 +550,11 @@ fn graph_recommendation(t: &kopt_model::TimelineSummary) -> Option<kopt_model::R
     } else {
         t.busy_pct
     };
+    // Capture is impossible while the step syncs with the host inside it:
+    // the host-sync finding says so instead (#35).
+    if t.host_syncs.is_some() {
+        return None;
+    }
     if busy_pct > timeline::COMPUTE_BOUND_BUSY_PCT
         || already_graphed
         || !worth

@@ -1671,6 +1671,16 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         )
     };
     let verdict = verdict + &bare_note;
+    // Host syncs and host copies inside the steady steps (#35).
+    let windows: Vec<(i64, i64)> = match (&steps, &steady) {
+        (Some(s), Some(st)) => (st.first..=st.last)
+            .map(|i| (s.starts[i], s.until(i)))
+            .collect(),
+        _ => vec![(start, end)],
+    };
+    let step_ns = wall as f64 / windows.len().max(1) as f64;
+    let host_syncs = crate::host_syncs::summarize(t, &windows, step_ns);
+    let host_copies = crate::copies::summarize(t, &windows);
     Some(TimelineSummary {
         wall_ns: wall,
         gpu_busy_ns: busy,
@@ -1694,6 +1704,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         steps: step_detection,
         steady_state,
         graph_prediction,
+        host_syncs,
+        host_copies,
     })
 }
 
@@ -1988,6 +2000,7 @@ mod tests {
             thread: 1,
             correlation: corr,
             frame: None,
+            op: None,
         }
     }
 
@@ -2151,6 +2164,7 @@ mod tests {
             thread: 1,
             correlation: 5,
             frame: None,
+            op: None,
         });
         with_copy.activities.push(GpuActivity {
             kind: kopt_model::ActivityKind::Memcpy,
@@ -2356,6 +2370,7 @@ mod tests {
                 thread: 1,
                 correlation: 0,
                 frame: None,
+                op: None,
             });
             *at += 3_000;
         };

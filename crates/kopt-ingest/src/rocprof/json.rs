@@ -472,6 +472,7 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
                     .flatten()
                     .unwrap_or(0),
                 frame: None,
+                op: None,
             });
         }
     }
