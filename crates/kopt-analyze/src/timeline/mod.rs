@@ -4,9 +4,10 @@
 //!
 //! A folder of concerns, each module using only those listed before it:
 //! primitives (`stats`, `period`, `launches`, `syncs`), step detection
-//! (`steps`), the steady state (`steady`), bare timing (`bare`), the
-//! graph-capture prediction (`replay`), the summary (`summary`), and what
-//! is drawn or handed on from it (`range_time`, `step_profile`, `strip`).
+//! (`steps`), the steady state (`steady`), the window a summary is taken
+//! over (`window`), bare timing (`bare`), the graph-capture prediction
+//! (`replay`), the summary (`summary`), and what is drawn or handed on
+//! from it (`range_time`, `step_profile`, `strip`).
 
 mod bare;
 mod launches;
@@ -20,6 +21,8 @@ mod steps;
 mod strip;
 mod summary;
 mod syncs;
+mod window;
+
 #[cfg(test)]
 mod synthetic;
 

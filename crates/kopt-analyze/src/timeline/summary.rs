@@ -4,15 +4,14 @@
 use std::collections::HashMap;
 
 use kopt_model::{
-    ActivityKind, ApiKind, GpuActivity, IdleGap, StepSource, Timeline, TimelineSummary,
+    ActivityKind, ApiKind, GpuActivity, GraphPrediction, IdleGap, StepSource, Timeline,
+    TimelineSummary,
 };
 
-use super::bare::{bare_launch_periods, bare_step_periods, bare_sync_periods};
-use super::launches::{launch_spans, launched_at, trace_start_ns};
-use super::replay::host_issue_per_step;
-use super::stats::{median, percentile, union_ns};
-use super::steady::{steady_activities, steady_steps};
-use super::steps::find_steps;
+use super::launches::trace_start_ns;
+use super::replay::graph_prediction;
+use super::stats::median;
+use super::window::Window;
 
 /// The GPU busy less than this share of the wall time, with kernels no longer
 /// than their launches, is launch bound.
@@ -56,61 +55,68 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     // Time between sampled windows was never traced: it is cut, not idle.
     let spliced = t.spliced();
     let t: &Timeline = &spliced;
-    let calls = launch_spans(t);
     let trace_start = trace_start_ns(t)?;
-    let steps = find_steps(t);
-    let steady = steps.as_ref().map(|s| steady_steps(t, s, &calls));
+    let w = Window::new(t)?;
+    let (busy, gaps) = busy_and_gaps(&w.acts, w.start);
+    let launches = LaunchStats::of(&w);
+    let busy_pct = 100.0 * busy as f64 / w.wall as f64;
+    let iterations = w.iterations();
+    let step_detection = w.steps.as_ref().map(|s| kopt_model::StepDetection {
+        source: s.source,
+        found: s.starts.len() as u64,
+        family: s.family.clone(),
+        detail: s.detail.clone(),
+    });
+    let steady_state = steady_state(&w, trace_start);
+    let graph_prediction = graph_prediction(&w, busy, launches.kernels, replay);
+    let (launch_bound, verdict) = verdict(
+        &w,
+        &launches,
+        busy_pct,
+        steady_state.as_ref(),
+        step_detection.as_ref(),
+        graph_prediction.as_ref(),
+    );
+    let kernels = launches.kernels;
+    Some(TimelineSummary {
+        wall_ns: w.wall,
+        gpu_busy_ns: busy,
+        busy_pct,
+        kernels: kernels as u64,
+        memory_ops: (w.acts.len() - kernels) as u64,
+        kernel_launch_calls: w.count(ApiKind::KernelLaunch),
+        graph_launches: w.count(ApiKind::GraphLaunch),
+        sync_calls: w.count(ApiKind::Synchronize),
+        median_launch_ns: launches.median_launch,
+        median_kernel_ns: launches.median_kernel,
+        kernels_shorter_than_launch: launches.shorter,
+        median_launch_to_start_ns: launches.median_to_start,
+        largest_gaps: gaps,
+        iterations,
+        kernels_per_iteration: iterations.map(|n| kernels as f64 / n as f64),
+        busy_per_iteration_ns: iterations.map(|n| busy as f64 / n as f64),
+        launch_bound,
+        verdict,
+        sampling,
+        steps: step_detection,
+        steady_state,
+        graph_prediction,
+    })
+}
 
-    let mut acts = steady_activities(t, steps.as_ref(), steady.as_ref(), &calls);
-    acts.sort_by_key(|a| a.start_ns);
-    let (start, window_end) = match (&steps, &steady) {
-        (Some(s), Some(st)) => {
-            let end = s.until(st.last);
-            // Where the host runs ahead of a busy GPU, the first steady
-            // step is launched while earlier work still runs: the window
-            // opens when that work is done (at the latest at the step's first activity).
-            let launched = s.starts[st.first];
-            let earlier_end = t
-                .activities
-                .iter()
-                .zip(&st.step_of)
-                .filter(|(a, k)| {
-                    k.is_none_or(|i| i < st.first) && launched_at(a, &calls).0 < launched
-                })
-                .map(|(a, _)| a.end_ns)
-                .max()
-                .unwrap_or(launched);
-            let opens = launched.max(earlier_end.min(acts[0].start_ns));
-            (opens.min(acts[0].start_ns), end)
-        }
-        _ => {
-            let first_api = t
-                .api_calls
-                .iter()
-                .filter(|c| c.kind != ApiKind::Other)
-                .map(|c| c.start_ns)
-                .min();
-            (
-                first_api.map_or(acts[0].start_ns, |s| s.min(acts[0].start_ns)),
-                i64::MIN,
-            )
-        }
+/// The union of busy intervals of `acts` (sorted by start), and the
+/// largest gaps between them, at offsets from `start`. Gaps are labelled
+/// once the largest are known: naming every gap of a long trace costs
+/// more than the rest.
+fn busy_and_gaps(acts: &[&GpuActivity], start: i64) -> (i64, Vec<IdleGap>) {
+    let Some((&first, rest)) = acts.split_first() else {
+        return (0, Vec::new());
     };
-    let end = acts
-        .iter()
-        .map(|a| a.end_ns)
-        .max()
-        .unwrap_or(start)
-        .max(window_end);
-    let wall = (end - start).max(1);
-
-    // Union of busy intervals, and the gaps between them (labelled once the
-    // largest are known: naming every gap of a long trace costs more than the rest).
     let mut busy = 0i64;
     let mut gaps: Vec<(i64, i64, &GpuActivity, &GpuActivity)> = Vec::new();
-    let (mut cur_start, mut cur_end) = (acts[0].start_ns, acts[0].end_ns);
-    let mut cur_last = acts[0];
-    for a in &acts[1..] {
+    let (mut cur_start, mut cur_end) = (first.start_ns, first.end_ns);
+    let mut cur_last = first;
+    for &a in rest {
         if a.start_ns > cur_end {
             busy += cur_end - cur_start;
             gaps.push((cur_end - start, a.start_ns - cur_end, cur_last, a));
@@ -126,7 +132,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     busy += cur_end - cur_start;
     gaps.sort_by_key(|g| std::cmp::Reverse(g.1));
     gaps.truncate(GAPS_SHOWN);
-    let gaps: Vec<IdleGap> = gaps
+    let gaps = gaps
         .into_iter()
         .map(|(at_ns, duration_ns, after, before)| IdleGap {
             at_ns,
@@ -135,354 +141,132 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             before: label(before),
         })
         .collect();
+    (busy, gaps)
+}
 
-    let in_window = |c: &&kopt_model::ApiCall| c.start_ns >= start && c.start_ns <= end;
-    let launches: HashMap<u64, &kopt_model::ApiCall> = t
-        .api_calls
-        .iter()
-        .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
-        .map(|c| (c.correlation, c))
-        .collect();
-    let kernels: Vec<&&GpuActivity> = acts
-        .iter()
-        .filter(|a| a.kind == ActivityKind::Kernel)
-        .collect();
-    let mut shorter = 0u64;
-    let mut to_start = Vec::new();
-    for k in &kernels {
-        if let Some(call) = launches.get(&k.correlation) {
-            if call.kind == ApiKind::KernelLaunch && k.duration_ns() < call.end_ns - call.start_ns {
-                shorter += 1;
+/// The window's kernels against their launch calls.
+struct LaunchStats {
+    kernels: usize,
+    /// Kernels that ran shorter than their launch call.
+    shorter: u64,
+    median_launch: Option<f64>,
+    median_kernel: Option<f64>,
+    /// Median time from a launch call's start to its kernel's.
+    median_to_start: Option<f64>,
+}
+
+impl LaunchStats {
+    fn of(w: &Window) -> Self {
+        let t = w.t;
+        let (start, end) = (w.start, w.end);
+        let in_window = |c: &&kopt_model::ApiCall| c.start_ns >= start && c.start_ns <= end;
+        let launches: HashMap<u64, &kopt_model::ApiCall> = t
+            .api_calls
+            .iter()
+            .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
+            .map(|c| (c.correlation, c))
+            .collect();
+        let kernels: Vec<&&GpuActivity> = w
+            .acts
+            .iter()
+            .filter(|a| a.kind == ActivityKind::Kernel)
+            .collect();
+        let mut shorter = 0u64;
+        let mut to_start = Vec::new();
+        for k in &kernels {
+            if let Some(call) = launches.get(&k.correlation) {
+                if call.kind == ApiKind::KernelLaunch
+                    && k.duration_ns() < call.end_ns - call.start_ns
+                {
+                    shorter += 1;
+                }
+                to_start.push((k.start_ns - call.start_ns) as f64);
             }
-            to_start.push((k.start_ns - call.start_ns) as f64);
+        }
+        let median_launch = median(
+            t.api_calls
+                .iter()
+                .filter(|c| c.kind == ApiKind::KernelLaunch)
+                .filter(in_window)
+                .map(|c| (c.end_ns - c.start_ns) as f64)
+                .collect(),
+        );
+        LaunchStats {
+            kernels: kernels.len(),
+            shorter,
+            median_launch,
+            median_kernel: median(kernels.iter().map(|k| k.duration_ns() as f64).collect()),
+            median_to_start: median(to_start),
         }
     }
-    let count = |kind: ApiKind| {
-        t.api_calls
-            .iter()
-            .filter(|c| c.kind == kind)
-            .filter(in_window)
-            .count() as u64
-    };
-    let median_launch = median(
-        t.api_calls
-            .iter()
-            .filter(|c| c.kind == ApiKind::KernelLaunch)
-            .filter(in_window)
-            .map(|c| (c.end_ns - c.start_ns) as f64)
-            .collect(),
-    );
-    let median_kernel = median(kernels.iter().map(|k| k.duration_ns() as f64).collect());
-    let busy_pct = 100.0 * busy as f64 / wall as f64;
-    let iterations = steady.as_ref().map(|st| (st.last + 1 - st.first) as u64);
+}
+
+/// The steady state's bounds (offsets from `trace_start`) and what was cut
+/// before and after it; None without steps.
+fn steady_state(w: &Window, trace_start: i64) -> Option<kopt_model::SteadyState> {
     let fmt = kopt_model::format_duration_ns;
-
-    let step_detection = steps.as_ref().map(|s| kopt_model::StepDetection {
-        source: s.source,
-        found: s.starts.len() as u64,
-        family: s.family.clone(),
-        detail: s.detail.clone(),
-    });
-    let steady_state = match (&steps, &steady) {
-        (Some(s), Some(st)) => {
-            let startup = (s.starts[0] - trace_start).max(0);
-            let warmup = s.starts[st.first] - s.starts[0];
-            let trailing_end = t.activities.iter().map(|a| a.end_ns).max().unwrap_or(end);
-            let trailing = (trailing_end - end).max(0);
-            let mut cut = Vec::new();
-            if startup > 0 {
-                cut.push(format!(
-                    "{} of start-up before the first step",
-                    fmt(startup as f64)
-                ));
-            }
-            if st.first > 0 {
-                cut.push(format!(
-                    "{} warm-up step{} ({}: first call, compilation, allocator growth)",
-                    st.first,
-                    if st.first == 1 { "" } else { "s" },
-                    fmt(warmup as f64)
-                ));
-            }
-            if trailing > 0 {
-                cut.push(format!(
-                    "{} after the last whole step",
-                    fmt(trailing as f64)
-                ));
-            }
-            let description = if cut.is_empty() {
-                format!("steady state: all {} steps", st.last + 1 - st.first)
-            } else {
-                format!(
-                    "steady state: {} steps; cut {}",
-                    st.last + 1 - st.first,
-                    cut.join(", ")
-                )
-            };
-            Some(kopt_model::SteadyState {
-                start_ns: start - trace_start,
-                end_ns: end - trace_start,
-                steps: (st.last + 1 - st.first) as u64,
-                startup_ns: startup,
-                warmup_steps: st.first as u64,
-                warmup_ns: warmup,
-                trailing_ns: trailing,
-                description,
-            })
-        }
-        _ => None,
-    };
-
-    // The window's kernels all come from graph replays: no kernel launch
-    // call, at least one graph launch.
-    let already_graphed = count(ApiKind::KernelLaunch) == 0 && count(ApiKind::GraphLaunch) > 0;
-    // Per-step figures and the graph-capture prediction.
-    let graph_prediction = {
-        let n = iterations.unwrap_or(1).max(1) as f64;
-        let (eager_steps, busy_steps): (Vec<f64>, Vec<f64>) = match (&steps, &steady) {
-            (Some(s), Some(st)) => (st.first..=st.last)
-                .filter(|&i| i < st.last || st.last == st.first || s.starts.get(i + 1).is_some())
-                .map(|i| {
-                    let next = s.starts.get(i + 1).copied().unwrap_or(end).max(s.ends[i]);
-                    let spans: Vec<(i64, i64)> = t
-                        .activities
-                        .iter()
-                        .zip(&st.step_of)
-                        .filter(|(_, k)| **k == Some(i))
-                        .map(|(a, _)| (a.start_ns, a.end_ns))
-                        .collect();
-                    ((next - s.starts[i]) as f64, union_ns(spans) as f64)
-                })
-                .unzip(),
-            _ => (vec![wall as f64], vec![busy as f64]),
-        };
-        let recorder = t.recorder;
-        let per_launch = recorder.overhead_per_launch_ns();
-        // A graph replay is one launch call for all its kernels.
-        let launch_calls = (count(ApiKind::KernelLaunch) + count(ApiKind::GraphLaunch)) as f64;
-        let launches_per_step = if launch_calls > 0.0 {
-            launch_calls / n
-        } else {
-            kernels.len() as f64 / n
-        };
-        // Framework op ranges (emit_nvtx) in the steps: each costs host
-        // time the bare step does not pay.
-        let op_ranges_per_step = match (&steps, &steady) {
-            (Some(s), Some(st)) => {
-                let from = s.starts[st.first];
-                let to = s
-                    .starts
-                    .get(st.last + 1)
-                    .copied()
-                    .unwrap_or(end)
-                    .max(s.ends[st.last]);
-                let k = t
-                    .ranges
-                    .iter()
-                    .filter(|r| r.start_ns >= from && r.start_ns < to)
-                    .filter(|r| crate::ops::parse_op(&r.name).is_some())
-                    .count();
-                k as f64 / (st.last + 1 - st.first) as f64
-            }
-            _ => {
-                t.ranges
-                    .iter()
-                    .filter(|r| crate::ops::parse_op(&r.name).is_some())
-                    .count() as f64
-                    / n
-            }
-        };
-        let launch_overhead = per_launch * launches_per_step;
-        let op_overhead = op_ranges_per_step * kopt_model::NVTX_OP_RANGE_NS;
-        let host_traced = host_issue_per_step(t, steps.as_ref(), steady.as_ref(), &calls);
-        let overhead = launch_overhead + op_overhead;
-        // The mean step period from one step's start to the next: the last
-        // step has no next start, and its end (the GPU's last activity)
-        // misses the host time that follows it.
-        let eager = match (&steps, &steady) {
-            (Some(s), Some(st)) if st.last > st.first => {
-                let next = s.starts.get(st.last + 1).copied();
-                match next {
-                    Some(next) => (next - s.starts[st.first]) as f64 / n,
-                    None => (s.starts[st.last] - s.starts[st.first]) as f64 / (n - 1.0),
-                }
-            }
-            _ => wall as f64 / n,
-        };
-        let eager = eager.max(busy as f64 / n);
-        let busy_step = busy as f64 / n;
-        let kernels_step = kernels.len() as f64 / n;
-        let (c, from_table) = replay;
-        let warmup_steps = steady.as_ref().map_or(0, |st| st.first);
-        let band = recorder.overhead_band();
-        let bare = bare_step_periods(
-            t,
-            steps.as_ref().and_then(|s| s.family.as_deref()),
-            warmup_steps,
+    let (t, start, end) = (w.t, w.start, w.end);
+    let (s, st) = w.steady_steps()?;
+    let startup = (s.starts[0] - trace_start).max(0);
+    let warmup = s.starts[st.first] - s.starts[0];
+    let trailing_end = t.activities.iter().map(|a| a.end_ns).max().unwrap_or(end);
+    let trailing = (trailing_end - end).max(0);
+    let mut cut = Vec::new();
+    if startup > 0 {
+        cut.push(format!(
+            "{} of start-up before the first step",
+            fmt(startup as f64)
+        ));
+    }
+    if st.first > 0 {
+        cut.push(format!(
+            "{} warm-up step{} ({}: first call, compilation, allocator growth)",
+            st.first,
+            if st.first == 1 { "" } else { "s" },
+            fmt(warmup as f64)
+        ));
+    }
+    if trailing > 0 {
+        cut.push(format!(
+            "{} after the last whole step",
+            fmt(trailing as f64)
+        ));
+    }
+    let description = if cut.is_empty() {
+        format!("steady state: all {} steps", st.last + 1 - st.first)
+    } else {
+        format!(
+            "steady state: {} steps; cut {}",
+            st.last + 1 - st.first,
+            cut.join(", ")
         )
-        .or_else(|| match (&steps, &steady) {
-            (Some(s), Some(st)) => {
-                bare_sync_periods(t, s, st).or_else(|| bare_launch_periods(t, s, st))
-            }
-            _ => None,
-        });
-        let bare_range = t.bare_steps.as_ref().map(|b| b.range.as_str());
-        let bare_words = if bare_range == Some(kopt_model::BARE_SYNC_RANGE) {
-            "steps of a second run without CUPTI's records, matched to the traced steps by the synchronising calls that end them"
-        } else if bare_range.and_then(kopt_model::bare_launch_every).is_some() {
-            "steps of a second run without CUPTI's records, timed by the program's clock every step's worth of kernel launch calls (the calls counted, one timed a step), matched to the traced steps by the launch count"
-        } else {
-            "steps of a second run without CUPTI, only the step ranges timed"
-        };
-        let (corrected, overhead, per_launch, e_lo, e_hi) = match &bare {
-            // Measured without any recorder: nothing to take out.
-            Some(p) => {
-                // The mean period, as the traced eager time is.
-                let bare_eager = (p.iter().sum::<f64>() / p.len() as f64).max(busy_step);
-                let measured = (eager - bare_eager).max(0.0);
-                (
-                    bare_eager,
-                    measured,
-                    measured / launches_per_step.max(1.0),
-                    percentile(p, 0.25).max(percentile(&busy_steps, 0.25)),
-                    percentile(p, 0.75).max(percentile(&busy_steps, 0.75)),
-                )
-            }
-            None => match recorder.slowdown() {
-                // torch.profiler: its cost grows with the step's host work.
-                Some((factor, (f_lo, f_hi))) => {
-                    let cap = launches_per_step * kopt_model::KINETO_MAX_NS_PER_LAUNCH;
-                    let take = |e: f64, f: f64| e - (e * (1.0 - 1.0 / f)).min(cap);
-                    let corrected = take(eager, factor).max(busy_step);
-                    let overhead = eager - corrected;
-                    (
-                        corrected,
-                        overhead,
-                        overhead / launches_per_step.max(1.0),
-                        take(percentile(&eager_steps, 0.25), f_hi)
-                            .max(percentile(&busy_steps, 0.25)),
-                        take(percentile(&eager_steps, 0.75), f_lo)
-                            .max(percentile(&busy_steps, 0.75)),
-                    )
-                }
-                None => (
-                    (eager - overhead).max(busy_step),
-                    overhead,
-                    per_launch,
-                    // The recorder's cost strays widely between machines; the
-                    // op-range cost is one workload's figure.
-                    (percentile(&eager_steps, 0.25) - band.1 * launch_overhead - 1.5 * op_overhead)
-                        .max(percentile(&busy_steps, 0.25)),
-                    (percentile(&eager_steps, 0.75) - band.0 * launch_overhead - 0.5 * op_overhead)
-                        .max(percentile(&busy_steps, 0.75)),
-                ),
-            },
-        };
-        let graph = busy_step + kernels_step * c;
-        let estimate = corrected / graph.max(1.0);
-        let g_lo = percentile(&busy_steps, 0.25) + kernels_step * c * 0.5;
-        let g_hi = percentile(&busy_steps, 0.75) + kernels_step * c * 2.0;
-        // Replay never costs more than launching the same kernels eagerly.
-        let low = (e_lo / g_hi.max(1.0)).max(1.0).min(estimate);
-        let high = (e_hi / g_lo.max(1.0)).max(estimate);
-        let card = if from_table {
-            "this card's figure"
-        } else {
-            "the Hopper figure, used for cards kopt has no figure for"
-        };
-        // The recorder's cost taken out can leave less than the GPU's own
-        // time: the eager step never runs below it, and the text says so.
-        let result = if eager - overhead < corrected {
-            format!(
-                " = {}, under the GPU-busy time per step, which the eager step never runs below: {}",
-                fmt((eager - overhead).max(0.0)),
-                fmt(corrected)
-            )
-        } else {
-            format!(" = {}", fmt(corrected))
-        };
-        let ops_term = if op_ranges_per_step > 0.0 {
-            format!(
-                " - {:.0} op ranges x {} (PyTorch's op recording, x0.5-1.5 in the range)",
-                op_ranges_per_step,
-                fmt(kopt_model::NVTX_OP_RANGE_NS)
-            )
-        } else {
-            String::new()
-        };
-        let model = match &bare {
-            Some(p) => format!(
-                "speed-up = eager time per step measured bare / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} eager (mean of {} {bare_words}; {} as traced, so {} cost {} a launch here); {} busy + {:.0} kernels x {} = {} after capture. Range: bare steps' 25th-75th percentiles, replay cost x0.5-2 ({} us per kernel is {card}).",
-                fmt(corrected),
-                p.len(),
-                fmt(eager),
-                recorder.as_str(),
-                fmt(per_launch),
-                fmt(busy_step),
-                kernels_step,
-                fmt(c),
-                fmt(graph),
-                c / 1e3,
-            ),
-            None => match recorder.slowdown() {
-                Some((factor, (f_lo, f_hi))) => format!(
-                    "speed-up = eager time per step without {rec}'s cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} as traced less {rec}'s cost, {} (a traced step taken as x{factor} the bare one, {rec}'s typical slowdown of a launch-bound PyTorch step, x{f_lo}-{f_hi} across the machines measured; at most {} a launch; the eager time never below the GPU-busy time) = {} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, slowdown x{f_lo}-{f_hi}, replay cost x0.5-2 ({} us per kernel is {card}). For a figure to plan with, time the steps bare: `kopt analyze TRACE -- PROGRAM` runs the program again with its profiler stood in for (or `kopt trace -- PROGRAM`).",
-                    fmt(eager),
-                    fmt(overhead),
-                    fmt(kopt_model::KINETO_MAX_NS_PER_LAUNCH),
-                    fmt(corrected),
-                    fmt(busy_step),
-                    kernels_step,
-                    fmt(c),
-                    fmt(graph),
-                    c / 1e3,
-                    rec = recorder.as_str(),
-                ),
-                None => format!(
-                    "speed-up = eager time per step without the recorder's cost / (GPU-busy time per step + kernels per step x graph replay cost per kernel): {} - {:.0} launches x {} ({}){ops_term}{result} eager; {} busy + {:.0} kernels x {} = {} after capture. Range: steps' 25th-75th percentiles, recorder cost x{}-{} (what it was across the machines measured), replay cost x0.5-2 ({} us per kernel is {card}).",
-                    fmt(eager),
-                    launches_per_step,
-                    fmt(per_launch),
-                    recorder.as_str(),
-                    fmt(busy_step),
-                    kernels_step,
-                    fmt(c),
-                    fmt(graph),
-                    band.0,
-                    band.1,
-                    c / 1e3,
-                ),
-            },
-        };
-        Some(kopt_model::GraphPrediction {
-            eager_per_step_ns: eager,
-            recorder_overhead_per_step_ns: overhead,
-            recorder_ns_per_launch: per_launch,
-            launches_per_step,
-            op_ranges_per_step,
-            eager_corrected_per_step_ns: corrected,
-            eager_measured_bare: bare.is_some(),
-            busy_per_step_ns: busy_step,
-            kernels_per_step: kernels_step,
-            replay_ns_per_kernel: c,
-            replay_cost_from_table: from_table,
-            graph_per_step_ns: graph,
-            speedup: kopt_model::PredictedSpeedup {
-                estimate,
-                low,
-                high,
-                model,
-            },
-            // The recorder's modelled cost (not the bare run's measure,
-            // which a GPU-bound step hides) comes off the traced host time.
-            host_per_step_ns: host_traced
-                .map(|h| (h - launch_overhead - op_overhead).clamp(0.0, corrected)),
-        })
-        // A step already replayed from a graph has nothing left to capture.
-        .filter(|_| !kernels.is_empty() && !already_graphed)
     };
+    Some(kopt_model::SteadyState {
+        start_ns: start - trace_start,
+        end_ns: end - trace_start,
+        steps: (st.last + 1 - st.first) as u64,
+        startup_ns: startup,
+        warmup_steps: st.first as u64,
+        warmup_ns: warmup,
+        trailing_ns: trailing,
+        description,
+    })
+}
 
-    let window_note = match (&steady_state, &step_detection) {
+/// Whether launches set the pace, and the verdict in words.
+fn verdict(
+    w: &Window,
+    launches: &LaunchStats,
+    busy_pct: f64,
+    steady_state: Option<&kopt_model::SteadyState>,
+    step_detection: Option<&kopt_model::StepDetection>,
+    graph_prediction: Option<&GraphPrediction>,
+) -> (bool, String) {
+    let fmt = kopt_model::format_duration_ns;
+    let wall = w.wall;
+    let (median_kernel, median_launch) = (launches.median_kernel, launches.median_launch);
+    let (shorter, kernels) = (launches.shorter, launches.kernels);
+    let window_note = match (steady_state, step_detection) {
         (Some(ss), Some(sd)) => format!(
             " (steady state: {} of {} steps, found from {}; {})",
             ss.steps,
@@ -496,7 +280,6 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     // the recorder's host cost per launch and op makes a GPU-bound step
     // look idle.
     let bare_busy_pct = graph_prediction
-        .as_ref()
         .filter(|p| p.eager_measured_bare && p.eager_corrected_per_step_ns > 0.0)
         .map(|p| (100.0 * p.busy_per_step_ns / p.eager_corrected_per_step_ns).min(100.0_f64));
     let pace_pct = bare_busy_pct.unwrap_or(busy_pct);
@@ -506,7 +289,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             (Some(k), None) => k < crate::rules::TINY_KERNEL_NS,
             _ => false,
         };
-    let bare_note = match (bare_busy_pct, graph_prediction.as_ref()) {
+    let bare_note = match (bare_busy_pct, graph_prediction) {
         (Some(b), Some(p)) => format!(
             " Untraced (bare run): {} a step against {} traced; the GPU is busy {b:.1}% of the untraced step.",
             fmt(p.eager_corrected_per_step_ns),
@@ -521,7 +304,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             median_kernel.map_or("-".into(), fmt),
             median_launch.map_or("-".into(), fmt),
             shorter,
-            kernels.len()
+            kernels
         )
     } else if pace_pct >= COMPUTE_BOUND_BUSY_PCT {
         format!(
@@ -538,31 +321,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
             fmt(wall as f64)
         )
     };
-    let verdict = verdict + &bare_note;
-    Some(TimelineSummary {
-        wall_ns: wall,
-        gpu_busy_ns: busy,
-        busy_pct,
-        kernels: kernels.len() as u64,
-        memory_ops: (acts.len() - kernels.len()) as u64,
-        kernel_launch_calls: count(ApiKind::KernelLaunch),
-        graph_launches: count(ApiKind::GraphLaunch),
-        sync_calls: count(ApiKind::Synchronize),
-        median_launch_ns: median_launch,
-        median_kernel_ns: median_kernel,
-        kernels_shorter_than_launch: shorter,
-        median_launch_to_start_ns: median(to_start),
-        largest_gaps: gaps,
-        iterations,
-        kernels_per_iteration: iterations.map(|n| kernels.len() as f64 / n as f64),
-        busy_per_iteration_ns: iterations.map(|n| busy as f64 / n as f64),
-        launch_bound,
-        verdict,
-        sampling,
-        steps: step_detection,
-        steady_state,
-        graph_prediction,
-    })
+    (launch_bound, verdict + &bare_note)
 }
 
 /// How steps were found, in a few words.
@@ -591,6 +350,7 @@ mod tests {
     use super::*;
     use crate::timeline::strip;
     use crate::timeline::synthetic::{kernel, launch};
+    use kopt_model::GpuActivity;
 
     #[test]
     fn many_short_kernels_behind_slow_launches_are_launch_bound() {
@@ -655,6 +415,30 @@ mod tests {
         assert!(!s.launch_bound);
         assert!(s.busy_pct > 95.0);
         assert!(s.verdict.contains("would not help"));
+    }
+
+    #[test]
+    fn busy_time_is_the_union_and_gaps_the_largest_first() {
+        // Seven kernels, gaps of 10, 60, 20, 50, 40 and 30 ns after them.
+        let mut at = 100;
+        let mut ks = Vec::new();
+        for (i, gap) in [10, 60, 20, 50, 40, 30, 0].into_iter().enumerate() {
+            ks.push(kernel(at, 100, i as u64 + 1));
+            at += 100 + gap;
+        }
+        let refs: Vec<&GpuActivity> = ks.iter().collect();
+        let (busy, gaps) = busy_and_gaps(&refs, 100);
+        assert_eq!(busy, 700);
+        let shown: Vec<(i64, i64)> = gaps.iter().map(|g| (g.at_ns, g.duration_ns)).collect();
+        assert_eq!(
+            shown,
+            [(210, 60), (490, 50), (640, 40), (780, 30), (370, 20)]
+        );
+        assert_eq!(
+            (gaps[0].after.as_str(), gaps[0].before.as_str()),
+            ("k2", "k3")
+        );
+        assert_eq!(busy_and_gaps(&[], 0), (0, Vec::new()));
     }
 
     #[test]
