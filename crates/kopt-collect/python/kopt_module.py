@@ -2,6 +2,12 @@
 # that defines an nn.Module class (`Model`, or the class the module name
 # names) and get_inputs() (optionally get_init_inputs()). Shared by the
 # profile driver and the optimize harness; kopt writes it beside them.
+#
+# The training form: a script that also defines train_step(model, inputs,
+# optimizer) (forward, loss, backward, optimizer step, zero_grad) and,
+# optionally, make_optimizer(model) is driven one train_step a step, with
+# autograd on and the model in train mode (without make_optimizer, the
+# optimizer argument is None).
 import importlib.util
 import sys
 
@@ -58,3 +64,30 @@ def build(path, module_name, device):
         return [to_device(x, device) for x in mod.get_inputs()]
 
     return model, inputs
+
+
+def build_step(path, module_name, device):
+    """One step of the script as a function of its inputs: train_step with
+    autograd on where the script defines it (the training form), else the
+    forward (the caller runs it in inference mode). Returns (step,
+    make_inputs, training)."""
+    mod = load(path, module_name)
+    init = mod.get_init_inputs() if hasattr(mod, "get_init_inputs") else []
+    model = pick_class(mod, path, module_name)(*init).to(device)
+    train_step = getattr(mod, "train_step", None)
+
+    def inputs():
+        return [to_device(x, device) for x in mod.get_inputs()]
+
+    if not callable(train_step):
+        model.eval()
+        return (lambda xs: model(*xs)), inputs, False
+    model.train()
+    make_optimizer = getattr(mod, "make_optimizer", None)
+    optimizer = make_optimizer(model) if callable(make_optimizer) else None
+
+    def step(xs):
+        with torch.enable_grad():
+            return train_step(model, xs, optimizer)
+
+    return step, inputs, True

@@ -496,6 +496,11 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import kopt_module
 
+    if callable(getattr(kopt_module.load(script, module_name), "train_step", None)):
+        sys.exit(
+            f"kopt optimize: {script} is a training step (it defines train_step): optimize builds and "
+            "times forwards only so far; profile it with `kopt profile --script` for its findings"
+        )
     model, make_inputs = kopt_module.build(script, module_name, torch.device("cuda:0"))
     run_candidates(model, make_inputs, wanted.split(","), out_dir, min_samples, max_time_s, noise_target, restart_exit=True)
 

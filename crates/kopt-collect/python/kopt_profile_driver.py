@@ -7,6 +7,8 @@
 # With a fifth argument `ops`, the steps also run under PyTorch's
 # emit_nvtx(record_shapes=True): every op an NVTX range with its input
 # shapes, so kopt traces each kernel back to its op (at a host cost per op).
+# A script in the training form (train_step, see kopt_module.py) runs one
+# train_step a step with autograd on.
 # With `variant=NAME` (`kopt optimize`'s kept result), the steps run the
 # module as the optimize harness builds that candidate or stack (`a+b`):
 # built, compiled and captured before the first step, its inputs prepared
@@ -24,11 +26,11 @@ record_ops = "ops" in sys.argv[5:]
 variant = next((a[len("variant=") :] for a in sys.argv[5:] if a.startswith("variant=")), None)
 # kopt sets CUDA_VISIBLE_DEVICES to the chosen GPU: it is cuda:0 here.
 device = torch.device("cuda:0")
-model, make_inputs = kopt_module.build(path, module_name, device)
-inputs = make_inputs()
 if variant:
     import kopt_optimize
 
+    model, make_inputs = kopt_module.build(path, module_name, device)
+    inputs = make_inputs()
     # As the harness does: eager warmed up, then the variant built (and
     # compiled, captured) on these inputs, all in inference mode.
     with torch.inference_mode():
@@ -37,12 +39,21 @@ if variant:
         built = kopt_optimize.build(variant, model, inputs)
         inputs = built.prepare(inputs)
         torch.cuda.synchronize()
-    model = built
+
+    def step(xs):
+        return built(*xs)
+
+    training = False
+else:
+    step, make_inputs, training = kopt_module.build_step(path, module_name, device)
+    inputs = make_inputs()
 ops = torch.autograd.profiler.emit_nvtx(record_shapes=True) if record_ops else contextlib.nullcontext()
-with torch.inference_mode(), ops:
+# A forward runs in inference mode; a training step needs autograd.
+grad = contextlib.nullcontext() if training else torch.inference_mode()
+with grad, ops:
     for i in range(warmup + steps):
         torch.cuda.nvtx.range_push("kopt_step")
-        model(*inputs)
+        step(inputs)
         torch.cuda.nvtx.range_pop()
         if i + 1 == warmup:
             torch.cuda.synchronize()
