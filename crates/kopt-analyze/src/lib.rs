@@ -12,6 +12,7 @@ pub mod layout;
 pub mod library;
 pub mod ncu_rules;
 pub mod ops;
+pub mod optimizer;
 pub mod precision;
 pub mod ranking;
 pub mod rollup;
@@ -198,6 +199,17 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .as_ref()
         .and_then(|t| t.host_copies.as_ref())
         .and_then(|c| copies::recommend(c, base.wall_ns));
+    // The optimizer's step in its for-loop or foreach form: fused=True.
+    let fused_optimizer = timeline.as_ref().and_then(|t| {
+        let o = t.optimizer.as_ref()?;
+        // The recorder slows the optimizer's launches as it slows the step.
+        let recorded = t
+            .graph_prediction
+            .as_ref()
+            .filter(|p| p.eager_per_step_ns > 0.0)
+            .map_or(1.0, |p| p.eager_corrected_per_step_ns / p.eager_per_step_ns);
+        optimizer::recommend(o, base.wall_ns, recorded)
+    });
     // The whole model under torch.compile: one finding over every kernel
     // Inductor fuses; it subsumes the elementwise chains' finding. Not for a
     // model already compiled (Triton kernels of Inductor's in the trace).
@@ -315,6 +327,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     recommendations.extend(graph);
     recommendations.extend(host_syncs);
     recommendations.extend(pinned_copies);
+    recommendations.extend(fused_optimizer);
     // One ranking: each finding's predicted speed-up of the whole step on
     // one base (the bare step where known); findings without a figure
     // after every finding with one, by their kernel's share.

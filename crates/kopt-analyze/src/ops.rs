@@ -592,6 +592,7 @@ mod tests {
             correlation: corr,
             frame: None,
             op: None,
+            op_span: None,
         }
     }
 

@@ -627,6 +627,7 @@ mod tests {
             }),
             host_syncs: None,
             host_copies: None,
+            optimizer: None,
         }
     }
 

@@ -161,6 +161,7 @@ fn with_ops(backward: bool) -> Profile {
             correlation: corr,
             frame: None,
             op: None,
+            op_span: None,
         });
         t.activities.push(GpuActivity {
             kind: ActivityKind::Kernel,

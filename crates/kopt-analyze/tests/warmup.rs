@@ -51,6 +51,7 @@ impl Builder {
             correlation: c,
             frame: None,
             op: None,
+            op_span: None,
         });
         self.t.activities.push(GpuActivity {
             kind: ActivityKind::Kernel,

@@ -1209,6 +1209,7 @@ mod tests {
             correlation: corr,
             frame: None,
             op: None,
+            op_span: None,
         }
     }
 

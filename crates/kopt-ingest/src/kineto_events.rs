@@ -177,6 +177,11 @@ const SYNC_OPS: &[&str] = &[
     "aten::copy_",
 ];
 
+/// torch.optim's annotations of its step and zero_grad.
+fn is_phase(name: &str) -> bool {
+    name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#")
+}
+
 /// A `python_function` event's name as the user's source line, when it is
 /// the user's own code (not the standard library's, a site package's or
 /// torch's): `train.py(34): step` -> `train.py:34 in step`.
@@ -346,6 +351,7 @@ impl Collector {
         self.timeline.activities.extend(t.activities);
         self.timeline.api_calls.extend(t.api_calls);
         self.timeline.ranges.extend(t.ranges);
+        self.timeline.phase_ranges.extend(t.phase_ranges);
         self.gpu_steps.extend(next.gpu_steps);
         self.frames.extend(next.frames);
         self.sync_ops.extend(next.sync_ops);
@@ -432,7 +438,9 @@ impl Collector {
             .filter(|c| matches!(c.kind, ApiKind::Synchronize | ApiKind::Memory))
         {
             c.frame = innermost(&frames, c.thread, c.start_ns).map(|s| s.name.clone());
-            c.op = outermost(&ops, c.thread, c.start_ns).map(|s| s.name.clone());
+            let op = outermost(&ops, c.thread, c.start_ns);
+            c.op = op.map(|s| s.name.clone());
+            c.op_span = op.map(|s| (s.start_ns, s.end_ns));
         }
     }
 
@@ -475,10 +483,12 @@ impl Collector {
         }
     }
 
-    /// A host-side event kept to name syncs: a user frame or a sync op.
+    /// A host-side event kept to name syncs or phases: a user frame, a
+    /// sync op, or torch.optim's own annotation.
     fn host_span(cat: &str, name: &str) -> bool {
         (cat.eq_ignore_ascii_case("python_function") && user_frame(name).is_some())
             || (cat.eq_ignore_ascii_case("cpu_op") && SYNC_OPS.contains(&name))
+            || (cat.eq_ignore_ascii_case("user_annotation") && is_phase(name))
     }
 
     /// What a category keeps: a GPU activity, an API call, or nothing.
@@ -631,6 +641,12 @@ impl Collector {
                 };
                 if e.cat.is_some_and(|c| c.eq_ignore_ascii_case("cpu_op")) {
                     self.sync_ops.push(span(name));
+                } else if is_phase(&name) {
+                    self.timeline.phase_ranges.push(Range {
+                        name,
+                        start_ns: ts,
+                        end_ns: end,
+                    });
                 } else if let Some(f) = user_frame(&name) {
                     self.frames.push(span(f));
                 }
@@ -644,6 +660,7 @@ impl Collector {
                 correlation: text_u64(e.correlation).unwrap_or(0),
                 frame: None,
                 op: None,
+                op_span: None,
             }),
             Keep::Step
                 if e.cat

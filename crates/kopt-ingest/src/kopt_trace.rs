@@ -560,6 +560,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 correlation: scoped(line.c, window),
                 frame: None,
                 op: None,
+                op_span: None,
             });
         }
     }

@@ -583,6 +583,24 @@ pub struct TimelineSummary {
     /// Copies between host and device in the steady steps, where any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_copies: Option<HostCopies>,
+    /// torch.optim's step in the steady steps, where the trace marks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<OptimizerStep>,
+}
+
+/// The optimizer's step as the trace shows it (`Optimizer.step#NAME.step`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct OptimizerStep {
+    /// The optimizer's class (`Adam`, `AdamW`, `SGD`, ...).
+    pub name: String,
+    /// "for-loop" (kernels per parameter), "foreach" (multi-tensor
+    /// kernels) or "fused" (one fused kernel family).
+    pub form: String,
+    /// Host time of the step's annotation, per training step (as recorded).
+    pub host_ns_per_step: f64,
+    pub kernels_per_step: f64,
+    pub gpu_ns_per_step: f64,
 }
 
 /// The host waiting for the GPU inside a step: every sync whose step
@@ -598,8 +616,20 @@ pub struct HostSyncs {
     pub wait_per_step_ns: f64,
     /// GPU idle after each returns until the GPU's next work, per step.
     pub gpu_idle_after_per_step_ns: f64,
+    /// Host time in the ops that synced (their own work and their wait),
+    /// per step, where the trace has op events; else the wait alone.
+    #[serde(default)]
+    pub op_host_per_step_ns: f64,
     /// The step's wall time these figures are shares of.
     pub step_ns: f64,
+    /// GPU-busy time per step: the least the step can take once the host
+    /// runs ahead.
+    #[serde(default)]
+    pub gpu_busy_per_step_ns: f64,
+    /// The recorder's own host cost per step (torch.profiler's, kopt's
+    /// tracer's), taken out of the step before the step after is predicted.
+    #[serde(default)]
+    pub recorder_overhead_per_step_ns: f64,
     /// The host and the GPU take turns: GPU time saved comes off the step
     /// in full (the GPU's idle after the syncs is a tenth of the step or more).
     pub serialized: bool,
@@ -658,6 +688,10 @@ pub struct CopyGroup {
     pub gpu_ns_per_step: f64,
     /// Host time in the calls that issued them, per step.
     pub call_ns_per_step: f64,
+    /// GPU idle just before them (the GPU waiting for the host to stage
+    /// the copy), per step.
+    #[serde(default)]
+    pub gpu_idle_before_ns_per_step: f64,
     /// Bytes over GPU copy time.
     pub achieved_bytes_per_s: f64,
     /// The host waited for them (synchronous copies: pageable memory, or

@@ -404,6 +404,7 @@ mod retain_tests {
             correlation,
             frame: None,
             op: None,
+            op_span: None,
         }
     }
 

@@ -27,7 +27,7 @@ pub use device::{AmdDevice, Device, PeakSource, Peaks, Vendor};
 pub use diagnosis::{
     Bottleneck, BottleneckClass, CopyGroup, Diagnosis, Finding, GainEstimate, GraphPrediction,
     HostCopies, HostSyncs, HotUnit, IdleGap, KernelEvidence, KernelFamily, KernelVerdict,
-    LibraryFamily, NcuDisagreement, OpShare, OpSummary, PipeUse, PredictedSpeedup,
+    LibraryFamily, NcuDisagreement, OpShare, OpSummary, OptimizerStep, PipeUse, PredictedSpeedup,
     PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, StallShare, SteadyState,
     SteadyStrip, StepDetection, StepSource, StripLane, SyncSite, TimelineStrip, TimelineSummary,
     Verification, WarmupEvidence, WarmupKernel, WarmupTrials,

@@ -156,6 +156,10 @@ pub struct ApiCall {
     /// `aten::nonzero`, ...), where the recorder saw op events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
+    /// That op's host span (start, end), ns: what the host spends in it,
+    /// its own work and its wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_span: Option<(i64, i64)>,
 }
 
 /// A user annotation (torch `ProfilerStep#N`, NVTX range).
@@ -287,6 +291,11 @@ pub struct Timeline {
     pub activities: Vec<GpuActivity>,
     pub api_calls: Vec<ApiCall>,
     pub ranges: Vec<Range>,
+    /// The framework's own phase annotations (torch.optim's
+    /// `Optimizer.step#Adam.step`, `Optimizer.zero_grad#...`), on the host:
+    /// kept apart from `ranges`, which mark steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phase_ranges: Vec<Range>,
     /// Device name from the trace's metadata, if any.
     pub device_name: Option<String>,
     pub sm_count: Option<u32>,

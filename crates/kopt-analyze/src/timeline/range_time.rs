@@ -89,6 +89,7 @@ mod tests {
             correlation: 5,
             frame: None,
             op: None,
+            op_span: None,
         });
         with_copy.activities.push(GpuActivity {
             kind: kopt_model::ActivityKind::Memcpy,

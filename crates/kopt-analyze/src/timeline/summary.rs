@@ -81,8 +81,13 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     // Host syncs and host copies inside the steady steps (#35).
     let windows = w.step_windows();
     let step_ns = w.wall as f64 / windows.len().max(1) as f64;
-    let host_syncs = crate::host_syncs::summarize(t, &windows, step_ns);
+    let busy_per_step = busy as f64 / windows.len().max(1) as f64;
+    let overhead = graph_prediction
+        .as_ref()
+        .map_or(0.0, |p| p.recorder_overhead_per_step_ns);
+    let host_syncs = crate::host_syncs::summarize(t, &windows, step_ns, busy_per_step, overhead);
     let host_copies = crate::copies::summarize(t, &windows);
+    let optimizer = crate::optimizer::summarize(t, &windows);
     Some(TimelineSummary {
         wall_ns: w.wall,
         gpu_busy_ns: busy,
@@ -108,6 +113,7 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         graph_prediction,
         host_syncs,
         host_copies,
+        optimizer,
     })
 }
 

@@ -28,6 +28,7 @@ pub(super) fn launch(start: i64, dur: i64, corr: u64) -> ApiCall {
         correlation: corr,
         frame: None,
         op: None,
+        op_span: None,
     }
 }
 
@@ -57,6 +58,7 @@ pub(super) fn forward_passes(
             correlation: 0,
             frame: None,
             op: None,
+            op_span: None,
         });
         *at += 3_000;
     };

@@ -473,6 +473,7 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
                     .unwrap_or(0),
                 frame: None,
                 op: None,
+                op_span: None,
             });
         }
     }

@@ -475,6 +475,7 @@ fn api_calls(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
             correlation: get(corr, "Correlation_Id")?.unwrap_or(0),
             frame: None,
             op: None,
+            op_span: None,
         });
     }
     Ok(AmdFile::Api(out))

@@ -872,6 +872,7 @@ fn query_api(conn: &Connection, label: &str) -> Result<Vec<ApiCall>, IngestError
             correlation: row.uint("corr_id")?.unwrap_or(0),
             frame: None,
             op: None,
+            op_span: None,
         });
         Ok(())
     })?;

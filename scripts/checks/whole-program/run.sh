@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole-program suite (#35) on a GPU machine:
-#   bash scripts/checks/training/run.sh OUT [KOPT_DIR]
+#   bash scripts/checks/whole-program/run.sh OUT [KOPT_DIR]
 # Each workload of workloads.py in its own process (suite.py: bare times of
 # the baseline and every fix, then a torch.profiler trace of the baseline),
 # then `kopt profile --script train_module.py` (the training form) timed

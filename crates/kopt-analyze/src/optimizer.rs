@@ -1,0 +1,247 @@
+//! torch.optim's step (#35): which form the optimizer runs in (a kernel
+//! per parameter and operation, multi-tensor `foreach` kernels, or one
+//! fused kernel family), from the kernels launched inside its
+//! `Optimizer.step#NAME.step` annotation, and the finding that moves it to
+//! `fused=True`.
+
+use std::collections::HashMap;
+
+use kopt_model::{
+    ActivityKind, ApiKind, OptimizerStep, PredictedSpeedup, Recommendation, Timeline,
+};
+
+/// Id of the finding.
+pub const ID: &str = "use_fused_optimizer";
+
+/// GPU time of the fused step against each form's (Adam's update reads
+/// and writes each state tensor once fused; the for-loop form makes about
+/// a dozen elementwise passes, foreach about half as many), with the
+/// range around it: (estimate, low end's, high end's).
+fn gpu_ratio(form: &str) -> (f64, f64, f64) {
+    match form {
+        "for-loop" => (0.3, 0.5, 0.2),
+        _ => (0.6, 0.8, 0.45),
+    }
+}
+
+/// Host time of a fused step: a few launches per parameter group.
+const FUSED_HOST_NS: f64 = 30_000.0;
+
+/// The optimizer's step inside `windows` (the steady steps), where the
+/// trace annotates it.
+pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> {
+    let steps: Vec<&kopt_model::Range> = t
+        .phase_ranges
+        .iter()
+        .filter(|r| r.name.starts_with("Optimizer.step#"))
+        .filter(|r| {
+            let w = windows.partition_point(|w| w.0 <= r.start_ns);
+            w.checked_sub(1).is_some_and(|i| r.start_ns < windows[i].1)
+        })
+        .collect();
+    if steps.is_empty() {
+        return None;
+    }
+    let launched: HashMap<u64, i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)
+        .map(|c| (c.correlation, c.start_ns))
+        .collect();
+    let mut spans: Vec<(i64, i64)> = steps.iter().map(|r| (r.start_ns, r.end_ns)).collect();
+    spans.sort_unstable();
+    let (mut kernels, mut gpu) = (0usize, 0.0);
+    let (mut multi, mut fused) = (false, false);
+    for a in t
+        .activities
+        .iter()
+        .filter(|a| a.kind == ActivityKind::Kernel)
+    {
+        let Some(at) = launched.get(&a.correlation) else {
+            continue;
+        };
+        let i = spans.partition_point(|s| s.0 <= *at);
+        if i.checked_sub(1).is_none_or(|j| *at > spans[j].1) {
+            continue;
+        }
+        kernels += 1;
+        gpu += (a.end_ns - a.start_ns).max(0) as f64;
+        let lower = a.name.to_ascii_lowercase();
+        multi |= lower.contains("multi_tensor_apply");
+        fused |= lower.contains("fused") && (lower.contains("adam") || lower.contains("sgd"));
+    }
+    let n = steps.len() as f64;
+    let host: f64 = steps
+        .iter()
+        .map(|r| (r.end_ns - r.start_ns).max(0) as f64)
+        .sum();
+    let name = steps[0]
+        .name
+        .trim_start_matches("Optimizer.step#")
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let form = if fused {
+        "fused"
+    } else if multi {
+        "foreach"
+    } else {
+        "for-loop"
+    };
+    Some(OptimizerStep {
+        name,
+        form: form.into(),
+        host_ns_per_step: host / n,
+        kernels_per_step: kernels as f64 / n,
+        gpu_ns_per_step: gpu / n,
+    })
+}
+
+/// The finding for an optimizer not yet fused, priced on the step:
+/// `wall_ns` the step as it runs unrecorded, `recorded` the share of the
+/// recorded step that is the step's own (the recorder slows the
+/// optimizer's launches as it slows the rest).
+pub fn recommend(o: &OptimizerStep, wall_ns: f64, recorded: f64) -> Option<Recommendation> {
+    let fmt = kopt_model::format_duration_ns;
+    if o.form == "fused" || wall_ns <= 0.0 {
+        return None;
+    }
+    let fusable = [
+        "Adam", "AdamW", "SGD", "Adagrad", "Adamax", "NAdam", "RAdam",
+    ];
+    if !fusable.contains(&o.name.as_str()) {
+        return None;
+    }
+    let now = (o.host_ns_per_step * recorded.clamp(0.05, 1.0)).max(o.gpu_ns_per_step);
+    let (est, low, high) = gpu_ratio(&o.form);
+    let after = |ratio: f64| (o.gpu_ns_per_step * ratio).max(FUSED_HOST_NS);
+    let step = |ratio: f64| (wall_ns - (now - after(ratio)).max(0.0)).max(0.05 * wall_ns);
+    let estimate = wall_ns / step(est);
+    if estimate < 1.01 {
+        return None;
+    }
+    let model = format!(
+        "step after = step - (the optimizer's step now - fused): {} - ({} - max({} GPU x {est}, {} of launches)); the optimizer's step now: its annotation's host time, less the recorder's share, at least its kernels' {}; fused GPU time x{low}-{high} for the range",
+        fmt(wall_ns),
+        fmt(now),
+        fmt(o.gpu_ns_per_step),
+        fmt(FUSED_HOST_NS),
+        fmt(o.gpu_ns_per_step),
+    );
+    Some(Recommendation {
+        rank: 0,
+        id: ID.into(),
+        title: format!("Use the fused {} optimizer", o.name),
+        kernel: format!("torch.optim.{}'s step", o.name),
+        kernel_short: format!("{} step ({})", o.name, o.form),
+        class: kopt_model::BottleneckClass::LaunchOverhead,
+        evidence: format!(
+            "torch.optim.{} runs in its {} form: {:.0} kernels and {} of host time a step ({} on the GPU).",
+            o.name,
+            o.form,
+            o.kernels_per_step,
+            fmt(o.host_ns_per_step),
+            fmt(o.gpu_ns_per_step)
+        ),
+        action: format!(
+            "Create the optimizer with fused=True (torch.optim.{}(params, ..., fused=True): one kernel family updates every parameter); foreach=True is the next best where fused is not available for the parameters' dtype or device.",
+            o.name
+        ),
+        source: "PyTorch's torch.optim documentation (foreach and fused implementations)".into(),
+        gain: Some(kopt_model::GainEstimate {
+            kernel_pct: 0.0,
+            workload_pct: 100.0 * (1.0 - 1.0 / estimate),
+            saved_ns: wall_ns - step(est),
+            method: model.clone(),
+        }),
+        predicted_speedup: Some(PredictedSpeedup {
+            estimate,
+            low: wall_ns / step(low),
+            high: wall_ns / step(high),
+            model,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kopt_model::{ApiCall, GpuActivity, Range};
+
+    fn timeline(kernel: &str, per_step: u64) -> Timeline {
+        let mut t = Timeline::default();
+        let mut c = 0;
+        for s in 0..4i64 {
+            let at = s * 10_000_000;
+            t.phase_ranges.push(Range {
+                name: "Optimizer.step#Adam.step".into(),
+                start_ns: at + 5_000_000,
+                end_ns: at + 9_000_000,
+            });
+            for k in 0..per_step as i64 {
+                c += 1;
+                let host = at + 5_000_000 + k * 6_000;
+                t.api_calls.push(ApiCall {
+                    kind: ApiKind::KernelLaunch,
+                    name: "cudaLaunchKernel".into(),
+                    start_ns: host,
+                    end_ns: host + 5_000,
+                    thread: 1,
+                    correlation: c,
+                    frame: None,
+                    op: None,
+                    op_span: None,
+                });
+                t.activities.push(GpuActivity {
+                    kind: ActivityKind::Kernel,
+                    name: kernel.into(),
+                    start_ns: host + 7_000,
+                    end_ns: host + 9_000,
+                    device: 0,
+                    stream: 7,
+                    correlation: c,
+                    grid: None,
+                    block: None,
+                    bytes: None,
+                    copy: None,
+                });
+            }
+        }
+        t
+    }
+
+    fn windows() -> Vec<(i64, i64)> {
+        (0..4)
+            .map(|s| (s * 10_000_000, (s + 1) * 10_000_000))
+            .collect()
+    }
+
+    #[test]
+    fn the_for_loop_form_is_found_and_priced() {
+        let t = timeline(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::addcmul_cuda_kernel>",
+            600,
+        );
+        let o = summarize(&t, &windows()).unwrap();
+        assert_eq!((o.name.as_str(), o.form.as_str()), ("Adam", "for-loop"));
+        assert_eq!(o.kernels_per_step, 600.0);
+        assert_eq!(o.host_ns_per_step, 4_000_000.0);
+        let r = recommend(&o, 10e6, 1.0).unwrap();
+        let sp = r.predicted_speedup.unwrap();
+        // 4 ms now, 1.2 ms of GPU x 0.3 fused: 10 ms -> 6.36 ms.
+        assert!((1.5..1.65).contains(&sp.estimate), "{sp:?}");
+        assert!(sp.low <= sp.estimate && sp.estimate <= sp.high);
+        assert!(r.action.contains("fused=True"));
+    }
+
+    #[test]
+    fn foreach_and_fused_forms_are_told_apart() {
+        let foreach = timeline("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>", 20);
+        assert_eq!(summarize(&foreach, &windows()).unwrap().form, "foreach");
+        let fused = timeline("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor<float, 4>>", 4);
+        let o = summarize(&fused, &windows()).unwrap();
+        assert_eq!(o.form, "fused");
+        assert!(recommend(&o, 10e6, 1.0).is_none());
+    }
+}
