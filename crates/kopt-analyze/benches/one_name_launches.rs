@@ -27,6 +27,7 @@ fn one_name(n: usize, synced: bool) -> Timeline {
             thread: 1,
             correlation: c,
             frame: None,
+            op: None,
         });
         t.activities.push(GpuActivity {
             kind: ActivityKind::Kernel,
@@ -50,6 +51,7 @@ fn one_name(n: usize, synced: bool) -> Timeline {
                 thread: 1,
                 correlation: 0,
                 frame: None,
+                op: None,
             });
         }
     }

@@ -574,6 +574,7 @@ mod tests {
             wall_ns: wall,
             busy_ns: busy,
             words: "test".into(),
+            serialized: false,
         }
     }
 

@@ -5,8 +5,10 @@ pub mod attention;
 pub mod batchnorm;
 pub mod catalogue;
 pub mod compile;
+pub mod copies;
 pub mod fusion;
 mod gain;
+pub mod host_syncs;
 pub mod layout;
 pub mod library;
 pub mod ncu_rules;
@@ -92,6 +94,16 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .as_ref()
         .and_then(|t| graph_finding(t, profile.device.amd.is_some()));
     let base = step_base;
+    // Host syncs inside the step and blocking copies from pageable memory
+    // (#35), each priced on the step.
+    let host_syncs = timeline
+        .as_ref()
+        .and_then(|t| t.host_syncs.as_ref())
+        .and_then(host_syncs::recommend);
+    let pinned_copies = timeline
+        .as_ref()
+        .and_then(|t| t.host_copies.as_ref())
+        .and_then(|c| copies::recommend(c, base.wall_ns));
     let (compiled, compile_members) = compile_finding(&CompileInputs {
         groups: &groups,
         launches,
@@ -128,7 +140,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         &groups,
         &tiny_groups,
         padding.iter().chain(whole_model.into_iter().flatten()),
-        graph,
+        graph.into_iter().chain(host_syncs).chain(pinned_copies),
         timeline.as_ref(),
         &base,
         total_ns,
@@ -291,7 +303,8 @@ fn timeline_only_note(
 
 /// Every finding in one ranking: the per-kernel advice of kernels no
 /// whole-model finding covers, the whole-model findings (`whole_model`, in
-/// order), the tiny kernels' and graph capture's; each finding's predicted
+/// order), the tiny kernels', then the timeline's (graph capture, host
+/// syncs, pageable copies: `from_timeline`); each finding's predicted
 /// speed-up of the whole step on one base (the bare step where known),
 /// findings without a figure after every finding with one, by their
 /// kernel's share. Gains too small to act on are dropped; ranks numbered.
@@ -299,7 +312,7 @@ fn ranked_recommendations<'r>(
     groups: &[rollup::KernelGroup],
     tiny_groups: &[&rollup::KernelGroup],
     whole_model: impl Iterator<Item = &'r kopt_model::Recommendation>,
-    graph: Option<kopt_model::Recommendation>,
+    from_timeline: impl Iterator<Item = kopt_model::Recommendation>,
     timeline: Option<&kopt_model::TimelineSummary>,
     base: &ranking::Base,
     total_ns: f64,
@@ -311,7 +324,7 @@ fn ranked_recommendations<'r>(
         .collect();
     recommendations.extend(whole_model.cloned());
     recommendations.extend(catalogue::recommend_tiny(tiny_groups, total_ns, timeline));
-    recommendations.extend(graph);
+    recommendations.extend(from_timeline);
     // One ranking: each finding's predicted speed-up of the whole step on
     // one base (the bare step where known); findings without a figure
     // after every finding with one, by their kernel's share.
@@ -790,6 +803,11 @@ fn graph_recommendation(t: &kopt_model::TimelineSummary) -> Option<kopt_model::R
     } else {
         t.busy_pct
     };
+    // Capture is impossible while the step syncs with the host inside it:
+    // the host-sync finding says so instead (#35).
+    if t.host_syncs.is_some() {
+        return None;
+    }
     if busy_pct > timeline::COMPUTE_BOUND_BUSY_PCT
         || already_graphed
         || !worth

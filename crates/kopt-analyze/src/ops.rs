@@ -591,6 +591,7 @@ mod tests {
             thread: 1,
             correlation: corr,
             frame: None,
+            op: None,
         }
     }
 

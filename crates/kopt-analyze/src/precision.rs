@@ -625,6 +625,8 @@ mod tests {
                 },
                 host_per_step_ns: Some(host),
             }),
+            host_syncs: None,
+            host_copies: None,
         }
     }
 

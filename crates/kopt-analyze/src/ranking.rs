@@ -30,10 +30,28 @@ pub struct Base {
     /// GPU-busy time per step.
     pub busy_ns: f64,
     pub words: String,
+    /// The host syncs inside the step: host and GPU take turns, so GPU
+    /// time saved comes off the step in full (#35).
+    pub serialized: bool,
 }
 
 impl Base {
     pub fn of(t: Option<&TimelineSummary>, total_kernel_ns: f64) -> Base {
+        let mut base = Base::unserialized(t, total_kernel_ns);
+        if let Some(h) = t
+            .and_then(|t| t.host_syncs.as_ref())
+            .filter(|h| h.serialized)
+        {
+            base.serialized = true;
+            base.words = format!(
+                "{}, whose {:.1} host syncs a step make the host and the GPU take turns (GPU time saved counts in full)",
+                base.words, h.mid_step_per_step
+            );
+        }
+        base
+    }
+
+    fn unserialized(t: Option<&TimelineSummary>, total_kernel_ns: f64) -> Base {
         let fmt = kopt_model::format_duration_ns;
         if let Some(p) = t.and_then(|t| t.graph_prediction.as_ref()) {
             let busy = p.busy_per_step_ns.max(0.0);
@@ -55,6 +73,7 @@ impl Base {
                 wall_ns: wall,
                 busy_ns: busy,
                 words,
+                serialized: false,
             };
         }
         // Steps without a graph-capture prediction (a step replayed from a
@@ -67,6 +86,7 @@ impl Base {
                 wall_ns: wall,
                 busy_ns: busy,
                 words: format!("the traced step ({})", fmt(wall)),
+                serialized: false,
             };
         }
         Base {
@@ -76,12 +96,16 @@ impl Base {
                 "the summed kernel time ({}; no timeline)",
                 fmt(total_kernel_ns)
             ),
+            serialized: false,
         }
     }
 
-    /// The GPU's busy share of the step, 0..=1.
+    /// The share of GPU time saved that comes off the step, 0..=1: the
+    /// GPU's busy share of the step, all of it where syncs serialize it.
     pub fn busy_share(&self) -> f64 {
-        if self.wall_ns > 0.0 {
+        if self.serialized {
+            1.0
+        } else if self.wall_ns > 0.0 {
             (self.busy_ns / self.wall_ns).clamp(0.0, 1.0)
         } else {
             1.0
@@ -142,7 +166,12 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
     for r in recs.iter_mut() {
         // Graph capture, torch.compile and the fp32 precision finding
         // (whose bf16 option adds host work) predict the step itself.
-        let step = if r.id == GRAPH_ID || r.id == COMPILE_ID || r.id == PRECISION_ID {
+        let step = if r.id == GRAPH_ID
+            || r.id == COMPILE_ID
+            || r.id == PRECISION_ID
+            || r.id == crate::host_syncs::ID
+            || r.id == crate::copies::ID
+        {
             r.predicted_speedup.clone()
         } else {
             kernel_shares(r).map(|(est, lo, hi)| {
@@ -260,6 +289,7 @@ mod tests {
             wall_ns: 10e6,
             busy_ns: 9.8e6,
             words: "w".into(),
+            serialized: false,
         };
         let mut recs = vec![
             graph(1.02, 1.0, 1.05),
@@ -289,6 +319,7 @@ mod tests {
             wall_ns: 4e6,
             busy_ns: 1e6,
             words: "w".into(),
+            serialized: false,
         };
         let mut recs = vec![
             rec("use_channels_last", Some((1.3, 1.1)), Some(23.0)),
@@ -306,6 +337,7 @@ mod tests {
             wall_ns: 4e6,
             busy_ns: 1e6,
             words: "w".into(),
+            serialized: false,
         };
         let mut recs = vec![
             graph(3.0, 1.0, 229.9),

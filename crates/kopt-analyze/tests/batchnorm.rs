@@ -160,6 +160,7 @@ fn with_ops(backward: bool) -> Profile {
             thread: 1,
             correlation: corr,
             frame: None,
+            op: None,
         });
         t.activities.push(GpuActivity {
             kind: ActivityKind::Kernel,

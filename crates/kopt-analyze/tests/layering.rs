@@ -9,8 +9,18 @@ use std::path::{Path, PathBuf};
 /// The crate's top-level modules, lowest layer first.
 const LAYERS: &[&[&str]] = &[
     // Primitives: kernel names, ncu's rules, rooflines, op ranges, per-launch
-    // rules, a finding's gain.
-    &["library", "ncu_rules", "roofline", "ops", "rules", "gain"],
+    // rules, a finding's gain; host syncs and copies (summarised for the
+    // timeline, their findings from those summaries alone).
+    &[
+        "library",
+        "ncu_rules",
+        "roofline",
+        "ops",
+        "rules",
+        "gain",
+        "host_syncs",
+        "copies",
+    ],
     &["timeline"],
     // What is built on the timeline and on the launches.
     &["steady_strip", "warmup", "rollup"],

@@ -50,6 +50,7 @@ impl Builder {
             thread: 1,
             correlation: c,
             frame: None,
+            op: None,
         });
         self.t.activities.push(GpuActivity {
             kind: ActivityKind::Kernel,

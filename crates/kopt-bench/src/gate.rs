@@ -1208,6 +1208,7 @@ mod tests {
             thread: 1,
             correlation: corr,
             frame: None,
+            op: None,
         }
     }
 

@@ -430,6 +430,9 @@ struct Variant {
     longest: f64,
     /// A run was cut at the per-run bound after giving samples: no more runs.
     ended: bool,
+    /// A streaming run was cut at its budget before any sample: the next
+    /// one runs to its end.
+    full_run: bool,
     correct: Option<bool>,
     check_problems: Vec<String>,
 }
@@ -460,6 +463,7 @@ pub fn run_bench(
             used: 0.0,
             longest: 0.0,
             ended: false,
+            full_run: false,
             correct: None,
             check_problems: Vec::new(),
         })
@@ -484,7 +488,17 @@ pub fn run_bench(
     // sampling run.
     let per_run = matches!(timing.source, Source::Wall | Source::GpuKernels);
     let first_wait = first_sample_wait(rule.max_time_s);
-    let budget = Some(crate::workload::secs(first_wait));
+    let whole_run = Some(crate::workload::secs(first_wait));
+    // A streaming source's sampling run is cut where its budget ends (its
+    // samples so far count); one cut before its first sample is run again
+    // to its end once (a program printing its samples as it exits).
+    let sampling_budget = |v: &Variant| {
+        if per_run || v.full_run {
+            whole_run
+        } else {
+            Some(crate::workload::secs((rule.max_time_s - v.spent).max(0.0)))
+        }
+    };
     let done = |v: &Variant| {
         v.samples.len() >= MAX_SAMPLES
             || v.ended
@@ -498,7 +512,7 @@ pub fn run_bench(
             .warmup
             .max(u32::from(req.measure.check.is_some()))
         {
-            let run = sampler.run(&v.command, &timing, budget)?;
+            let run = sampler.run(&v.command, &timing, whole_run)?;
             v.used += run.wall_s;
             if run.cut {
                 return Err(Error::WorkloadFailed(format!(
@@ -536,6 +550,7 @@ pub fn run_bench(
                 continue;
             }
             let sampling = !v.samples.is_empty() || !per_run;
+            let budget = sampling_budget(v);
             let run = sampler.run(&v.command, &timing, budget)?;
             if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
                 return Err(Error::WorkloadFailed(format!(
@@ -550,6 +565,10 @@ pub fn run_bench(
             v.samples.extend(run.samples);
             v.samples.truncate(MAX_SAMPLES);
             if run.cut {
+                if v.samples.is_empty() && !per_run && !v.full_run {
+                    v.full_run = true;
+                    continue;
+                }
                 if v.samples.is_empty() {
                     let before = if v.longest > 0.0 {
                         format!(" (its warm-up run took {:.1} s)", v.longest)

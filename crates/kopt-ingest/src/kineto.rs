@@ -426,6 +426,7 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
         });
     }
     collector.finish_steps();
+    collector.finish_frames();
     let (outside, first_outside) = collector.drop_outside_span();
     if collector.timeline.activities.is_empty() {
         return Err(IngestError::NoGpuActivity {

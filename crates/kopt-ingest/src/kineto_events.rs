@@ -137,6 +137,133 @@ pub(crate) struct Collector {
     /// dimensions, byte counts), and the first one's index and fault.
     pub(crate) unknown_values: u64,
     pub(crate) first_unknown: Option<(u64, String)>,
+    /// The user's Python frames (`python_function` events outside
+    /// libraries, from `with_stack=True`) and the ops that sync with the
+    /// host (`cpu_op`): what a sync or copy call is named after.
+    pub(crate) frames: Vec<Span>,
+    pub(crate) sync_ops: Vec<Span>,
+}
+
+/// A host-side event by thread and time: `name` is a user frame
+/// (`file.py:LINE in function`) or an op name.
+#[derive(Debug, Clone)]
+pub(crate) struct Span {
+    pub tid: u64,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub name: String,
+}
+
+/// Ops whose CUDA kernels make the host wait (a value read back, a shape
+/// that depends on data, a blocking copy).
+const SYNC_OPS: &[&str] = &[
+    "aten::item",
+    "aten::_local_scalar_dense",
+    "aten::is_nonzero",
+    "aten::nonzero",
+    "aten::nonzero_static",
+    "aten::argwhere",
+    "aten::masked_select",
+    "aten::index",
+    "aten::index_put_",
+    "aten::unique",
+    "aten::_unique2",
+    "aten::unique_consecutive",
+    "aten::repeat_interleave",
+    "aten::tolist",
+    "aten::equal",
+    "aten::to",
+    "aten::_to_copy",
+    "aten::copy_",
+];
+
+/// A `python_function` event's name as the user's source line, when it is
+/// the user's own code (not the standard library's, a site package's or
+/// torch's): `train.py(34): step` -> `train.py:34 in step`.
+pub(crate) fn user_frame(name: &str) -> Option<String> {
+    let (path, rest) = name.split_once(".py(")?;
+    let (line, func) = rest.split_once("): ")?;
+    let line: u32 = line.parse().ok()?;
+    let path = format!("{path}.py");
+    let library = [
+        "site-packages/",
+        "dist-packages/",
+        "<frozen",
+        "/lib/python3",
+        "/lib64/python3",
+    ]
+    .iter()
+    .any(|l| path.contains(l))
+        || path.starts_with("torch/")
+        || path.contains("/torch/");
+    if library {
+        return None;
+    }
+    // Deep paths shortened to their last three parts: a line in a report.
+    let parts: Vec<&str> = path.rsplitn(4, '/').collect();
+    let short = if parts.len() == 4 {
+        format!(".../{}/{}/{}", parts[2], parts[1], parts[0])
+    } else {
+        path.clone()
+    };
+    Some(format!("{short}:{line} in {}", crate::cap_name(func).0))
+}
+
+/// A Kineto memcpy's direction and memory kinds from its name
+/// (`Memcpy HtoD (Pageable -> Device)`).
+pub(crate) fn copy_kind(name: &str) -> Option<kopt_model::CopyKind> {
+    use kopt_model::{CopyDirection as D, MemoryKind as M};
+    let rest = name.strip_prefix("Memcpy ")?;
+    let (dir, kinds) = rest.split_once(' ').unwrap_or((rest, ""));
+    let direction = match dir {
+        "HtoD" => D::HostToDevice,
+        "DtoH" => D::DeviceToHost,
+        "DtoD" => D::DeviceToDevice,
+        "HtoH" => D::HostToHost,
+        "PtoP" => D::PeerToPeer,
+        _ => return None,
+    };
+    let kind = |w: &str| match w.trim() {
+        "Pageable" => M::Pageable,
+        "Pinned" => M::Pinned,
+        "Device" => M::Device,
+        "Managed" => M::Managed,
+        _ => M::Unknown,
+    };
+    let (src, dst) = kinds
+        .trim()
+        .strip_prefix('(')
+        .and_then(|k| k.strip_suffix(')'))
+        .and_then(|k| k.split_once("->"))
+        .map_or((M::Unknown, M::Unknown), |(a, b)| (kind(a), kind(b)));
+    Some(kopt_model::CopyKind {
+        direction,
+        src,
+        dst,
+    })
+}
+
+/// How far back from a call the spans holding it are looked for: frames
+/// and ops nest a few dozen deep, siblings before them are passed over.
+const SPAN_LOOKBACK: usize = 256;
+
+/// The innermost span of `spans` (sorted by start) on `tid` holding `at`.
+fn innermost(spans: &[Span], tid: u64, at: i64) -> Option<&Span> {
+    let i = spans.partition_point(|s| s.start_ns <= at);
+    spans[..i]
+        .iter()
+        .rev()
+        .take(SPAN_LOOKBACK)
+        .find(|s| s.tid == tid && s.end_ns >= at)
+}
+
+/// The outermost span holding `at` (the op the user called, `aten::item`,
+/// rather than the `aten::_local_scalar_dense` inside it).
+fn outermost(spans: &[Span], tid: u64, at: i64) -> Option<&Span> {
+    let i = spans.partition_point(|s| s.start_ns <= at);
+    spans[i.saturating_sub(SPAN_LOOKBACK)..i]
+        .iter()
+        .find(|s| s.tid == tid && s.end_ns >= at)
 }
 
 fn text_u64(v: Option<&str>) -> Option<u64> {
@@ -220,6 +347,8 @@ impl Collector {
         self.timeline.api_calls.extend(t.api_calls);
         self.timeline.ranges.extend(t.ranges);
         self.gpu_steps.extend(next.gpu_steps);
+        self.frames.extend(next.frames);
+        self.sync_ops.extend(next.sync_ops);
         if self.first_skipped.is_none() {
             // The next stretch counted its events from 0.
             self.first_skipped = next
@@ -286,6 +415,27 @@ impl Collector {
     /// Each step once: the CPU `user_annotation` copy of `ProfilerStep#N`
     /// (the launches it holds start inside it), else the GPU copy; a name
     /// seen twice in one form is kept once too.
+    /// Each sync and copy call named after the user's line and the op it
+    /// was made in, where the trace has them.
+    pub(crate) fn finish_frames(&mut self) {
+        let mut frames = std::mem::take(&mut self.frames);
+        let mut ops = std::mem::take(&mut self.sync_ops);
+        if frames.is_empty() && ops.is_empty() {
+            return;
+        }
+        frames.sort_by_key(|s| s.start_ns);
+        ops.sort_by_key(|s| s.start_ns);
+        for c in self
+            .timeline
+            .api_calls
+            .iter_mut()
+            .filter(|c| matches!(c.kind, ApiKind::Synchronize | ApiKind::Memory))
+        {
+            c.frame = innermost(&frames, c.thread, c.start_ns).map(|s| s.name.clone());
+            c.op = outermost(&ops, c.thread, c.start_ns).map(|s| s.name.clone());
+        }
+    }
+
     pub(crate) fn finish_steps(&mut self) {
         let gpu = std::mem::take(&mut self.gpu_steps);
         let t = &mut self.timeline;
@@ -316,10 +466,19 @@ impl Collector {
         }
         match (e.cat, e.name.as_deref()) {
             (Some(cat), Some(name)) => {
-                Self::category(cat).is_none() && !is_span(cat) && !name.starts_with("ProfilerStep#")
+                Self::category(cat).is_none()
+                    && !is_span(cat)
+                    && !name.starts_with("ProfilerStep#")
+                    && !Self::host_span(cat, name)
             }
             _ => false,
         }
+    }
+
+    /// A host-side event kept to name syncs: a user frame or a sync op.
+    fn host_span(cat: &str, name: &str) -> bool {
+        (cat.eq_ignore_ascii_case("python_function") && user_frame(name).is_some())
+            || (cat.eq_ignore_ascii_case("cpu_op") && SYNC_OPS.contains(&name))
     }
 
     /// What a category keeps: a GPU activity, an API call, or nothing.
@@ -364,10 +523,18 @@ impl Collector {
             Activity(ActivityKind),
             Api,
             Step,
+            Host,
         }
         let keep = match Self::category(e.cat.unwrap_or("")) {
             Some(Some(kind)) => Keep::Activity(kind),
             Some(None) => Keep::Api,
+            None if e
+                .cat
+                .zip(e.name.as_deref())
+                .is_some_and(|(c, n)| Self::host_span(c, n)) =>
+            {
+                Keep::Host
+            }
             None if e.cat.is_some_and(is_span) => {
                 self.take_span(&e);
                 return;
@@ -437,6 +604,9 @@ impl Collector {
                     self.unknown(|| format!("\"{}\": bytes {why}", crate::echo(&name)));
                     None
                 });
+                let copy = (kind == ActivityKind::Memcpy)
+                    .then(|| copy_kind(&name))
+                    .flatten();
                 self.timeline.activities.push(GpuActivity {
                     kind,
                     name,
@@ -448,8 +618,22 @@ impl Collector {
                     grid,
                     block,
                     bytes,
-                    copy: None,
+                    copy,
                 })
+            }
+            Keep::Host => {
+                let tid = text_u64(e.tid).unwrap_or(0);
+                let span = |name: String| Span {
+                    tid,
+                    start_ns: ts,
+                    end_ns: end,
+                    name,
+                };
+                if e.cat.is_some_and(|c| c.eq_ignore_ascii_case("cpu_op")) {
+                    self.sync_ops.push(span(name));
+                } else if let Some(f) = user_frame(&name) {
+                    self.frames.push(span(f));
+                }
             }
             Keep::Api => self.timeline.api_calls.push(ApiCall {
                 kind: ApiKind::of(&name),
@@ -459,6 +643,7 @@ impl Collector {
                 thread: text_u64(e.tid).unwrap_or(0),
                 correlation: text_u64(e.correlation).unwrap_or(0),
                 frame: None,
+                op: None,
             }),
             Keep::Step
                 if e.cat

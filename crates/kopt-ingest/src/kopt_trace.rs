@@ -559,6 +559,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 thread: line.tid.unwrap_or(0),
                 correlation: scoped(line.c, window),
                 frame: None,
+                op: None,
             });
         }
     }

@@ -576,6 +576,96 @@ pub struct TimelineSummary {
     /// Per-step time now and predicted after CUDA graph capture.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph_prediction: Option<GraphPrediction>,
+    /// Host synchronisations inside the steady steps (`.item()`, `.cpu()`,
+    /// blocking copies, `torch.cuda.synchronize`), where there are any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_syncs: Option<HostSyncs>,
+    /// Copies between host and device in the steady steps, where any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_copies: Option<HostCopies>,
+}
+
+/// The host waiting for the GPU inside a step: every sync whose step
+/// launches more work after it (a sync that ends the step is not counted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HostSyncs {
+    /// Steady steps looked at.
+    pub steps: u64,
+    /// Syncs inside a step (more launches follow in that step), per step.
+    pub mid_step_per_step: f64,
+    /// Host time blocked in those calls, per step.
+    pub wait_per_step_ns: f64,
+    /// GPU idle after each returns until the GPU's next work, per step.
+    pub gpu_idle_after_per_step_ns: f64,
+    /// The step's wall time these figures are shares of.
+    pub step_ns: f64,
+    /// The host and the GPU take turns: GPU time saved comes off the step
+    /// in full (the GPU's idle after the syncs is a tenth of the step or more).
+    pub serialized: bool,
+    /// Where they come from, most GPU idle first.
+    pub sites: Vec<SyncSite>,
+    /// Whether any call carried the user's source line (a trace with
+    /// Python stacks); when not, the report says how to get them.
+    pub frames_known: bool,
+}
+
+/// One place in the user's code that syncs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SyncSite {
+    /// `file.py:LINE in function`, when the trace had Python stacks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame: Option<String>,
+    /// The framework op that synced (`aten::item`, `aten::nonzero`, ...),
+    /// when the trace had op events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+    /// The CUDA call that blocked (`cudaStreamSynchronize`, ...).
+    pub api: String,
+    /// What it is in the user's terms (".item()", "a boolean mask", ...).
+    pub what: String,
+    pub per_step: f64,
+    pub wait_per_step_ns: f64,
+    pub gpu_idle_after_per_step_ns: f64,
+}
+
+/// Host <-> device copies in the steady steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct HostCopies {
+    pub steps: u64,
+    /// Per direction and memory kind, most time first.
+    pub groups: Vec<CopyGroup>,
+    /// The host link's peak, bytes/s, per direction, and what it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_peak_bytes_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}
+
+/// Copies of one direction from or to one kind of host memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct CopyGroup {
+    /// "HtoD" or "DtoH".
+    pub direction: String,
+    /// "pageable", "pinned" or "unknown".
+    pub host_memory: String,
+    pub per_step: f64,
+    pub bytes_per_step: f64,
+    /// GPU time of the copies, per step.
+    pub gpu_ns_per_step: f64,
+    /// Host time in the calls that issued them, per step.
+    pub call_ns_per_step: f64,
+    /// Bytes over GPU copy time.
+    pub achieved_bytes_per_s: f64,
+    /// The host waited for them (synchronous copies: pageable memory, or
+    /// calls that do not return before the copy ends).
+    pub blocking: bool,
+    /// Where the calls come from (`file.py:LINE in function`), when known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<String>,
 }
 
 /// Where the step boundaries came from, most trusted first.

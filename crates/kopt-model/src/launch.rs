@@ -403,6 +403,7 @@ mod retain_tests {
             thread: 1,
             correlation,
             frame: None,
+            op: None,
         }
     }
 

@@ -25,11 +25,12 @@ pub use bench::{
 };
 pub use device::{AmdDevice, Device, PeakSource, Peaks, Vendor};
 pub use diagnosis::{
-    Bottleneck, BottleneckClass, Diagnosis, Finding, GainEstimate, GraphPrediction, HotUnit,
-    IdleGap, KernelEvidence, KernelFamily, KernelVerdict, LibraryFamily, NcuDisagreement, OpShare,
-    OpSummary, PipeUse, PredictedSpeedup, PrimaryBottleneck, Recommendation, RunInfo,
-    SampledCoverage, StallShare, SteadyState, SteadyStrip, StepDetection, StepSource, StripLane,
-    TimelineStrip, TimelineSummary, Verification, WarmupEvidence, WarmupKernel, WarmupTrials,
+    Bottleneck, BottleneckClass, CopyGroup, Diagnosis, Finding, GainEstimate, GraphPrediction,
+    HostCopies, HostSyncs, HotUnit, IdleGap, KernelEvidence, KernelFamily, KernelVerdict,
+    LibraryFamily, NcuDisagreement, OpShare, OpSummary, PipeUse, PredictedSpeedup,
+    PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, StallShare, SteadyState,
+    SteadyStrip, StepDetection, StepSource, StripLane, SyncSite, TimelineStrip, TimelineSummary,
+    Verification, WarmupEvidence, WarmupKernel, WarmupTrials,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

@@ -152,6 +152,10 @@ pub struct ApiCall {
     /// stack; None otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frame: Option<String>,
+    /// The framework op the call was made in (`aten::item`,
+    /// `aten::nonzero`, ...), where the recorder saw op events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
 }
 
 /// A user annotation (torch `ProfilerStep#N`, NVTX range).

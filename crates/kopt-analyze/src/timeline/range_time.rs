@@ -88,6 +88,7 @@ mod tests {
             thread: 1,
             correlation: 5,
             frame: None,
+            op: None,
         });
         with_copy.activities.push(GpuActivity {
             kind: kopt_model::ActivityKind::Memcpy,

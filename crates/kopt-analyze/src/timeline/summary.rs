@@ -78,6 +78,11 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         graph_prediction.as_ref(),
     );
     let kernels = launches.kernels;
+    // Host syncs and host copies inside the steady steps (#35).
+    let windows = w.step_windows();
+    let step_ns = w.wall as f64 / windows.len().max(1) as f64;
+    let host_syncs = crate::host_syncs::summarize(t, &windows, step_ns);
+    let host_copies = crate::copies::summarize(t, &windows);
     Some(TimelineSummary {
         wall_ns: w.wall,
         gpu_busy_ns: busy,
@@ -101,6 +106,8 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         steps: step_detection,
         steady_state,
         graph_prediction,
+        host_syncs,
+        host_copies,
     })
 }
 

@@ -27,6 +27,7 @@ pub(super) fn launch(start: i64, dur: i64, corr: u64) -> ApiCall {
         thread: 1,
         correlation: corr,
         frame: None,
+        op: None,
     }
 }
 
@@ -55,6 +56,7 @@ pub(super) fn forward_passes(
             thread: 1,
             correlation: 0,
             frame: None,
+            op: None,
         });
         *at += 3_000;
     };

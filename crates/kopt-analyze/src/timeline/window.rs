@@ -25,6 +25,17 @@ pub(super) struct Window<'a> {
 }
 
 impl<'a> Window<'a> {
+    /// The steady steps' host spans, each from its start to the next
+    /// one's (the whole window as one step where no step was found).
+    pub(super) fn step_windows(&self) -> Vec<(i64, i64)> {
+        match (&self.steps, &self.steady) {
+            (Some(s), Some(st)) => (st.first..=st.last)
+                .map(|i| (s.starts[i], s.until(i)))
+                .collect(),
+            _ => vec![(self.start, self.end)],
+        }
+    }
+
     /// The window of `t` (already spliced); None without activities.
     pub(super) fn new(t: &'a Timeline) -> Option<Self> {
         let calls = launch_spans(t);

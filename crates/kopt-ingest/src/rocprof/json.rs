@@ -553,6 +553,7 @@ fn hip_calls(
                 .flatten()
                 .unwrap_or(0),
             frame: None,
+            op: None,
         });
     }
     Ok(())

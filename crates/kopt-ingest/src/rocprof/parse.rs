@@ -474,6 +474,7 @@ fn api_calls(t: &Table, label: &str) -> Result<AmdFile, IngestError> {
             thread: get(tid, "Thread_Id")?.unwrap_or(0),
             correlation: get(corr, "Correlation_Id")?.unwrap_or(0),
             frame: None,
+            op: None,
         });
     }
     Ok(AmdFile::Api(out))

@@ -871,6 +871,7 @@ fn query_api(conn: &Connection, label: &str) -> Result<Vec<ApiCall>, IngestError
             thread: row.uint("tid")?.unwrap_or(0),
             correlation: row.uint("corr_id")?.unwrap_or(0),
             frame: None,
+            op: None,
         });
         Ok(())
     })?;
