@@ -94,16 +94,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .as_ref()
         .and_then(|t| graph_finding(t, profile.device.amd.is_some()));
     let base = step_base;
-    // Host syncs inside the step and blocking copies from pageable memory
-    // (#35), each priced on the step.
-    let host_syncs = timeline
-        .as_ref()
-        .and_then(|t| t.host_syncs.as_ref())
-        .and_then(host_syncs::recommend);
-    let pinned_copies = timeline
-        .as_ref()
-        .and_then(|t| t.host_copies.as_ref())
-        .and_then(|c| copies::recommend(c, base.wall_ns));
+    let syncs_and_copies = syncs_and_copies(timeline.as_ref(), &base);
     let (compiled, compile_members) = compile_finding(&CompileInputs {
         groups: &groups,
         launches,
@@ -140,7 +131,7 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         &groups,
         &tiny_groups,
         padding.iter().chain(whole_model.into_iter().flatten()),
-        graph.into_iter().chain(host_syncs).chain(pinned_copies),
+        graph.into_iter().chain(syncs_and_copies),
         timeline.as_ref(),
         &base,
         total_ns,
@@ -299,6 +290,21 @@ fn timeline_only_note(
     }
     let vendor = profile.device.vendor();
     Some(format!("Timeline only: no counters were collected for this input, so a kernel without a timeline finding is classed unknown; {} (or {}) gives each kernel's cause.", vendor.profile_command(), vendor.manual_counters()))
+}
+
+/// Host syncs inside the step and blocking copies from pageable memory
+/// (#35), each priced on the step.
+fn syncs_and_copies(
+    timeline: Option<&kopt_model::TimelineSummary>,
+    base: &ranking::Base,
+) -> Vec<kopt_model::Recommendation> {
+    let host_syncs = timeline
+        .and_then(|t| t.host_syncs.as_ref())
+        .and_then(host_syncs::recommend);
+    let pinned_copies = timeline
+        .and_then(|t| t.host_copies.as_ref())
+        .and_then(|c| copies::recommend(c, base.wall_ns));
+    host_syncs.into_iter().chain(pinned_copies).collect()
 }
 
 /// Every finding in one ranking: the per-kernel advice of kernels no
