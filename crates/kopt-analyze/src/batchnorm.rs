@@ -115,8 +115,8 @@ pub fn recommend(
     };
     let shorts: Vec<&str> = of.iter().map(|g| g.verdict.short_name.as_str()).collect();
     let model = "folding puts each batch norm's scale and shift (running statistics, eval mode) into the preceding convolution's weights and bias once; with the bias applied in the convolution's epilogue (torch.compile with freezing) the batch-norm passes no longer run: saved = their measured time; speed-up = kernel time / (kernel time - saved); low: 1.0x, folding in eager mode, where PyTorch adds the bias in a pass of its own (measured on an H200, ResNet-50 bf16 batch 256: eager folding 0.99x, torch.compile with freezing 2.65x of which this finding is part)".to_string();
-    let (gain, speedup) = crate::saved_time_gain(saved, total_ns, 100.0, low, model);
-    let predicted = crate::kernel_time_speedup_words(&speedup);
+    let (gain, speedup) = crate::gain::saved_time_gain(saved, total_ns, 100.0, low, model);
+    let predicted = crate::gain::kernel_time_speedup_words(&speedup);
     Some(Recommendation {
         rank: 0,
         id: ID.into(),

@@ -173,72 +173,123 @@ fn gain(group: &KernelGroup, saved_ns: f64, total_ns: f64, method: &str) -> Gain
 /// The recommendations one kernel triggers (unranked).
 pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
     let v = &group.verdict;
-    let m = &group.representative.metrics;
-    let class = v.bottleneck.class;
     let recoverable = group
         .recoverable_ns
         .map(|ns| gain(group, ns, total_ns, group.recoverable_method));
+    if let Some(lib) = v.library.as_ref().filter(|l| !l.caller_can_edit) {
+        return library_advice(group, lib);
+    }
+    let local = crate::rules::local_memory(&group.representative.metrics).filter(|l| l.primary);
+    if let Some(local) = local {
+        return vec![local_memory_advice(group, local, recoverable)];
+    }
+    match v.bottleneck.class {
+        C::SmallGrid
+        | C::Uncoalesced
+        | C::BankConflict
+        | C::Occupancy
+        | C::Sync
+        | C::Divergence
+        | C::Atomics
+        | C::PartialWave => access_advice(group, recoverable),
+        _ => pace_advice(group, recoverable),
+    }
+}
+
+/// A recommendation of strategy `id` for the group's kernel (unranked).
+fn emit(
+    group: &KernelGroup,
+    id: &str,
+    evidence: String,
+    action: String,
+    gain: Option<GainEstimate>,
+) -> Recommendation {
+    let v = &group.verdict;
+    let s = strategy(id);
+    Recommendation {
+        rank: 0,
+        id: s.id.to_string(),
+        title: s.title.to_string(),
+        kernel: v.name.clone(),
+        kernel_short: v.short_name.clone(),
+        class: v.bottleneck.class,
+        evidence,
+        action,
+        source: s.source.to_string(),
+        gain,
+        predicted_speedup: None,
+    }
+}
+
+/// Library code: the class is a measurement, but the fixes of the
+/// kernel's own code (access pattern, tiles, occupancy) are not the
+/// caller's to make. At its roofline the library did its part: the
+/// roofline advice, in what the caller controls, replaces the generic
+/// advice about shapes and settings.
+fn library_advice(group: &KernelGroup, lib: &kopt_model::KernelFamily) -> Vec<Recommendation> {
+    let v = &group.verdict;
+    let class = v.bottleneck.class;
     let mut out = Vec::new();
     let mut push = |id: &str, evidence: String, action: String, gain: Option<GainEstimate>| {
-        let s = strategy(id);
-        out.push(Recommendation {
-            rank: 0,
-            id: s.id.to_string(),
-            title: s.title.to_string(),
-            kernel: v.name.clone(),
-            kernel_short: v.short_name.clone(),
-            class,
-            evidence,
-            action,
-            source: s.source.to_string(),
-            gain,
-            predicted_speedup: None,
-        });
+        out.push(emit(group, id, evidence, action, gain));
     };
-    let sms = m.sm_count.unwrap_or(0.0);
-    if let Some(lib) = v.library.as_ref().filter(|l| !l.caller_can_edit) {
-        // Library code: the class is a measurement, but the fixes of the
-        // kernel's own code (access pattern, tiles, occupancy) are not the
-        // caller's to make. At its roofline the library did its part: the
-        // roofline advice, in what the caller controls, replaces the
-        // generic advice about shapes and settings.
-        if let Some((id, evidence, action)) = library_at_roofline(group, lib) {
-            push(id, evidence, action, None);
-            if let Some(r) = out.last_mut() {
-                r.source = "a library kernel at its roofline: less work around it and cheaper math, through what its caller controls (fusion by torch.compile or the library's epilogues, lower precision)".into();
-            }
-            return out;
-        }
-        if class != C::Unknown && class != C::LaunchOverhead {
-            push(
-                "library_call_settings",
-                v.root_cause.clone(),
-                crate::library::caller_advice(lib, &v.name),
-                None,
-            );
-            if let Some(r) = out.last_mut() {
-                r.title = format!(
-                    "{} {} kernel: change its inputs or settings, not its code",
-                    lib.library,
-                    lib.family.as_str()
-                );
-            }
+    if let Some((id, evidence, action)) = library_at_roofline(group, lib) {
+        push(id, evidence, action, None);
+        if let Some(r) = out.last_mut() {
+            r.source = "a library kernel at its roofline: less work around it and cheaper math, through what its caller controls (fusion by torch.compile or the library's epilogues, lower precision)".into();
         }
         return out;
     }
-    if let Some(local) = crate::rules::local_memory(m).filter(|l| l.primary) {
+    if class != C::Unknown && class != C::LaunchOverhead {
         push(
-            "cut_local_memory",
+            "library_call_settings",
             v.root_cause.clone(),
-            format!(
-                "Local memory is per-thread data the compiler could not keep in registers ({} registers per thread now). Index per-thread arrays with compile-time constants (unroll the loops that index them) so they stay in registers; move arrays indexed at run time to shared memory; keep fewer values live across loops (recompute, narrower types); check `-Xptxas -v` for spill stores/loads. __launch_bounds__ / -maxrregcount trade registers for occupancy: raise the register limit if spills come from a cap, lower it only if occupancy, not spills, is the limit. {:.0}% of the kernel's L1 sectors are local.",
-                m.registers_per_thread.map_or("?".into(), |r| format!("{r:.0}")),
-                local.share_pct
-            ),
-            recoverable,
+            crate::library::caller_advice(lib, &v.name),
+            None,
         );
-        return out;
+        if let Some(r) = out.last_mut() {
+            r.title = format!(
+                "{} {} kernel: change its inputs or settings, not its code",
+                lib.library,
+                lib.family.as_str()
+            );
+        }
     }
+    out
+}
+
+/// Local memory (spills, run-time-indexed per-thread arrays) as the cause.
+fn local_memory_advice(
+    group: &KernelGroup,
+    local: crate::rules::LocalMemory,
+    recoverable: Option<GainEstimate>,
+) -> Recommendation {
+    let v = &group.verdict;
+    let m = &group.representative.metrics;
+    emit(
+        group,
+        "cut_local_memory",
+        v.root_cause.clone(),
+        format!(
+            "Local memory is per-thread data the compiler could not keep in registers ({} registers per thread now). Index per-thread arrays with compile-time constants (unroll the loops that index them) so they stay in registers; move arrays indexed at run time to shared memory; keep fewer values live across loops (recompute, narrower types); check `-Xptxas -v` for spill stores/loads. __launch_bounds__ / -maxrregcount trade registers for occupancy: raise the register limit if spills come from a cap, lower it only if occupancy, not spills, is the limit. {:.0}% of the kernel's L1 sectors are local.",
+            m.registers_per_thread.map_or("?".into(), |r| format!("{r:.0}")),
+            local.share_pct
+        ),
+        recoverable,
+    )
+}
+
+/// Advice for how the kernel uses the GPU: grid and waves, access
+/// patterns, occupancy, barriers, divergence, atomics.
+fn access_advice(group: &KernelGroup, recoverable: Option<GainEstimate>) -> Vec<Recommendation> {
+    let v = &group.verdict;
+    let m = &group.representative.metrics;
+    let class = v.bottleneck.class;
+    let sms = m.sm_count.unwrap_or(0.0);
+    let mut out = Vec::new();
+    let mut push = |id: &str, evidence: String, action: String, gain: Option<GainEstimate>| {
+        out.push(emit(group, id, evidence, action, gain));
+    };
     match class {
         C::SmallGrid => {
             let per_sm = [m.occupancy_limit_blocks, m.occupancy_limit_registers, m.occupancy_limit_shared_mem, m.occupancy_limit_warps]
@@ -346,6 +397,23 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
                 recoverable,
             );
         }
+        _ => {}
+    }
+    out
+}
+
+/// Advice for what sets the kernel's pace: a pipe, latency, a roofline,
+/// launch overhead.
+fn pace_advice(group: &KernelGroup, recoverable: Option<GainEstimate>) -> Vec<Recommendation> {
+    let v = &group.verdict;
+    let m = &group.representative.metrics;
+    let class = v.bottleneck.class;
+    let sms = m.sm_count.unwrap_or(0.0);
+    let mut out = Vec::new();
+    let mut push = |id: &str, evidence: String, action: String, gain: Option<GainEstimate>| {
+        out.push(emit(group, id, evidence, action, gain));
+    };
+    match class {
         C::Compute if v.bottleneck.unit == Some(HotUnit::Xu) => push(
             "cut_transcendentals",
             v.root_cause.clone(),
@@ -441,6 +509,7 @@ pub fn recommend(group: &KernelGroup, total_ns: f64) -> Vec<Recommendation> {
             },
             recoverable,
         ),
+        _ => {}
     }
     out
 }

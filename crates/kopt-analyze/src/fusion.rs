@@ -201,14 +201,14 @@ pub fn recommend(
         .into_iter()
         .collect();
     let low = total_ns / (total_ns - saved_low);
-    let (gain, speedup) = crate::saved_time_gain(
+    let (gain, speedup) = crate::gain::saved_time_gain(
         saved,
         total_ns,
         100.0 * saved / member_ns.max(1.0),
         low,
         model,
     );
-    let predicted = crate::kernel_time_speedup_words(&speedup);
+    let predicted = crate::gain::kernel_time_speedup_words(&speedup);
     Some(Recommendation {
         rank: 0,
         id: ID.into(),

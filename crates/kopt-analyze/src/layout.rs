@@ -100,7 +100,7 @@ pub fn recommend(
     let fmt = kopt_model::format_duration_ns;
     let shorts: Vec<&str> = of.iter().map(|g| g.verdict.short_name.as_str()).collect();
     let model = format!("in channels_last the convolutions read and write NHWC directly, so cuDNN's NCHW<->NHWC conversions no longer run: saved = their measured time, plus {:.0}% ({:.0}% at most) of the convolutions' own time ({}), which run faster on NHWC, plus {:.0}% ({:.0}% at most) of the time of kernels written for NCHW data ({}: cuDNN's NCHW-output kernels, ATen's depthwise convolution and NCHW batch norm), which channels_last replaces with NHWC ones; speed-up = kernel time / (kernel time - saved); low: half of the conversions saved (ops without an NHWC kernel may convert back), no convolution gain. Measured conversions-only predictions against channels_last: ResNet-50 bf16 H200 b256 1.36x vs 1.52x, H100 b256 1.32x vs 1.42x, H100 b128 1.31x vs 1.44x, MobileNetV3 fp32 H100 b128 1.11x vs 1.26x: the convolutions gain 10-25% of their time. The NCHW-only kernels' share: MobileNetV3 (H100, fp32, b128), whose cuDNN NCHW batch norm and ATen depthwise convolutions take 44% of kernel time, measured 1.26x where conversions and convolutions alone account for 1.13x: a quarter of their time", 100.0 * c_est, 100.0 * c_hi, fmt(conv), 100.0 * n_est, 100.0 * n_hi, fmt(nchw));
-    let (mut gain, mut speedup) = crate::saved_time_gain(
+    let (mut gain, mut speedup) = crate::gain::saved_time_gain(
         saved + c_est * conv + n_est * nchw,
         total_ns,
         100.0,
@@ -109,7 +109,7 @@ pub fn recommend(
     );
     speedup.high = at(saved + c_hi * conv + n_hi * nchw);
     gain.kernel_pct = 100.0 * gain.saved_ns / (saved + conv + nchw).max(1.0);
-    let predicted = crate::kernel_time_speedup_words(&speedup);
+    let predicted = crate::gain::kernel_time_speedup_words(&speedup);
     Some(Recommendation {
         rank: 0,
         id: ID.into(),

@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod compile;
 pub mod copies;
 pub mod fusion;
+mod gain;
 pub mod host_syncs;
 pub mod layout;
 pub mod library;
@@ -42,33 +43,11 @@ const PRIMARY_MIN_GAIN_PCT: f64 = 1.0;
 pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
     let warmup = warmup::find(profile);
     let left_out = warmup.as_ref().filter(|_| !options.keep_warmup);
-    let steady_launches: Vec<kopt_model::KernelLaunch>;
-    let launches: &[kopt_model::KernelLaunch] = match left_out {
-        Some(w) => {
-            steady_launches = profile
-                .launches
-                .iter()
-                .filter(|l| !w.is_trial_launch(l))
-                .cloned()
-                .collect();
-            &steady_launches
-        }
-        None => &profile.launches,
-    };
+    let steady = left_out.map(|w| steady_launches(profile, w));
+    let launches: &[kopt_model::KernelLaunch] = steady.as_deref().unwrap_or(&profile.launches);
     let total_ns: f64 = launches.iter().filter_map(|l| l.metrics.duration_ns).sum();
     let mut groups = rollup::group(launches, total_ns);
-    let timeline = profile
-        .timeline
-        .as_ref()
-        .and_then(|t| timeline::summarize_for_device(t, &profile.device));
-    let strip = match (&profile.timeline, &timeline) {
-        (Some(t), Some(s)) => timeline::strip(t, s),
-        _ => None,
-    };
-    let steady_strip = match (&profile.timeline, &timeline, &strip) {
-        (Some(t), Some(s), Some(whole)) => steady_strip::steady_strip(t, s, whole),
-        _ => None,
-    };
+    let (timeline, strip, steady_strip) = timeline_views(profile);
 
     // Kernels traced back to the framework ops that launched them.
     let attribution = profile.timeline.as_ref().and_then(|t| {
@@ -76,90 +55,30 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             left_out.is_none_or(|w| !w.is_trial_activity(a))
         })
     });
-    // GEMMs with a dimension not a multiple of 8: the padding finding's and
-    // torch.compile's (Inductor pads them) from the same prices.
-    let misaligned: Vec<ops::MisalignedGemm> = attribution
-        .as_ref()
-        .map(ops::misaligned_gemms)
-        .unwrap_or_default();
-    let padding: Vec<_> = attribution
-        .as_ref()
-        .map(|a| ops::gemm_alignment(a, &misaligned, total_ns))
-        .unwrap_or_default();
-    for g in groups
-        .iter_mut()
-        .filter(|g| g.verdict.bottleneck.class != kopt_model::BottleneckClass::Unknown)
-    {
-        library_root_cause(&mut g.verdict, &padding);
-    }
-    // PyTorch's eager elementwise chains: one finding for all of them, in
-    // place of each kernel's own advice.
-    // Batch norm in inference: one finding, the kernels fold away.
-    let by_kernel = attribution.as_ref().map(|a| &a.by_kernel);
-    let bn_members = batchnorm::members(&groups, by_kernel);
-    let folded = batchnorm::recommend(&groups, &bn_members, total_ns, by_kernel);
-    if let Some(f) = &folded {
-        for g in groups
-            .iter_mut()
-            .filter(|g| bn_members.contains(&g.verdict.name))
-        {
-            g.verdict.covered_by = Some(f.id.clone());
-        }
-    }
-    // cuDNN's NCHW<->NHWC conversions: one finding, channels_last.
-    let layout_members = layout::members(&groups, by_kernel);
-    let relaid = layout::recommend(&groups, &layout_members, total_ns);
-    if let Some(f) = &relaid {
-        for g in groups
-            .iter_mut()
-            .filter(|g| layout_members.contains(&g.verdict.name))
-        {
-            g.verdict.covered_by = Some(f.id.clone());
-        }
-    }
-    // fp32 GEMMs on the FMA pipes of a tensor-core GPU: one finding, TF32.
-    let fp32_members = precision::members(&groups, &profile.device);
+    let (misaligned, padding) = gemm_padding(&mut groups, attribution.as_ref(), total_ns);
     let step_base = ranking::Base::of(timeline.as_ref(), total_ns);
-    let tf32 = precision::recommend(
-        &groups,
-        &fp32_members,
-        total_ns,
+    let Families {
+        bn_members,
+        folded,
+        relaid,
+        fp32_members,
+        tf32,
+    } = family_findings(
+        &mut groups,
         &profile.device,
-        &precision::StepFacts {
-            base: &step_base,
-            timeline: timeline.as_ref(),
-            by_kernel,
-            op_calls: attribution.as_ref().map(|a| &a.calls),
-        },
+        timeline.as_ref(),
+        attribution.as_ref(),
+        &step_base,
+        total_ns,
     );
-    if let Some(f) = &tf32 {
-        for g in groups
-            .iter_mut()
-            .filter(|g| fp32_members.contains(&g.verdict.name))
-        {
-            g.verdict.covered_by = Some(f.id.clone());
-        }
-    }
-    // Eager attention (matmul -> softmax -> matmul): one finding, SDPA.
-    let eager_attention = attribution
-        .as_ref()
-        .and_then(|a| attention::from_ops(&a.table))
-        .or_else(|| {
-            profile.timeline.as_ref().and_then(|t| {
-                attention::from_kernels(t, |a| left_out.is_none_or(|w| !w.is_trial_activity(a)))
-            })
-        });
-    let fused_attention = eager_attention
-        .as_ref()
-        .and_then(|f| attention::recommend(f, total_ns, &profile.device, !fp32_members.is_empty()));
-    // Padding S inside attention is moot: the fused kernel never writes S x S.
-    let padding: Vec<_> = match &eager_attention {
-        Some(f) if fused_attention.is_some() => padding
-            .into_iter()
-            .filter(|r| !f.ops.iter().any(|op| r.evidence.starts_with(op.as_str())))
-            .collect(),
-        _ => padding,
-    };
+    let (eager_attention, fused_attention, padding) = attention_finding(
+        profile,
+        attribution.as_ref(),
+        |a| left_out.is_none_or(|w| !w.is_trial_activity(a)),
+        !fp32_members.is_empty(),
+        padding,
+        total_ns,
+    );
     let mut pointwise = fusion::members(&groups);
     if folded.is_some() {
         pointwise.retain(|m| !bn_members.contains(m));
@@ -172,37 +91,223 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         attribution.as_ref().map(|a| &a.by_kernel),
     );
     // Graph capture, from the timeline.
-    let graph = timeline.as_ref().and_then(|t| {
-        let mut r = graph_recommendation(t)?;
-        if profile.device.amd.is_some() {
-            // The same fix on AMD GPUs is a HIP graph.
-            for text in [&mut r.title, &mut r.action, &mut r.evidence] {
-                *text = text
-                    .replace("CUDA graph", "HIP graph")
-                    .replace(
-                        "torch.cuda.graphs / cudaStreamBeginCapture",
-                        "torch.cuda.graphs (HIP graphs under ROCm) / hipStreamBeginCapture",
-                    )
-                    .replace("cudaStreamBeginCapture", "hipStreamBeginCapture");
-            }
-        }
-        Some(r)
-    });
-    let base = step_base;
-    // Host syncs inside the step and blocking copies from pageable memory
-    // (#35), each priced on the step.
-    let host_syncs = timeline
+    let graph = timeline
         .as_ref()
+        .and_then(|t| graph_finding(t, profile.device.amd.is_some()));
+    let base = step_base;
+    let syncs_and_copies = syncs_and_copies(timeline.as_ref(), &base);
+    let (compiled, compile_members) = compile_finding(&CompileInputs {
+        groups: &groups,
+        launches,
+        attribution: attribution.as_ref(),
+        misaligned: &misaligned,
+        eager_attention: eager_attention.as_ref(),
+        device: &profile.device,
+        total_ns,
+        base: &base,
+        fused_attention: fused_attention.is_some(),
+        graph: graph.as_ref(),
+    });
+    let fused = if compiled.is_some() { None } else { fused };
+    cover_fused(
+        &mut groups,
+        compiled.as_ref().or(fused.as_ref()),
+        &compile_members,
+        &pointwise,
+    );
+    let compiled = compiled.map(|r| name_compile_kernels(r, &groups));
+    let tiny_groups: Vec<&rollup::KernelGroup> = groups
+        .iter()
+        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
+        .collect();
+    let whole_model = [
+        fused.as_ref(),
+        compiled.as_ref(),
+        folded.as_ref(),
+        relaid.as_ref(),
+        tf32.as_ref(),
+        fused_attention.as_ref(),
+    ];
+    let recommendations = ranked_recommendations(
+        &groups,
+        &tiny_groups,
+        padding.iter().chain(whole_model.into_iter().flatten()),
+        graph.into_iter().chain(syncs_and_copies),
+        timeline.as_ref(),
+        &base,
+        total_ns,
+    );
+    let primary = primary_bottleneck(
+        &recommendations,
+        &groups,
+        &tiny_groups,
+        timeline.as_ref(),
+        total_ns,
+        profile.device.amd.is_some(),
+    );
+    let mut notes = notes(profile, &groups, timeline.is_some(), total_ns);
+    let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
+    let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
+    notes.extend(timeline_only_note(profile, counters_collected, &kernels));
+    let covering = Covering {
+        padding: &padding,
+        folded: folded.as_ref(),
+        compiled: compiled.as_ref(),
+        fused: fused.as_ref(),
+    };
+    for k in &mut kernels {
+        explain_kernel(k, counters_collected, &covering, timeline.as_ref());
+    }
+    if let Some(n) = options.top {
+        kernels.truncate(n);
+    }
+    let ops = ops_table(attribution, &mut kernels);
+    Diagnosis {
+        schema: SCHEMA.into(),
+        run: None,
+        device: profile.device.clone(),
+        sources: profile.sources.clone(),
+        total_kernel_ns: total_ns,
+        kernels,
+        primary,
+        recommendations,
+        timeline,
+        strip,
+        steady_strip,
+        notes,
+        ops,
+        warmup_trials: warmup.map(|w| kopt_model::WarmupTrials {
+            kept: options.keep_warmup,
+            ..w.trials
+        }),
+        verified: Vec::new(),
+    }
+}
+
+/// GEMMs with a dimension not a multiple of 8 and the padding finding;
+/// each kernel's library root cause named against it.
+fn gemm_padding(
+    groups: &mut [rollup::KernelGroup],
+    attribution: Option<&ops::Attribution>,
+    total_ns: f64,
+) -> (Vec<ops::MisalignedGemm>, Vec<kopt_model::Recommendation>) {
+    // GEMMs with a dimension not a multiple of 8: the padding finding's and
+    // torch.compile's (Inductor pads them) from the same prices.
+    let misaligned: Vec<ops::MisalignedGemm> = attribution
+        .as_ref()
+        .map(|a| ops::misaligned_gemms(a))
+        .unwrap_or_default();
+    let padding: Vec<_> = attribution
+        .as_ref()
+        .map(|a| ops::gemm_alignment(a, &misaligned, total_ns))
+        .unwrap_or_default();
+    for g in groups
+        .iter_mut()
+        .filter(|g| g.verdict.bottleneck.class != kopt_model::BottleneckClass::Unknown)
+    {
+        library_root_cause(&mut g.verdict, &padding);
+    }
+    (misaligned, padding)
+}
+
+/// Eager attention (from the op table, else the kernel sequence of the
+/// activities `keep` keeps), its fused-attention finding, and the padding
+/// findings left once attention is fused.
+fn attention_finding(
+    profile: &Profile,
+    attribution: Option<&ops::Attribution>,
+    keep: impl Fn(&kopt_model::GpuActivity) -> bool,
+    tf32_advised: bool,
+    padding: Vec<kopt_model::Recommendation>,
+    total_ns: f64,
+) -> (
+    Option<attention::Found>,
+    Option<kopt_model::Recommendation>,
+    Vec<kopt_model::Recommendation>,
+) {
+    // Eager attention (matmul -> softmax -> matmul): one finding, SDPA.
+    let eager_attention = attribution
+        .as_ref()
+        .and_then(|a| attention::from_ops(&a.table))
+        .or_else(|| {
+            profile
+                .timeline
+                .as_ref()
+                .and_then(|t| attention::from_kernels(t, keep))
+        });
+    let fused_attention = eager_attention
+        .as_ref()
+        .and_then(|f| attention::recommend(f, total_ns, &profile.device, tf32_advised));
+    // Padding S inside attention is moot: the fused kernel never writes S x S.
+    let padding: Vec<_> = match &eager_attention {
+        Some(f) if fused_attention.is_some() => padding
+            .into_iter()
+            .filter(|r| !f.ops.iter().any(|op| r.evidence.starts_with(op.as_str())))
+            .collect(),
+        _ => padding,
+    };
+    (eager_attention, fused_attention, padding)
+}
+
+/// The op table, each kernel given its share by op.
+fn ops_table(
+    attribution: Option<ops::Attribution>,
+    kernels: &mut [kopt_model::KernelVerdict],
+) -> Vec<kopt_model::OpSummary> {
+    match attribution {
+        Some(mut a) => {
+            for k in kernels.iter_mut() {
+                if let Some(shares) = a.by_kernel.remove(&k.name) {
+                    k.ops = shares;
+                }
+            }
+            a.table
+        }
+        None => Vec::new(),
+    }
+}
+
+/// The launches left once warm-up trials are cut.
+fn steady_launches(profile: &Profile, w: &warmup::Found) -> Vec<kopt_model::KernelLaunch> {
+    profile
+        .launches
+        .iter()
+        .filter(|l| !w.is_trial_launch(l))
+        .cloned()
+        .collect()
+}
+
+/// A note for a trace without counters where kernels stay unknown.
+fn timeline_only_note(
+    profile: &Profile,
+    counters_collected: bool,
+    kernels: &[kopt_model::KernelVerdict],
+) -> Option<String> {
+    let unknown = kernels
+        .iter()
+        .any(|k| k.bottleneck.class == kopt_model::BottleneckClass::Unknown);
+    if counters_collected || !unknown {
+        return None;
+    }
+    let vendor = profile.device.vendor();
+    Some(format!("Timeline only: no counters were collected for this input, so a kernel without a timeline finding is classed unknown; {} (or {}) gives each kernel's cause.", vendor.profile_command(), vendor.manual_counters()))
+}
+
+/// Host syncs inside the step, blocking copies from pageable memory and
+/// an optimizer not yet fused (#35), each priced on the step.
+fn syncs_and_copies(
+    timeline: Option<&kopt_model::TimelineSummary>,
+    base: &ranking::Base,
+) -> Vec<kopt_model::Recommendation> {
+    let host_syncs = timeline
         .and_then(|t| t.host_syncs.as_ref())
         .and_then(host_syncs::recommend);
     let pinned_copies = timeline
-        .as_ref()
         .and_then(|t| t.host_copies.as_ref())
         .and_then(|c| copies::recommend(c, base.wall_ns));
-    // The optimizer's step in its for-loop or foreach form: fused=True.
-    let fused_optimizer = timeline.as_ref().and_then(|t| {
+    // The recorder slows the optimizer's launches as it slows the step.
+    let fused_optimizer = timeline.and_then(|t| {
         let o = t.optimizer.as_ref()?;
-        // The recorder slows the optimizer's launches as it slows the step.
         let recorded = t
             .graph_prediction
             .as_ref()
@@ -210,6 +315,221 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             .map_or(1.0, |p| p.eager_corrected_per_step_ns / p.eager_per_step_ns);
         optimizer::recommend(o, base.wall_ns, recorded)
     });
+    host_syncs
+        .into_iter()
+        .chain(pinned_copies)
+        .chain(fused_optimizer)
+        .collect()
+}
+
+/// Every finding in one ranking: the per-kernel advice of kernels no
+/// whole-model finding covers, the whole-model findings (`whole_model`, in
+/// order), the tiny kernels', then the timeline's (graph capture, host
+/// syncs, pageable copies: `from_timeline`); each finding's predicted
+/// speed-up of the whole step on one base (the bare step where known),
+/// findings without a figure after every finding with one, by their
+/// kernel's share. Gains too small to act on are dropped; ranks numbered.
+fn ranked_recommendations<'r>(
+    groups: &[rollup::KernelGroup],
+    tiny_groups: &[&rollup::KernelGroup],
+    whole_model: impl Iterator<Item = &'r kopt_model::Recommendation>,
+    from_timeline: impl Iterator<Item = kopt_model::Recommendation>,
+    timeline: Option<&kopt_model::TimelineSummary>,
+    base: &ranking::Base,
+    total_ns: f64,
+) -> Vec<kopt_model::Recommendation> {
+    let mut recommendations: Vec<_> = groups
+        .iter()
+        .filter(|g| !g.tiny && g.verdict.covered_by.is_none())
+        .flat_map(|g| catalogue::recommend(g, total_ns))
+        .collect();
+    recommendations.extend(whole_model.cloned());
+    recommendations.extend(catalogue::recommend_tiny(tiny_groups, total_ns, timeline));
+    recommendations.extend(from_timeline);
+    // One ranking: each finding's predicted speed-up of the whole step on
+    // one base (the bare step where known); findings without a figure
+    // after every finding with one, by their kernel's share.
+    ranking::rank(&mut recommendations, base, |k| {
+        groups
+            .iter()
+            .find(|g| g.verdict.name == k)
+            .map_or(0.0, |g| g.verdict.pct_of_total)
+    });
+    // Gains too small to act on are noise, not advice.
+    recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
+    for (i, r) in recommendations.iter_mut().enumerate() {
+        r.rank = i + 1;
+    }
+    recommendations
+}
+
+/// The findings over a family of kernels, each covering its members:
+/// batch norm folded, NCHW<->NHWC conversions, fp32 GEMMs under TF32.
+struct Families {
+    bn_members: Vec<String>,
+    folded: Option<kopt_model::Recommendation>,
+    relaid: Option<kopt_model::Recommendation>,
+    fp32_members: Vec<String>,
+    tf32: Option<kopt_model::Recommendation>,
+}
+
+fn family_findings(
+    groups: &mut [rollup::KernelGroup],
+    device: &kopt_model::Device,
+    timeline: Option<&kopt_model::TimelineSummary>,
+    attribution: Option<&ops::Attribution>,
+    base: &ranking::Base,
+    total_ns: f64,
+) -> Families {
+    // PyTorch's eager elementwise chains: one finding for all of them, in
+    // place of each kernel's own advice.
+    // Batch norm in inference: one finding, the kernels fold away.
+    let by_kernel = attribution.map(|a| &a.by_kernel);
+    let bn_members = batchnorm::members(groups, by_kernel);
+    let folded = batchnorm::recommend(groups, &bn_members, total_ns, by_kernel);
+    cover(groups, folded.as_ref(), |name| {
+        bn_members.iter().any(|m| m == name)
+    });
+    // cuDNN's NCHW<->NHWC conversions: one finding, channels_last.
+    let layout_members = layout::members(groups, by_kernel);
+    let relaid = layout::recommend(groups, &layout_members, total_ns);
+    cover(groups, relaid.as_ref(), |name| {
+        layout_members.iter().any(|m| m == name)
+    });
+    // fp32 GEMMs on the FMA pipes of a tensor-core GPU: one finding, TF32.
+    let fp32_members = precision::members(groups, device);
+    let tf32 = precision::recommend(
+        groups,
+        &fp32_members,
+        total_ns,
+        device,
+        &precision::StepFacts {
+            base,
+            timeline,
+            by_kernel,
+            op_calls: attribution.map(|a| &a.calls),
+        },
+    );
+    cover(groups, tf32.as_ref(), |name| {
+        fp32_members.iter().any(|m| m == name)
+    });
+    Families {
+        bn_members,
+        folded,
+        relaid,
+        fp32_members,
+        tf32,
+    }
+}
+
+/// Marks the kernels the torch.compile finding (its members, not tiny,
+/// not covered yet) or the elementwise chains' finding (`pointwise`) covers.
+fn cover_fused(
+    groups: &mut [rollup::KernelGroup],
+    finding: Option<&kopt_model::Recommendation>,
+    compile_members: &[String],
+    pointwise: &[String],
+) {
+    if let Some(f) = finding {
+        let covers = |g: &rollup::KernelGroup| {
+            if f.id == compile::ID {
+                !g.tiny
+                    && g.verdict.covered_by.is_none()
+                    && compile_members.contains(&g.verdict.name)
+            } else {
+                pointwise.contains(&g.verdict.name)
+            }
+        };
+        for g in groups.iter_mut().filter(|g| covers(g)) {
+            g.verdict.covered_by = Some(f.id.clone());
+        }
+    }
+}
+
+/// The timeline's summary and the strips drawn from it.
+fn timeline_views(
+    profile: &Profile,
+) -> (
+    Option<kopt_model::TimelineSummary>,
+    Option<kopt_model::TimelineStrip>,
+    Option<kopt_model::SteadyStrip>,
+) {
+    let timeline = profile
+        .timeline
+        .as_ref()
+        .and_then(|t| timeline::summarize_for_device(t, &profile.device));
+    let strip = match (&profile.timeline, &timeline) {
+        (Some(t), Some(s)) => timeline::strip(t, s),
+        _ => None,
+    };
+    let steady_strip = match (&profile.timeline, &timeline, &strip) {
+        (Some(t), Some(s), Some(whole)) => steady_strip::steady_strip(t, s, whole),
+        _ => None,
+    };
+    (timeline, strip, steady_strip)
+}
+
+/// Marks the kernels a whole-model finding covers (`is_member` by name).
+fn cover(
+    groups: &mut [rollup::KernelGroup],
+    finding: Option<&kopt_model::Recommendation>,
+    is_member: impl Fn(&str) -> bool,
+) {
+    if let Some(f) = finding {
+        for g in groups.iter_mut().filter(|g| is_member(&g.verdict.name)) {
+            g.verdict.covered_by = Some(f.id.clone());
+        }
+    }
+}
+
+/// The graph-capture finding from the timeline; a HIP graph on AMD GPUs.
+fn graph_finding(t: &kopt_model::TimelineSummary, amd: bool) -> Option<kopt_model::Recommendation> {
+    let mut r = graph_recommendation(t)?;
+    if amd {
+        // The same fix on AMD GPUs is a HIP graph.
+        for text in [&mut r.title, &mut r.action, &mut r.evidence] {
+            *text = text
+                .replace("CUDA graph", "HIP graph")
+                .replace(
+                    "torch.cuda.graphs / cudaStreamBeginCapture",
+                    "torch.cuda.graphs (HIP graphs under ROCm) / hipStreamBeginCapture",
+                )
+                .replace("cudaStreamBeginCapture", "hipStreamBeginCapture");
+        }
+    }
+    Some(r)
+}
+
+/// What the torch.compile finding is priced from.
+struct CompileInputs<'a> {
+    groups: &'a [rollup::KernelGroup<'a>],
+    launches: &'a [kopt_model::KernelLaunch],
+    attribution: Option<&'a ops::Attribution>,
+    misaligned: &'a [ops::MisalignedGemm],
+    eager_attention: Option<&'a attention::Found>,
+    device: &'a kopt_model::Device,
+    total_ns: f64,
+    base: &'a ranking::Base,
+    /// Whether the fused-attention finding was made.
+    fused_attention: bool,
+    graph: Option<&'a kopt_model::Recommendation>,
+}
+
+/// The torch.compile finding, and the kernels Inductor would fuse.
+fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Vec<String>) {
+    let CompileInputs {
+        groups,
+        launches,
+        attribution,
+        misaligned,
+        eager_attention,
+        device,
+        total_ns,
+        base,
+        fused_attention,
+        graph,
+    } = *x;
+    let by_kernel = attribution.map(|a| &a.by_kernel);
     // The whole model under torch.compile: one finding over every kernel
     // Inductor fuses; it subsumes the elementwise chains' finding. Not for a
     // model already compiled (Triton kernels of Inductor's in the trace).
@@ -248,25 +568,23 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         // shapes as the padding finding prices them where the trace has
         // GEMM shapes, else from the kernels' names.
         let pad = match &attribution {
-            Some(a) if ops::has_gemm_shapes(a) => compile::padding_from_shapes(
-                &misaligned,
-                |row| a.first_kernel(row),
-                &profile.device.peaks,
-            ),
+            Some(a) if ops::has_gemm_shapes(a) => {
+                compile::padding_from_shapes(misaligned, |row| a.first_kernel(row), &device.peaks)
+            }
             _ => {
                 let attention_gemms: std::collections::HashSet<&str> = eager_attention
                     .iter()
                     .flat_map(|f| f.gemm_kernels.iter().map(String::as_str))
                     .collect();
-                compile::padding_from_names(launches, profile.device.sm_count, &attention_gemms)
+                compile::padding_from_names(launches, device.sm_count, &attention_gemms)
             }
         };
         compile::recommend(
             &f,
             &compile_members,
             total_ns,
-            &base,
-            fused_attention.is_some(),
+            base,
+            fused_attention,
             graph
                 .as_ref()
                 .and_then(|g| g.predicted_speedup.as_ref())
@@ -275,75 +593,36 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             &pad,
         )
     };
-    let fused = if compiled.is_some() { None } else { fused };
-    if let Some(f) = compiled.as_ref().or(fused.as_ref()) {
-        let covers = |g: &rollup::KernelGroup| {
-            if f.id == compile::ID {
-                !g.tiny
-                    && g.verdict.covered_by.is_none()
-                    && compile_members.contains(&g.verdict.name)
-            } else {
-                pointwise.contains(&g.verdict.name)
-            }
-        };
-        for g in groups.iter_mut().filter(|g| covers(g)) {
-            g.verdict.covered_by = Some(f.id.clone());
-        }
-    }
-    // The compile finding names the kernels it alone covers: batch norm and
-    // layout conversions stay their own findings' (they rank against it).
-    let compiled = compiled.map(|mut r| {
-        let own: Vec<&str> = groups
-            .iter()
-            .filter(|g| g.verdict.covered_by.as_deref() == Some(compile::ID))
-            .map(|g| g.verdict.name.as_str())
-            .collect();
-        if !own.is_empty() {
-            r.kernel = own.join(" | ");
-        }
-        r
-    });
-    let mut recommendations: Vec<_> = groups
+    (compiled, compile_members)
+}
+
+/// The compile finding names the kernels it alone covers: batch norm and
+/// layout conversions stay their own findings' (they rank against it).
+fn name_compile_kernels(
+    mut r: kopt_model::Recommendation,
+    groups: &[rollup::KernelGroup],
+) -> kopt_model::Recommendation {
+    let own: Vec<&str> = groups
         .iter()
-        .filter(|g| !g.tiny && g.verdict.covered_by.is_none())
-        .flat_map(|g| catalogue::recommend(g, total_ns))
+        .filter(|g| g.verdict.covered_by.as_deref() == Some(compile::ID))
+        .map(|g| g.verdict.name.as_str())
         .collect();
-    recommendations.extend(padding.iter().cloned());
-    recommendations.extend(fused.iter().cloned());
-    recommendations.extend(compiled.iter().cloned());
-    recommendations.extend(folded.iter().cloned());
-    recommendations.extend(relaid.iter().cloned());
-    recommendations.extend(tf32.iter().cloned());
-    recommendations.extend(fused_attention.iter().cloned());
-    let tiny_groups: Vec<&rollup::KernelGroup> = groups
-        .iter()
-        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
-        .collect();
-    recommendations.extend(catalogue::recommend_tiny(
-        &tiny_groups,
-        total_ns,
-        timeline.as_ref(),
-    ));
-    recommendations.extend(graph);
-    recommendations.extend(host_syncs);
-    recommendations.extend(pinned_copies);
-    recommendations.extend(fused_optimizer);
-    // One ranking: each finding's predicted speed-up of the whole step on
-    // one base (the bare step where known); findings without a figure
-    // after every finding with one, by their kernel's share.
-    ranking::rank(&mut recommendations, &base, |k| {
-        groups
-            .iter()
-            .find(|g| g.verdict.name == k)
-            .map_or(0.0, |g| g.verdict.pct_of_total)
-    });
-    // Gains too small to act on are noise, not advice.
-    recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
-    for (i, r) in recommendations.iter_mut().enumerate() {
-        r.rank = i + 1;
+    if !own.is_empty() {
+        r.kernel = own.join(" | ");
     }
-    // The primary bottleneck is what tops the recommendations: the finding
-    // with the most recoverable time.
+    r
+}
+
+/// The primary bottleneck is what tops the recommendations: the finding
+/// with the most recoverable time.
+fn primary_bottleneck(
+    recommendations: &[kopt_model::Recommendation],
+    groups: &[rollup::KernelGroup],
+    tiny_groups: &[&rollup::KernelGroup],
+    timeline: Option<&kopt_model::TimelineSummary>,
+    total_ns: f64,
+    amd: bool,
+) -> Option<PrimaryBottleneck> {
     let primary = match recommendations.first() {
         Some(r)
             if r.id == fusion::ID
@@ -353,12 +632,11 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
                 || r.id == precision::ID
                 || r.id == attention::ID =>
         {
-            Some(fusion_primary(r, &groups))
+            Some(fusion_primary(r, groups))
         }
         Some(r) if r.id == "capture_cuda_graph" => timeline
-            .as_ref()
             .map(|t| launch_primary(t, r))
-            .or_else(|| primary(&groups, total_ns)),
+            .or_else(|| primary(groups, total_ns)),
         Some(r)
             if r.gain
                 .as_ref()
@@ -366,19 +644,30 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         {
             let gain = r.gain.as_ref().map(|g| g.workload_pct);
             match groups.iter().find(|g| g.verdict.name == r.kernel) {
-                Some(g) => primary_of(g, gain, &groups),
-                None => Some(aggregate_primary(r, &tiny_groups)),
+                Some(g) => primary_of(g, gain, groups),
+                None => Some(aggregate_primary(r, tiny_groups)),
             }
         }
-        _ => primary(&groups, total_ns),
+        _ => primary(groups, total_ns),
     };
     let mut primary = primary;
-    if let (Some(p), true) = (primary.as_mut(), profile.device.amd.is_some()) {
+    if let (Some(p), true) = (primary.as_mut(), amd) {
         p.insight = p.insight.replace("CUDA graph", "HIP graph");
     }
+    primary
+}
+
+/// Notes the reader must know: launch overhead without a timeline,
+/// values not taken as written, unknown peaks, merged pages, the gains' model.
+fn notes(
+    profile: &Profile,
+    groups: &[rollup::KernelGroup],
+    has_timeline: bool,
+    total_ns: f64,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let tiny: Vec<_> = groups.iter().filter(|g| g.tiny).collect();
-    if !tiny.is_empty() && timeline.is_none() {
+    if !tiny.is_empty() && !has_timeline {
         let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
         let ns: f64 = tiny.iter().map(|g| g.verdict.total_ns).sum();
         let vendor = profile.device.vendor();
@@ -419,98 +708,70 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         "Gains: the share of a kernel's time its fix could save (model named per recommendation; estimates assume a tuned kernel reaches {:.0}% of a unit's peak), weighted by the kernel's share of the summed kernel time.",
         rules::ATTAINABLE_PCT
     ));
+    notes
+}
 
-    let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
-    let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
-    if !counters_collected
-        && kernels
-            .iter()
-            .any(|k| k.bottleneck.class == kopt_model::BottleneckClass::Unknown)
+/// The whole-model findings a kernel's root cause points to.
+struct Covering<'a> {
+    padding: &'a [kopt_model::Recommendation],
+    folded: Option<&'a kopt_model::Recommendation>,
+    compiled: Option<&'a kopt_model::Recommendation>,
+    fused: Option<&'a kopt_model::Recommendation>,
+}
+
+/// A kernel's root cause completed: missing counters explained, the
+/// finding that covers it named, launch overhead measured on the timeline.
+fn explain_kernel(
+    k: &mut kopt_model::KernelVerdict,
+    counters_collected: bool,
+    c: &Covering,
+    timeline: Option<&kopt_model::TimelineSummary>,
+) {
+    explain_missing_counters(k, counters_collected);
+    if k.bottleneck.class == kopt_model::BottleneckClass::Unknown {
+        library_root_cause(k, c.padding);
+    }
+    if let Some(f) = c
+        .folded
+        .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
     {
-        let vendor = profile.device.vendor();
-        notes.push(format!("Timeline only: no counters were collected for this input, so a kernel without a timeline finding is classed unknown; {} (or {}) gives each kernel's cause.", vendor.profile_command(), vendor.manual_counters()));
+        k.root_cause = format!(
+            "{} Batch norm in inference: see \"{}\" for the fix and its gain.",
+            k.root_cause.trim_end_matches('.').to_string() + ".",
+            f.title
+        );
+    } else if let Some(f) = c
+        .compiled
+        .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
+    {
+        k.root_cause = format!(
+            "{} An eager kernel torch.compile fuses into its neighbours: see \"{}\" for the fix and its gain.",
+            k.root_cause.trim_end_matches('.').to_string() + ".",
+            f.title
+        );
+    } else if let Some(f) = c
+        .fused
+        .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
+    {
+        k.root_cause = format!(
+            "{} Part of an eager elementwise chain: see \"{}\" for the fix and its gain.",
+            k.root_cause.trim_end_matches('.').to_string() + ".",
+            f.title
+        );
     }
-    for k in &mut kernels {
-        explain_missing_counters(k, counters_collected);
-        if k.bottleneck.class == kopt_model::BottleneckClass::Unknown {
-            library_root_cause(k, &padding);
-        }
-        if let Some(f) = folded
-            .as_ref()
-            .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
+    if let Some(t) = timeline {
+        for f in k
+            .findings
+            .iter_mut()
+            .filter(|f| f.class == kopt_model::BottleneckClass::LaunchOverhead)
         {
-            k.root_cause = format!(
-                "{} Batch norm in inference: see \"{}\" for the fix and its gain.",
-                k.root_cause.trim_end_matches('.').to_string() + ".",
-                f.title
-            );
-        } else if let Some(f) = compiled
-            .as_ref()
-            .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
-        {
-            k.root_cause = format!(
-                "{} An eager kernel torch.compile fuses into its neighbours: see \"{}\" for the fix and its gain.",
-                k.root_cause.trim_end_matches('.').to_string() + ".",
-                f.title
-            );
-        } else if let Some(f) = fused
-            .as_ref()
-            .filter(|f| k.covered_by.as_deref() == Some(f.id.as_str()))
-        {
-            k.root_cause = format!(
-                "{} Part of an eager elementwise chain: see \"{}\" for the fix and its gain.",
-                k.root_cause.trim_end_matches('.').to_string() + ".",
-                f.title
+            f.evidence = format!(
+                "runs {}: at this size the launch itself can cost more than the work; the timeline measures it: a median launch call of {}, the GPU busy {:.1}% of the steady-state window",
+                kopt_model::format_duration_ns(k.mean_ns),
+                t.median_launch_ns.map_or("-".into(), kopt_model::format_duration_ns),
+                t.busy_pct
             );
         }
-        if let Some(t) = timeline.as_ref() {
-            for f in k
-                .findings
-                .iter_mut()
-                .filter(|f| f.class == kopt_model::BottleneckClass::LaunchOverhead)
-            {
-                f.evidence = format!(
-                    "runs {}: at this size the launch itself can cost more than the work; the timeline measures it: a median launch call of {}, the GPU busy {:.1}% of the steady-state window",
-                    kopt_model::format_duration_ns(k.mean_ns),
-                    t.median_launch_ns.map_or("-".into(), kopt_model::format_duration_ns),
-                    t.busy_pct
-                );
-            }
-        }
-    }
-    if let Some(n) = options.top {
-        kernels.truncate(n);
-    }
-    let ops = match attribution {
-        Some(mut a) => {
-            for k in &mut kernels {
-                if let Some(shares) = a.by_kernel.remove(&k.name) {
-                    k.ops = shares;
-                }
-            }
-            a.table
-        }
-        None => Vec::new(),
-    };
-    Diagnosis {
-        schema: SCHEMA.into(),
-        run: None,
-        device: profile.device.clone(),
-        sources: profile.sources.clone(),
-        total_kernel_ns: total_ns,
-        kernels,
-        primary,
-        recommendations,
-        timeline,
-        strip,
-        steady_strip,
-        notes,
-        ops,
-        warmup_trials: warmup.map(|w| kopt_model::WarmupTrials {
-            kept: options.keep_warmup,
-            ..w.trials
-        }),
-        verified: Vec::new(),
     }
 }
 
@@ -834,42 +1095,6 @@ fn lowercase_first(s: &str) -> String {
         Some(_) => s.to_string(),
         None => String::new(),
     }
-}
-
-/// The gain and predicted speed-up of a finding that saves `saved_ns` of
-/// `total_ns` kernel time (`kernel_pct`: the share of its own kernels'
-/// time), the estimate removing all of it, `low` the cautious end.
-pub(crate) fn saved_time_gain(
-    saved_ns: f64,
-    total_ns: f64,
-    kernel_pct: f64,
-    low: f64,
-    model: String,
-) -> (kopt_model::GainEstimate, kopt_model::PredictedSpeedup) {
-    let estimate = total_ns / (total_ns - saved_ns);
-    (
-        kopt_model::GainEstimate {
-            kernel_pct,
-            workload_pct: 100.0 * saved_ns / total_ns,
-            saved_ns,
-            method: model.clone(),
-        },
-        kopt_model::PredictedSpeedup {
-            estimate,
-            low,
-            high: estimate,
-            model,
-        },
-    )
-}
-
-/// "1.36x (1.00-1.36x) for the workload's kernel time": a finding's
-/// prediction as its action quotes it.
-pub(crate) fn kernel_time_speedup_words(sp: &kopt_model::PredictedSpeedup) -> String {
-    format!(
-        "{:.2}x ({:.2}-{:.2}x) for the workload's kernel time",
-        sp.estimate, sp.low, sp.high
-    )
 }
 
 #[cfg(test)]

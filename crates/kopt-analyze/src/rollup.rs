@@ -145,53 +145,11 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
     }
 
     let m = |f: fn(&kopt_model::Metrics) -> Option<f64>| weighted(&timed, |l| f(&l.metrics));
-    // Rates come from counts and durations of the same launches: a launch
-    // whose counters were copied from its configuration's sample pairs with
-    // the sample's time; one copied from another configuration is not joined.
-    let joined: Vec<(&KernelLaunch, f64)> = timed
-        .iter()
-        .filter(|(l, _)| !l.metrics.counters_from_other_config)
-        .map(|(l, d)| (*l, l.metrics.counters_duration_ns.unwrap_or(*d)))
-        .collect();
-    let bytes_of = |l: &KernelLaunch| {
-        Some(l.metrics.dram_bytes_read? + l.metrics.dram_bytes_write.unwrap_or(0.0))
-    };
-    let flops_of = |l: &KernelLaunch| {
-        let mm = &l.metrics;
-        Some(2.0 * mm.inst_ffma? + mm.inst_fadd.unwrap_or(0.0) + mm.inst_fmul.unwrap_or(0.0))
-    };
-    // (count, paired time, launches) over the joined launches that have it.
-    let paired = |f: &dyn Fn(&KernelLaunch) -> Option<f64>| {
-        let mut acc: Option<(f64, f64, f64)> = None;
-        for (l, d) in &joined {
-            if let Some(v) = f(l) {
-                let a = acc.get_or_insert((0.0, 0.0, 0.0));
-                a.0 += v;
-                a.1 += d;
-                a.2 += 1.0;
-            }
-        }
-        acc
-    };
-    let bytes = paired(&bytes_of).or_else(|| {
-        // The details page gives a rate, not bytes.
-        paired(&|l: &KernelLaunch| {
-            Some(
-                l.metrics.dram_bytes_per_s?
-                    * l.metrics.counters_duration_ns.or(l.metrics.duration_ns)?
-                    * 1e-9,
-            )
-        })
-    });
-    let flops = paired(&flops_of);
-    let unjoined = bytes.is_none()
-        && flops.is_none()
-        && timed.iter().any(|(l, _)| {
-            l.metrics.counters_from_other_config
-                && (bytes_of(l).is_some()
-                    || flops_of(l).is_some()
-                    || l.metrics.dram_bytes_per_s.is_some())
-        });
+    let Counts {
+        bytes,
+        flops,
+        unjoined,
+    } = counts(&timed);
     let rate = |a: Option<(f64, f64, f64)>| {
         a.filter(|(v, t, _)| *v > 0.0 && *t > 0.0)
             .map(|(v, t, _)| v / (t * 1e-9))
@@ -258,6 +216,73 @@ fn build<'a>(name: &str, launches: Vec<&'a KernelLaunch>, total_ns: f64) -> Kern
     group.tiny = group.representative_verdict.tiny;
     group.verdict.ncu_disagreement = disagreement(&group.launches, &group.verdict);
     group
+}
+
+/// A count summed over the launches that have it, the time paired with
+/// it, and how many launches: (count, ns, launches).
+type Paired = Option<(f64, f64, f64)>;
+
+/// DRAM bytes and FP32 FLOPs of a kernel's launches, each with its paired
+/// time; `unjoined` where only launches of another configuration had them.
+struct Counts {
+    bytes: Paired,
+    flops: Paired,
+    unjoined: bool,
+}
+
+fn counts(timed: &[(&KernelLaunch, f64)]) -> Counts {
+    // Rates come from counts and durations of the same launches: a launch
+    // whose counters were copied from its configuration's sample pairs with
+    // the sample's time; one copied from another configuration is not joined.
+    let joined: Vec<(&KernelLaunch, f64)> = timed
+        .iter()
+        .filter(|(l, _)| !l.metrics.counters_from_other_config)
+        .map(|(l, d)| (*l, l.metrics.counters_duration_ns.unwrap_or(*d)))
+        .collect();
+    let bytes_of = |l: &KernelLaunch| {
+        Some(l.metrics.dram_bytes_read? + l.metrics.dram_bytes_write.unwrap_or(0.0))
+    };
+    let flops_of = |l: &KernelLaunch| {
+        let mm = &l.metrics;
+        Some(2.0 * mm.inst_ffma? + mm.inst_fadd.unwrap_or(0.0) + mm.inst_fmul.unwrap_or(0.0))
+    };
+    // (count, paired time, launches) over the joined launches that have it.
+    let paired = |f: &dyn Fn(&KernelLaunch) -> Option<f64>| {
+        let mut acc: Paired = None;
+        for (l, d) in &joined {
+            if let Some(v) = f(l) {
+                let a = acc.get_or_insert((0.0, 0.0, 0.0));
+                a.0 += v;
+                a.1 += d;
+                a.2 += 1.0;
+            }
+        }
+        acc
+    };
+    let bytes = paired(&bytes_of).or_else(|| {
+        // The details page gives a rate, not bytes.
+        paired(&|l: &KernelLaunch| {
+            Some(
+                l.metrics.dram_bytes_per_s?
+                    * l.metrics.counters_duration_ns.or(l.metrics.duration_ns)?
+                    * 1e-9,
+            )
+        })
+    });
+    let flops = paired(&flops_of);
+    let unjoined = bytes.is_none()
+        && flops.is_none()
+        && timed.iter().any(|(l, _)| {
+            l.metrics.counters_from_other_config
+                && (bytes_of(l).is_some()
+                    || flops_of(l).is_some()
+                    || l.metrics.dram_bytes_per_s.is_some())
+        });
+    Counts {
+        bytes,
+        flops,
+        unjoined,
+    }
 }
 
 /// How the tiny launches' GPU time could shrink if each step's tiny launches

@@ -628,78 +628,140 @@ pub fn class_without_counters(m: &Metrics) -> BottleneckClass {
     }
 }
 
+/// One launch being classified: its metrics, the signals derived from
+/// them, and the findings gathered by the stages so far.
+struct Judge<'a> {
+    m: &'a Metrics,
+    s: Signals,
+    duration: f64,
+    tiny: bool,
+    hottest: f64,
+    findings: Vec<Finding>,
+}
+
+impl<'a> Judge<'a> {
+    fn new(m: &'a Metrics) -> Self {
+        let s = Signals::of(m);
+        let duration = m.duration_ns.unwrap_or(0.0);
+        let hottest = s.c.max(s.m);
+        Judge {
+            m,
+            s,
+            duration,
+            tiny: duration > 0.0 && duration < TINY_KERNEL_NS,
+            hottest,
+            findings: Vec::new(),
+        }
+    }
+
+    /// The verdict, carrying the findings gathered so far.
+    fn verdict(
+        &mut self,
+        class: BottleneckClass,
+        unit: Option<(HotUnit, f64)>,
+        cause: String,
+        recoverable: Option<f64>,
+        method: &'static str,
+    ) -> LaunchVerdict {
+        let unit_pct = unit.map(|(_, p)| p);
+        // At the roofline only when the useful work is near peak: a pipe
+        // busy with instructions whose lanes mostly idle is not.
+        let useful = if class == BottleneckClass::Compute {
+            useful_share(self.m)
+        } else {
+            1.0
+        };
+        LaunchVerdict {
+            bottleneck: Bottleneck {
+                class,
+                unit: unit.map(|(u, _)| u),
+                unit_pct,
+                at_roofline: unit_pct.unwrap_or(self.hottest) * useful >= THROUGHPUT_BOUND_PCT
+                    && matches!(class, BottleneckClass::Memory | BottleneckClass::Compute),
+            },
+            root_cause: cause,
+            findings: std::mem::take(&mut self.findings),
+            recoverable,
+            method,
+            tiny: self.tiny,
+        }
+    }
+}
+
+/// A launch's bottleneck class, root cause and findings: the stages below
+/// in order, the first that decides giving the verdict; findings of the
+/// stages before it ride along.
 pub fn classify(m: &Metrics) -> LaunchVerdict {
     if has_no_counters(m) {
-        let duration = m.duration_ns.unwrap_or(0.0);
-        if class_without_counters(m) == BottleneckClass::SmallGrid {
-            return LaunchVerdict {
-                bottleneck: Bottleneck {
-                    class: BottleneckClass::SmallGrid,
-                    unit: None,
-                    unit_pct: None,
-                    at_roofline: false,
-                },
-                root_cause: format!(
-                    "Tiny launch: {} block(s) on {} {} for {:.1} us (from the timeline; no counters)",
-                    m.grid_size.map_or("?".into(), |g| format!("{g:.0}")),
-                    m.sm_count.map_or("?".into(), |g| format!("{g:.0}")),
-                    m.vendor().units(),
-                    duration / 1e3
-                ),
-                findings: Vec::new(),
-                recoverable: None,
-                method: "",
-                tiny: true,
-            };
+        return without_counters(m);
+    }
+    let mut j = Judge::new(m);
+    dominant_stall(&mut j);
+    let stages: [fn(&mut Judge) -> Option<LaunchVerdict>; 9] = [
+        grid_fill,
+        tensor_or_memory_access,
+        bank_conflicts,
+        divergence,
+        atomics_contention,
+        barriers,
+        special_function_pipe,
+        throughput_bound,
+        latency_bound,
+    ];
+    for stage in stages {
+        if let Some(v) = stage(&mut j) {
+            return v;
         }
+    }
+    leaning_or_balanced(&mut j)
+}
+
+/// The verdict of a launch without counters: a tiny launch on a small
+/// grid, else unknown.
+fn without_counters(m: &Metrics) -> LaunchVerdict {
+    let duration = m.duration_ns.unwrap_or(0.0);
+    if class_without_counters(m) == BottleneckClass::SmallGrid {
         return LaunchVerdict {
             bottleneck: Bottleneck {
-                class: BottleneckClass::Unknown,
+                class: BottleneckClass::SmallGrid,
                 unit: None,
                 unit_pct: None,
                 at_roofline: false,
             },
-            root_cause:
-                "No counters: only its time is known (a trace, or not among the kernels profiled in depth)"
-                    .into(),
+            root_cause: format!(
+                "Tiny launch: {} block(s) on {} {} for {:.1} us (from the timeline; no counters)",
+                m.grid_size.map_or("?".into(), |g| format!("{g:.0}")),
+                m.sm_count.map_or("?".into(), |g| format!("{g:.0}")),
+                m.vendor().units(),
+                duration / 1e3
+            ),
             findings: Vec::new(),
             recoverable: None,
             method: "",
-            tiny: false,
+            tiny: true,
         };
     }
-    let s = Signals::of(m);
-    let duration = m.duration_ns.unwrap_or(0.0);
-    let tiny = duration > 0.0 && duration < TINY_KERNEL_NS;
-    let mut findings = Vec::new();
-    let hottest = s.c.max(s.m);
+    LaunchVerdict {
+        bottleneck: Bottleneck {
+            class: BottleneckClass::Unknown,
+            unit: None,
+            unit_pct: None,
+            at_roofline: false,
+        },
+        root_cause:
+            "No counters: only its time is known (a trace, or not among the kernels profiled in depth)"
+                .into(),
+        findings: Vec::new(),
+        recoverable: None,
+        method: "",
+        tiny: false,
+    }
+}
 
-    let verdict =
-        |class, unit: Option<(HotUnit, f64)>, cause: String, recoverable, method, findings| {
-            let unit_pct = unit.map(|(_, p)| p);
-            // At the roofline only when the useful work is near peak: a pipe
-            // busy with instructions whose lanes mostly idle is not.
-            let useful = if class == BottleneckClass::Compute {
-                useful_share(m)
-            } else {
-                1.0
-            };
-            LaunchVerdict {
-                bottleneck: Bottleneck {
-                    class,
-                    unit: unit.map(|(u, _)| u),
-                    unit_pct,
-                    at_roofline: unit_pct.unwrap_or(hottest) * useful >= THROUGHPUT_BOUND_PCT
-                        && matches!(class, BottleneckClass::Memory | BottleneckClass::Compute),
-                },
-                root_cause: cause,
-                findings,
-                recoverable,
-                method,
-                tiny,
-            }
-        };
-
+/// The stall that dominates a kernel far from any roofline, as a finding.
+fn dominant_stall(j: &mut Judge) {
+    let m = j.m;
+    let hottest = j.hottest;
     // The stall that dominates a kernel far from any roofline: ncu's
     // CPIStall rule names it, so the report does too (barriers have their
     // own finding; near a roofline the busy unit is the story).
@@ -708,7 +770,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             && hottest < LATENCY_BOUND_PCT
             && !matches!(r, StallReason::Barrier | StallReason::Membar)
     }) {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::Latency,
             evidence: format!(
                 "warps mostly {} ({cycles:.1} cycles per issued instruction, {} of stall cycles)",
@@ -717,14 +779,22 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
         });
     }
+}
 
+/// Stages 1 and 1b: a grid under one wave, or a partial last wave.
+fn grid_fill(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
+    let hottest = j.hottest;
+    let tiny = j.tiny;
+    let duration = j.duration;
     // 1. Under one wave: nothing else matters until the grid fills the GPU.
     if let Some(w) = s.waves.filter(|w| *w < 1.0) {
         let grid = m.grid_size.map_or("?".into(), |g| format!("{g:.0}"));
         let sms = m.sm_count.map_or("?".into(), |g| format!("{g:.0}"));
         let units = m.vendor().units();
         if tiny {
-            findings.push(Finding {
+            j.findings.push(Finding {
                 class: BottleneckClass::LaunchOverhead,
                 evidence: format!(
                     "runs {:.1} us: at this size the launch itself (host API call and GPU scheduling) can cost more than the work; a timeline is needed to measure it ({} serialises kernels)",
@@ -732,20 +802,19 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                     m.vendor().counter_profiler()
                 ),
             });
-            return verdict(
+            return Some(j.verdict(
                 BottleneckClass::SmallGrid,
                 None,
                 format!("Tiny launch: {grid} block(s) on {sms} {units} for {:.1} us (latency / launch bound)", duration / 1e3),
                 None,
                 "",
-                findings,
-            );
+            ));
         }
         if let Some(e) = s
             .excess_sector_pct
             .filter(|e| *e >= UNCOALESCED_FINDING_PCT)
         {
-            findings.push(Finding {
+            j.findings.push(Finding {
                 class: BottleneckClass::Uncoalesced,
                 evidence: format!(
                     "{} of global sectors moved are not used by the threads",
@@ -754,14 +823,13 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             });
         }
         let recoverable = headroom(hottest).min(1.0 - w);
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::SmallGrid,
             None,
             format!("Small grid: {grid} blocks fill {} of one wave on {sms} {units}", pct(100.0 * w)),
             Some(recoverable),
             "time if the grid filled the GPU and ran at the attainable ceiling (min of roofline headroom and idle-SM share)",
-            findings,
-        );
+        ));
     }
 
     // 1b. A partial last wave: most SMs idle while the last blocks run.
@@ -777,9 +845,9 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             .occupancy_theoretical_pct
             .filter(|o| *o <= LOW_OCCUPANCY_PCT)
         {
-            findings.push(occupancy_finding(o, s.occupancy_limiter));
+            j.findings.push(occupancy_finding(o, s.occupancy_limiter));
         }
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::PartialWave,
             None,
             format!(
@@ -792,11 +860,10 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some(idle),
             "time if the same work ran in whole waves: waves / ceil(waves) of now",
-            findings,
-        );
+        ));
     }
     if let Some((w, fill, idle)) = wave.filter(|(_, _, idle)| *idle >= PARTIAL_WAVE_FINDING) {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::PartialWave,
             evidence: format!(
                 "{w:.2} waves: the last wave is {} full, about {} of SM time idle",
@@ -805,19 +872,14 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
         });
     }
+    None
+}
 
-    // Secondary findings any class may carry.
-    let conflicts = s.conflict_pct.filter(|p| *p >= BANK_CONFLICT_PCT);
-    // On AMD the LDS is its own unit: its utilisation decides.
-    let shared_matters = m.l1_pct.is_some_and(|p| p >= 40.0)
-        || m.shared_conflict_pct_from_rule.is_some()
-        || m.lds_pct.is_some_and(|p| p >= 40.0)
-        || shared_is_busiest_without_l1(m, &s);
+/// Stages 2 to 3b: the tensor pipe, uncoalesced access, local memory.
+fn tensor_or_memory_access(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
     let excess = s.excess_sector_pct;
-    let low_occupancy = m
-        .occupancy_theoretical_pct
-        .filter(|p| *p < LOW_OCCUPANCY_PCT);
-
     // 2. Tensor-core kernels: judged by the tensor pipe, whatever feeds it.
     if let Some(t) = m.tensor_pct.filter(|t| *t >= TENSOR_KERNEL_PCT) {
         let at = t >= THROUGHPUT_BOUND_PCT;
@@ -829,21 +891,20 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 pct(t)
             )
         };
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Compute,
             Some((HotUnit::Tensor, t)),
             cause,
             (!at).then(|| headroom(t)),
             "roofline headroom of the tensor pipe",
-            findings,
-        );
+        ));
     }
 
     // 3. Uncoalesced global access makes memory look busy with wasted sectors.
     if let Some(e) = excess.filter(|e| *e >= UNCOALESCED_PRIMARY_PCT && (s.m >= 40.0 || s.m >= s.c))
     {
         let unit = memory_unit(m);
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Uncoalesced,
             unit,
             format!(
@@ -853,8 +914,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some((e / 100.0) * (s.m / ATTAINABLE_PCT).min(1.0)),
             "excess sectors removed from memory-bound time",
-            findings,
-        );
+        ));
     }
     // 3b. Local memory: spilled registers or per-thread arrays indexed at
     // run time turn register accesses into L1/L2/DRAM traffic.
@@ -868,7 +928,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         let inst = l.instructions.map_or(String::new(), |i| {
             format!(", {i:.0} local load/store instructions")
         });
-        return verdict(
+        return Some(j.verdict(
             class,
             unit,
             format!(
@@ -879,11 +939,10 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some((l.share_pct / 100.0) * (s.m / ATTAINABLE_PCT).clamp(0.1, 1.0)),
             "local-memory sectors removed from the memory time",
-            findings,
-        );
+        ));
     }
     if let Some(l) = local.filter(|l| l.share_pct >= LOCAL_FINDING_PCT) {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::Memory,
             evidence: format!(
                 "{} of L1 sectors are local memory (register spills or run-time-indexed per-thread arrays)",
@@ -892,7 +951,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         });
     }
     if let Some(e) = excess.filter(|e| *e >= UNCOALESCED_FINDING_PCT) {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::Uncoalesced,
             evidence: format!(
                 "{} of global sectors moved are not used by the threads",
@@ -900,7 +959,19 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
         });
     }
+    None
+}
 
+/// Stage 4: shared-memory bank conflicts.
+fn bank_conflicts(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
+    let conflicts = s.conflict_pct.filter(|p| *p >= BANK_CONFLICT_PCT);
+    // On AMD the LDS is its own unit: its utilisation decides.
+    let shared_matters = m.l1_pct.is_some_and(|p| p >= 40.0)
+        || m.shared_conflict_pct_from_rule.is_some()
+        || m.lds_pct.is_some_and(|p| p >= 40.0)
+        || shared_is_busiest_without_l1(m, &s);
     // 4. Bank conflicts serialise shared-memory access.
     if let Some(cp) = conflicts.filter(|_| shared_matters) {
         let next = m
@@ -908,7 +979,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             .unwrap_or(0.0)
             .max(m.l2_pct.unwrap_or(0.0))
             .max(s.c);
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::BankConflict,
             Some((HotUnit::L1Shared, m.l1_pct.unwrap_or(s.m))),
             format!(
@@ -919,22 +990,24 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some(headroom(next).min(cp / 100.0)),
             "time if the kernel became bound by its next-busiest unit (DRAM/L2/SM) at the attainable ceiling",
-            findings,
-        );
+        ));
     }
     if let Some(cp) = conflicts {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::BankConflict,
             evidence: format!("{} of shared wavefronts are bank conflicts", pct(cp)),
         });
     }
+    None
+}
 
+/// Stage 4b: divergence or partial warps.
+fn divergence(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
     let lanes = active_lanes(m);
-    let sync_share = stall_share(m, &[StallReason::Barrier, StallReason::Membar]);
-    let atomic = atomics(m);
     let busiest_pipe = pipes(m).first().copied();
     let memory_at_peak = s.m >= THROUGHPUT_BOUND_PCT && s.m > s.c;
-
     // 4b. Divergence: most lanes of each issued instruction do nothing.
     if let Some(l) = lanes.filter(|l| *l <= DIVERGENCE_PRIMARY_LANES && !memory_at_peak) {
         let after = (l / 32.0).max(s.m / ATTAINABLE_PCT).min(1.0);
@@ -949,7 +1022,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             Some(b) => format!("Partial warps (blocks of {b:.0} threads)"),
             None => "Thread divergence".to_string(),
         };
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Divergence,
             busiest_pipe.filter(|(_, p)| *p > 0.0),
             format!(
@@ -960,18 +1033,24 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some(1.0 - after),
             "useful / issued lane slots: time if every lane of each instruction did work, floored by the memory time",
-            findings,
-        );
+        ));
     }
     if let Some(l) = lanes.filter(|l| *l < DIVERGENCE_FINDING_LANES) {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::Divergence,
             evidence: format!(
                 "{l:.1} of 32 lanes active per instruction (divergence or partial warps)"
             ),
         });
     }
+    None
+}
 
+/// Stage 4c: atomics carrying the traffic, counted or inferred.
+fn atomics_contention(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
+    let atomic = atomics(m);
     // 4c. Atomics: global or shared atomics carry the traffic and serialise
     // where many threads hit the same addresses.
     // A compute kernel that ends with one atomic per block has a large
@@ -1006,7 +1085,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         if let Some(u) = m.l2_atomic_pct.filter(|u| *u > 0.0) {
             counts.push(format!("L2 atomic unit {} busy", pct(u)));
         }
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Atomics,
             memory_unit(m).filter(|(_, p)| *p > 0.0),
             format!(
@@ -1016,11 +1095,10 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some((a.share_pct / 100.0) * 0.9),
             "atomic traffic removed from the memory time (per-warp or per-block partials leave one atomic per block), 90% at most",
-            findings,
-        );
+        ));
     }
     if let Some(share) = atomics_inferred(m) {
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Atomics,
             None,
             format!(
@@ -1031,11 +1109,10 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some(0.9 * share / 100.0),
             "LSU-queue stall share removed (per-warp or per-block partials leave one atomic per block), 90% at most",
-            findings,
-        );
+        ));
     }
     if let Some(a) = atomic.filter(|a| a.share_pct >= ATOMICS_FINDING_PCT) {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::Atomics,
             evidence: format!(
                 "{} of memory traffic is atomics or reductions",
@@ -1043,7 +1120,16 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
         });
     }
+    None
+}
 
+/// Stage 4d: warps waiting at barriers or fences.
+fn barriers(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
+    let sync_share = stall_share(m, &[StallReason::Barrier, StallReason::Membar]);
+    let busiest_pipe = pipes(m).first().copied();
+    let memory_at_peak = s.m >= THROUGHPUT_BOUND_PCT && s.m > s.c;
     // 4d. Barriers: warps wait at __syncthreads() (or fences) most of the
     // time. A busy SM figure does not clear it unless a pipe is near peak.
     let pipe_at_peak = busiest_pipe.is_some_and(|(_, p)| p >= THROUGHPUT_BOUND_PCT);
@@ -1056,7 +1142,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         let (r, cycles) = top.map_or((StallReason::Barrier, 0.0), |(r, c, _)| (r, c));
         let per_sm =
             blocks_per_sm(m).map_or(String::new(), |b| format!(", {b:.0} block(s) per SM"));
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Sync,
             None,
             format!(
@@ -1068,11 +1154,10 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some((share / 100.0).min(headroom(busiest_pipe.map_or(0.0, |(_, p)| p)).max(0.0))),
             "barrier share of stall cycles, capped by the busiest pipe's headroom",
-            findings,
-        );
+        ));
     }
     if let Some(share) = sync_share.filter(|sh| *sh >= SYNC_FINDING_SHARE_PCT) {
-        findings.push(Finding {
+        j.findings.push(Finding {
             class: BottleneckClass::Sync,
             evidence: format!(
                 "{} of warp stall cycles are at barriers or fences",
@@ -1080,7 +1165,13 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
         });
     }
+    None
+}
 
+/// Stage 4e: the special-function (XU) pipe.
+fn special_function_pipe(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let busiest_pipe = pipes(m).first().copied();
     // 4e. The special-function (XU) pipe: transcendentals cap the kernel.
     let xu_counted = busiest_pipe
         .filter(|(u, p)| *u == HotUnit::Xu && *p >= XU_PRIMARY_PCT)
@@ -1097,7 +1188,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                     pct(p)
                 )
             });
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Compute,
             Some((HotUnit::Xu, xu)),
             format!(
@@ -1112,10 +1203,19 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             (!at).then(|| headroom(xu)),
             "roofline headroom of the XU pipe",
-            findings,
-        );
+        ));
     }
+    None
+}
 
+/// Stages 5 and 5b: at or near a roofline; AMD's roofline left of the ridge.
+fn throughput_bound(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
+    let hottest = j.hottest;
+    let low_occupancy = m
+        .occupancy_theoretical_pct
+        .filter(|p| *p < LOW_OCCUPANCY_PCT);
     // 5. Throughput bound: at or near a roofline.
     if hottest >= THROUGHPUT_BOUND_PCT {
         let (class, unit) = if s.c >= s.m {
@@ -1160,16 +1260,15 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             )
         };
         if let Some(o) = low_occupancy.filter(|_| !at) {
-            findings.push(occupancy_finding(o, s.occupancy_limiter));
+            j.findings.push(occupancy_finding(o, s.occupancy_limiter));
         }
-        return verdict(
+        return Some(j.verdict(
             class,
             unit,
             cause,
             (!at).then(|| headroom(p)),
             "roofline headroom of the busiest unit",
-            findings,
-        );
+        ));
     }
 
     // 5b. AMD: rocprof-compute's roofline. A kernel left of the ridge point
@@ -1183,7 +1282,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         } else {
             String::new()
         };
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Memory,
             Some((HotUnit::Dram, dram)),
             format!(
@@ -1193,10 +1292,19 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some(headroom(dram)),
             "HBM roofline headroom: time if the kernel reached the attainable share of peak bandwidth",
-            findings,
-        );
+        ));
     }
+    None
+}
 
+/// Stage 6: neither side near its peak.
+fn latency_bound(j: &mut Judge) -> Option<LaunchVerdict> {
+    let m = j.m;
+    let s = j.s.clone();
+    let hottest = j.hottest;
+    let low_occupancy = m
+        .occupancy_theoretical_pct
+        .filter(|p| *p < LOW_OCCUPANCY_PCT);
     // 6. Latency bound: neither side near its peak.
     if hottest < LATENCY_BOUND_PCT {
         let stall = top_stall(m);
@@ -1210,7 +1318,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 _ => None,
             };
             let per_sm = blocks.map_or(String::new(), |b| format!(", {b:.0} block(s)/SM"));
-            return verdict(
+            return Some(j.verdict(
                 BottleneckClass::Occupancy,
                 None,
                 format!(
@@ -1222,13 +1330,12 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 ),
                 Some(headroom(hottest).min(1.0 - o / 100.0)),
                 "roofline headroom, capped by the unused share of warp slots",
-                findings,
-            );
+            ));
         }
         if let Some((r, _, share)) = stall.filter(|(r, _, share)| {
             matches!(r, StallReason::Barrier | StallReason::Membar) && *share >= 30.0
         }) {
-            return verdict(
+            return Some(j.verdict(
                 BottleneckClass::Sync,
                 None,
                 format!(
@@ -1238,13 +1345,12 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 ),
                 Some(headroom(hottest)),
                 "roofline headroom (upper bound)",
-                findings,
-            );
+            ));
         }
         let why = stall.map_or(String::new(), |(r, _, share)| {
             format!("; warps mostly {} ({} of stalls)", r.meaning(), pct(share))
         });
-        return verdict(
+        return Some(j.verdict(
             BottleneckClass::Latency,
             None,
             format!(
@@ -1254,13 +1360,22 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some(headroom(hottest)),
             "roofline headroom (upper bound)",
-            findings,
-        );
+        ));
     }
+    None
+}
 
+/// Stage 7: between 60% and 80%, leaning one way or balanced.
+fn leaning_or_balanced(j: &mut Judge) -> LaunchVerdict {
+    let m = j.m;
+    let s = j.s.clone();
+    let hottest = j.hottest;
+    let low_occupancy = m
+        .occupancy_theoretical_pct
+        .filter(|p| *p < LOW_OCCUPANCY_PCT);
     // 7. Between 60% and 80%: leaning one way, or balanced.
     if let Some(o) = low_occupancy {
-        findings.push(occupancy_finding(o, s.occupancy_limiter));
+        j.findings.push(occupancy_finding(o, s.occupancy_limiter));
     }
     if (s.c - s.m).abs() >= LEANING_DIFF_PCT {
         let (class, unit) = if s.c > s.m {
@@ -1274,7 +1389,7 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
                 memory_unit(m).unwrap_or((HotUnit::Dram, s.m)),
             )
         };
-        return verdict(
+        return j.verdict(
             class,
             Some(unit),
             format!(
@@ -1290,10 +1405,9 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
             ),
             Some(headroom(hottest)),
             "roofline headroom of the busiest unit",
-            findings,
         );
     }
-    verdict(
+    j.verdict(
         BottleneckClass::Balanced,
         None,
         format!(
@@ -1303,7 +1417,6 @@ pub fn classify(m: &Metrics) -> LaunchVerdict {
         ),
         Some(headroom(hottest)),
         "roofline headroom (upper bound)",
-        findings,
     )
 }
 
@@ -1321,6 +1434,57 @@ fn occupancy_finding(theoretical: f64, limiter: Option<&str>) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_stage_decides_only_its_own_cause_and_findings_ride_along() {
+        // The stages in turn give classify's verdict.
+        let quiet = busy();
+        let mut j = Judge::new(&quiet);
+        let stages: [fn(&mut Judge) -> Option<LaunchVerdict>; 9] = [
+            grid_fill,
+            tensor_or_memory_access,
+            bank_conflicts,
+            divergence,
+            atomics_contention,
+            barriers,
+            special_function_pipe,
+            throughput_bound,
+            latency_bound,
+        ];
+        let decided = stages
+            .iter()
+            .find_map(|stage| stage(&mut j))
+            .unwrap_or_else(|| leaning_or_balanced(&mut j));
+        assert_eq!(decided.root_cause, classify(&quiet).root_cause);
+        // The grid stage passes a full grid on.
+        assert!(grid_fill(&mut Judge::new(&quiet)).is_none());
+        // Under one wave: the grid stage decides, later stages are not asked.
+        let small = Metrics {
+            grid_size: Some(66.0),
+            ..busy()
+        };
+        let v = grid_fill(&mut Judge::new(&small)).expect("a small grid decides");
+        assert_eq!(v.bottleneck.class, BottleneckClass::SmallGrid);
+        assert_eq!(v.root_cause, classify(&small).root_cause);
+        // A finding gathered before the deciding stage is carried by its verdict.
+        let mut j = Judge::new(&quiet);
+        j.findings.push(Finding {
+            class: BottleneckClass::Latency,
+            evidence: "planted".into(),
+        });
+        let v = leaning_or_balanced(&mut j);
+        assert_eq!(v.findings.len(), 1);
+        assert!(j.findings.is_empty());
+        // No counters: the time alone, as before.
+        let bare = Metrics {
+            duration_ns: Some(2_000.0),
+            ..Metrics::default()
+        };
+        assert_eq!(
+            without_counters(&bare).bottleneck.class,
+            classify(&bare).bottleneck.class
+        );
+    }
 
     /// A busy kernel with every counter of the targeted pass, quiet on all
     /// of them: each test below plants one cause.

@@ -127,17 +127,19 @@ fn per_step_times(w: &Window, busy: i64) -> (Vec<f64>, Vec<f64>) {
     let Some((s, st)) = w.steady_steps() else {
         return (vec![w.wall as f64], vec![busy as f64]);
     };
+    // Each steady step's activity spans, gathered in one pass (a scan of
+    // every activity per step was quadratic in one-kernel steps).
+    let mut spans: Vec<Vec<(i64, i64)>> = vec![Vec::new(); st.last + 1 - st.first];
+    for (a, k) in w.t.activities.iter().zip(&st.step_of) {
+        if let Some(i) = k.filter(|i| (st.first..=st.last).contains(i)) {
+            spans[i - st.first].push((a.start_ns, a.end_ns));
+        }
+    }
     (st.first..=st.last)
-        .filter(|&i| i < st.last || st.last == st.first || s.starts.get(i + 1).is_some())
-        .map(|i| {
+        .zip(spans)
+        .filter(|(i, _)| *i < st.last || st.last == st.first || s.starts.get(i + 1).is_some())
+        .map(|(i, spans)| {
             let next = s.starts.get(i + 1).copied().unwrap_or(w.end).max(s.ends[i]);
-            let spans: Vec<(i64, i64)> =
-                w.t.activities
-                    .iter()
-                    .zip(&st.step_of)
-                    .filter(|(_, k)| **k == Some(i))
-                    .map(|(a, _)| (a.start_ns, a.end_ns))
-                    .collect();
             ((next - s.starts[i]) as f64, union_ns(spans) as f64)
         })
         .unzip()
@@ -397,8 +399,9 @@ fn model_words(
 }
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::timeline::summarize;
-    use crate::timeline::synthetic::{kernel, launch};
+    use crate::timeline::synthetic::{forward_passes, kernel, launch};
     use kopt_model::{ApiKind, Timeline};
 
     /// Ten steps of three kernels, each step marked by an NVTX range;
@@ -482,5 +485,46 @@ mod tests {
             )),
             "{m}"
         );
+    }
+
+    /// `per_step_times` as it was: each step's spans by a scan of every activity.
+    fn per_step_times_by_scan(w: &Window, busy: i64) -> (Vec<f64>, Vec<f64>) {
+        let Some((s, st)) = w.steady_steps() else {
+            return (vec![w.wall as f64], vec![busy as f64]);
+        };
+        (st.first..=st.last)
+            .filter(|&i| i < st.last || st.last == st.first || s.starts.get(i + 1).is_some())
+            .map(|i| {
+                let next = s.starts.get(i + 1).copied().unwrap_or(w.end).max(s.ends[i]);
+                let spans: Vec<(i64, i64)> =
+                    w.t.activities
+                        .iter()
+                        .zip(&st.step_of)
+                        .filter(|(_, k)| **k == Some(i))
+                        .map(|(a, _)| (a.start_ns, a.end_ns))
+                        .collect();
+                ((next - s.starts[i]) as f64, union_ns(spans) as f64)
+            })
+            .unzip()
+    }
+
+    #[test]
+    fn per_step_times_are_what_a_scan_per_step_gave() {
+        let mut warm = forward_passes(2, 12, 6, 2, 50_000);
+        warm.whole_program = true;
+        let cases = [
+            three_kernel_steps(false),
+            three_kernel_steps(true),
+            forward_passes(0, 10, 6, 1, 0),
+            warm,
+        ];
+        for t in &cases {
+            let w = Window::new(t).unwrap();
+            let (st_first, st_last) = w.steady.as_ref().map(|st| (st.first, st.last)).unwrap();
+            assert!(st_last > st_first);
+            let (eager, busy) = per_step_times(&w, 0);
+            assert!(!eager.is_empty() && busy.iter().all(|b| *b > 0.0));
+            assert_eq!((eager, busy), per_step_times_by_scan(&w, 0));
+        }
     }
 }

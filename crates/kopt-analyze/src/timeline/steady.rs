@@ -1,7 +1,7 @@
 //! The steady state: which steps are warm-up, the window of the rest, and
 //! each activity's phase against it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use kopt_model::{ActivityKind, GpuActivity, StepSource, Timeline};
 
@@ -126,6 +126,40 @@ pub struct Phases {
     pub warmup_steps: usize,
 }
 
+/// The kernel's identity for matching warm-up to steady steps.
+fn kernel_key(a: &GpuActivity) -> (&str, Option<kopt_model::Dim3>, Option<kopt_model::Dim3>) {
+    (a.name.as_str(), a.grid, a.block)
+}
+
+/// The step the loop starts at: the first that runs any of the steady
+/// state's kernels. A cut "step" of none of them (a burst of set-up
+/// launches, e.g. the input generated once) is start-up, not warm-up.
+fn loop_step(t: &Timeline, st: &Steady) -> usize {
+    let in_steady: HashSet<_> = t
+        .activities
+        .iter()
+        .zip(&st.step_of)
+        .filter(|(a, k)| {
+            a.kind == ActivityKind::Kernel && k.is_some_and(|i| (st.first..=st.last).contains(&i))
+        })
+        .map(|(a, _)| kernel_key(a))
+        .collect();
+    // The earliest cut step that runs one, in one pass (a scan of every
+    // activity per cut step was quadratic in one-kernel steps).
+    t.activities
+        .iter()
+        .zip(&st.step_of)
+        .filter_map(|(a, k)| {
+            k.filter(|j| {
+                *j < st.first
+                    && a.kind == ActivityKind::Kernel
+                    && in_steady.contains(&kernel_key(a))
+            })
+        })
+        .min()
+        .unwrap_or(st.first)
+}
+
 /// The phase of every activity against the steady state the summary uses;
 /// None without steps.
 pub fn phases(t: &Timeline) -> Option<Phases> {
@@ -135,30 +169,7 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
     let steps = find_steps(t)?;
     let st = steady_steps(t, &steps, &calls);
     let from = steps.starts[st.first];
-    // The loop starts at the first step that runs any of the steady
-    // state's kernels: a cut "step" of none of them (a burst of set-up
-    // launches, e.g. the input generated once) is start-up, not warm-up.
-    fn kernel_key(a: &GpuActivity) -> (&str, Option<kopt_model::Dim3>, Option<kopt_model::Dim3>) {
-        (a.name.as_str(), a.grid, a.block)
-    }
-    let in_steady: std::collections::HashSet<_> = t
-        .activities
-        .iter()
-        .zip(&st.step_of)
-        .filter(|(a, k)| {
-            a.kind == ActivityKind::Kernel && k.is_some_and(|i| (st.first..=st.last).contains(&i))
-        })
-        .map(|(a, _)| kernel_key(a))
-        .collect();
-    let loop_step = (0..st.first)
-        .find(|&j| {
-            t.activities.iter().zip(&st.step_of).any(|(a, k)| {
-                *k == Some(j)
-                    && a.kind == ActivityKind::Kernel
-                    && in_steady.contains(&kernel_key(a))
-            })
-        })
-        .unwrap_or(st.first);
+    let loop_step = loop_step(t, &st);
     let first_step = steps.starts[loop_step];
     let until = steps.until(st.last);
     let phase = t
@@ -193,9 +204,10 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::timeline::summarize;
-    use crate::timeline::synthetic::{kernel, launch};
-    use kopt_model::{StepSource, Timeline};
+    use crate::timeline::synthetic::{forward_passes, kernel, launch};
+    use kopt_model::StepSource;
 
     #[test]
     fn warm_up_steps_are_cut_from_the_window() {
@@ -220,5 +232,68 @@ mod tests {
         assert!(ss.warmup_steps >= 1 && ss.warmup_ns >= 600_000, "{ss:?}");
         assert_eq!(s.steps.unwrap().source, StepSource::HostGap);
         assert_eq!(s.kernels, 21);
+    }
+
+    /// `loop_step` as it was: a scan of every activity per cut step.
+    fn loop_step_by_scan(t: &Timeline, st: &Steady) -> usize {
+        let in_steady: HashSet<_> = t
+            .activities
+            .iter()
+            .zip(&st.step_of)
+            .filter(|(a, k)| {
+                a.kind == ActivityKind::Kernel
+                    && k.is_some_and(|i| (st.first..=st.last).contains(&i))
+            })
+            .map(|(a, _)| kernel_key(a))
+            .collect();
+        (0..st.first)
+            .find(|&j| {
+                t.activities.iter().zip(&st.step_of).any(|(a, k)| {
+                    *k == Some(j)
+                        && a.kind == ActivityKind::Kernel
+                        && in_steady.contains(&kernel_key(a))
+                })
+            })
+            .unwrap_or(st.first)
+    }
+
+    #[test]
+    fn the_loop_step_is_found_as_a_scan_per_step_found_it() {
+        // Two set-up bursts of kernels of their own, then a slow first
+        // step and 7 alike steps of three kernels, host gaps between.
+        let mut t = Timeline::default();
+        let mut c = 1u64;
+        let mut at = 1_000_000i64;
+        let bursts = (0..2).map(|b| vec![format!("setup_{b}"); 2]);
+        let steps = (0..8).map(|_| (0..3).map(|k| format!("op{k}")).collect::<Vec<_>>());
+        for (step, names) in bursts.chain(steps).enumerate() {
+            for name in names {
+                t.api_calls.push(launch(at, 2_000, c));
+                let mut k = kernel(at + 3_000, 2_000, c);
+                k.name = name;
+                t.activities.push(k);
+                c += 1;
+                at += if step == 2 { 200_000 } else { 3_000 };
+            }
+            at += 100_000;
+        }
+        let cases = [
+            t,
+            forward_passes(2, 12, 6, 2, 50_000),
+            forward_passes(0, 10, 6, 1, 0),
+        ];
+        let mut seen = (0, 0);
+        for t in &cases {
+            let calls = launch_spans(t);
+            let steps = find_steps(t).unwrap();
+            let st = steady_steps(t, &steps, &calls);
+            let found = loop_step(t, &st);
+            assert_eq!(found, loop_step_by_scan(t, &st), "{}", steps.detail);
+            seen = (seen.0.max(found), seen.1.max(st.first - found));
+        }
+        assert!(
+            seen.0 > 0 && seen.1 > 0,
+            "start-up and warm-up steps: {seen:?}"
+        );
     }
 }

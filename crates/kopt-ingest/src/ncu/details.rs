@@ -222,74 +222,21 @@ pub(super) fn parse(
         if style.is_none() {
             style = vote(&value);
         }
-        let mut cell = parse_cell(&value, style.unwrap_or(NumberStyle::DotDecimal));
+        let unit = text(unit_col);
+        let style = style.unwrap_or(NumberStyle::DotDecimal);
+        let cell = Row {
+            ctx,
+            line,
+            section: &section,
+            metric: &metric,
+        };
+        let Some(v) = cell.value(&value, &unit, style, &mut excluded)? else {
+            continue;
+        };
         if metric == "Duration" {
-            let ns = match cell {
-                Cell::Value(v) => Some(v * to_base_factor(&text(unit_col))),
-                _ => None,
-            };
-            if let Err(why) = super::check_duration(&value, ns) {
-                return Err(IngestError::at(
-                    ctx.path,
-                    line,
-                    format!("metric \"{section} / Duration\": {why}"),
-                ));
-            }
+            any_duration = true;
         }
-        if metric != "Duration" {
-            let unit = text(unit_col);
-            let v = match cell {
-                Cell::Value(v) => Some(v * to_base_factor(&unit)),
-                _ => None,
-            };
-            let field = || {
-                format!(
-                    "metric \"{} / {}\"",
-                    crate::echo(&section),
-                    crate::echo(&metric)
-                )
-            };
-            match check_value(&metric, &unit, &value, v) {
-                Verdict::Keep => {}
-                Verdict::Cap(v, why) => {
-                    excluded.push(format!("line {line}: {}: {why}", field()));
-                    cell = Cell::Value(v / to_base_factor(&unit));
-                }
-                Verdict::Exclude(why) => {
-                    excluded.push(format!("line {line}: {}: {why}", field()));
-                    continue;
-                }
-                Verdict::Refuse(why) => {
-                    return Err(IngestError::at(
-                        ctx.path,
-                        line,
-                        format!("{}: {why}", field()),
-                    ))
-                }
-            }
-        }
-        match cell {
-            Cell::Value(v) => {
-                let v = v * to_base_factor(&text(unit_col));
-                if metric == "Duration" {
-                    any_duration = true;
-                }
-                put(slot(&mut launch.metrics), v);
-            }
-            Cell::Missing => {}
-            Cell::Invalid => {
-                return Err(IngestError::at(
-                    ctx.path,
-                    line,
-                    format!(
-                        "metric \"{} / {}\": expected a number, found \"{}\"",
-                        crate::echo(&section),
-                        crate::echo(&metric),
-                        crate::echo(&value)
-                    ),
-                ))
-            }
-        }
+        put(slot(&mut launch.metrics), v);
     }
     ctx.require_timed_rows(
         first_line,
@@ -304,6 +251,87 @@ pub(super) fn parse(
         launches,
         excluded,
     })
+}
+
+/// A metric row of the details page: where it is, for messages.
+struct Row<'a> {
+    ctx: &'a Ctx<'a>,
+    line: u64,
+    section: &'a str,
+    metric: &'a str,
+}
+
+impl Row<'_> {
+    /// The row's value in base units: None where it is missing or left out
+    /// as implausible (said in `excluded`); an error where it cannot be read.
+    fn value(
+        &self,
+        value: &str,
+        unit: &str,
+        style: NumberStyle,
+        excluded: &mut Vec<String>,
+    ) -> Result<Option<f64>, IngestError> {
+        let (ctx, line, section, metric) = (self.ctx, self.line, self.section, self.metric);
+        let mut cell = parse_cell(value, style);
+        if metric == "Duration" {
+            let ns = match cell {
+                Cell::Value(v) => Some(v * to_base_factor(unit)),
+                _ => None,
+            };
+            if let Err(why) = super::check_duration(value, ns) {
+                return Err(IngestError::at(
+                    ctx.path,
+                    line,
+                    format!("metric \"{section} / Duration\": {why}"),
+                ));
+            }
+        }
+        if metric != "Duration" {
+            let v = match cell {
+                Cell::Value(v) => Some(v * to_base_factor(unit)),
+                _ => None,
+            };
+            let field = || {
+                format!(
+                    "metric \"{} / {}\"",
+                    crate::echo(section),
+                    crate::echo(metric)
+                )
+            };
+            match check_value(metric, unit, value, v) {
+                Verdict::Keep => {}
+                Verdict::Cap(v, why) => {
+                    excluded.push(format!("line {line}: {}: {why}", field()));
+                    cell = Cell::Value(v / to_base_factor(unit));
+                }
+                Verdict::Exclude(why) => {
+                    excluded.push(format!("line {line}: {}: {why}", field()));
+                    return Ok(None);
+                }
+                Verdict::Refuse(why) => {
+                    return Err(IngestError::at(
+                        ctx.path,
+                        line,
+                        format!("{}: {why}", field()),
+                    ))
+                }
+            }
+        }
+        match cell {
+            Cell::Value(v) => Ok(Some(v * to_base_factor(unit))),
+            Cell::Missing => Ok(None),
+            Cell::Invalid => Err(IngestError::at(
+                ctx.path,
+                line,
+                format!(
+                    "metric \"{} / {}\": expected a number, found \"{}\"",
+                    crate::echo(section),
+                    crate::echo(metric),
+                    crate::echo(value)
+                ),
+            )),
+        }
+    }
 }
 
 /// The details page names no device; it gives CC and SM count, and DRAM

@@ -356,53 +356,16 @@ pub(super) fn parse(
                 ))
             }
         };
-        let mut metrics = Metrics::default();
-        for col in &wanted {
-            let column = columns.get(col.index).map_or("", String::as_str);
-            let mut cell = parse_cell(text(col.index), style);
-            let value = match cell {
-                Cell::Value(v) => Some(v * col.factor),
-                _ => None,
-            };
-            if col.index != duration_index {
-                match check_value(column, &col.unit, text(col.index), value) {
-                    Verdict::Keep => {}
-                    Verdict::Cap(v, why) => {
-                        excluded.push(format!("line {line}: \"{}\": {why}", crate::echo(column)));
-                        cell = Cell::Value(v / col.factor);
-                    }
-                    Verdict::Exclude(why) => {
-                        excluded.push(format!("line {line}: \"{}\": {why}", crate::echo(column)));
-                        continue;
-                    }
-                    Verdict::Refuse(why) => {
-                        return Err(IngestError::at(
-                            ctx.path,
-                            line,
-                            format!("column \"{}\": {why}", crate::echo(column)),
-                        ))
-                    }
-                }
-            }
-            match cell {
-                Cell::Value(v) => match col.target {
-                    Target::Slot(slot) => put(slot(&mut metrics), v * col.factor),
-                    Target::Stall(r) => metrics.stalls.push((r, v)),
-                },
-                Cell::Missing => {}
-                Cell::Invalid => {
-                    return Err(IngestError::at(
-                        ctx.path,
-                        line,
-                        format!(
-                            "column \"{}\": expected a number, found \"{}\"",
-                            crate::echo(column),
-                            crate::echo(text(col.index))
-                        ),
-                    ))
-                }
-            }
-        }
+        let metrics = read_metrics(
+            ctx,
+            line,
+            rec,
+            columns,
+            &wanted,
+            duration_index,
+            style,
+            &mut excluded,
+        )?;
         if let Err(why) = super::check_duration(text(duration_index), metrics.duration_ns) {
             return Err(IngestError::at(
                 ctx.path,
@@ -465,6 +428,71 @@ pub(super) fn parse(
         launches,
         excluded,
     })
+}
+
+/// A row's metrics from the wanted columns, each checked for plausibility
+/// (the duration is checked by the caller): capped or left out values are
+/// said in `excluded`, an unreadable one is an error.
+#[allow(clippy::too_many_arguments)]
+fn read_metrics(
+    ctx: &Ctx,
+    line: u64,
+    rec: &csv::ByteRecord,
+    columns: &[String],
+    wanted: &[Column],
+    duration_index: usize,
+    style: NumberStyle,
+    excluded: &mut Vec<String>,
+) -> Result<Metrics, IngestError> {
+    let text = |i: usize| std::str::from_utf8(rec.get(i).unwrap_or_default()).unwrap_or("");
+    let mut metrics = Metrics::default();
+    for col in wanted {
+        let column = columns.get(col.index).map_or("", String::as_str);
+        let mut cell = parse_cell(text(col.index), style);
+        let value = match cell {
+            Cell::Value(v) => Some(v * col.factor),
+            _ => None,
+        };
+        if col.index != duration_index {
+            match check_value(column, &col.unit, text(col.index), value) {
+                Verdict::Keep => {}
+                Verdict::Cap(v, why) => {
+                    excluded.push(format!("line {line}: \"{}\": {why}", crate::echo(column)));
+                    cell = Cell::Value(v / col.factor);
+                }
+                Verdict::Exclude(why) => {
+                    excluded.push(format!("line {line}: \"{}\": {why}", crate::echo(column)));
+                    continue;
+                }
+                Verdict::Refuse(why) => {
+                    return Err(IngestError::at(
+                        ctx.path,
+                        line,
+                        format!("column \"{}\": {why}", crate::echo(column)),
+                    ))
+                }
+            }
+        }
+        match cell {
+            Cell::Value(v) => match col.target {
+                Target::Slot(slot) => put(slot(&mut metrics), v * col.factor),
+                Target::Stall(r) => metrics.stalls.push((r, v)),
+            },
+            Cell::Missing => {}
+            Cell::Invalid => {
+                return Err(IngestError::at(
+                    ctx.path,
+                    line,
+                    format!(
+                        "column \"{}\": expected a number, found \"{}\"",
+                        crate::echo(column),
+                        crate::echo(text(col.index))
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(metrics)
 }
 
 fn col_has_value(s: &str) -> bool {

@@ -205,23 +205,7 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
             format!("not valid JSON: {}", crate::one_line(&e.to_string())),
         )
     })?;
-    let processes = match root.get(TOP_KEY) {
-        Some(Value::Array(a)) => a.as_slice(),
-        // One process written as an object (older tools) reads the same.
-        Some(o @ Value::Object(_)) => std::slice::from_ref(o),
-        Some(other) => {
-            return Err(IngestError::format(
-                label,
-                format!("{TOP_KEY}: expected an array, found {}", kind_of(other)),
-            ))
-        }
-        None => {
-            return Err(IngestError::format(
-                label,
-                format!("not rocprofv3 JSON: no top-level \"{TOP_KEY}\" key"),
-            ))
-        }
-    };
+    let processes = processes(&root, label)?;
     let mut agents = Vec::new();
     let mut traced: Vec<Dispatch> = Vec::new();
     let mut counted_only: Vec<Dispatch> = Vec::new();
@@ -237,246 +221,353 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
             at.path = "(process)".into();
             return Err(at.err(format!("expected an object, found {}", kind_of(process))));
         }
-        // Agents: id handle -> node id (the CSV's "Agent N").
-        let mut agent_node: HashMap<u64, u64> = HashMap::new();
-        for (i, a) in array(&at, process, "agents")?.iter().enumerate() {
-            at.path = format!("agents[{i}]");
-            let id = at.handle(a, "id")?;
-            let node = at.uint(a, "node_id")?;
-            if let (Some(id), Some(node)) = (id, node) {
-                agent_node.insert(id, node);
-            }
-            if at.uint(a, "type")? == Some(AGENT_TYPE_GPU) {
-                agents.push(agent_from_record(a));
-            }
-        }
-        // Kernel symbols by kernel id.
-        let mut symbols: HashMap<u64, &Value> = HashMap::new();
-        for (i, s) in array(&at, process, "kernel_symbols")?.iter().enumerate() {
-            at.path = format!("kernel_symbols[{i}]");
-            if let Some(id) = at.uint(s, "kernel_id")? {
-                symbols.insert(id, s);
-            }
-        }
-        // Counter names by counter id.
-        let mut counter_names: HashMap<u64, String> = HashMap::new();
-        for (i, c) in array(&at, process, "counters")?.iter().enumerate() {
-            at.path = format!("counters[{i}]");
-            if let (Some(id), Some(name)) =
-                (at.handle(c, "id")?, c.get("name").and_then(Value::as_str))
-            {
-                counter_names.insert(id, name.to_string());
-            }
-        }
-        let ops = OpNames::of(process);
+        let t = tables(&mut at, process, &mut agents)?;
         let none = Value::Null;
         let buffers = process.get("buffer_records").unwrap_or(&none);
         let callbacks = process.get("callback_records").unwrap_or(&none);
+        dispatches(
+            &mut at,
+            &t,
+            buffers,
+            callbacks,
+            &mut traced,
+            &mut counted_only,
+        )?;
+        memory_copies(&mut at, &t, buffers, &mut copies)?;
+        hip_calls(&mut at, &t, buffers, &mut api)?;
+    }
+    Ok(assemble(agents, traced, counted_only, copies, api))
+}
 
-        let dispatch = |at: &At, rec: &Value, info: &Value| -> Result<Dispatch, IngestError> {
-            let kernel_id = at.uint(info, "kernel_id")?;
-            let sym = kernel_id.and_then(|k| symbols.get(&k).copied());
-            let raw = sym
-                .and_then(|s| {
-                    [
-                        "formatted_kernel_name",
-                        "demangled_kernel_name",
-                        "kernel_name",
-                    ]
-                    .iter()
-                    .find_map(|k| s.get(*k).and_then(Value::as_str).filter(|n| !n.is_empty()))
-                })
-                .map(str::to_string)
-                .unwrap_or_else(|| match kernel_id {
-                    Some(k) => format!("kernel_id {k} (no kernel symbol in the file)"),
-                    None => "unknown kernel (no kernel_id)".to_string(),
-                });
-            let (name, name_cut) = kernel_name(&raw);
-            let dim = |key: &str| -> Result<[u64; 3], IngestError> {
-                let mut v = [1u64; 3];
-                if let Some(d) = info.get(key) {
-                    for (k, axis) in ["x", "y", "z"].iter().enumerate() {
-                        if let Some(x) = at.uint(d, axis)? {
-                            v[k] = x;
-                        }
-                    }
+/// The file's processes: an array, or one process written as an object.
+fn processes<'v>(root: &'v Value, label: &str) -> Result<&'v [Value], IngestError> {
+    match root.get(TOP_KEY) {
+        Some(Value::Array(a)) => Ok(a.as_slice()),
+        // One process written as an object (older tools) reads the same.
+        Some(o @ Value::Object(_)) => Ok(std::slice::from_ref(o)),
+        Some(other) => Err(IngestError::format(
+            label,
+            format!("{TOP_KEY}: expected an array, found {}", kind_of(other)),
+        )),
+        None => Err(IngestError::format(
+            label,
+            format!("not rocprofv3 JSON: no top-level \"{TOP_KEY}\" key"),
+        )),
+    }
+}
+
+/// One process's lookup tables: agent handles to node ids, kernel symbols
+/// and counter names by id, operation names.
+struct Tables<'v> {
+    agent_node: HashMap<u64, u64>,
+    symbols: HashMap<u64, &'v Value>,
+    counter_names: HashMap<u64, String>,
+    ops: OpNames,
+}
+
+/// The process's tables; its GPU agents are added to `agents`.
+fn tables<'v>(
+    at: &mut At,
+    process: &'v Value,
+    agents: &mut Vec<AgentInfo>,
+) -> Result<Tables<'v>, IngestError> {
+    // Agents: id handle -> node id (the CSV's "Agent N").
+    let mut agent_node: HashMap<u64, u64> = HashMap::new();
+    for (i, a) in array(at, process, "agents")?.iter().enumerate() {
+        at.path = format!("agents[{i}]");
+        let id = at.handle(a, "id")?;
+        let node = at.uint(a, "node_id")?;
+        if let (Some(id), Some(node)) = (id, node) {
+            agent_node.insert(id, node);
+        }
+        if at.uint(a, "type")? == Some(AGENT_TYPE_GPU) {
+            agents.push(agent_from_record(a));
+        }
+    }
+    // Kernel symbols by kernel id.
+    let mut symbols: HashMap<u64, &Value> = HashMap::new();
+    for (i, s) in array(at, process, "kernel_symbols")?.iter().enumerate() {
+        at.path = format!("kernel_symbols[{i}]");
+        if let Some(id) = at.uint(s, "kernel_id")? {
+            symbols.insert(id, s);
+        }
+    }
+    // Counter names by counter id.
+    let mut counter_names: HashMap<u64, String> = HashMap::new();
+    for (i, c) in array(at, process, "counters")?.iter().enumerate() {
+        at.path = format!("counters[{i}]");
+        if let (Some(id), Some(name)) = (at.handle(c, "id")?, c.get("name").and_then(Value::as_str))
+        {
+            counter_names.insert(id, name.to_string());
+        }
+    }
+    Ok(Tables {
+        agent_node,
+        symbols,
+        counter_names,
+        ops: OpNames::of(process),
+    })
+}
+
+/// A kernel dispatch from its record and `dispatch_info`, named from its
+/// kernel symbol; times, counters and line are the caller's to set.
+fn dispatch(t: &Tables, at: &At, rec: &Value, info: &Value) -> Result<Dispatch, IngestError> {
+    let kernel_id = at.uint(info, "kernel_id")?;
+    let sym = kernel_id.and_then(|k| t.symbols.get(&k).copied());
+    let raw = sym
+        .and_then(|s| {
+            [
+                "formatted_kernel_name",
+                "demangled_kernel_name",
+                "kernel_name",
+            ]
+            .iter()
+            .find_map(|k| s.get(*k).and_then(Value::as_str).filter(|n| !n.is_empty()))
+        })
+        .map(str::to_string)
+        .unwrap_or_else(|| match kernel_id {
+            Some(k) => format!("kernel_id {k} (no kernel symbol in the file)"),
+            None => "unknown kernel (no kernel_id)".to_string(),
+        });
+    let (name, name_cut) = kernel_name(&raw);
+    let dim = |key: &str| -> Result<[u64; 3], IngestError> {
+        let mut v = [1u64; 3];
+        if let Some(d) = info.get(key) {
+            for (k, axis) in ["x", "y", "z"].iter().enumerate() {
+                if let Some(x) = at.uint(d, axis)? {
+                    v[k] = x;
                 }
-                Ok(v)
-            };
-            let agent = at
-                .handle(info, "agent_id")?
-                .map(|h| agent_node.get(&h).copied().unwrap_or(h));
-            let num = |v: &Value, k: &str| -> Result<Option<f64>, IngestError> {
-                Ok(at.uint(v, k)?.map(|x| x as f64))
-            };
-            // Register counts: the record's own, else its kernel symbol's.
-            let rec_or_symbol = |k: &str| -> Result<Option<f64>, IngestError> {
-                match num(rec, k)? {
-                    Some(v) => Ok(Some(v)),
-                    None => Ok(sym.map(|s| num(s, k)).transpose()?.flatten()),
+            }
+        }
+        Ok(v)
+    };
+    let agent = at
+        .handle(info, "agent_id")?
+        .map(|h| t.agent_node.get(&h).copied().unwrap_or(h));
+    let num = |v: &Value, k: &str| -> Result<Option<f64>, IngestError> {
+        Ok(at.uint(v, k)?.map(|x| x as f64))
+    };
+    // Register counts: the record's own, else its kernel symbol's.
+    let rec_or_symbol = |k: &str| -> Result<Option<f64>, IngestError> {
+        match num(rec, k)? {
+            Some(v) => Ok(Some(v)),
+            None => Ok(sym.map(|s| num(s, k)).transpose()?.flatten()),
+        }
+    };
+    let corr = rec
+        .get("correlation_id")
+        .map(|c| at.uint(c, "internal"))
+        .transpose()?
+        .flatten();
+    Ok(Dispatch {
+        id: at
+            .uint(info, "dispatch_id")?
+            .ok_or_else(|| at.err("dispatch_info without a dispatch_id"))?,
+        name,
+        name_cut,
+        agent: agent.map(|a| format!("Agent {a}")),
+        queue: at.handle(info, "queue_id")?,
+        stream: at.handle(rec, "stream_id")?,
+        correlation: corr,
+        grid: dim("grid_size")?,
+        workgroup: dim("workgroup_size")?,
+        lds_bytes: num(info, "group_segment_size")?,
+        scratch_bytes: num(info, "private_segment_size")?,
+        arch_vgpr: rec_or_symbol("arch_vgpr_count")?,
+        accum_vgpr: rec_or_symbol("accum_vgpr_count")?,
+        sgpr: rec_or_symbol("sgpr_count")?,
+        wave_size: None,
+        start_ns: None,
+        end_ns: None,
+        counters: Vec::new(),
+        line: 0,
+    })
+}
+
+/// The kernel trace's dispatches (into `traced`), and counter collection
+/// joined on by dispatch id; dispatches counted but not traced go to
+/// `counted_only`.
+fn dispatches(
+    at: &mut At,
+    t: &Tables,
+    buffers: &Value,
+    callbacks: &Value,
+    traced: &mut Vec<Dispatch>,
+    counted_only: &mut Vec<Dispatch>,
+) -> Result<(), IngestError> {
+    // Kernel dispatches (the kernel trace).
+    let first = traced.len();
+    for (i, rec) in array(at, buffers, "kernel_dispatch")?.iter().enumerate() {
+        at.path = format!("buffer_records.kernel_dispatch[{i}]");
+        let info = rec
+            .get("dispatch_info")
+            .filter(|v| v.is_object())
+            .ok_or_else(|| at.err("no dispatch_info object"))?;
+        let mut d = dispatch(t, at, rec, info)?;
+        let (s, e) = at.span(rec)?;
+        d.start_ns = Some(s);
+        d.end_ns = Some(e);
+        d.line = i as u64;
+        traced.push(d);
+    }
+    let index: HashMap<u64, usize> = traced[first..]
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.id, first + i))
+        .collect();
+    // Counter collection, joined on by dispatch id.
+    for (i, rec) in array(at, callbacks, "counter_collection")?
+        .iter()
+        .enumerate()
+    {
+        at.path = format!("callback_records.counter_collection[{i}]");
+        let data = rec
+            .get("dispatch_data")
+            .filter(|v| v.is_object())
+            .ok_or_else(|| at.err("no dispatch_data object"))?;
+        let info = data
+            .get("dispatch_info")
+            .filter(|v| v.is_object())
+            .ok_or_else(|| at.err("no dispatch_data.dispatch_info object"))?;
+        let counters = counter_values(at, rec, &t.counter_names)?;
+        let mut d = dispatch(t, at, rec, info)?;
+        match index.get(&d.id) {
+            Some(&k) => traced[k].counters.extend(counters),
+            None => {
+                // Counter collection without a kernel trace: the
+                // dispatch's own timestamps where the record has them.
+                if data.get("start_timestamp").is_some() {
+                    let (s, e) = at.span(data)?;
+                    d.start_ns = Some(s);
+                    d.end_ns = Some(e);
                 }
-            };
-            let corr = rec
+                d.counters = counters;
+                d.line = i as u64;
+                counted_only.push(d);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A counter collection record's values by counter name, one value per
+/// dimension instance summed, as the CSV output does.
+fn counter_values(
+    at: &At,
+    rec: &Value,
+    counter_names: &HashMap<u64, String>,
+) -> Result<Vec<(String, f64)>, IngestError> {
+    let mut counters: Vec<(String, f64)> = Vec::new();
+    for (j, r) in array(at, rec, "records")?.iter().enumerate() {
+        let id = at.handle(r, "counter_id")?;
+        let value = match r.get("value") {
+            Some(Value::Number(n)) => n.as_f64().filter(|v| v.is_finite()),
+            _ => None,
+        }
+        .ok_or_else(|| at.err(format!("records[{j}]: value missing or not a number")))?;
+        let name = match id.and_then(|id| counter_names.get(&id)) {
+            Some(n) => n.clone(),
+            None => {
+                return Err(at.err(format!(
+                    "records[{j}]: counter id {} not among the file's counters",
+                    id.map_or("(none)".to_string(), |i| i.to_string())
+                )))
+            }
+        };
+        // One value per dimension instance: summed, as the CSV output does.
+        match counters.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => *v += value,
+            None => counters.push((name, value)),
+        }
+    }
+    Ok(counters)
+}
+
+/// The process's memory copies, onto `copies`.
+fn memory_copies(
+    at: &mut At,
+    t: &Tables,
+    buffers: &Value,
+    copies: &mut Vec<GpuActivity>,
+) -> Result<(), IngestError> {
+    for (i, rec) in array(at, buffers, "memory_copy")?.iter().enumerate() {
+        at.path = format!("buffer_records.memory_copy[{i}]");
+        let (start_ns, end_ns) = at.span(rec)?;
+        let op = t
+            .ops
+            .name(at.uint(rec, "kind")?, at.uint(rec, "operation")?)
+            .unwrap_or("MEMORY_COPY");
+        let dst = at
+            .handle(rec, "dst_agent_id")?
+            .map(|h| t.agent_node.get(&h).copied().unwrap_or(h));
+        copies.push(GpuActivity {
+            kind: ActivityKind::Memcpy,
+            name: format!(
+                "Memcpy {}",
+                crate::echo(op.trim_start_matches("MEMORY_COPY_"))
+            ),
+            start_ns,
+            end_ns,
+            device: dst.map_or(0, |d| d.min(u32::MAX as u64) as u32),
+            stream: at.handle(rec, "stream_id")?.unwrap_or(0),
+            correlation: rec
                 .get("correlation_id")
                 .map(|c| at.uint(c, "internal"))
                 .transpose()?
-                .flatten();
-            Ok(Dispatch {
-                id: at
-                    .uint(info, "dispatch_id")?
-                    .ok_or_else(|| at.err("dispatch_info without a dispatch_id"))?,
-                name,
-                name_cut,
-                agent: agent.map(|a| format!("Agent {a}")),
-                queue: at.handle(info, "queue_id")?,
-                stream: at.handle(rec, "stream_id")?,
-                correlation: corr,
-                grid: dim("grid_size")?,
-                workgroup: dim("workgroup_size")?,
-                lds_bytes: num(info, "group_segment_size")?,
-                scratch_bytes: num(info, "private_segment_size")?,
-                arch_vgpr: rec_or_symbol("arch_vgpr_count")?,
-                accum_vgpr: rec_or_symbol("accum_vgpr_count")?,
-                sgpr: rec_or_symbol("sgpr_count")?,
-                wave_size: None,
-                start_ns: None,
-                end_ns: None,
-                counters: Vec::new(),
-                line: 0,
-            })
-        };
-
-        // Kernel dispatches (the kernel trace).
-        let first = traced.len();
-        for (i, rec) in array(&at, buffers, "kernel_dispatch")?.iter().enumerate() {
-            at.path = format!("buffer_records.kernel_dispatch[{i}]");
-            let info = rec
-                .get("dispatch_info")
-                .filter(|v| v.is_object())
-                .ok_or_else(|| at.err("no dispatch_info object"))?;
-            let mut d = dispatch(&at, rec, info)?;
-            let (s, e) = at.span(rec)?;
-            d.start_ns = Some(s);
-            d.end_ns = Some(e);
-            d.line = i as u64;
-            traced.push(d);
-        }
-        let index: HashMap<u64, usize> = traced[first..]
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.id, first + i))
-            .collect();
-        // Counter collection, joined on by dispatch id.
-        for (i, rec) in array(&at, callbacks, "counter_collection")?
-            .iter()
-            .enumerate()
-        {
-            at.path = format!("callback_records.counter_collection[{i}]");
-            let data = rec
-                .get("dispatch_data")
-                .filter(|v| v.is_object())
-                .ok_or_else(|| at.err("no dispatch_data object"))?;
-            let info = data
-                .get("dispatch_info")
-                .filter(|v| v.is_object())
-                .ok_or_else(|| at.err("no dispatch_data.dispatch_info object"))?;
-            let mut counters: Vec<(String, f64)> = Vec::new();
-            for (j, r) in array(&at, rec, "records")?.iter().enumerate() {
-                let id = at.handle(r, "counter_id")?;
-                let value = match r.get("value") {
-                    Some(Value::Number(n)) => n.as_f64().filter(|v| v.is_finite()),
-                    _ => None,
-                }
-                .ok_or_else(|| at.err(format!("records[{j}]: value missing or not a number")))?;
-                let name = match id.and_then(|id| counter_names.get(&id)) {
-                    Some(n) => n.clone(),
-                    None => {
-                        return Err(at.err(format!(
-                            "records[{j}]: counter id {} not among the file's counters",
-                            id.map_or("(none)".to_string(), |i| i.to_string())
-                        )))
-                    }
-                };
-                // One value per dimension instance: summed, as the CSV output does.
-                match counters.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, v)) => *v += value,
-                    None => counters.push((name, value)),
-                }
-            }
-            let mut d = dispatch(&at, rec, info)?;
-            match index.get(&d.id) {
-                Some(&k) => traced[k].counters.extend(counters),
-                None => {
-                    // Counter collection without a kernel trace: the
-                    // dispatch's own timestamps where the record has them.
-                    if data.get("start_timestamp").is_some() {
-                        let (s, e) = at.span(data)?;
-                        d.start_ns = Some(s);
-                        d.end_ns = Some(e);
-                    }
-                    d.counters = counters;
-                    d.line = i as u64;
-                    counted_only.push(d);
-                }
-            }
-        }
-        for (i, rec) in array(&at, buffers, "memory_copy")?.iter().enumerate() {
-            at.path = format!("buffer_records.memory_copy[{i}]");
-            let (start_ns, end_ns) = at.span(rec)?;
-            let op = ops
-                .name(at.uint(rec, "kind")?, at.uint(rec, "operation")?)
-                .unwrap_or("MEMORY_COPY");
-            let dst = at
-                .handle(rec, "dst_agent_id")?
-                .map(|h| agent_node.get(&h).copied().unwrap_or(h));
-            copies.push(GpuActivity {
-                kind: ActivityKind::Memcpy,
-                name: format!(
-                    "Memcpy {}",
-                    crate::echo(op.trim_start_matches("MEMORY_COPY_"))
-                ),
-                start_ns,
-                end_ns,
-                device: dst.map_or(0, |d| d.min(u32::MAX as u64) as u32),
-                stream: at.handle(rec, "stream_id")?.unwrap_or(0),
-                correlation: rec
-                    .get("correlation_id")
-                    .map(|c| at.uint(c, "internal"))
-                    .transpose()?
-                    .flatten()
-                    .unwrap_or(0),
-                grid: None,
-                block: None,
-                bytes: at.uint(rec, "bytes")?,
-                copy: None,
-            });
-        }
-        for (i, rec) in array(&at, buffers, "hip_api")?.iter().enumerate() {
-            at.path = format!("buffer_records.hip_api[{i}]");
-            let (start_ns, end_ns) = at.span(rec)?;
-            let op = at.uint(rec, "operation")?;
-            let name = match ops.name(at.uint(rec, "kind")?, op) {
-                Some(n) => crate::cap_name(n).0.into_owned(),
-                None => format!("HIP API operation {}", op.unwrap_or(0)),
-            };
-            api.push(ApiCall {
-                kind: ApiKind::of(&name),
-                name,
-                start_ns,
-                end_ns,
-                thread: at.uint(rec, "thread_id")?.unwrap_or(0),
-                correlation: rec
-                    .get("correlation_id")
-                    .map(|c| at.uint(c, "internal"))
-                    .transpose()?
-                    .flatten()
-                    .unwrap_or(0),
-                frame: None,
-                op: None,
-                op_span: None,
-            });
-        }
+                .flatten()
+                .unwrap_or(0),
+            grid: None,
+            block: None,
+            bytes: at.uint(rec, "bytes")?,
+            copy: None,
+        });
     }
+    Ok(())
+}
+
+/// The process's HIP API calls, onto `api`.
+fn hip_calls(
+    at: &mut At,
+    t: &Tables,
+    buffers: &Value,
+    api: &mut Vec<ApiCall>,
+) -> Result<(), IngestError> {
+    for (i, rec) in array(at, buffers, "hip_api")?.iter().enumerate() {
+        at.path = format!("buffer_records.hip_api[{i}]");
+        let (start_ns, end_ns) = at.span(rec)?;
+        let op = at.uint(rec, "operation")?;
+        let name = match t.ops.name(at.uint(rec, "kind")?, op) {
+            Some(n) => crate::cap_name(n).0.into_owned(),
+            None => format!("HIP API operation {}", op.unwrap_or(0)),
+        };
+        api.push(ApiCall {
+            kind: ApiKind::of(&name),
+            name,
+            start_ns,
+            end_ns,
+            thread: at.uint(rec, "thread_id")?.unwrap_or(0),
+            correlation: rec
+                .get("correlation_id")
+                .map(|c| at.uint(c, "internal"))
+                .transpose()?
+                .flatten()
+                .unwrap_or(0),
+            frame: None,
+            op: None,
+            op_span: None,
+        });
+    }
+    Ok(())
+}
+
+/// The files one rocprofv3 JSON stands for, as its CSV outputs would be.
+fn assemble(
+    agents: Vec<AgentInfo>,
+    mut traced: Vec<Dispatch>,
+    mut counted_only: Vec<Dispatch>,
+    copies: Vec<GpuActivity>,
+    api: Vec<ApiCall>,
+) -> Vec<AmdFile> {
     let mut out = Vec::new();
     if !agents.is_empty() {
         out.push(AmdFile::Agents(agents));
@@ -505,5 +596,5 @@ pub fn parse_rocprofv3_json(bytes: &[u8], label: &str) -> Result<Vec<AmdFile>, I
     if !api.is_empty() {
         out.push(AmdFile::Api(api));
     }
-    Ok(out)
+    out
 }

@@ -562,50 +562,15 @@ pub fn merge_rocprof(
     for (label, f) in files.iter_mut() {
         check_plausible(label, f)?;
     }
-    let mut agents: Vec<AgentInfo> = Vec::new();
-    let mut traces: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
-    let mut counted: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
-    let mut stats: Vec<(String, Vec<KernelStat>)> = Vec::new();
-    let mut copies = Vec::new();
-    let mut api = Vec::new();
     let mut sources = Sources::default();
-    for (label, f) in files {
-        let what = f.describe();
-        match f {
-            AmdFile::Dispatches(flavor, ds) => {
-                if ds.iter().all(|d| d.counters.is_empty()) {
-                    traces.push((label, flavor, ds));
-                } else {
-                    counted.push((label, flavor, ds));
-                }
-            }
-            AmdFile::Stats(s) => stats.push((label, s)),
-            AmdFile::Copies(c) => {
-                let n = c.len();
-                let extra = format!("{n} memory cop{}", if n == 1 { "y" } else { "ies" });
-                sources.extra(&label, what.to_string(), extra);
-                copies.extend(c);
-            }
-            AmdFile::Api(a) => {
-                let n = a.len();
-                let extra = format!("{n} HIP API call{}", if n == 1 { "" } else { "s" });
-                sources.extra(&label, what.to_string(), extra);
-                api.extend(a);
-            }
-            AmdFile::Agents(a) => {
-                let from = a.first().map_or("no GPU agent", |a| a.source.as_str());
-                let (format, extra) = match a.first().and_then(|a| a.unread.as_deref()) {
-                    Some(why) => (
-                        format!("{what} ({from}; {why})"),
-                        format!("agent info ({why})"),
-                    ),
-                    None => (format!("{what} ({from})"), "agent info".to_string()),
-                };
-                sources.extra(&label, format, extra);
-                agents.extend(a);
-            }
-        }
-    }
+    let Sorted {
+        agents,
+        traces,
+        mut counted,
+        stats,
+        copies,
+        api,
+    } = sort_files(files, &mut sources);
     let device = amd_device(agents.first());
     let model = metrics::Model::of(&device);
 
@@ -629,40 +594,11 @@ pub fn merge_rocprof(
             base = ds;
         }
     }
-    let keys = occurrence_keys(&base);
-    let index: HashMap<(String, usize), usize> =
-        keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
-    // Counter passes (and, for a counter base, timestamp-only files) joined on.
-    for (label, flavor, ds) in counted.into_iter().chain(base_rest) {
-        let mut joined = 0usize;
-        for (d, key) in ds.iter().zip(occurrence_keys(&ds)) {
-            let Some(&i) = index.get(&key) else { continue };
-            joined += 1;
-            let b = &mut base[i];
-            // A set, not a search per counter: linear in the counters.
-            let mut have: std::collections::HashSet<String> =
-                b.counters.iter().map(|(n, _)| n.clone()).collect();
-            for (n, v) in &d.counters {
-                if have.insert(n.clone()) {
-                    b.counters.push((n.clone(), *v));
-                }
-            }
-            if b.start_ns.is_none() && d.start_ns.is_some() {
-                b.start_ns = d.start_ns;
-                b.end_ns = d.end_ns;
-            }
-        }
-        let note = if joined < ds.len() {
-            format!(
-                "{flavor}; joined onto the dispatches of the base file: {joined} of {} ({} with no matching kernel occurrence left out)",
-                ds.len(),
-                ds.len() - joined
-            )
-        } else {
-            format!("{flavor}; joined onto the dispatches of the base file")
-        };
-        sources.add(&label, note, 0);
-    }
+    join_passes(
+        &mut base,
+        counted.into_iter().chain(base_rest),
+        &mut sources,
+    );
 
     let mut launches: Vec<KernelLaunch> = base
         .iter()
@@ -708,42 +644,208 @@ pub fn merge_rocprof(
 
     let mut tl = None;
     if timeline && trace_based {
-        let mut activities: Vec<GpuActivity> = base
-            .iter()
-            .zip(&launches)
-            .filter_map(|(d, l)| {
-                Some(GpuActivity {
-                    kind: ActivityKind::Kernel,
-                    name: d.name.clone(),
-                    start_ns: d.start_ns?,
-                    end_ns: d.end_ns?.max(d.start_ns?),
-                    device: d
-                        .agent
-                        .as_deref()
-                        .map_or(0, |a| a.trim_start_matches("Agent ").parse().unwrap_or(0)),
-                    stream: d.stream.or(d.queue).unwrap_or(0),
-                    correlation: d.correlation.unwrap_or(d.id),
-                    grid: Some(l.grid),
-                    block: Some(l.block),
-                    bytes: None,
-                    copy: None,
-                })
-            })
-            .collect();
-        activities.extend(copies);
-        activities.sort_by_key(|a| a.start_ns);
-        api.sort_by_key(|c| c.start_ns);
-        tl = Some(Timeline {
-            activities,
-            api_calls: api,
-            device_name: Some(device.name.clone()),
-            sm_count: device.sm_count,
-            whole_program: false,
-            ..Timeline::default()
-        });
+        tl = Some(timeline_of(&base, &launches, copies, api, &device));
     }
 
     // Stats only where no dispatch file gives the launches one by one.
+    expand_stats(stats, &mut launches, &mut sources, &device)?;
+    if launches.iter().all(|l| l.metrics.duration_ns.is_none())
+        && tl.as_ref().is_none_or(|t| t.activities.is_empty())
+    {
+        // The file the dispatches came from, else every input.
+        let label = match sources.iter().find(|s| s.launches > 0) {
+            Some(s) => s.path.clone(),
+            None => {
+                let mut paths: Vec<&str> = Vec::new();
+                for s in sources.iter() {
+                    if !paths.contains(&s.path.as_str()) {
+                        paths.push(&s.path);
+                    }
+                }
+                paths.join(", ")
+            }
+        };
+        let why = if launches.is_empty() {
+            "no kernel dispatches"
+        } else {
+            "no dispatch with usable timestamps (End_Timestamp after Start_Timestamp; rounded or hand-edited timestamps leave none)"
+        };
+        return Err(IngestError::format(&label, why.to_string()));
+    }
+    // Launch ids unique within the profile.
+    let mut seen = std::collections::HashSet::new();
+    if !launches.iter().all(|l| seen.insert(l.id)) {
+        for (i, l) in launches.iter_mut().enumerate() {
+            l.id = i as u64;
+        }
+    }
+    Ok(Profile {
+        device,
+        launches,
+        sources: sources.per_file(),
+        timeline: tl,
+    })
+}
+
+/// The merge's inputs sorted by kind: dispatch files without counters
+/// (traces) and with them, stats, copies, API calls and agents.
+struct Sorted {
+    agents: Vec<AgentInfo>,
+    traces: Vec<(String, &'static str, Vec<Dispatch>)>,
+    counted: Vec<(String, &'static str, Vec<Dispatch>)>,
+    stats: Vec<(String, Vec<KernelStat>)>,
+    copies: Vec<GpuActivity>,
+    api: Vec<ApiCall>,
+}
+
+fn sort_files(files: Vec<(String, AmdFile)>, sources: &mut Sources) -> Sorted {
+    let mut agents: Vec<AgentInfo> = Vec::new();
+    let mut traces: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
+    let mut counted: Vec<(String, &'static str, Vec<Dispatch>)> = Vec::new();
+    let mut stats: Vec<(String, Vec<KernelStat>)> = Vec::new();
+    let mut copies = Vec::new();
+    let mut api = Vec::new();
+    for (label, f) in files {
+        let what = f.describe();
+        match f {
+            AmdFile::Dispatches(flavor, ds) => {
+                if ds.iter().all(|d| d.counters.is_empty()) {
+                    traces.push((label, flavor, ds));
+                } else {
+                    counted.push((label, flavor, ds));
+                }
+            }
+            AmdFile::Stats(s) => stats.push((label, s)),
+            AmdFile::Copies(c) => {
+                let n = c.len();
+                let extra = format!("{n} memory cop{}", if n == 1 { "y" } else { "ies" });
+                sources.extra(&label, what.to_string(), extra);
+                copies.extend(c);
+            }
+            AmdFile::Api(a) => {
+                let n = a.len();
+                let extra = format!("{n} HIP API call{}", if n == 1 { "" } else { "s" });
+                sources.extra(&label, what.to_string(), extra);
+                api.extend(a);
+            }
+            AmdFile::Agents(a) => {
+                let from = a.first().map_or("no GPU agent", |a| a.source.as_str());
+                let (format, extra) = match a.first().and_then(|a| a.unread.as_deref()) {
+                    Some(why) => (
+                        format!("{what} ({from}; {why})"),
+                        format!("agent info ({why})"),
+                    ),
+                    None => (format!("{what} ({from})"), "agent info".to_string()),
+                };
+                sources.extra(&label, format, extra);
+                agents.extend(a);
+            }
+        }
+    }
+    Sorted {
+        agents,
+        traces,
+        counted,
+        stats,
+        copies,
+        api,
+    }
+}
+
+/// Counter passes (and, for a counter base, timestamp-only files) joined
+/// onto the base's dispatches by kernel occurrence.
+fn join_passes(
+    base: &mut [Dispatch],
+    passes: impl Iterator<Item = (String, &'static str, Vec<Dispatch>)>,
+    sources: &mut Sources,
+) {
+    let keys = occurrence_keys(base);
+    let index: HashMap<(String, usize), usize> =
+        keys.into_iter().enumerate().map(|(i, k)| (k, i)).collect();
+    for (label, flavor, ds) in passes {
+        let mut joined = 0usize;
+        for (d, key) in ds.iter().zip(occurrence_keys(&ds)) {
+            let Some(&i) = index.get(&key) else { continue };
+            joined += 1;
+            let b = &mut base[i];
+            // A set, not a search per counter: linear in the counters.
+            let mut have: std::collections::HashSet<String> =
+                b.counters.iter().map(|(n, _)| n.clone()).collect();
+            for (n, v) in &d.counters {
+                if have.insert(n.clone()) {
+                    b.counters.push((n.clone(), *v));
+                }
+            }
+            if b.start_ns.is_none() && d.start_ns.is_some() {
+                b.start_ns = d.start_ns;
+                b.end_ns = d.end_ns;
+            }
+        }
+        let note = if joined < ds.len() {
+            format!(
+                "{flavor}; joined onto the dispatches of the base file: {joined} of {} ({} with no matching kernel occurrence left out)",
+                ds.len(),
+                ds.len() - joined
+            )
+        } else {
+            format!("{flavor}; joined onto the dispatches of the base file")
+        };
+        sources.add(&label, note, 0);
+    }
+}
+
+/// The timeline of a kernel trace: its dispatches as kernels, with the
+/// copies and API calls.
+fn timeline_of(
+    base: &[Dispatch],
+    launches: &[KernelLaunch],
+    copies: Vec<GpuActivity>,
+    mut api: Vec<ApiCall>,
+    device: &kopt_model::Device,
+) -> Timeline {
+    let mut activities: Vec<GpuActivity> = base
+        .iter()
+        .zip(launches)
+        .filter_map(|(d, l)| {
+            Some(GpuActivity {
+                kind: ActivityKind::Kernel,
+                name: d.name.clone(),
+                start_ns: d.start_ns?,
+                end_ns: d.end_ns?.max(d.start_ns?),
+                device: d
+                    .agent
+                    .as_deref()
+                    .map_or(0, |a| a.trim_start_matches("Agent ").parse().unwrap_or(0)),
+                stream: d.stream.or(d.queue).unwrap_or(0),
+                correlation: d.correlation.unwrap_or(d.id),
+                grid: Some(l.grid),
+                block: Some(l.block),
+                bytes: None,
+                copy: None,
+            })
+        })
+        .collect();
+    activities.extend(copies);
+    activities.sort_by_key(|a| a.start_ns);
+    api.sort_by_key(|c| c.start_ns);
+    Timeline {
+        activities,
+        api_calls: api,
+        device_name: Some(device.name.clone()),
+        sm_count: device.sm_count,
+        whole_program: false,
+        ..Timeline::default()
+    }
+}
+
+/// Stats files expand into launches at each kernel's mean duration, only
+/// where no dispatch file gives the launches one by one.
+fn expand_stats(
+    stats: Vec<(String, Vec<KernelStat>)>,
+    launches: &mut Vec<KernelLaunch>,
+    sources: &mut Sources,
+    device: &kopt_model::Device,
+) -> Result<(), IngestError> {
     for (label, s) in stats {
         if !launches.is_empty() {
             sources.add(
@@ -793,42 +895,7 @@ pub fn merge_rocprof(
             launches.len() - before,
         );
     }
-    if launches.iter().all(|l| l.metrics.duration_ns.is_none())
-        && tl.as_ref().is_none_or(|t| t.activities.is_empty())
-    {
-        // The file the dispatches came from, else every input.
-        let label = match sources.iter().find(|s| s.launches > 0) {
-            Some(s) => s.path.clone(),
-            None => {
-                let mut paths: Vec<&str> = Vec::new();
-                for s in sources.iter() {
-                    if !paths.contains(&s.path.as_str()) {
-                        paths.push(&s.path);
-                    }
-                }
-                paths.join(", ")
-            }
-        };
-        let why = if launches.is_empty() {
-            "no kernel dispatches"
-        } else {
-            "no dispatch with usable timestamps (End_Timestamp after Start_Timestamp; rounded or hand-edited timestamps leave none)"
-        };
-        return Err(IngestError::format(&label, why.to_string()));
-    }
-    // Launch ids unique within the profile.
-    let mut seen = std::collections::HashSet::new();
-    if !launches.iter().all(|l| seen.insert(l.id)) {
-        for (i, l) in launches.iter_mut().enumerate() {
-            l.id = i as u64;
-        }
-    }
-    Ok(Profile {
-        device,
-        launches,
-        sources: sources.per_file(),
-        timeline: tl,
-    })
+    Ok(())
 }
 
 /// The inputs of a merge, part by part: a file that holds several parts (a

@@ -47,17 +47,66 @@ pub(super) fn marked_period_steps(
     if n < 2 * MIN_REPEATS {
         return None;
     }
+    let ids = kernel_ids(order, &kernels);
+    let (synced, pause) = host_marks(t, order, &kernels);
+    // The steady tail: the second half of the kernels, else a shorter end
+    // where a long warm-up (cuDNN's algorithm search launches thousands of
+    // trial kernels) fills the first half.
+    let mut tail_len = n / 2;
+    let found = loop {
+        if tail_len < 2 * MIN_REPEATS {
+            break None;
+        }
+        if let Some(f) = marked_period_in(&ids, &synced, &pause, n - tail_len) {
+            break Some((n - tail_len, f));
+        }
+        tail_len /= 2;
+    };
+    let (tail_from, (period, p0, marks)) = found?;
+    let bounds = step_bounds(&ids, &synced, &pause, tail_from, marks.0, period)?;
+    let first = step_first_launches(order, &kernels, &bounds);
+    let (starts, mut ends) = tiled(order, &first);
+    // The last step ends with the last launch before the next period's
+    // first kernel (its copies after its kernels too).
+    if let (Some(last), Some(&k)) = (ends.last_mut(), bounds.last()) {
+        let until = kernels.get(k + period).copied().unwrap_or(order.len());
+        *last = order[kernels[k]..until]
+            .iter()
+            .map(|(_, (s, _))| *s)
+            .max()
+            .unwrap_or(*last);
+    }
+    let (source, detail) = describe(period, p0, marks, starts.len());
+    Some(Steps {
+        source,
+        family: None,
+        detail,
+        starts,
+        ends,
+        contiguous: true,
+    })
+}
+
+/// Each kernel's signature as a small integer id, in first-seen order.
+fn kernel_ids(order: &[(&GpuActivity, (i64, i64))], kernels: &[usize]) -> Vec<usize> {
     let sigs: Vec<String> = kernels.iter().map(|&i| signature(order[i].0)).collect();
     let mut id_of: HashMap<&str, usize> = HashMap::new();
-    let ids: Vec<usize> = sigs
-        .iter()
+    sigs.iter()
         .map(|s| {
             let next = id_of.len();
             *id_of.entry(s.as_str()).or_insert(next)
         })
-        .collect();
-    // Host marks before each kernel: a synchronising call ended since the
-    // previous launch, and the host pause since it.
+        .collect()
+}
+
+/// Host marks before each kernel: whether a synchronising call ended since
+/// the previous launch, and the host pause since it.
+fn host_marks(
+    t: &Timeline,
+    order: &[(&GpuActivity, (i64, i64))],
+    kernels: &[usize],
+) -> (Vec<bool>, Vec<f64>) {
+    let n = kernels.len();
     let syncs = host_sync_ends(t);
     let launch = |k: usize| order[kernels[k]].1;
     let synced: Vec<bool> = (0..n)
@@ -78,24 +127,28 @@ pub(super) fn marked_period_steps(
             }
         })
         .collect();
-    // The steady tail: the second half of the kernels, else a shorter end
-    // where a long warm-up (cuDNN's algorithm search launches thousands of
-    // trial kernels) fills the first half.
-    let mut tail_len = n / 2;
-    let found = loop {
-        if tail_len < 2 * MIN_REPEATS {
-            break None;
-        }
-        if let Some(f) = marked_period_in(&ids, &synced, &pause, n - tail_len) {
-            break Some((n - tail_len, f));
-        }
-        tail_len /= 2;
-    };
-    let (tail_from, (period, p0, (phase, _, synced_share, mean, inside))) = found?;
-    // Boundaries over the tail, then back over the lead while a period's
-    // kernels still repeat the next period's.
-    let mut bounds: Vec<usize> = (tail_from + phase..n).step_by(period).collect();
-    let mut b = *bounds.first()?;
+    (synced, pause)
+}
+
+/// The kernel index each step starts at: boundaries over the tail at
+/// `phase`, every `period` kernels, then back over the lead while a
+/// period's kernels still repeat the next period's, and the host mark
+/// before them; a partial period at the end dropped. None under
+/// `MIN_REPEATS` steps.
+fn step_bounds(
+    ids: &[usize],
+    synced: &[bool],
+    pause: &[f64],
+    tail_from: usize,
+    phase: usize,
+    period: usize,
+) -> Option<Vec<usize>> {
+    let n = ids.len();
+    let tail: Vec<usize> = (tail_from + phase..n).step_by(period).collect();
+    // The lead's boundaries, collected backwards and put in front once
+    // (inserting each at the front was quadratic in one-kernel periods).
+    let mut lead: Vec<usize> = Vec::new();
+    let mut b = *tail.first()?;
     while b >= period {
         let a = b - period;
         let same = (0..period)
@@ -104,9 +157,12 @@ pub(super) fn marked_period_steps(
         if (same as f64) < 0.9 * period as f64 {
             break;
         }
-        bounds.insert(0, a);
+        lead.push(a);
         b = a;
     }
+    lead.reverse();
+    let mut bounds = lead;
+    bounds.extend(tail);
     // The first call before them (cuDNN's algorithm search adds its trial
     // kernels there) repeats nothing but starts at a mark too: one more
     // step, which the steady-state cut then takes as warm-up.
@@ -125,14 +181,19 @@ pub(super) fn marked_period_steps(
             bounds.pop();
         }
     }
-    if bounds.len() < MIN_REPEATS {
-        return None;
-    }
-    // A step starts after the longest host pause between the previous
-    // period's last kernel and its first: a copy launched after the pause
-    // belongs to the step it precedes, one before it (a result copied back)
-    // to the step it ends.
-    let first: Vec<usize> = bounds
+    (bounds.len() >= MIN_REPEATS).then_some(bounds)
+}
+
+/// The launch (index into `order`) each step starts at. A step starts
+/// after the longest host pause between the previous period's last kernel
+/// and its first: a copy launched after the pause belongs to the step it
+/// precedes, one before it (a result copied back) to the step it ends.
+fn step_first_launches(
+    order: &[(&GpuActivity, (i64, i64))],
+    kernels: &[usize],
+    bounds: &[usize],
+) -> Vec<usize> {
+    bounds
         .iter()
         .map(|&k| {
             let to = kernels[k];
@@ -143,18 +204,12 @@ pub(super) fn marked_period_steps(
                 .max_by_key(|&j| (order[j].1 .0 - order[j - 1].1 .1, std::cmp::Reverse(j)))
                 .unwrap_or(to)
         })
-        .collect();
-    let (starts, mut ends) = tiled(order, &first);
-    // The last step ends with the last launch before the next period's
-    // first kernel (its copies after its kernels too).
-    if let (Some(last), Some(&k)) = (ends.last_mut(), bounds.last()) {
-        let until = kernels.get(k + period).copied().unwrap_or(order.len());
-        *last = order[kernels[k]..until]
-            .iter()
-            .map(|(_, (s, _))| *s)
-            .max()
-            .unwrap_or(*last);
-    }
+        .collect()
+}
+
+/// How the steps were marked, and the detection's words.
+fn describe(period: usize, p0: usize, marks: Marks, repeats: usize) -> (StepSource, String) {
+    let (_, _, synced_share, mean, inside) = marks;
     let fmt = kopt_model::format_duration_ns;
     let (source, mark) = if synced_share >= 0.9 {
         (
@@ -174,7 +229,7 @@ pub(super) fn marked_period_steps(
             ),
         )
     };
-    let nested = if period != p0 && period % p0 == 0 {
+    let nested = if period != p0 && period.is_multiple_of(p0) {
         format!(
             "; a shorter pattern of {p0} kernels repeats {} times inside it (layers of a step)",
             period / p0
@@ -182,17 +237,12 @@ pub(super) fn marked_period_steps(
     } else {
         String::new()
     };
-    Some(Steps {
+    (
         source,
-        family: None,
-        detail: format!(
-            "the repeating sequence of {period} kernels that the host marks ({mark}; {} whole repeats{nested})",
-            starts.len()
+        format!(
+            "the repeating sequence of {period} kernels that the host marks ({mark}; {repeats} whole repeats{nested})"
         ),
-        starts,
-        ends,
-        contiguous: true,
-    })
+    )
 }
 
 /// The marked period of `ids[tail_from..]` (see `marked_period_steps`):
@@ -289,4 +339,81 @@ pub(super) fn marked_period_in(
         }
     }
     step.map(|(p, sc)| (p, p0.unwrap_or(p), sc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `step_bounds`' back extension as it was: each lead boundary
+    /// inserted at the front.
+    fn lead_by_insertion(
+        ids: &[usize],
+        tail_from: usize,
+        phase: usize,
+        period: usize,
+    ) -> Vec<usize> {
+        let n = ids.len();
+        let mut bounds: Vec<usize> = (tail_from + phase..n).step_by(period).collect();
+        let Some(&first) = bounds.first() else {
+            return bounds;
+        };
+        let mut b = first;
+        while b >= period {
+            let a = b - period;
+            let same = (0..period)
+                .filter(|&i| b + i < n && ids[a + i] == ids[b + i])
+                .count();
+            if (same as f64) < 0.9 * period as f64 {
+                break;
+            }
+            bounds.insert(0, a);
+            b = a;
+        }
+        bounds
+    }
+
+    #[test]
+    fn step_bounds_are_what_inserting_at_the_front_gave() {
+        // Noisy lead, then a repeating step; no host marks, so the bounds
+        // are the back extension with a partial last period dropped.
+        let mut seed = 7u64;
+        let mut next = |m: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % m
+        };
+        let mut extended = 0;
+        for case in 0..200 {
+            let period = 1 + next(6);
+            let lead = next(40);
+            let n = lead + period * (4 + next(30)) + next(period);
+            let ids: Vec<usize> = (0..n)
+                .map(|i| {
+                    if i < lead {
+                        100 + next(5)
+                    } else {
+                        (i - lead) % period
+                    }
+                })
+                .collect();
+            let tail_from = n / 2;
+            let phase = (lead + period - tail_from % period) % period;
+            let synced = vec![false; n];
+            let pause = vec![1_000.0; n];
+            let mut want = lead_by_insertion(&ids, tail_from, phase, period);
+            if want.last().is_some_and(|&l| l + period > n) {
+                want.pop();
+            }
+            let got = step_bounds(&ids, &synced, &pause, tail_from, phase, period);
+            if want.len() >= MIN_REPEATS {
+                assert_eq!(got.as_ref(), Some(&want), "case {case}");
+                extended += usize::from(want[0] < tail_from);
+            } else {
+                assert_eq!(got, None, "case {case}");
+            }
+        }
+        assert!(extended > 100, "{extended} cases reach back into the lead");
+    }
 }
