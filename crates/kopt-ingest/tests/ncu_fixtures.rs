@@ -152,3 +152,21 @@ fn truncated_details_row_is_reported_with_its_line() {
     assert!(err.starts_with("d.csv:"), "{err}");
     assert!(err.contains("truncated"), "{err}");
 }
+
+#[test]
+fn a_gzipped_page_reads_as_the_plain_one() {
+    use std::io::Write;
+    let plain_path = fixture("h100-probe/ncu_raw.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let gz_path = dir.path().join("ncu_raw.csv.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&std::fs::read(&plain_path).unwrap()).unwrap();
+    std::fs::write(&gz_path, gz.finish().unwrap()).unwrap();
+    assert_eq!(
+        kopt_ingest::detect::sniff(&gz_path).unwrap(),
+        kopt_ingest::detect::InputKind::NcuCsv
+    );
+    let plain = read_ncu_csv(&plain_path).unwrap();
+    let gzipped = read_ncu_csv(&gz_path).unwrap();
+    assert_eq!(format!("{plain:?}"), format!("{gzipped:?}"));
+}
