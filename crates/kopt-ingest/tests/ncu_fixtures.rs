@@ -34,7 +34,7 @@ fn probe_raw_page_with_prof_lines_and_thousands_separators() {
 #[test]
 fn base_and_auto_units_agree() {
     let base = read_ncu_csv(&fixture("labeled-suite-h100/ncu_raw_base.csv")).unwrap();
-    let auto = read_ncu_csv(&fixture("labeled-suite-h100/ncu_raw_auto.csv")).unwrap();
+    let auto = read_ncu_csv(&fixture("labeled-suite-h100/ncu_raw_auto.csv.gz")).unwrap();
     assert_eq!(base.launches.len(), auto.launches.len());
     assert_eq!(base.launches.len(), 212);
     for (b, a) in base.launches.iter().zip(&auto.launches) {
