@@ -112,7 +112,7 @@ def csv_ids(rel, ids, per_id=None):
 
 def ncu_seeds():
     write("ncu_csv", "raw_h100_base.csv", csv_head("labeled-suite-h100/ncu_raw_base.csv", 4))
-    write("ncu_csv", "raw_h100_auto.csv", csv_head("labeled-suite-h100/ncu_raw_auto.csv", 2))
+    write("ncu_csv", "raw_h100_auto.csv", csv_head("labeled-suite-h100/ncu_raw_auto.csv.gz", 2))
     write("ncu_csv", "raw_h100_probe.csv", csv_head("h100-probe/ncu_raw.csv", 3))
     write("ncu_csv", "raw_h200_timing.csv", csv_head("moe-route-h200-profile/pass1-timing.csv", 4))
     write("ncu_csv", "raw_h200_targeted.csv", csv_head("moe-route-h200-profile/pass2-targeted.csv", 3))

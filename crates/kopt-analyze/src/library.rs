@@ -279,7 +279,7 @@ mod tests {
     #[test]
     fn cudnn_kernels_other_than_convolutions_are_not_called_convolutions() {
         // cuDNN's SDPA runs its generated kernel and a `cudnn::fusion`
-        // reduction (fixtures/predictions-h200/decode.trace.jsonl).
+        // reduction (fixtures/predictions-h200/decode.trace.jsonl.gz).
         let lean = "void cudnn::fusion::lean_reduction_kernel<false, false, false>(void*, float*, float*, float*, float*, float const*, float*, float*, float*, float*, float*, unsigned int, unsigned int, unsigned int, bool)";
         assert_eq!(fam(lean), Some((F::Attention, "cuDNN".into())));
         assert_eq!(

@@ -78,7 +78,7 @@ fn raw_page_classes() {
 
 #[test]
 fn auto_units_page_gives_the_same_classes() {
-    check(&diagnose("labeled-suite-h100/ncu_raw_auto.csv"));
+    check(&diagnose("labeled-suite-h100/ncu_raw_auto.csv.gz"));
 }
 
 #[test]

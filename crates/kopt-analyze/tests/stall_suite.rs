@@ -77,7 +77,7 @@ fn kopt_profile_run_folder_names_every_cause() {
 
 #[test]
 fn full_set_raw_page_names_every_cause() {
-    check(&diagnose("full_raw.csv"), FULL, "full raw");
+    check(&diagnose("full_raw.csv.gz"), FULL, "full raw");
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn bank_conflicts_first_with_only_sixteen_metrics() {
     let p = kernel(&d, "kopt_transpose_smem_padded");
     assert_eq!(p.bottleneck.class, C::Memory, "{}", p.root_cause);
     // The stall suite's transpose on every page it was captured in.
-    for page in ["full_raw.csv", "full_details.csv", "basic_raw.csv"] {
+    for page in ["full_raw.csv.gz", "full_details.csv", "basic_raw.csv"] {
         let d = diagnose(page);
         let k = kernel(&d, "stall_transpose_bank");
         assert_eq!(

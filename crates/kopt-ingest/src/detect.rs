@@ -68,6 +68,10 @@ pub fn sniff(path: &Path) -> Result<InputKind, IngestError> {
     if path.to_string_lossy().ends_with(".jsonl.gz") {
         return Ok(InputKind::KoptTrace);
     }
+    // A gzipped ncu CSV page (a fixture or attachment kept small).
+    if path.to_string_lossy().ends_with(".csv.gz") {
+        return Ok(InputKind::NcuCsv);
+    }
     use std::io::Read;
     let mut first = vec![0u8; 4096];
     let head = |first: &mut Vec<u8>| {

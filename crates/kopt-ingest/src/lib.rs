@@ -150,10 +150,15 @@ pub(crate) fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io:
     Ok(got)
 }
 
-/// Read and parse one ncu CSV file from disk.
+/// Read and parse one ncu CSV file from disk; a gzipped page (`.csv.gz`,
+/// told by its bytes) is decompressed first, within the gzip budgets.
 pub fn read_ncu_csv(path: &Path) -> Result<NcuFile, IngestError> {
     let label = path.display().to_string();
     let bytes = read_regular(path, &label)?;
+    if bytes.starts_with(&kineto::GZIP_MAGIC) {
+        let plain = kineto::decompress(&bytes, &label)?;
+        return parse_ncu_csv(&plain, &label);
+    }
     parse_ncu_csv(&bytes, &label)
 }
 

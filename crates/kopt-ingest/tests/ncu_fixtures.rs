@@ -34,7 +34,7 @@ fn probe_raw_page_with_prof_lines_and_thousands_separators() {
 #[test]
 fn base_and_auto_units_agree() {
     let base = read_ncu_csv(&fixture("labeled-suite-h100/ncu_raw_base.csv")).unwrap();
-    let auto = read_ncu_csv(&fixture("labeled-suite-h100/ncu_raw_auto.csv")).unwrap();
+    let auto = read_ncu_csv(&fixture("labeled-suite-h100/ncu_raw_auto.csv.gz")).unwrap();
     assert_eq!(base.launches.len(), auto.launches.len());
     assert_eq!(base.launches.len(), 212);
     for (b, a) in base.launches.iter().zip(&auto.launches) {
@@ -151,4 +151,22 @@ fn truncated_details_row_is_reported_with_its_line() {
         .to_string();
     assert!(err.starts_with("d.csv:"), "{err}");
     assert!(err.contains("truncated"), "{err}");
+}
+
+#[test]
+fn a_gzipped_page_reads_as_the_plain_one() {
+    use std::io::Write;
+    let plain_path = fixture("h100-probe/ncu_raw.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let gz_path = dir.path().join("ncu_raw.csv.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&std::fs::read(&plain_path).unwrap()).unwrap();
+    std::fs::write(&gz_path, gz.finish().unwrap()).unwrap();
+    assert_eq!(
+        kopt_ingest::detect::sniff(&gz_path).unwrap(),
+        kopt_ingest::detect::InputKind::NcuCsv
+    );
+    let plain = read_ncu_csv(&plain_path).unwrap();
+    let gzipped = read_ncu_csv(&gz_path).unwrap();
+    assert_eq!(format!("{plain:?}"), format!("{gzipped:?}"));
 }
