@@ -45,12 +45,33 @@ pub fn read_inside(root: &Path, path: &Path, cap: u64) -> Result<Vec<u8>, Confin
             root,
         });
     }
+    read_resolved(&real, label, cap)
+}
+
+/// A file the user named on the command line (a space file, say): any
+/// folder, symlinks followed, but still a regular file (a FIFO opened
+/// without blocking and refused, a device never read) of at most `cap`
+/// bytes, checked before reading.
+pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, ConfinedError> {
+    let label = path.display().to_string();
+    let real = std::fs::canonicalize(path).map_err(|source| ConfinedError::Io {
+        path: label.clone(),
+        source,
+    })?;
+    read_resolved(&real, label, cap)
+}
+
+fn read_resolved(real: &Path, label: String, cap: u64) -> Result<Vec<u8>, ConfinedError> {
+    let io = |source| ConfinedError::Io {
+        path: label.clone(),
+        source,
+    };
     // The resolved path, no symlink followed now (a swap in between fails)
     // and no blocking on a FIFO.
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&real)
+        .open(real)
         .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
