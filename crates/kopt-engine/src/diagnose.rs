@@ -47,6 +47,13 @@ impl AnalysisOptions {
                         "--{name} must be a positive number, got {x}"
                     )));
                 }
+                // 1e21 per second (a zetta-rate) is far beyond any device;
+                // more is a typo, and made the roofline axis infinite.
+                if x > 1e21 {
+                    return Err(Error::Usage(format!(
+                        "--{name} is beyond any device ({x:e} per second, the most is 1e21)"
+                    )));
+                }
             }
         }
         Ok(())
@@ -81,4 +88,29 @@ pub(crate) fn drop_in_background(profile: Profile) {
     let _ = std::thread::Builder::new()
         .name("kopt-drop".into())
         .spawn(move || drop(profile));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// #39: `--peak-fp32-tflops 1e296` passed (finite after scaling to 1e308)
+    /// and made the HTML roofline's axis infinite.
+    #[test]
+    fn peaks_beyond_any_device_are_refused() {
+        for (fp32, ok) in [(1e308, false), (1e296 * 1e12, false), (67e12, true)] {
+            let o = AnalysisOptions {
+                measured_peaks: Peaks {
+                    fp32_flops: Some(fp32),
+                    ..Peaks::default()
+                },
+                ..AnalysisOptions::default()
+            };
+            let r = o.validate();
+            assert_eq!(r.is_ok(), ok, "{fp32}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("--peak-fp32-tflops"), "{e}");
+            }
+        }
+    }
 }

@@ -66,3 +66,30 @@ fn a_40k_term_constraint_is_refused_not_a_stack_overflow() {
     let point = [("B".to_string(), "2".to_string())].into_iter().collect();
     assert!(e.eval(&point).is_ok());
 }
+
+/// #39: `tune --space` read a FIFO (blocking forever) or a device whole.
+#[test]
+fn a_space_file_that_is_a_fifo_or_device_is_refused_without_blocking() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("space.txt");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o644) }, 0);
+    for p in [fifo, std::path::PathBuf::from("/dev/zero")] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let q = p.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(kopt_engine::tune::space::parse_file(&q).map(|_| ()));
+        });
+        let r = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("{}: blocked", p.display()));
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+}
+
+extern "C" {
+    #[link_name = "mkfifo"]
+    fn libc_mkfifo(path: *const std::os::raw::c_char, mode: u32) -> i32;
+}

@@ -119,7 +119,7 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
         };
         file.rewind().map_err(io)?;
         let bytes = kineto::gunzip(std::io::BufReader::new(file), len, hint, &label)?;
-        return parse_kineto(&bytes, &label);
+        return parse_kineto(without_bom(&bytes), &label);
     }
     // Mapped, not read: a trace can be gigabytes, and copying it into the
     // heap costs about a sixth of the whole analysis.
@@ -128,12 +128,18 @@ pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
     // fault, as it would for any mmap-based reader (ripgrep's trade-off
     // too); an empty or unmappable file is read normally.
     match (len > 0).then(|| unsafe { memmap2::Mmap::map(&file) }) {
-        Some(Ok(map)) => parse_kineto(&map, &label),
+        Some(Ok(map)) => parse_kineto(without_bom(&map), &label),
         _ => {
             let bytes = read_regular(path, &label)?;
-            parse_kineto(&bytes, &label)
+            parse_kineto(without_bom(&bytes), &label)
         }
     }
+}
+
+/// The text after a UTF-8 byte-order mark, which some editors write and
+/// JSON does not allow.
+fn without_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
 /// Fill `buf` from `r` as far as the input goes; how many bytes came.

@@ -313,20 +313,45 @@ pub fn kernel_match_key(full: &str) -> String {
 
 /// Nanoseconds for people: "850 ns", "34.52 us", "1.53 ms", "2.10 s".
 pub fn format_duration_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.2} us", ns / 1e3)
+    if !ns.is_finite() {
+        return "n/a".into();
+    }
+    // The unit is chosen by magnitude, the sign put back in front; what
+    // rounds to zero is "0 ns", never "-0 ns".
+    let a = ns.abs();
+    let sign = if ns < 0.0 && a >= 0.5 { "-" } else { "" };
+    if a >= 1e15 {
+        // Beyond any run: scientific, not a 300-digit integer.
+        format!("{sign}{:.2e} s", a / 1e9)
+    } else if a >= 1e9 {
+        format!("{sign}{:.2} s", a / 1e9)
+    } else if a >= 1e6 {
+        format!("{sign}{:.2} ms", a / 1e6)
+    } else if a >= 1e3 {
+        format!("{sign}{:.2} us", a / 1e3)
     } else {
-        format!("{ns:.0} ns")
+        format!("{sign}{a:.0} ns")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::kernel_short_name as s;
+
+    /// #39: "-0 ns" for a tiny negative, a 300-digit integer for an extreme
+    /// duration, and negatives always in ns.
+    #[test]
+    fn durations_never_print_minus_zero_or_hundreds_of_digits() {
+        use super::format_duration_ns as d;
+        assert_eq!(d(-0.3), "0 ns");
+        assert_eq!(d(-0.0), "0 ns");
+        assert_eq!(d(-2.5e6), "-2.50 ms");
+        assert!(d(1e300).len() < 16, "{}", d(1e300));
+        assert!(d(-1e300).len() < 16, "{}", d(-1e300));
+        assert_eq!(d(f64::NAN), "n/a");
+        assert_eq!(d(850.0), "850 ns");
+        assert_eq!(d(1.5e9), "1.50 s");
+    }
 
     #[test]
     fn match_keys_ignore_namespace_spelling() {

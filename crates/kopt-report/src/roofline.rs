@@ -32,6 +32,24 @@ pub struct Point {
 /// Kernels labelled with a number on the chart (hottest first); the legend
 /// under the chart names them.
 pub const LABELS_MAX: usize = 12;
+/// At most this many ticks on an axis.
+const TICKS_MAX: usize = 64;
+/// The largest rate (FLOP/s or byte/s) the chart draws a roof for: far above
+/// any accelerator (a zetta-rate), far below where the axis's decades stop
+/// being finite. A report or flag holding more (1e308 once made the tick
+/// loop endless) has that roof left out.
+const RATE_CEILING: f64 = 1e21;
+
+/// The peaks with every figure that is not a finite rate in (0, 1e21]
+/// dropped: the chart's axis and loop bounds are derived from them.
+fn plottable_peaks(p: &kopt_model::Peaks) -> kopt_model::Peaks {
+    let ok = |v: Option<f64>| v.filter(|x| x.is_finite() && *x > 0.0 && *x <= RATE_CEILING);
+    kopt_model::Peaks {
+        dram_bytes_per_s: ok(p.dram_bytes_per_s),
+        fp32_flops: ok(p.fp32_flops),
+        tensor_bf16_flops: ok(p.tensor_bf16_flops),
+    }
+}
 
 /// Where a kernel sits on this chart: kopt-analyze's roofline figures,
 /// clamped into the chart's range; `None` for a kernel without an
@@ -128,7 +146,7 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
 /// The roofline with its points numbered where they fit; nothing when no
 /// kernel has counters.
 pub fn chart(d: &Diagnosis) -> Chart {
-    let peaks = &d.device.peaks;
+    let peaks = &plottable_peaks(&d.device.peaks);
     let top_rate = [peaks.tensor_bf16_flops, peaks.fp32_flops]
         .into_iter()
         .flatten()
@@ -181,7 +199,10 @@ pub fn chart(d: &Diagnosis) -> Chart {
     );
     // Grid and axes: decades.
     let mut x = X_MIN;
-    while x <= X_MAX * 1.001 {
+    for _ in 0..TICKS_MAX {
+        if x > X_MAX * 1.001 {
+            break;
+        }
         let px = sx(x);
         // The end ticks lean inwards, clear of the y axis's labels.
         let anchor = if x <= X_MIN * 1.001 {
@@ -208,7 +229,12 @@ pub fn chart(d: &Diagnosis) -> Chart {
         100.0
     };
     let mut y = y_min;
-    while y <= y_max * 1.001 {
+    // Bounded by count as well: y_max is finite (plottable peaks), and a
+    // chart never needs more than a few dozen decades.
+    for _ in 0..TICKS_MAX {
+        if y > y_max * 1.001 {
+            break;
+        }
         let py = sy(y);
         let _ = write!(
             s,

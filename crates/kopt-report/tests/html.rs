@@ -190,3 +190,22 @@ fn kernel_rows_carry_the_counters_evidence() {
     // The transpose's bank conflicts show as MIO throttling.
     assert!(page.contains("evidence: stalls mio_throttle 51%"), "{page}");
 }
+
+/// #39: a stored report (or a flag) with an extreme peak or rate once made
+/// the axis top infinite and the tick loop never end.
+#[test]
+fn extreme_peaks_and_rates_render_a_bounded_page() {
+    for huge in [1e296, 1e308, f64::MAX, f64::INFINITY, f64::NAN] {
+        let mut d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+        d.device.peaks.fp32_flops = Some(huge);
+        d.device.peaks.tensor_bf16_flops = Some(huge);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(html::page(&d).0.len());
+        });
+        let len = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("peak {huge}: the page did not finish in 10 s"));
+        assert!(len < 4_000_000, "peak {huge}: a {len}-byte page");
+    }
+}

@@ -188,6 +188,29 @@ fn replace(user_path: &Path, real: &Path, bytes: &[u8]) -> Result<(), OutputErro
     result.map_err(|e| fail(user_path, format!("cannot write: {e}")))
 }
 
+/// Whether writing `out` would write over `input`: the same file by
+/// identity (device and inode, symlinks followed), not by path text, so
+/// `./in.csv`, an absolute path or a link to the input all count; a file
+/// inside an input folder counts too. Where `out` does not exist yet,
+/// nothing is overwritten unless the text is the same.
+pub fn overwrites(out: &Path, input: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if out == input {
+        return true;
+    }
+    let (Ok(o), Ok(i)) = (std::fs::metadata(out), std::fs::metadata(input)) else {
+        return false;
+    };
+    if (o.dev(), o.ino()) == (i.dev(), i.ino()) {
+        return true;
+    }
+    i.is_dir()
+        && matches!(
+            (std::fs::canonicalize(out), std::fs::canonicalize(input)),
+            (Ok(o), Ok(i)) if o.starts_with(&i)
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

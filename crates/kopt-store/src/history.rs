@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +46,13 @@ pub enum HistoryError {
         #[source]
         source: std::io::Error,
     },
+    /// The database holds code (a trigger or view) a history never has:
+    /// it may have come with a cloned repository, so it is not run.
+    #[error(
+        "{path}: refused: the history database holds {objects}, which kopt never \
+         creates; a planted one could rewrite verdicts. Move the file aside to start afresh"
+    )]
+    Untrusted { path: String, objects: String },
     #[error("{path}: run {id} cannot be read: {message}")]
     BadRow {
         path: String,
@@ -93,6 +101,54 @@ CREATE TABLE IF NOT EXISTS runs (
     report_json TEXT
 );";
 
+/// Sets the connection up so that nothing stored in the file runs (SQLite's
+/// defensive mode, no triggers, `trusted_schema` off), then refuses a file
+/// whose schema holds a trigger or view: a history is only ever the tables
+/// kopt creates.
+fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
+    let sql = |source| HistoryError::Sql {
+        path: label.to_string(),
+        source,
+    };
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true)
+        .map_err(sql)?;
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_TRIGGER, false)
+        .map_err(sql)?;
+    conn.pragma_update(None, "trusted_schema", false)
+        .map_err(sql)?;
+    let mut stmt = conn
+        .prepare(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') \
+             ORDER BY type, name LIMIT 6",
+        )
+        .map_err(sql)?;
+    let found: Vec<String> = stmt
+        .query_map([], |r| {
+            Ok(format!(
+                "a {} {:?}",
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?
+            ))
+        })
+        .map_err(sql)?
+        .collect::<Result<_, _>>()
+        .map_err(sql)?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let objects = found
+        .iter()
+        .take(5)
+        .map(|s| s.replace('"', "'"))
+        .collect::<Vec<_>>()
+        .join(", ")
+        + if found.len() > 5 { ", ..." } else { "" };
+    Err(HistoryError::Untrusted {
+        path: label.to_string(),
+        objects,
+    })
+}
+
 impl History {
     pub fn open(path: &Path) -> Result<History, HistoryError> {
         let label = path.display().to_string();
@@ -110,6 +166,7 @@ impl History {
             path: label.clone(),
             source,
         };
+        distrust_schema(&conn, &label)?;
         // WAL: readers never see a half-written transaction, and a killed
         // writer's partial transaction is rolled back on the next open.
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -174,6 +231,7 @@ impl History {
         };
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(sql)?;
+        distrust_schema(&conn, &label)?;
         let has_runs: bool = conn
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs')",

@@ -34,7 +34,11 @@ pub struct Entry {
 
 impl Entry {
     pub fn to_markdown(&self) -> String {
-        let mut s = format!("## {}: {}\n\n", self.when, self.hypothesis.trim());
+        let mut s = format!(
+            "## {}: {}\n\n",
+            one_line(&self.when),
+            one_line(&self.hypothesis)
+        );
         for (label, value) in [
             ("Prediction", &self.prediction),
             ("Outcome", &self.outcome),
@@ -43,12 +47,22 @@ impl Entry {
             ("Run", &self.run),
         ] {
             if let Some(v) = value {
-                s.push_str(&format!("- **{label}:** {}\n", v.trim()));
+                s.push_str(&format!("- **{label}:** {}\n", one_line(v)));
             }
         }
         s.push('\n');
         s
     }
+}
+
+/// A field as one line of text: every line break and control character
+/// (an escape sequence a terminal would act on) becomes a space, so a
+/// field can neither start an entry of its own nor drive the terminal.
+fn one_line(s: &str) -> String {
+    s.trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
 }
 
 const TITLE: &str = "# Optimization journal\n\nWritten by `kopt journal add`: hypothesis, prediction, measured outcome, verdict.\n\n";
@@ -121,7 +135,7 @@ pub fn read_journal(path: &Path) -> Result<Option<String>, JournalError> {
             source,
         })?;
     let mut bytes = Vec::new();
-    file.take(max + 1)
+    file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|source| JournalError::Read {
             path: label.clone(),
@@ -141,8 +155,16 @@ pub fn read_journal(path: &Path) -> Result<Option<String>, JournalError> {
 }
 
 /// Append an entry; the journal is created with a title when missing.
+///
+/// The read-append-replace runs under an exclusive lock on the journal's
+/// folder (the file itself is replaced by a rename, so a lock on it would
+/// not hold): concurrent `journal add`s (CLI or MCP) each keep their entry.
 pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
     let label = path.display().to_string();
+    let _lock = lock_folder(path).map_err(|source| JournalError::Read {
+        path: label.clone(),
+        source,
+    })?;
     let old = read_journal(path)?.unwrap_or_else(|| TITLE.to_string());
     let mut text = old;
     if !text.ends_with("\n\n") {
@@ -153,6 +175,27 @@ pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
         path: label,
         message: e.message,
     })
+}
+
+/// An exclusive `flock` on the folder holding `path`, released when the
+/// returned handle is dropped.
+fn lock_folder(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::io::AsRawFd;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let handle = std::fs::File::open(dir)?;
+    loop {
+        // SAFETY: a valid open descriptor, owned by `handle`.
+        if unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(handle);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
 }
 
 #[cfg(test)]

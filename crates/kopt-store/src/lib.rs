@@ -1,6 +1,7 @@
 //! kopt's records: the run history (SQLite, `.kopt/history.db`) and the
 //! optimization journal, seed 002's OPTIMIZATIONS.md.
 
+pub mod confined;
 pub mod files;
 pub mod history;
 pub mod journal;

@@ -134,7 +134,10 @@ pub fn journal(cmd: &JournalCommand) -> Outcome {
             let path = file
                 .clone()
                 .unwrap_or_else(|| kopt_engine::journal::default_file(&cwd));
-            print(kopt_engine::journal::read(&path)?.as_bytes())
+            // The file is anyone's text: control characters (escape
+            // sequences) are shown as visible escapes, line breaks kept.
+            let text = kopt_engine::journal::read(&path)?;
+            print(kopt_report::escape::terminal_lines(&text).as_bytes())
         }
         JournalCommand::Add(a) => {
             let path = a

@@ -36,7 +36,7 @@ impl ReportOptions {
         }
         for (flag, out) in [("--output", &a.output), ("--html", &a.html)] {
             if let Some(out) = out {
-                if inputs.iter().any(|f| f == out) {
+                if inputs.iter().any(|f| kopt_store::files::overwrites(out, f)) {
                     return Err(Error::Usage(format!(
                         "{flag} {} would overwrite an input",
                         out.display()
@@ -44,10 +44,12 @@ impl ReportOptions {
                 }
             }
         }
-        if a.output.is_some() && a.output == a.html {
-            return Err(Error::Usage(
-                "--output and --html name the same file".into(),
-            ));
+        if let (Some(o), Some(h)) = (&a.output, &a.html) {
+            if kopt_store::files::overwrites(o, h) {
+                return Err(Error::Usage(
+                    "--output and --html name the same file".into(),
+                ));
+            }
         }
         Ok(ReportOptions {
             format: a.format,
@@ -519,5 +521,41 @@ mod tests {
             "x"
         ])
         .is_err());
+    }
+}
+
+#[cfg(test)]
+mod output_identity_tests {
+    use super::*;
+    use clap::Parser;
+
+    /// #39: the guard compared path text, so `./in.csv`, an absolute path, a
+    /// symlink or `--html` to the input got through and overwrote it.
+    #[test]
+    fn an_output_that_is_the_input_by_another_name_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let input = d.path().join("in.csv");
+        std::fs::write(&input, "x").unwrap();
+        std::os::unix::fs::symlink(&input, d.path().join("link.csv")).unwrap();
+        let sub = d.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let input_s = input.display().to_string();
+        for (flag, out) in [
+            ("-o", d.path().join("sub/../in.csv")),
+            ("-o", d.path().join("link.csv")),
+            ("--html", d.path().join("./in.csv")),
+        ] {
+            let out_s = out.display().to_string();
+            let cli = crate::cli::Cli::try_parse_from(["kopt", "analyze", &input_s, flag, &out_s])
+                .unwrap();
+            let crate::cli::Command::Analyze(a) = cli.command else {
+                unreachable!()
+            };
+            let e = analyze(&a).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(
+                e.contains("would overwrite an input"),
+                "{flag} {out_s}: {e:?}"
+            );
+        }
     }
 }

@@ -46,3 +46,28 @@ fn add_then_show() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&show.stdout), text);
 }
+
+/// #39: `journal show` printed the file raw: an escape sequence in it
+/// drove the terminal.
+#[test]
+fn show_escapes_control_characters() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("j.md");
+    std::fs::write(&f, "# J\n\n## w: \u{1b}[2J\u{1b}]0;pwned\u{7}title\n").unwrap();
+    let show = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["journal", "show", "--file"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(
+        show.status.success(),
+        "{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
+    let out = String::from_utf8_lossy(&show.stdout);
+    assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+    assert!(
+        out.contains("title\n") && out.starts_with("# J\n\n## w: "),
+        "{out:?}"
+    );
+}

@@ -218,6 +218,12 @@ fn protocol_errors_answer_and_the_server_keeps_serving() {
             Value::Null,
             -32600,
         ),
+        // #39: an id beyond 64 bits came back rounded (a float): refused.
+        (
+            r#"{"jsonrpc": "2.0", "id": 18446744073709551616, "method": "ping"}"#,
+            Value::Null,
+            -32600,
+        ),
         (
             r#"{"jsonrpc": "2.0", "id": 7, "method": "no/such"}"#,
             json!(7),
@@ -254,6 +260,15 @@ fn protocol_errors_answer_and_the_server_keeps_serving() {
     // Invalid UTF-8 is a parse error too.
     s.stdin.as_mut().unwrap().write_all(b"\xff\xfe\n").unwrap();
     assert_eq!(s.reply()["error"]["code"], -32700);
+    // #39: and inside a string (an id came back with U+FFFD in it).
+    s.stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"id\": \"a\xffb\", \"method\": \"ping\"}\n")
+        .unwrap();
+    let r = s.reply();
+    assert_eq!(r["error"]["code"], -32700, "{r}");
+    assert_eq!(r["id"], Value::Null, "{r}");
     // A notification gets no answer; the next request does.
     s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#);
     s.ping_ok(200);

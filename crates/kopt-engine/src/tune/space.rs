@@ -11,7 +11,10 @@ use crate::error::{Error, Result};
 
 /// A space file (see [`parse_space_text`]): its parameters and constraints.
 pub fn parse_file(path: &Path) -> Result<(Vec<Param>, Vec<String>)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))?;
+    // A space is a few lines of text: 16 MiB is far more than any.
+    let bytes = kopt_store::confined::read_regular(path, 16 << 20)
+        .map_err(|e| Error::Input(e.to_string()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::Input(format!("{}: not UTF-8 text", path.display())))?;
     parse_space_text(&text).map_err(|e| Error::Input(format!("{}: {e}", path.display())))
 }

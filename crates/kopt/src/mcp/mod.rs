@@ -131,12 +131,13 @@ pub fn serve(mut input: impl BufRead, out: Out, config: Config) -> std::io::Resu
             );
             continue;
         }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim();
+        // Parsed from the bytes: invalid UTF-8 anywhere (an id's string
+        // too) is a parse error, never replaced and echoed back altered.
+        let text = line.trim_ascii();
         if text.is_empty() {
             continue;
         }
-        let message: Value = match serde_json::from_str(text) {
+        let message: Value = match serde_json::from_slice(text) {
             Ok(v) => v,
             Err(e) => {
                 out.error(&Value::Null, PARSE_ERROR, &format!("parse error: {e}"));
@@ -176,7 +177,13 @@ fn handle(
         return None;
     };
     let id = msg.get("id").cloned();
-    let id_ok = matches!(&id, Some(Value::String(_) | Value::Number(_)));
+    // A number id must be an integer a client's 64 bits hold: a larger one
+    // is read as a float and would come back rounded.
+    let id_ok = match &id {
+        Some(Value::String(_)) => true,
+        Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
+        _ => false,
+    };
     let method = msg.get("method").and_then(Value::as_str);
     if msg.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         if id.is_some() || method.is_some() {
@@ -209,7 +216,7 @@ fn handle(
         out.error(
             &Value::Null,
             INVALID_REQUEST,
-            "invalid request: \"id\" must be a string or a number",
+            "invalid request: \"id\" must be a string or an integer within 64 bits",
         );
         return None;
     }

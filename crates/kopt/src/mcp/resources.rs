@@ -9,6 +9,9 @@ use kopt_model::Diagnosis;
 use kopt_report::{Exporter, Format, HtmlExporter};
 use serde_json::{json, Value};
 
+/// The most bytes of a run file read: far above any report kopt writes.
+const MAX_FILE_BYTES: u64 = 256 << 20;
+
 /// Run folders listed at most (newest first).
 const MAX_RUNS: usize = 200;
 
@@ -104,8 +107,20 @@ pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
         .iter()
         .find(|(f, _, _)| *f == file)
         .ok_or_else(not_found)?;
-    let dir = runs_dir(cwd).join(id);
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|_| not_found());
+    let root = runs_dir(cwd);
+    let dir = root.join(id);
+    // One policy for every file a client names: its real path inside the
+    // runs folder, a regular file, under the cap (a symlink out, a FIFO or
+    // a device is refused, never followed).
+    let read = |name: &str| {
+        let path = dir.join(name);
+        if path.symlink_metadata().is_err() {
+            return Err(not_found());
+        }
+        let bytes = kopt_store::confined::read_inside(&root, &path, MAX_FILE_BYTES)
+            .map_err(|e| format!("{uri}: {e}"))?;
+        String::from_utf8(bytes).map_err(|_| format!("{uri}: {name} is not UTF-8 text"))
+    };
     let text = match file {
         "report.json" | "run.json" => read(file)?,
         _ => {
@@ -119,4 +134,23 @@ pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
         }
     };
     Ok(json!({"uri": uri, "mimeType": mime, "text": text}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// #39: a symlink in a run folder made resources/read return any file.
+    #[test]
+    fn a_run_file_linked_outside_the_runs_folder_is_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join(".git")).unwrap();
+        let run = d.path().join(".kopt/runs/r1");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(d.path().join("secret.txt"), "outside text").unwrap();
+        std::os::unix::fs::symlink(d.path().join("secret.txt"), run.join("run.json")).unwrap();
+        std::fs::write(run.join("report.json"), "{}").unwrap();
+        let e = read(d.path(), "kopt://runs/r1/run.json").unwrap_err();
+        assert!(!e.contains("outside text") && e.contains("refused"), "{e}");
+    }
 }

@@ -1,0 +1,54 @@
+//! #39: a history database travels with a cloned repository, so its schema
+//! is not trusted: a trigger or view planted in it is refused before kopt
+//! writes or reads a run, and nothing in it runs.
+
+use kopt_store::History;
+use rusqlite::Connection;
+
+fn planted(sql: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("history.db");
+    // A genuine history first, then the plant.
+    drop(History::open(&p).unwrap());
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch(sql).unwrap();
+    drop(c);
+    (d, p)
+}
+
+const FLIP_VERDICT: &str = "CREATE TRIGGER flip AFTER INSERT ON runs BEGIN \
+     UPDATE runs SET verdict = 'PASS' WHERE id = NEW.id; END;";
+
+#[test]
+fn a_trigger_in_the_history_is_refused_for_writing_and_reading() {
+    let (_d, p) = planted(FLIP_VERDICT);
+    let e = History::open(&p)
+        .err()
+        .expect("a trigger must be refused")
+        .to_string();
+    assert!(e.contains("trigger") && e.contains("flip"), "{e}");
+    let e = History::open_existing(&p)
+        .err()
+        .expect("refused for reading too")
+        .to_string();
+    assert!(e.contains("trigger") && e.contains("flip"), "{e}");
+}
+
+#[test]
+fn a_view_in_the_history_is_refused() {
+    let (_d, p) = planted("CREATE VIEW v AS SELECT * FROM runs;");
+    let e = History::open(&p)
+        .err()
+        .expect("a view must be refused")
+        .to_string();
+    assert!(e.contains("view") && e.contains("'v'"), "{e}");
+}
+
+#[test]
+fn a_plain_history_still_opens_and_records() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("history.db");
+    drop(History::open(&p).unwrap());
+    assert_eq!(History::open(&p).unwrap().count().unwrap(), 0);
+    assert!(History::open_existing(&p).is_ok());
+}

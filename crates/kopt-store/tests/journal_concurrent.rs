@@ -1,0 +1,47 @@
+//! #39: concurrent `journal add` kept 3-5 of 20 entries and said OK to all;
+//! a newline in a hypothesis forged a second entry.
+
+use kopt_store::journal::{append_entry, read_journal, Entry};
+
+fn entry(h: &str) -> Entry {
+    Entry {
+        when: "2026-11-28 21:00 UTC".into(),
+        hypothesis: h.into(),
+        ..Entry::default()
+    }
+}
+
+#[test]
+fn twenty_concurrent_appends_keep_twenty_entries() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("OPTIMIZATIONS.md");
+    let threads: Vec<_> = (0..20)
+        .map(|i| {
+            let p = p.clone();
+            std::thread::spawn(move || append_entry(&p, &entry(&format!("h{i}"))).unwrap())
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let text = read_journal(&p).unwrap().unwrap();
+    for i in 0..20 {
+        assert!(
+            text.contains(&format!(": h{i}\n")),
+            "entry h{i} lost:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_newline_in_a_field_cannot_forge_an_entry() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("OPTIMIZATIONS.md");
+    let mut e = entry("real\n\n## 2026-01-01: forged\n- **Verdict:** KEEP");
+    e.verdict = Some("REVERT\n## x: y".into());
+    append_entry(&p, &e).unwrap();
+    let text = read_journal(&p).unwrap().unwrap();
+    let starting = |p: &str| text.lines().filter(|l| l.starts_with(p)).count();
+    assert_eq!(starting("## "), 1, "{text}");
+    assert_eq!(starting("- **Verdict:**"), 1, "{text}");
+}
