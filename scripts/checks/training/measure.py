@@ -1,5 +1,6 @@
 """One training-suite workload in one process: every variant (baseline and
-candidate fixes) timed bare, interleaved, 5 rounds, the median per step, by
+candidate fixes, and for every workload TF32 and torch.compile of the
+whole step) timed bare, interleaved, 5 rounds, the median per step, by
 wall clock with a device sync at each end of a round (a host-synced step is
 timed as the user feels it); then a torch.profiler trace of the baseline
 (with_stack=True, a ProfilerStep schedule: wait 1, warmup 2, active 3).
@@ -41,6 +42,40 @@ def graphed(fn):
     return g.replay
 
 
+def tf32(fn):
+    def run():
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            fn()
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+    return run
+
+
+def compiled(fn):
+    """torch.compile of the whole step (default mode), compiled by its
+    first calls here, under COMPILE_S seconds."""
+    import signal
+
+    def expire(*_):
+        raise TimeoutError(f"compilation over {COMPILE_S} s")
+
+    cfn = torch.compile(fn)
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(COMPILE_S)
+    try:
+        cfn()
+        cfn()
+        torch.cuda.synchronize()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return cfn
+
+
+COMPILE_S = int(os.environ.get("COMPILE_S", "60"))
+
+
 def main():
     name, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -48,10 +83,19 @@ def main():
     t0 = time.time()
     variants = workloads.WORKLOADS[name]()
     eager = variants["eager"]
+    # Every workload also gets TF32 and torch.compile of its whole step,
+    # the fixes kopt may rank first on any of them.
+    variants.setdefault("tf32", tf32(eager))
+    if os.environ.get("NO_COMPILE") != "1":
+        variants["compile"] = "compile"
     for k in list(variants):
         try:
             if variants[k] == "graph":
                 variants[k] = graphed(eager)
+            elif variants[k] == "compile":
+                t1 = time.time()
+                variants[k] = compiled(eager)
+                res["compile_s"] = round(time.time() - t1, 1)
             for _ in range(3):
                 variants[k]()
         except Exception as e:  # noqa: BLE001 - a fix that fails is a row

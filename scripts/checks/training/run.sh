@@ -4,8 +4,8 @@
 # the baseline), files into OUT/ (WORKLOAD.measured.json,
 # WORKLOAD.trace.json.gz, WORKLOAD.log), packed as OUT/training.tgz.
 #   bash run.sh OUT [WORKLOAD...]
-# BUDGET (s, default 420) stops starting a workload once less than 25 s
-# is left; each is bounded by PER_S (default 90).
+# BUDGET (s, default 500) stops starting a workload once less than 25 s
+# is left; each is bounded by PER_S (default 110).
 set -uo pipefail
 out=${1:?OUT}; shift
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,10 +16,10 @@ models=("$@")
   python3 -c 'import torch; print("torch", torch.__version__)'; } > "$out/t/card.txt" 2>&1
 start=$(date +%s)
 for m in "${models[@]}"; do
-  left=$(( ${BUDGET:-420} - ($(date +%s) - start) ))
+  left=$(( ${BUDGET:-500} - ($(date +%s) - start) ))
   [ "$left" -lt 25 ] && { echo "skipped $m: ${left}s left" >> "$out/t/card.txt"; continue; }
   t0=$(date +%s)
-  (cd "$here" && timeout $(( left < ${PER_S:-90} ? left : ${PER_S:-90} )) python3 measure.py "$m" "$out/t") > "$out/t/$m.log" 2>&1
+  (cd "$here" && timeout $(( left < ${PER_S:-110} ? left : ${PER_S:-110} )) python3 measure.py "$m" "$out/t") > "$out/t/$m.log" 2>&1
   echo "$m exit $? $(( $(date +%s) - t0 ))s" >> "$out/t/card.txt"
 done
 cd "$out" && tar czf training.tgz t && rm -rf t && ls -la

@@ -170,8 +170,8 @@ class MaskedMLP(nn.Module):
             if self.where:
                 x = torch.where(x > 0, x, torch.zeros_like(x))
             else:
-                x = x.clone()
-                x[x < 0] = 0  # fix: torch.where keeps shapes static, no sync
+                keep = x.abs().sum(1) > 0  # rows not all zero (all of them, here)
+                x = torch.relu(x[keep])  # fix: a boolean-mask select syncs (nonzero); torch.where does not
         return x
 
 
