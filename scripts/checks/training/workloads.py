@@ -88,13 +88,13 @@ def w_mlp_sgd_forloop():
     def sgd(params, lr, **k):
         return torch.optim.SGD(params, lr=lr, **{**kw, **k})
 
-    return optimizer_forms(mlp, x, y, {"foreach": False}, opt_cls=sgd, bf16=False)
+    return {**optimizer_forms(mlp, x, y, {"foreach": False}, opt_cls=sgd, bf16=False), "graph": "graph"}
 
 
 def w_transformer_zero_fill():
     x = torch.randn(32, 256, 256, device=DEV)
     y = torch.randint(0, 10, (32 * 256,), device=DEV)
-    v = optimizer_forms(lambda: transformer(256, 6), x, y, {"fused": True}, set_to_none=False)
+    v = {**optimizer_forms(lambda: transformer(256, 6), x, y, {"fused": True}, set_to_none=False), "graph": "graph"}
     v.pop("fused")  # the baseline is already fused
     return v
 
