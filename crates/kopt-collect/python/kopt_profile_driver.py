@@ -1,5 +1,6 @@
 # Written by kopt: drives a module script for `kopt profile` /
-# `profile_module`: WARMUP then STEPS forward passes, each inside an NVTX
+# `profile_module`: WARMUP then STEPS forward passes (or training steps,
+# for a script in training form: docs/training.md), each inside an NVTX
 # range `kopt_step`, so the profile's iterations are exact. The warm-up
 # passes are steps too: kopt's steady-state detection cuts the slow first
 # ones, and kernels launched only there (cuDNN's benchmark search, Triton's
@@ -24,25 +25,43 @@ record_ops = "ops" in sys.argv[5:]
 variant = next((a[len("variant=") :] for a in sys.argv[5:] if a.startswith("variant=")), None)
 # kopt sets CUDA_VISIBLE_DEVICES to the chosen GPU: it is cuda:0 here.
 device = torch.device("cuda:0")
-model, make_inputs = kopt_module.build(path, module_name, device)
-inputs = make_inputs()
-if variant:
-    import kopt_optimize
+mod, model = kopt_module.instantiate(path, module_name, device)
+training = kopt_module.is_training(mod)
+if training:
+    # A training step (docs/training.md): autograd on, train mode, phases
+    # in NVTX ranges kopt:data/forward/backward/optimizer inside kopt_step.
+    if variant:
+        import kopt_optimize
 
-    # As the harness does: eager warmed up, then the variant built (and
-    # compiled, captured) on these inputs, all in inference mode.
-    with torch.inference_mode():
-        for _ in range(kopt_optimize.WARMUP):
-            model(*inputs)
-        built = kopt_optimize.build(variant, model, inputs)
-        inputs = built.prepare(inputs)
-        torch.cuda.synchronize()
-    model = built
+        trainer = kopt_optimize.build_training(variant, mod, model, device)
+    else:
+        trainer = kopt_module.TrainStep(mod, model, device)
+    run_step = trainer.step
+else:
+    model = model.eval()
+    inputs = [kopt_module.to_device(x, device) for x in mod.get_inputs()]
+    if variant:
+        import kopt_optimize
+
+        # As the harness does: eager warmed up, then the variant built (and
+        # compiled, captured) on these inputs, all in inference mode.
+        with torch.inference_mode():
+            for _ in range(kopt_optimize.WARMUP):
+                model(*inputs)
+            built = kopt_optimize.build(variant, model, inputs)
+            inputs = built.prepare(inputs)
+            torch.cuda.synchronize()
+        model = built
+
+    def run_step(_i):
+        return model(*inputs)
+
+
 ops = torch.autograd.profiler.emit_nvtx(record_shapes=True) if record_ops else contextlib.nullcontext()
-with torch.inference_mode(), ops:
+with kopt_module.autograd_context(training), ops:
     for i in range(warmup + steps):
         torch.cuda.nvtx.range_push("kopt_step")
-        model(*inputs)
+        run_step(i)
         torch.cuda.nvtx.range_pop()
         if i + 1 == warmup:
             torch.cuda.synchronize()
