@@ -209,6 +209,11 @@ pub(crate) fn user_frame(name: &str) -> Option<String> {
     Some(format!("{short}:{line} in {}", crate::cap_name(func).0))
 }
 
+/// A training step's phase range (`kopt:forward` ...; docs/training.md).
+fn is_phase(name: &str) -> bool {
+    name.starts_with("kopt:")
+}
+
 /// A Kineto memcpy's direction and memory kinds from its name
 /// (`Memcpy HtoD (Pageable -> Device)`).
 pub(crate) fn copy_kind(name: &str) -> Option<kopt_model::CopyKind> {
@@ -440,7 +445,9 @@ impl Collector {
         let gpu = std::mem::take(&mut self.gpu_steps);
         let t = &mut self.timeline;
         let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-        t.ranges.retain(|r| seen.insert(r.name.clone()));
+        // Phases (kopt:forward ...) repeat once a step by design.
+        t.ranges
+            .retain(|r| is_phase(&r.name) || seen.insert(r.name.clone()));
         for r in gpu {
             if seen.insert(r.name.clone()) {
                 t.ranges.push(r);
@@ -469,6 +476,7 @@ impl Collector {
                 Self::category(cat).is_none()
                     && !is_span(cat)
                     && !name.starts_with("ProfilerStep#")
+                    && !is_phase(name)
                     && !Self::host_span(cat, name)
             }
             _ => false,
@@ -542,7 +550,7 @@ impl Collector {
             None if e
                 .name
                 .as_deref()
-                .is_some_and(|n| n.starts_with("ProfilerStep#")) =>
+                .is_some_and(|n| n.starts_with("ProfilerStep#") || is_phase(n)) =>
             {
                 Keep::Step
             }
@@ -645,6 +653,11 @@ impl Collector {
                 frame: None,
                 op: None,
             }),
+            // A phase's GPU copy adds nothing to its CPU range.
+            Keep::Step
+                if is_phase(&name)
+                    && e.cat
+                        .is_some_and(|c| c.eq_ignore_ascii_case("gpu_user_annotation")) => {}
             Keep::Step
                 if e.cat
                     .is_some_and(|c| c.eq_ignore_ascii_case("gpu_user_annotation")) =>
