@@ -2,12 +2,10 @@
 # that defines an nn.Module class (`Model`, or the class the module name
 # names) and get_inputs() (optionally get_init_inputs()). Shared by the
 # profile driver and the optimize harness; kopt writes it beside them.
-#
-# The training form: a script that also defines train_step(model, inputs,
-# optimizer) (forward, loss, backward, optimizer step, zero_grad) and,
-# optionally, make_optimizer(model) is driven one train_step a step, with
-# autograd on and the model in train mode (without make_optimizer, the
-# optimizer argument is None).
+# A script that also defines get_optimizer(model) or train_step(model,
+# inputs, optimizer) is a training step (docs/training.md): TrainStep runs
+# it with autograd on, its phases in NVTX ranges kopt:data/forward/
+# backward/optimizer.
 import importlib.util
 import sys
 
@@ -54,11 +52,22 @@ def to_device(x, device):
     return x
 
 
-def build(path, module_name, device):
-    """The module's model on `device` (eval mode) and a function giving fresh inputs."""
+def instantiate(path, module_name, device):
+    """The loaded script and its model on `device` (mode untouched)."""
     mod = load(path, module_name)
     init = mod.get_init_inputs() if hasattr(mod, "get_init_inputs") else []
-    model = pick_class(mod, path, module_name)(*init).to(device).eval()
+    return mod, pick_class(mod, path, module_name)(*init).to(device)
+
+
+def is_training(mod):
+    """Whether the script is a training step (docs/training.md)."""
+    return callable(getattr(mod, "get_optimizer", None)) or callable(getattr(mod, "train_step", None))
+
+
+def build(path, module_name, device):
+    """The module's model on `device` (eval mode) and a function giving fresh inputs."""
+    mod, model = instantiate(path, module_name, device)
+    model = model.eval()
 
     def inputs():
         return [to_device(x, device) for x in mod.get_inputs()]
@@ -66,28 +75,92 @@ def build(path, module_name, device):
     return model, inputs
 
 
-def build_step(path, module_name, device):
-    """One step of the script as a function of its inputs: train_step with
-    autograd on where the script defines it (the training form), else the
-    forward (the caller runs it in inference mode). Returns (step,
-    make_inputs, training)."""
-    mod = load(path, module_name)
-    init = mod.get_init_inputs() if hasattr(mod, "get_init_inputs") else []
-    model = pick_class(mod, path, module_name)(*init).to(device)
-    train_step = getattr(mod, "train_step", None)
+class _no_context:
+    def __enter__(self):
+        return None
 
-    def inputs():
-        return [to_device(x, device) for x in mod.get_inputs()]
+    def __exit__(self, *exc):
+        return False
 
-    if not callable(train_step):
-        model.eval()
-        return (lambda xs: model(*xs)), inputs, False
-    model.train()
-    make_optimizer = getattr(mod, "make_optimizer", None)
-    optimizer = make_optimizer(model) if callable(make_optimizer) else None
 
-    def step(xs):
-        with torch.enable_grad():
-            return train_step(model, xs, optimizer)
+def nvtx_phase(name):
+    """An NVTX range around a phase: what kopt's tracer records."""
+    return torch.cuda.nvtx.range(name)
 
-    return step, inputs, True
+
+class TrainStep:
+    """One training step of a training-form script, run by `step(i)`.
+
+    `phase(name)` is a context manager marking a phase (NVTX under kopt's
+    tracer; record_function for Kineto); `optimizer` replaces the script's
+    own (kopt optimize's fused candidate builds its own from it)."""
+
+    def __init__(self, mod, model, device, phase=nvtx_phase, optimizer=None, forward_context=None):
+        self.mod, self.model, self.device, self.phase = mod, model.train(), device, phase
+        # kopt optimize's bf16 candidate runs forward and loss under autocast.
+        self.forward_context = forward_context or _no_context
+        if optimizer is None and callable(getattr(mod, "get_optimizer", None)):
+            optimizer = mod.get_optimizer(model)
+        self.optimizer = optimizer
+        self.custom = getattr(mod, "train_step", None)
+        if not callable(self.custom) and self.optimizer is None:
+            sys.exit("kopt: get_optimizer(model) returned None: a training step needs an optimizer")
+        self.inputs = [to_device(x, device) for x in mod.get_inputs()]
+        self.loss_fn = getattr(mod, "loss_fn", None)
+        default_n = len(self.inputs) - 1 if callable(self.loss_fn) else len(self.inputs)
+        self.model_inputs = int(getattr(mod, "MODEL_INPUTS", default_n))
+        self.get_batch = getattr(mod, "get_batch", None)
+        self.loss = None
+        if callable(self.custom) and self.optimizer is not None:
+            self._hook_optimizer()
+
+    def _hook_optimizer(self):
+        # A custom step calls optimizer.step() itself: its hooks mark it.
+        ranges = []
+
+        def pre(*_):
+            ranges.append(self.phase("kopt:optimizer"))
+            ranges[-1].__enter__()
+
+        def post(*_):
+            if ranges:
+                ranges.pop().__exit__(None, None, None)
+
+        if hasattr(self.optimizer, "register_step_pre_hook"):
+            self.optimizer.register_step_pre_hook(pre)
+            self.optimizer.register_step_post_hook(post)
+
+    def batch(self, i):
+        if not callable(self.get_batch):
+            return self.inputs
+        with self.phase("kopt:data"):
+            return [to_device(x, self.device) for x in self.get_batch(i)]
+
+    def loss_of(self, output, inputs):
+        if callable(self.loss_fn):
+            return self.loss_fn(output, inputs)
+        if isinstance(output, (list, tuple)):
+            output = output[0]
+        return output if output.dim() == 0 else output.float().mean()
+
+    def step(self, i):
+        inputs = self.batch(i)
+        if callable(self.custom):
+            with self.forward_context():
+                self.loss = self.custom(self.model, inputs, self.optimizer)
+            return self.loss
+        with self.phase("kopt:forward"), self.forward_context():
+            loss = self.loss_of(self.model(*inputs[: self.model_inputs]), inputs)
+        with self.phase("kopt:backward"):
+            loss.backward()
+        with self.phase("kopt:optimizer"):
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        self.loss = loss
+        return loss
+
+
+def autograd_context(training):
+    """Autograd on for a training step, inference mode for a forward."""
+    return torch.enable_grad() if training else torch.inference_mode()
+

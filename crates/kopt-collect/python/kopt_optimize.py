@@ -490,17 +490,125 @@ def _run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s
     return result, fns
 
 
+# ---- training steps (docs/training.md) -------------------------------------
+# A training-form script's candidates change the step, not the forward:
+# the optimizer's fused or foreach form, bf16 autocast around forward and
+# loss, torch.compile of the model. Graph capture of a whole step is not
+# offered here (a step that syncs with the host cannot be captured).
+TRAINING_CANDIDATES = {
+    "fused_optimizer": "the optimizer rebuilt with fused=True (one kernel per step for all parameters)",
+    "foreach_optimizer": "the optimizer rebuilt with foreach=True (multi-tensor kernels)",
+    "bf16_autocast": 'torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss',
+    "compile": "torch.compile(model) (Inductor, default mode) inside the training step",
+}
+TRAINING_CHECK_STEPS = 5
+
+
+def rebuilt_optimizer(optimizer, **form):
+    """`optimizer` rebuilt over the same parameter groups with `form`
+    (fused=True or foreach=True); NotApplicable when its class has none."""
+    if optimizer is None:
+        raise NotApplicable("the script's train_step has no optimizer from get_optimizer(model)")
+    cls = type(optimizer)
+    groups = [{k: v for k, v in g.items() if k not in ("fused", "foreach")} for g in optimizer.param_groups]
+    defaults = {k: v for k, v in optimizer.defaults.items() if k not in ("fused", "foreach")}
+    try:
+        return cls(groups, **defaults, **form)
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise NotApplicable(f"{cls.__name__} has no {next(iter(form))} form: {one_line(e)}") from e
+
+
+def build_training(variant, mod, model, device):
+    """A kopt_module.TrainStep with the candidate (or stack `a+b`) applied."""
+    import kopt_module
+
+    parts = variant.split("+")
+    unknown = [p for p in parts if p not in TRAINING_CANDIDATES]
+    if unknown:
+        raise NotApplicable(f"{unknown[0]} is not a candidate for a training step (those: {', '.join(TRAINING_CANDIDATES)})")
+    if "compile" in parts:
+        model = torch.compile(model)
+    step = kopt_module.TrainStep(mod, model, device)
+    if "fused_optimizer" in parts:
+        step.optimizer = rebuilt_optimizer(step.optimizer, fused=True)
+    elif "foreach_optimizer" in parts:
+        step.optimizer = rebuilt_optimizer(step.optimizer, foreach=True)
+    if "bf16_autocast" in parts:
+        step.forward_context = lambda: torch.autocast("cuda", dtype=torch.bfloat16)
+    return step
+
+
+def training_state(step):
+    """What a training candidate must reproduce: the loss and every parameter."""
+    pairs = [("loss", step.loss.detach().float().reshape(1))] if isinstance(step.loss, torch.Tensor) else []
+    model = getattr(step.model, "_orig_mod", step.model)
+    pairs += [(f"param.{n}", p.detach().float().clone()) for n, p in model.named_parameters()]
+    return pairs
+
+
+def run_training_candidates(script, module_name, wanted, out_dir, min_samples, max_time_s, noise_target):
+    """Each candidate from the same seed and initial weights: after
+    TRAINING_CHECK_STEPS steps its loss and parameters are saved beside
+    eager's for the gate; then every step is timed, interleaved."""
+    import kopt_module
+
+    device = torch.device("cuda:0")
+    result = {"candidates": {}, "training": True, "torch": torch.__version__, "device": torch.cuda.get_device_name(device)}
+
+    def fresh(variant):
+        torch.manual_seed(0)
+        mod, model = kopt_module.instantiate(script, module_name, device)
+        if variant == "eager":
+            return kopt_module.TrainStep(mod, model, device)
+        return build_training(variant, mod, model, device)
+
+    steps = {}
+    for name in ["eager"] + [c for c in wanted if c]:
+        entry = {"description": "; then ".join(TRAINING_CANDIDATES.get(p, p) for p in name.split("+")), "status": "ok"}
+        t = time.perf_counter()
+        try:
+            step = fresh(name)
+            for i in range(TRAINING_CHECK_STEPS):
+                step.step(i)
+            torch.cuda.synchronize()
+            pairs = training_state(step)
+            save_safetensors(os.path.join(out_dir, "reference.safetensors" if name == "eager" else f"{name}.safetensors"), pairs)
+            steps[name] = step
+        except NotApplicable as e:
+            entry.update(status="skipped", reason=str(e))
+        except Exception as e:
+            if name == "eager":
+                raise
+            entry.update(status="failed", phase="build", error=one_line(e))
+        entry["build_s"] = round(time.perf_counter() - t, 3)
+        if name != "eager":
+            result["candidates"][name] = entry
+    counter = {"i": TRAINING_CHECK_STEPS}
+
+    def timed(step):
+        def call():
+            counter["i"] += 1
+            return step.step(counter["i"])
+
+        return call
+
+    with torch.enable_grad():
+        samples, rounds = time_variants({n: timed(s) for n, s in steps.items()}, [], min_samples, max_time_s, noise_target)
+    result["samples_ns"], result["rounds"] = samples, rounds
+    with open(os.path.join(out_dir, "result.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
 def main():
     script, module_name, wanted, out_dir = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     min_samples, max_time_s, noise_target = int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import kopt_module
 
-    if callable(getattr(kopt_module.load(script, module_name), "train_step", None)):
-        sys.exit(
-            f"kopt optimize: {script} is a training step (it defines train_step): optimize builds and "
-            "times forwards only so far; profile it with `kopt profile --script` for its findings"
-        )
+    if kopt_module.is_training(kopt_module.load(script, module_name)):
+        run_training_candidates(script, module_name, wanted.split(","), out_dir, min_samples, max_time_s, noise_target)
+        return
     model, make_inputs = kopt_module.build(script, module_name, torch.device("cuda:0"))
     run_candidates(model, make_inputs, wanted.split(","), out_dir, min_samples, max_time_s, noise_target, restart_exit=True)
 

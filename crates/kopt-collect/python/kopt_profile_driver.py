@@ -1,5 +1,6 @@
 # Written by kopt: drives a module script for `kopt profile` /
-# `profile_module`: WARMUP then STEPS forward passes, each inside an NVTX
+# `profile_module`: WARMUP then STEPS forward passes (or training steps,
+# for a script in training form: docs/training.md), each inside an NVTX
 # range `kopt_step`, so the profile's iterations are exact. The warm-up
 # passes are steps too: kopt's steady-state detection cuts the slow first
 # ones, and kernels launched only there (cuDNN's benchmark search, Triton's
@@ -7,8 +8,6 @@
 # With a fifth argument `ops`, the steps also run under PyTorch's
 # emit_nvtx(record_shapes=True): every op an NVTX range with its input
 # shapes, so kopt traces each kernel back to its op (at a host cost per op).
-# A script in the training form (train_step, see kopt_module.py) runs one
-# train_step a step with autograd on.
 # With `variant=NAME` (`kopt optimize`'s kept result), the steps run the
 # module as the optimize harness builds that candidate or stack (`a+b`):
 # built, compiled and captured before the first step, its inputs prepared
@@ -26,34 +25,49 @@ record_ops = "ops" in sys.argv[5:]
 variant = next((a[len("variant=") :] for a in sys.argv[5:] if a.startswith("variant=")), None)
 # kopt sets CUDA_VISIBLE_DEVICES to the chosen GPU: it is cuda:0 here.
 device = torch.device("cuda:0")
-if variant:
-    import kopt_optimize
+mod, model = kopt_module.instantiate(path, module_name, device)
+training = kopt_module.is_training(mod)
+if training:
+    # A training step (docs/training.md): autograd on, train mode, phases
+    # in NVTX ranges kopt:data/forward/backward/optimizer inside kopt_step.
+    if variant:
+        import kopt_optimize
 
-    model, make_inputs = kopt_module.build(path, module_name, device)
-    inputs = make_inputs()
-    # As the harness does: eager warmed up, then the variant built (and
-    # compiled, captured) on these inputs, all in inference mode.
-    with torch.inference_mode():
-        for _ in range(kopt_optimize.WARMUP):
-            model(*inputs)
-        built = kopt_optimize.build(variant, model, inputs)
-        inputs = built.prepare(inputs)
-        torch.cuda.synchronize()
-
-    def step(xs):
-        return built(*xs)
-
-    training = False
+        trainer = kopt_optimize.build_training(variant, mod, model, device)
+    else:
+        trainer = kopt_module.TrainStep(mod, model, device)
+    run_step = trainer.step
 else:
-    step, make_inputs, training = kopt_module.build_step(path, module_name, device)
-    inputs = make_inputs()
+    model = model.eval()
+    inputs = [kopt_module.to_device(x, device) for x in mod.get_inputs()]
+    if variant:
+        import kopt_optimize
+
+        # As the harness does: eager warmed up, then the variant built (and
+        # compiled, captured) on these inputs, all in inference mode. Each
+        # of these is a step too: what runs only here (cuDNN's algorithm
+        # search, Inductor's autotuning) then falls in warm-up steps and is
+        # known as a trial; launched before the first step it would pass
+        # for the program's set-up and stay in the kernel table.
+        with torch.inference_mode():
+            for _ in range(kopt_optimize.WARMUP):
+                with torch.cuda.nvtx.range("kopt_step"):
+                    model(*inputs)
+            with torch.cuda.nvtx.range("kopt_step"):
+                built = kopt_optimize.build(variant, model, inputs)
+            inputs = built.prepare(inputs)
+            torch.cuda.synchronize()
+        model = built
+
+    def run_step(_i):
+        return model(*inputs)
+
+
 ops = torch.autograd.profiler.emit_nvtx(record_shapes=True) if record_ops else contextlib.nullcontext()
-# A forward runs in inference mode; a training step needs autograd.
-grad = contextlib.nullcontext() if training else torch.inference_mode()
-with grad, ops:
+with kopt_module.autograd_context(training), ops:
     for i in range(warmup + steps):
         torch.cuda.nvtx.range_push("kopt_step")
-        step(inputs)
+        run_step(i)
         torch.cuda.nvtx.range_pop()
         if i + 1 == warmup:
             torch.cuda.synchronize()

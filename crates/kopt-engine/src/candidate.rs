@@ -30,6 +30,10 @@ pub enum Candidate {
     CompileFreezing,
     /// cuDNN's benchmark mode (the fastest algorithm per shape).
     CudnnBenchmark,
+    /// A training step's optimizer rebuilt with `fused=True`.
+    FusedOptimizer,
+    /// A training step's optimizer rebuilt with `foreach=True`.
+    ForeachOptimizer,
 }
 
 /// How far a candidate's outputs may move from eager's, by what it changes.
@@ -47,7 +51,7 @@ pub enum Numerics {
 }
 
 impl Candidate {
-    pub const ALL: [Candidate; 11] = [
+    pub const ALL: [Candidate; 13] = [
         Candidate::Graph,
         Candidate::Compile,
         Candidate::CompileReduceOverhead,
@@ -59,6 +63,8 @@ impl Candidate {
         Candidate::Sdpa,
         Candidate::CompileFreezing,
         Candidate::CudnnBenchmark,
+        Candidate::FusedOptimizer,
+        Candidate::ForeachOptimizer,
     ];
 
     /// The harness's name for it.
@@ -75,6 +81,8 @@ impl Candidate {
             Candidate::Sdpa => "sdpa",
             Candidate::CompileFreezing => "compile_freezing",
             Candidate::CudnnBenchmark => "cudnn_benchmark",
+            Candidate::FusedOptimizer => "fused_optimizer",
+            Candidate::ForeachOptimizer => "foreach_optimizer",
         }
     }
 
@@ -96,6 +104,8 @@ impl Candidate {
             Candidate::Sdpa => "attention through scaled_dot_product_attention (the model's attn_implementation switch)",
             Candidate::CompileFreezing => "torch.compile with torch._inductor.config.freezing (weights as constants, batch norm folded into convolutions)",
             Candidate::CudnnBenchmark => "cuDNN benchmark mode (the fastest algorithm per input shape)",
+            Candidate::FusedOptimizer => "a training step's optimizer rebuilt with fused=True (one kernel per step for all parameters)",
+            Candidate::ForeachOptimizer => "a training step's optimizer rebuilt with foreach=True (multi-tensor kernels)",
         }
     }
 
@@ -125,6 +135,8 @@ impl Candidate {
                 "model = torch.compile(model)  # under torch.inference_mode()",
             ],
             Candidate::CudnnBenchmark => &["torch.backends.cudnn.benchmark = True"],
+            Candidate::FusedOptimizer => &["optimizer = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)  # Adam, AdamW, SGD, ..."],
+            Candidate::ForeachOptimizer => &["optimizer = torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)"],
         }
     }
 
@@ -149,7 +161,10 @@ impl Candidate {
             Candidate::Sdpa => Some("use_fused_attention"),
             Candidate::CompileFreezing => Some("fold_batch_norm"),
             Candidate::Compile => Some("use_torch_compile"),
-            Candidate::CompileMaxAutotune | Candidate::CudnnBenchmark => None,
+            Candidate::FusedOptimizer => Some("use_fused_optimizer"),
+            Candidate::CompileMaxAutotune
+            | Candidate::CudnnBenchmark
+            | Candidate::ForeachOptimizer => None,
         }
     }
 
@@ -203,6 +218,15 @@ impl Candidate {
         self != other
             && !(self.removes_launches() && other.removes_launches())
             && !(self.compiles() && other.compiles())
+            && !(self.optimizer_form() && other.optimizer_form())
+    }
+
+    /// Whether it rebuilds a training step's optimizer (one form at a time).
+    fn optimizer_form(self) -> bool {
+        matches!(
+            self,
+            Candidate::FusedOptimizer | Candidate::ForeachOptimizer
+        )
     }
 }
 

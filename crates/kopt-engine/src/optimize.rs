@@ -224,6 +224,8 @@ pub fn choose(d: &Diagnosis, force: &[Candidate], skip: &[Candidate]) -> Vec<Cho
                 Candidate::CompileFreezing => found("fold_batch_norm", "batch norm runs as its own kernels: freezing folds it into the convolutions".into(), "no batch norm to fold (no batch-norm finding)"),
                 Candidate::CudnnBenchmark if cudnn => (true, "cuDNN kernels in the step: benchmark mode picks the fastest algorithm per shape".into()),
                 Candidate::CudnnBenchmark => (false, "no cuDNN kernel in the step".into()),
+                Candidate::FusedOptimizer => found("use_fused_optimizer", "the training step's optimizer runs in for-loop or foreach form: fused=True makes it one kernel per step".into(), "no optimizer finding (a training step whose optimizer is not fused)"),
+                Candidate::ForeachOptimizer => (false, "the fused form is tried for an optimizer finding; foreach only with --candidate foreach-optimizer".into()),
             };
             if force.contains(&c) && !tried {
                 tried = true;

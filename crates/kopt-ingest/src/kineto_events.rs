@@ -178,7 +178,7 @@ const SYNC_OPS: &[&str] = &[
 ];
 
 /// torch.optim's annotations of its step and zero_grad.
-fn is_phase(name: &str) -> bool {
+fn is_optimizer_phase(name: &str) -> bool {
     name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#")
 }
 
@@ -212,6 +212,11 @@ pub(crate) fn user_frame(name: &str) -> Option<String> {
         path.clone()
     };
     Some(format!("{short}:{line} in {}", crate::cap_name(func).0))
+}
+
+/// A training step's phase range (`kopt:forward` ...; docs/training.md).
+fn is_phase(name: &str) -> bool {
+    name.starts_with("kopt:")
 }
 
 /// A Kineto memcpy's direction and memory kinds from its name
@@ -448,7 +453,9 @@ impl Collector {
         let gpu = std::mem::take(&mut self.gpu_steps);
         let t = &mut self.timeline;
         let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-        t.ranges.retain(|r| seen.insert(r.name.clone()));
+        // Phases (kopt:forward ...) repeat once a step by design.
+        t.ranges
+            .retain(|r| is_phase(&r.name) || seen.insert(r.name.clone()));
         for r in gpu {
             if seen.insert(r.name.clone()) {
                 t.ranges.push(r);
@@ -477,6 +484,7 @@ impl Collector {
                 Self::category(cat).is_none()
                     && !is_span(cat)
                     && !name.starts_with("ProfilerStep#")
+                    && !is_phase(name)
                     && !Self::host_span(cat, name)
             }
             _ => false,
@@ -488,7 +496,7 @@ impl Collector {
     fn host_span(cat: &str, name: &str) -> bool {
         (cat.eq_ignore_ascii_case("python_function") && user_frame(name).is_some())
             || (cat.eq_ignore_ascii_case("cpu_op") && SYNC_OPS.contains(&name))
-            || (cat.eq_ignore_ascii_case("user_annotation") && is_phase(name))
+            || (cat.eq_ignore_ascii_case("user_annotation") && is_optimizer_phase(name))
     }
 
     /// What a category keeps: a GPU activity, an API call, or nothing.
@@ -552,7 +560,7 @@ impl Collector {
             None if e
                 .name
                 .as_deref()
-                .is_some_and(|n| n.starts_with("ProfilerStep#")) =>
+                .is_some_and(|n| n.starts_with("ProfilerStep#") || is_phase(n)) =>
             {
                 Keep::Step
             }
@@ -641,7 +649,7 @@ impl Collector {
                 };
                 if e.cat.is_some_and(|c| c.eq_ignore_ascii_case("cpu_op")) {
                     self.sync_ops.push(span(name));
-                } else if is_phase(&name) {
+                } else if is_optimizer_phase(&name) {
                     self.timeline.phase_ranges.push(Range {
                         name,
                         start_ns: ts,
@@ -662,6 +670,11 @@ impl Collector {
                 op: None,
                 op_span: None,
             }),
+            // A phase's GPU copy adds nothing to its CPU range.
+            Keep::Step
+                if is_phase(&name)
+                    && e.cat
+                        .is_some_and(|c| c.eq_ignore_ascii_case("gpu_user_annotation")) => {}
             Keep::Step
                 if e.cat
                     .is_some_and(|c| c.eq_ignore_ascii_case("gpu_user_annotation")) =>

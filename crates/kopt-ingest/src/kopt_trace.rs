@@ -9,7 +9,9 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use kopt_model::run_folder::BARE_STEPS_FILE;
-use kopt_model::{ActivityKind, ApiCall, ApiKind, Dim3, GpuActivity, Range, Timeline};
+use kopt_model::{
+    ActivityKind, ApiCall, ApiKind, CopyKind, Dim3, GpuActivity, MemoryKind, Range, Timeline,
+};
 use serde::Deserialize;
 
 use crate::IngestError;
@@ -39,6 +41,11 @@ struct Line<'a> {
     tid: Option<u64>,
     #[serde(default)]
     bytes: Option<u64>,
+    /// A copy's source and destination memory kinds (CUPTI's `CUpti_ActivityMemoryKind`).
+    #[serde(default)]
+    sk: Option<u8>,
+    #[serde(default)]
+    dk: Option<u8>,
     #[serde(default)]
     dropped: Option<u64>,
     #[serde(default)]
@@ -252,6 +259,28 @@ pub fn memcpy_kind_name(kind: u64) -> Option<&'static str> {
 fn copy_name(name: &str) -> Option<&'static str> {
     let n = name.strip_prefix("Memcpy kind ")?.trim().parse().ok()?;
     memcpy_kind_name(n)
+}
+
+/// CUPTI's `CUpti_ActivityMemoryKind` as kopt's memory kind (arrays and
+/// static allocations count as device and managed memory).
+fn memory_kind(kind: Option<u8>) -> MemoryKind {
+    match kind {
+        Some(1) => MemoryKind::Pageable,
+        Some(2) => MemoryKind::Pinned,
+        Some(3 | 4 | 6) => MemoryKind::Device,
+        Some(5 | 7) => MemoryKind::Managed,
+        _ => MemoryKind::Unknown,
+    }
+}
+
+/// A tracer copy's direction (from its `Memcpy kind N` name) and memory
+/// kinds (`sk`/`dk`; unknown in traces older than them).
+fn tracer_copy(name: &str, src: Option<u8>, dst: Option<u8>) -> Option<CopyKind> {
+    let named = copy_name(name).or_else(|| name.starts_with("Memcpy ").then_some(name))?;
+    let mut kind = crate::kineto_events::copy_kind(named)?;
+    kind.src = memory_kind(src);
+    kind.dst = memory_kind(dst);
+    Some(kind)
 }
 
 fn dim(v: Option<[u32; 3]>) -> Option<Dim3> {
@@ -520,6 +549,9 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         }
         if let Some(kind) = kind {
             let name = name.unwrap_or_default();
+            let copy = (kind == ActivityKind::Memcpy)
+                .then(|| tracer_copy(&name, line.sk, line.dk))
+                .flatten();
             t.activities.push(GpuActivity {
                 kind,
                 // A cut name is not demangled: it is no longer a whole symbol.
@@ -547,7 +579,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 grid: dim(line.g),
                 block: dim(line.b),
                 bytes: line.bytes,
-                copy: None,
+                copy,
             });
         } else if line.t == "api" {
             let name = name.unwrap_or_default();
@@ -892,6 +924,40 @@ mod tests {
 {"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
 {"t":"end","records":3,"dropped":0}
 "#;
+
+    #[test]
+    fn copies_carry_their_direction_and_memory_kinds() {
+        use kopt_model::CopyDirection;
+        let text = r#"{"t":"memcpy","name":"Memcpy kind 1","s":100,"e":200,"dev":0,"str":7,"c":1,"bytes":64,"sk":1,"dk":3}
+{"t":"memcpy","name":"Memcpy kind 2","s":300,"e":400,"dev":0,"str":7,"c":2,"bytes":64,"sk":3,"dk":2}
+{"t":"memcpy","name":"Memcpy kind 8","s":500,"e":600,"dev":0,"str":7,"c":3,"bytes":64,"sk":3,"dk":3}
+{"t":"memcpy","name":"Memcpy kind 1","s":700,"e":800,"dev":0,"str":7,"c":4,"bytes":64}
+{"t":"memcpy","name":"Memcpy kind 1","s":900,"e":950,"dev":0,"str":7,"c":5,"bytes":64,"sk":5,"dk":99}
+{"t":"memset","name":"Memset","s":960,"e":970,"dev":0,"str":7,"c":6,"bytes":4}
+{"t":"end","records":6,"dropped":0}
+"#;
+        let t = parse_kopt_trace(text, "copies.jsonl").unwrap().timeline;
+        let kinds: Vec<_> = t
+            .activities
+            .iter()
+            .map(|a| a.copy.map(|c| (c.direction, c.src, c.dst)))
+            .collect();
+        use CopyDirection as D;
+        use MemoryKind as M;
+        assert_eq!(
+            kinds,
+            vec![
+                Some((D::HostToDevice, M::Pageable, M::Device)),
+                Some((D::DeviceToHost, M::Device, M::Pinned)),
+                Some((D::DeviceToDevice, M::Device, M::Device)),
+                // A trace written before the tracer recorded memory kinds.
+                Some((D::HostToDevice, M::Unknown, M::Unknown)),
+                // Managed memory; a kind CUPTI may add later is unknown, not an error.
+                Some((D::HostToDevice, M::Managed, M::Unknown)),
+                None,
+            ]
+        );
+    }
 
     #[test]
     fn a_gzipped_trace_reads_as_the_plain_one() {

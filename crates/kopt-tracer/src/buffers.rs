@@ -367,6 +367,7 @@ unsafe fn drain(buffer: *mut u8, valid: usize) {
                 let m = unsafe { &*(record as *const sys::CUpti_ActivityMemcpy6) };
                 lines.push_str(&records::memcpy_line(
                     m.copyKind,
+                    [m.srcKind, m.dstKind],
                     &CopyRecord {
                         start: m.start,
                         end: m.end,

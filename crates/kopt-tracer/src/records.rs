@@ -70,11 +70,13 @@ pub struct CopyRecord {
     pub bytes: u64,
 }
 
-/// `{"t":"memcpy",...}`, named after CUPTI's copy kind.
-pub fn memcpy_line(copy_kind: u8, m: &CopyRecord) -> String {
+/// `{"t":"memcpy",...}`, named after CUPTI's copy kind; `sk`/`dk` are
+/// CUPTI's memory kinds of source and destination
+/// (`CUpti_ActivityMemoryKind`: 1 pageable, 2 pinned, 3 device, 5 managed).
+pub fn memcpy_line(copy_kind: u8, memory_kinds: [u8; 2], m: &CopyRecord) -> String {
     format!(
-        "{{\"t\":\"memcpy\",\"name\":\"Memcpy kind {}\",\"s\":{},\"e\":{},\"dev\":{},\"str\":{},\"c\":{},\"bytes\":{}}}\n",
-        copy_kind, m.start, m.end, m.device, m.stream, m.correlation, m.bytes
+        "{{\"t\":\"memcpy\",\"name\":\"Memcpy kind {}\",\"s\":{},\"e\":{},\"dev\":{},\"str\":{},\"c\":{},\"bytes\":{},\"sk\":{},\"dk\":{}}}\n",
+        copy_kind, m.start, m.end, m.device, m.stream, m.correlation, m.bytes, memory_kinds[0], memory_kinds[1]
     )
 }
 
@@ -264,8 +266,8 @@ mod tests {
             bytes: 64,
         };
         assert_eq!(
-            memcpy_line(1, &m),
-            "{\"t\":\"memcpy\",\"name\":\"Memcpy kind 1\",\"s\":1,\"e\":2,\"dev\":0,\"str\":7,\"c\":4,\"bytes\":64}\n"
+            memcpy_line(1, [1, 3], &m),
+            "{\"t\":\"memcpy\",\"name\":\"Memcpy kind 1\",\"s\":1,\"e\":2,\"dev\":0,\"str\":7,\"c\":4,\"bytes\":64,\"sk\":1,\"dk\":3}\n"
         );
         assert_eq!(
             memset_line(&m),

@@ -68,7 +68,7 @@ fn trace(window: Option<(u64, u64)>) -> String {
         correlation: 12,
         bytes: 1 << 20,
     };
-    t += &memcpy_line(1, &copy);
+    t += &memcpy_line(1, [1, 3], &copy);
     t += &memset_line(&CopyRecord {
         start: 12_500,
         end: 12_700,
@@ -163,6 +163,16 @@ fn the_parser_reads_every_record_the_tracer_writes() {
     );
     assert_eq!((cp.start_ns, cp.end_ns, cp.stream), (10_000, 12_000, 7));
     assert_eq!(cp.bytes, Some(1 << 20));
+    // Its memory kinds survive the round trip: pageable host to device.
+    let kinds = cp.copy.map(|c| (c.direction, c.src, c.dst));
+    assert_eq!(
+        kinds,
+        Some((
+            kopt_model::CopyDirection::HostToDevice,
+            kopt_model::MemoryKind::Pageable,
+            kopt_model::MemoryKind::Device
+        ))
+    );
     assert_eq!((cp.grid, cp.block), (None, None));
     let set = &t.activities[3];
     assert_eq!(set.kind, ActivityKind::Memset);

@@ -23,7 +23,7 @@ if [ -n "$kdir" ] && [ -x "$kdir/kopt" ]; then
   python3 - <<'PY' "$here/train_module.py"
 import importlib.util, sys, torch
 spec = importlib.util.spec_from_file_location("m", sys.argv[1]); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
-model = m.Model().cuda().train(); opt = m.make_optimizer(model)
+model = m.Model().cuda().train(); opt = m.get_optimizer(model)
 xs = [x.cuda() for x in m.get_inputs()]
 for _ in range(30): m.train_step(model, xs, opt)
 torch.cuda.synchronize()

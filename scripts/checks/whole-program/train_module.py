@@ -21,7 +21,7 @@ def get_inputs():
     return [torch.randn(64, 3, 32, 32), torch.randint(0, 10, (64,))]
 
 
-def make_optimizer(model):
+def get_optimizer(model):
     return torch.optim.Adam(model.parameters(), lr=1e-3, foreach=False)
 
 

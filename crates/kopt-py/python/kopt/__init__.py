@@ -49,6 +49,8 @@ _LAZY = {
     "optimize": "._optimize",
     "TuneResult": "._tune",
     "tune": "._tune",
+    "profile_steps": "._steps",
+    "phase": "._steps",
 }
 
 
@@ -94,7 +96,9 @@ __all__ = [
     "history",
     "measure_defaults",
     "optimize",
+    "phase",
     "profile_module",
+    "profile_steps",
     "trace",
     "tune",
 ]

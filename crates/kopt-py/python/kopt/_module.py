@@ -5,7 +5,11 @@ Module scripts follow the KernelBench convention: a script that defines an
 ``get_inputs()`` (and optionally ``get_init_inputs()``) is driven by kopt:
 it builds the model on the chosen GPU, warms it up, then runs ``steps``
 forward passes, each inside an NVTX range ``kopt_step`` so iterations are
-exact. Any other script runs as it is.
+exact. A script that also defines ``get_optimizer(model)`` (or
+``train_step(model, inputs, optimizer)``) is a training step: kopt runs
+forward, loss, backward and the optimizer with autograd on, each phase in a
+``kopt:forward``/``kopt:backward``/``kopt:optimizer`` range (docs/training.md).
+Any other script runs as it is.
 """
 
 from __future__ import annotations

@@ -1,0 +1,268 @@
+"""Training steps without a GPU: kopt's module driver (kopt_module.TrainStep),
+profile_steps and the Trainer/Lightning callbacks, against a fake torch."""
+
+import importlib.util
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+KINETO_FIXTURE = REPO / "fixtures/h100-probe/torch_trace.json"
+
+
+class FakeTorch(types.ModuleType):
+    """The parts of torch kopt's step code touches, recording what it did."""
+
+    def __init__(self):
+        super().__init__("torch")
+        self.events = []
+        events = self.events
+
+        class Range:
+            def __init__(self, name, kind):
+                self.name, self.kind = name, kind
+
+            def __enter__(self):
+                events.append((self.kind, "push", self.name))
+
+            def __exit__(self, *exc):
+                events.append((self.kind, "pop", self.name))
+
+        nvtx = types.SimpleNamespace(
+            range_push=lambda name: events.append(("nvtx", "push", name)),
+            range_pop=lambda: events.append(("nvtx", "pop", None)),
+            range=lambda name: Range(name, "nvtx"),
+        )
+        self.cuda = types.SimpleNamespace(nvtx=nvtx)
+        self.nn = types.SimpleNamespace(Module=type("Module", (), {}))
+
+        class Profile:
+            def __init__(self, activities, schedule, on_trace_ready, with_stack):
+                self.on_trace_ready, self.with_stack, self.steps = on_trace_ready, with_stack, 0
+                events.append(("profiler", "schedule", schedule))
+
+            def __enter__(self):
+                return self
+
+            def step(self):
+                self.steps += 1
+                events.append(("profiler", "step", self.steps))
+
+            def __exit__(self, *exc):
+                self.on_trace_ready(self)
+
+            def export_chrome_trace(self, path):
+                shutil.copy(KINETO_FIXTURE, path)
+
+        self.profiler = types.SimpleNamespace(
+            profile=Profile,
+            schedule=lambda **kw: kw,
+            ProfilerActivity=types.SimpleNamespace(CPU="cpu", CUDA="cuda"),
+            record_function=lambda name: Range(name, "record_function"),
+        )
+
+    def named(self, kind):
+        return [name for k, what, name in self.events if k == kind and what == "push"]
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    torch = FakeTorch()
+    torch.Tensor = Tensor
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return torch
+
+
+def load_kopt_module():
+    path = REPO / "crates/kopt-collect/python/kopt_module.py"
+    spec = importlib.util.spec_from_file_location("kopt_module_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class Tensor:
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def to(self, device):
+        return self
+
+    def dim(self):
+        return 0
+
+    def backward(self):
+        self.log.append("backward")
+
+
+class Optimizer:
+    def __init__(self, log):
+        self.log, self.pre, self.post = log, [], []
+
+    def step(self):
+        for h in self.pre:
+            h(self, (), {})
+        self.log.append("step")
+        for h in self.post:
+            h(self, (), {})
+
+    def zero_grad(self, set_to_none=False):
+        self.log.append(f"zero_grad(set_to_none={set_to_none})")
+
+    def register_step_pre_hook(self, h):
+        self.pre.append(h)
+
+    def register_step_post_hook(self, h):
+        self.post.append(h)
+
+
+class Model:
+    def __init__(self, log):
+        self.log = log
+
+    def train(self):
+        self.log.append("train")
+        return self
+
+    def __call__(self, *xs):
+        self.log.append(f"forward({len(xs)})")
+        return Tensor(self.log, "out")
+
+
+def script(log, **defs):
+    mod = types.SimpleNamespace(get_inputs=lambda: [Tensor(log, "x"), Tensor(log, "y")])
+    for k, v in defs.items():
+        setattr(mod, k, v)
+    return mod
+
+
+def test_training_form_is_told_apart_from_a_forward(fake_torch):
+    km = load_kopt_module()
+    log = []
+    assert not km.is_training(script(log))
+    assert km.is_training(script(log, get_optimizer=lambda m: Optimizer(log)))
+    assert km.is_training(script(log, train_step=lambda m, x, o: None))
+
+
+def test_declarative_step_runs_each_phase_in_its_range(fake_torch):
+    km = load_kopt_module()
+    log = []
+    mod = script(
+        log,
+        get_optimizer=lambda m: Optimizer(log),
+        loss_fn=lambda out, inputs: Tensor(log, "loss"),
+        get_batch=lambda i: [Tensor(log, "x"), Tensor(log, "y")],
+    )
+    step = km.TrainStep(mod, Model(log), "cuda:0")
+    step.step(0)
+    # The model gets all inputs but the target when there is a loss_fn.
+    assert log == ["train", "forward(1)", "backward", "step", "zero_grad(set_to_none=True)"]
+    assert fake_torch.named("nvtx") == ["kopt:data", "kopt:forward", "kopt:backward", "kopt:optimizer"]
+
+
+def test_without_loss_fn_the_output_is_the_loss_and_no_data_phase(fake_torch):
+    km = load_kopt_module()
+    log = []
+    step = km.TrainStep(script(log, get_optimizer=lambda m: Optimizer(log)), Model(log), "cuda:0")
+    step.step(0)
+    assert "forward(2)" in log and "backward" in log
+    assert fake_torch.named("nvtx") == ["kopt:forward", "kopt:backward", "kopt:optimizer"]
+
+
+def test_custom_train_step_gets_its_optimizer_marked_by_hooks(fake_torch):
+    km = load_kopt_module()
+    log = []
+
+    def train_step(model, inputs, opt):
+        model(*inputs).backward()
+        opt.step()
+        return "loss"
+
+    step = km.TrainStep(script(log, get_optimizer=lambda m: Optimizer(log), train_step=train_step), Model(log), "cuda:0")
+    assert step.step(0) == "loss"
+    assert fake_torch.named("nvtx") == ["kopt:optimizer"]
+    pops = [e for e in fake_torch.events if e[1] == "pop"]
+    assert len(pops) == 1, "the optimizer range is closed after the step"
+
+
+def test_profile_steps_under_kopts_tracer_marks_the_scheduled_steps(fake_torch, monkeypatch, tmp_path):
+    import kopt
+
+    monkeypatch.setenv("KOPT_TRACE_OUT", str(tmp_path / "trace.jsonl"))
+    with kopt.profile_steps(wait=1, warmup=1, active=2) as p:
+        for _ in range(6):
+            with p.phase("forward"):
+                pass
+            p.step()
+    assert p.mode == "tracer" and p.analysis is None
+    pushes = fake_torch.named("nvtx")
+    # Steps 1..3 recorded (wait 1, then warmup 1 + active 2), each with its phase.
+    assert pushes == ["kopt_step", "kopt:forward"] * 3
+    pops = [e for e in fake_torch.events if e[0] == "nvtx" and e[1] == "pop"]
+    assert len(pops) == 6, "every range is closed"
+
+
+def test_profile_steps_with_torch_profiler_analyses_the_trace(fake_torch, monkeypatch, tmp_path):
+    import kopt
+
+    monkeypatch.delenv("KOPT_TRACE_OUT", raising=False)
+    trace = tmp_path / "steps.pt.trace.json"
+    with kopt.profile_steps(wait=0, warmup=1, active=2, trace=str(trace)) as p:
+        for _ in range(5):
+            with p.phase("backward"):
+                pass
+            p.step()
+    schedule = [e[2] for e in fake_torch.events if e[:2] == ("profiler", "schedule")]
+    assert schedule == [{"wait": 0, "warmup": 1, "active": 2, "repeat": 1}]
+    # The profiler steps through the schedule only, not the steps after it.
+    assert [e[2] for e in fake_torch.events if e[:2] == ("profiler", "step")] == [1, 2, 3]
+    assert fake_torch.named("record_function") == ["kopt:backward"] * 3
+    assert trace.is_file()
+    assert isinstance(p.analysis, kopt.Analysis)
+    assert p.analysis.kernels, "the fixture trace's kernels are analysed"
+
+
+def test_profile_steps_says_when_the_loop_was_too_short(fake_torch, monkeypatch, tmp_path):
+    import kopt
+
+    monkeypatch.delenv("KOPT_TRACE_OUT", raising=False)
+    with pytest.warns(UserWarning, match="the loop ran 2 steps, the schedule needs 8"):
+        with kopt.profile_steps(trace=str(tmp_path / "t.json")) as p:
+            p.step()
+            p.step()
+    assert p.analysis is None
+
+
+def test_profile_steps_rejects_bad_schedules_and_phases(fake_torch):
+    import kopt
+
+    with pytest.raises(kopt.UsageError, match="active must be at least 1"):
+        kopt.profile_steps(active=0)
+    with pytest.raises(kopt.UsageError, match="wait must be a whole number"):
+        kopt.profile_steps(wait=-1)
+    with pytest.raises(kopt.UsageError, match="unknown phase 'loss'"):
+        kopt.profile_steps().phase("loss")
+
+
+@pytest.mark.parametrize("which", ["trainer", "lightning"])
+def test_callbacks_profile_the_frameworks_steps(fake_torch, monkeypatch, tmp_path, which):
+    from kopt.integrations import KoptLightningCallback, KoptTrainerCallback
+
+    monkeypatch.delenv("KOPT_TRACE_OUT", raising=False)
+    trace = str(tmp_path / f"{which}.json")
+    if which == "trainer":
+        cb = KoptTrainerCallback(wait=0, warmup=1, active=1, trace=trace)
+        cb.on_train_begin(None, None, None)
+        for _ in range(3):
+            cb.on_step_end(None, None, None)
+        cb.on_train_end(None, None, None)
+    else:
+        cb = KoptLightningCallback(wait=0, warmup=1, active=1, trace=trace)
+        cb.on_train_start(None, None)
+        for i in range(3):
+            cb.on_train_batch_end(None, None, None, None, i)
+        cb.on_train_end(None, None)
+    assert cb.analysis is not None and cb.analysis.kernels
