@@ -2,7 +2,7 @@
 //! a process group of its own (out of reach of the terminal's Ctrl-C), so
 //! the first signal cancels every run, whose runner stops its group, and
 //! the process exits with 128 + the signal once they are stopped (at most
-//! [`GRACE`] later); a second signal exits at once. SIGKILL cannot be
+//! five seconds later); a second signal exits at once. SIGKILL cannot be
 //! caught: the runner gives each workload PR_SET_PDEATHSIG for that.
 
 use std::sync::atomic::{AtomicI32, Ordering};
