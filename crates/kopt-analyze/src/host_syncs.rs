@@ -140,16 +140,14 @@ pub fn summarize(
     // Copies to the device: a blocking copy's own sync is the copies
     // finding's (`copies.rs`), not a read the user wrote.
     let mut input_copies: Vec<i64> = t
-        .activities
+        .api_calls
         .iter()
-        .filter(|a| {
-            a.copy
-                .is_some_and(|k| k.direction == kopt_model::CopyDirection::HostToDevice)
-        })
-        .filter_map(|a| {
-            t.api_calls
-                .iter()
-                .find(|c| c.correlation == a.correlation && c.correlation != 0)
+        .filter(|c| c.kind == ApiKind::Memory && c.correlation != 0)
+        .filter(|c| {
+            copies.get(&c.correlation).is_some_and(|a| {
+                a.copy
+                    .is_some_and(|k| k.direction == kopt_model::CopyDirection::HostToDevice)
+            })
         })
         .map(|c| c.start_ns)
         .collect();
