@@ -16,6 +16,7 @@ pub mod ops;
 pub mod optimizer;
 pub mod precision;
 pub mod ranking;
+pub mod ranks;
 pub mod rollup;
 pub mod roofline;
 pub mod rules;

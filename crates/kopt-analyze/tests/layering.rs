@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["timeline"],
     // What is built on the timeline and on the launches.
-    &["steady_strip", "warmup", "rollup"],
+    &["steady_strip", "warmup", "rollup", "ranks"],
     // Findings over one kernel or a family of kernels.
     &["catalogue", "batchnorm", "fusion", "layout", "attention"],
     // The ranking's base and finding ids.

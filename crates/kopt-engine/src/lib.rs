@@ -22,6 +22,7 @@ pub mod profile;
 mod profile_rocprof;
 pub mod profile_run;
 pub mod progress;
+pub mod ranks;
 pub mod record;
 pub mod run_folder;
 pub mod trace;

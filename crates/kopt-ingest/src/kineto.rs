@@ -78,6 +78,14 @@ struct RawArgs<'a> {
     block: Option<&'a RawValue>,
     #[serde(default, borrow)]
     bytes: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "In msg nelems")]
+    in_nelems: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "Out msg nelems")]
+    out_nelems: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    dtype: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "Collective name")]
+    collective: Option<&'a RawValue>,
 }
 
 /// A serde-read event handed to the collector as raw field text, as the
@@ -97,6 +105,10 @@ fn collect(c: &mut Collector, e: RawEvent) {
         grid: args.grid.map(RawValue::get),
         block: args.block.map(RawValue::get),
         bytes: args.bytes.map(RawValue::get),
+        in_nelems: args.in_nelems.map(RawValue::get),
+        out_nelems: args.out_nelems.map(RawValue::get),
+        dtype: args.dtype.map(RawValue::get),
+        collective: args.collective.map(RawValue::get),
     });
 }
 
@@ -165,6 +177,10 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
                 "traceEvents" => {
                     map.next_value_seed(EventsSeed(self.0))?;
                     seen = true;
+                }
+                "distributedInfo" => {
+                    let raw: &RawValue = map.next_value()?;
+                    self.0.take_distributed_info(raw.get());
                 }
                 "deviceProperties" => {
                     let props: Vec<DeviceProp<'de>> = map.next_value()?;

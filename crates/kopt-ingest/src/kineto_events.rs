@@ -24,6 +24,12 @@ pub(crate) struct Fields<'a> {
     pub grid: Option<&'a str>,
     pub block: Option<&'a str>,
     pub bytes: Option<&'a str>,
+    /// A collective kernel's message (torch writes them on NCCL kernels):
+    /// `In msg nelems`, `Out msg nelems`, `dtype`, `Collective name`.
+    pub in_nelems: Option<&'a str>,
+    pub out_nelems: Option<&'a str>,
+    pub dtype: Option<&'a str>,
+    pub collective: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
@@ -142,6 +148,65 @@ pub(crate) struct Collector {
     /// host (`cpu_op`): what a sync or copy call is named after.
     pub(crate) frames: Vec<Span>,
     pub(crate) sync_ops: Vec<Span>,
+}
+
+/// torch.profiler's `distributedInfo`: the rank and world size of the
+/// process that wrote the trace.
+#[derive(Deserialize)]
+pub(crate) struct DistributedInfo {
+    #[serde(default)]
+    rank: Option<u32>,
+    #[serde(default)]
+    world_size: Option<u32>,
+}
+
+impl DistributedInfo {
+    /// Into the timeline, when the rank is there and inside the world.
+    pub(crate) fn fill(self, t: &mut Timeline) {
+        if let Some(rank) = self.rank {
+            if self.world_size.is_none_or(|w| rank < w) {
+                t.rank = Some(kopt_model::RankInfo {
+                    rank,
+                    world_size: self.world_size,
+                });
+            }
+        }
+    }
+}
+
+/// Bytes of one element of torch's scalar type as the profiler names it.
+fn dtype_bytes(dtype: &str) -> Option<u64> {
+    Some(match dtype.trim().trim_matches('"') {
+        "Double" | "Long" | "ComplexFloat" | "UInt64" => 8,
+        "Float" | "Int" | "UInt32" | "ComplexHalf" => 4,
+        "Half" | "BFloat16" | "Short" | "UInt16" => 2,
+        "Byte" | "Char" | "Bool" | "Float8_e4m3fn" | "Float8_e5m2" => 1,
+        _ => return None,
+    })
+}
+
+/// A collective kernel's message fields, as the trace wrote them.
+struct CollectiveArgs<'a> {
+    in_nelems: Option<&'a str>,
+    out_nelems: Option<&'a str>,
+    dtype: Option<&'a str>,
+    collective: Option<&'a str>,
+}
+
+/// A collective kernel's message size in bytes, nccl-tests' convention:
+/// the output of an all-gather, the input of every other op.
+fn collective_bytes(e: &CollectiveArgs, name: &str) -> Option<u64> {
+    let size = dtype_bytes(e.dtype?)?;
+    let gather = e
+        .collective
+        .map(|c| {
+            c.trim_matches('"')
+                .to_ascii_lowercase()
+                .contains("allgather")
+        })
+        .unwrap_or_else(|| name.contains("AllGather"));
+    let nelems = if gather { e.out_nelems } else { e.in_nelems };
+    text_u64(nelems)?.checked_mul(size)
 }
 
 /// A host-side event by thread and time: `name` is a user frame
@@ -465,6 +530,14 @@ impl Collector {
         t.recorder = kopt_model::Recorder::Kineto;
     }
 
+    /// `distributedInfo`: a value that is not the object torch writes is
+    /// left out (the rank then comes from the file name, or nowhere).
+    pub(crate) fn take_distributed_info(&mut self, raw: &str) {
+        if let Ok(info) = serde_json::from_str::<DistributedInfo>(raw) {
+            info.fill(&mut self.timeline);
+        }
+    }
+
     pub(crate) fn take_device_properties(&mut self, raw: &str) {
         if let Ok(props) = serde_json::from_str::<Vec<DeviceProp>>(raw) {
             if let Some(p) = props.into_iter().next() {
@@ -566,6 +639,12 @@ impl Collector {
             }
             None => return,
         };
+        let message = CollectiveArgs {
+            in_nelems: e.in_nelems,
+            out_nelems: e.out_nelems,
+            dtype: e.dtype,
+            collective: e.collective,
+        };
         let Some(name) = e.name else {
             return;
         };
@@ -621,6 +700,11 @@ impl Collector {
                 let bytes = text_count(e.bytes).unwrap_or_else(|why| {
                     self.unknown(|| format!("\"{}\": bytes {why}", crate::echo(&name)));
                     None
+                });
+                let bytes = bytes.or_else(|| {
+                    (kind == ActivityKind::Kernel && message.in_nelems.is_some())
+                        .then(|| collective_bytes(&message, &name))
+                        .flatten()
                 });
                 let copy = (kind == ActivityKind::Memcpy)
                     .then(|| copy_kind(&name))

@@ -211,6 +211,15 @@ pub(crate) fn scan_with(bytes: &[u8], c: &mut Collector, threads: usize) -> Opti
             s.i = events(text, s.i, c, threads)?.0;
             Some(())
         }
+        "distributedInfo" => {
+            let start = {
+                s.ws();
+                s.i
+            };
+            s.value()?;
+            c.take_distributed_info(text.get(start..s.i)?);
+            Some(())
+        }
         "deviceProperties" => {
             let start = {
                 s.ws();
@@ -442,6 +451,10 @@ fn event(s: &mut Scan<'_>, c: &mut Collector) -> Option<()> {
                             "grid" => f.grid = Some(v),
                             "block" => f.block = Some(v),
                             "bytes" => f.bytes = Some(v),
+                            "In msg nelems" => f.in_nelems = Some(v),
+                            "Out msg nelems" => f.out_nelems = Some(v),
+                            "dtype" => f.dtype = Some(v),
+                            "Collective name" => f.collective = Some(v),
                             _ => {}
                         }
                         Some(())

@@ -11,6 +11,7 @@ mod kineto_fast;
 pub mod kopt_trace;
 pub mod ncu;
 pub mod number;
+pub mod ranks;
 pub mod rocprof;
 pub mod run_folder;
 pub mod tensor;

@@ -13,6 +13,7 @@ mod launch;
 mod names;
 pub mod optimize;
 mod peaks;
+pub mod ranks;
 pub mod run_folder;
 pub mod tensor;
 pub mod text;
@@ -40,6 +41,9 @@ pub use names::{
 pub use peaks::{
     amd_spec, datasheet_peaks, graph_replay_ns_per_kernel, AmdSpec, AMD_SPECS,
     DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL,
+};
+pub use ranks::{
+    CollectiveOp, CollectiveRow, RankAdvice, RankInfo, RankRow, RanksDiagnosis, Straggler,
 };
 pub use timeline::{
     bare_launch_every, bare_launch_range, range_family, ActivityKind, ApiCall, ApiKind, BareSteps,

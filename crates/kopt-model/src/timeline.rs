@@ -323,6 +323,10 @@ pub struct Timeline {
     /// timed: the eager step time with no recorder cost in it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bare_steps: Option<BareSteps>,
+    /// Which rank of a distributed job recorded this timeline, when the
+    /// trace says (one timeline is one rank: ranks are never merged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<crate::RankInfo>,
 }
 
 /// The `range` of a bare run of a program without step ranges: not an NVTX

@@ -15,6 +15,7 @@ pub mod html;
 mod json;
 mod markdown;
 mod optimize_report;
+mod ranks_report;
 pub mod roofline;
 mod strip;
 mod terminal;

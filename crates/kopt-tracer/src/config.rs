@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `KOPT_TRACE_OUT` | `init` | the trace file; unset: tracing is off |
 //! | `KOPT_TRACE_RUN` | `init` | the run's id, written in the `process` record |
+//! | `RANK`, `LOCAL_RANK`, `WORLD_SIZE` | `init` | the launcher's rank, written in the `process` record |
 //! | `KOPT_TRACER_BUFFER_MB` | `init` | activity buffer size, 1..=1024 MiB (8) |
 //! | `KOPT_TRACER_SYNC_DRAIN=1` | `init` | drain buffers in CUPTI's thread |
 //! | `KOPT_TRACER_SAMPLE=ON/PERIOD` | `init` | trace ON ms of every PERIOD ms |
@@ -26,6 +27,22 @@ fn env_flag(name: &str) -> bool {
 /// `KOPT_TRACE_OUT`: where the trace goes.
 pub(crate) fn trace_out() -> Option<std::ffi::OsString> {
     std::env::var_os("KOPT_TRACE_OUT")
+}
+
+/// `RANK`, `LOCAL_RANK`, `WORLD_SIZE`: the launcher's place for this
+/// process; None unless RANK and WORLD_SIZE are numbers with RANK < WORLD_SIZE.
+pub(crate) fn rank() -> Option<crate::records::RankRecord> {
+    let num = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    let (rank, world_size) = (num("RANK")?, num("WORLD_SIZE")?);
+    (rank < world_size).then(|| crate::records::RankRecord {
+        rank,
+        local_rank: num("LOCAL_RANK"),
+        world_size,
+    })
 }
 
 /// `KOPT_TRACE_RUN`: the id every process of one traced run shares (at

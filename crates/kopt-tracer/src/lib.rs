@@ -113,8 +113,12 @@ fn init() {
         Ok(f) => {
             let mut w = BufWriter::with_capacity(1 << 20, f);
             let _ = w.write_all(
-                records::process_line(std::process::id(), config::trace_run().as_deref())
-                    .as_bytes(),
+                records::process_line_of(
+                    std::process::id(),
+                    config::trace_run().as_deref(),
+                    config::rank(),
+                )
+                .as_bytes(),
             );
             *OUT.lock().unwrap_or_else(|e| e.into_inner()) = Some(w)
         }

@@ -159,13 +159,33 @@ pub fn window_line(start: u64, end: u64) -> String {
 /// `KOPT_TRACE_RUN` (the same in every process of one run), so a reader
 /// merges only the `trace.jsonl.<pid>` files of that run.
 pub fn process_line(pid: u32, run: Option<&str>) -> String {
-    match run {
-        Some(run) => format!(
-            "{{\"t\":\"process\",\"pid\":{pid},\"run\":{}}}\n",
-            json_str(run)
-        ),
-        None => format!("{{\"t\":\"process\",\"pid\":{pid}}}\n"),
+    process_line_of(pid, run, None)
+}
+
+/// A process's place in a distributed job, from the launcher's
+/// environment (torchrun, mpirun and Slurm wrappers set `RANK`,
+/// `LOCAL_RANK` and `WORLD_SIZE`): which trace is which rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankRecord {
+    pub rank: u32,
+    pub local_rank: Option<u32>,
+    pub world_size: u32,
+}
+
+/// `{"t":"process","pid":P[,"run":R][,"rank":N,"local_rank":L,"world_size":W]}`.
+pub fn process_line_of(pid: u32, run: Option<&str>, rank: Option<RankRecord>) -> String {
+    let mut line = format!("{{\"t\":\"process\",\"pid\":{pid}");
+    if let Some(run) = run {
+        line += &format!(",\"run\":{}", json_str(run));
     }
+    if let Some(r) = rank {
+        line += &format!(",\"rank\":{}", r.rank);
+        if let Some(l) = r.local_rank {
+            line += &format!(",\"local_rank\":{l}");
+        }
+        line += &format!(",\"world_size\":{}", r.world_size);
+    }
+    line + "}\n"
 }
 
 /// `{"t":"api_counts","calls":{NAME:N,...}}`: every runtime and driver call
@@ -226,6 +246,15 @@ mod tests {
     fn window_process_and_end_lines() {
         assert_eq!(window_line(5, 9), "{\"t\":\"window\",\"s\":5,\"e\":9}\n");
         assert_eq!(process_line(12, None), "{\"t\":\"process\",\"pid\":12}\n");
+        let rank = RankRecord {
+            rank: 1,
+            local_rank: Some(1),
+            world_size: 2,
+        };
+        assert_eq!(
+            process_line_of(12, None, Some(rank)),
+            "{\"t\":\"process\",\"pid\":12,\"rank\":1,\"local_rank\":1,\"world_size\":2}\n"
+        );
         assert_eq!(
             process_line(12, Some("r1")),
             "{\"t\":\"process\",\"pid\":12,\"run\":\"r1\"}\n"

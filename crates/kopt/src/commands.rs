@@ -19,6 +19,17 @@ type Outcome = Result<(), Failure>;
 
 pub fn analyze(a: &AnalyzeArgs) -> Outcome {
     let (req, report) = options::analyze(a)?;
+    // A folder of per-rank traces is one distributed job, never merged.
+    if let Some(files) = kopt_engine::ranks::rank_folder(&req.files)? {
+        if req.bare_run.is_some() {
+            return Err(Error::Usage(
+                "a folder of per-rank traces is analysed as it is: a command after `--` applies to one trace".into(),
+            )
+            .into());
+        }
+        let d = kopt_engine::ranks::analyze_ranks(&files)?;
+        return emit_ranks(&d, &report);
+    }
     let diagnosis = match req.bare_run {
         Some(_) => {
             // The program runs twice before the report is written: a report
@@ -216,6 +227,20 @@ fn emit_diagnosis(d: &Diagnosis, r: &ReportOptions, extra: Vec<(PathBuf, Vec<u8>
         .iter()
         .map(|(p, b)| (p.as_path(), b.as_slice()))
         .collect();
+    write_or_print(r.output.as_deref(), main.as_bytes(), &refs)
+}
+
+fn emit_ranks(d: &kopt_model::RanksDiagnosis, r: &ReportOptions) -> Outcome {
+    let layout = Layout {
+        width: r.width,
+        wide: r.wide,
+    };
+    let main = d.render(r.format, layout);
+    let html = r
+        .html
+        .as_ref()
+        .map(|p| (p.as_path(), d.render(Format::Html, layout).into_bytes()));
+    let refs: Vec<(&Path, &[u8])> = html.iter().map(|(p, b)| (*p, b.as_slice())).collect();
     write_or_print(r.output.as_deref(), main.as_bytes(), &refs)
 }
 
