@@ -43,7 +43,13 @@ pub struct Traced {
     pub timeline: Option<Timeline>,
     /// The trace file in the run folder.
     pub trace: PathBuf,
+    /// A distributed job's ranks (a launcher such as torchrun started
+    /// several ranked processes): `diagnosis` is the first rank's.
+    pub ranks: Option<kopt_model::RanksDiagnosis>,
 }
+
+/// The job's ranks analysed, in a run folder of a distributed job.
+pub const RANKS_JSON: &str = "ranks.json";
 
 /// Said when the program's torch.profiler ran as kopt's stand-in.
 pub(crate) const PROFILER_REPLACED: &str = "The program's torch.profiler.profile was replaced by kopt's stand-in (it records nothing and marks each step as a ProfilerStep#N NVTX range): kopt records the run itself, and the program's own profiler output was not written. KOPT_KEEP_TORCH_PROFILER=1 keeps the real one.";
@@ -326,6 +332,7 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
     let traced = run_traced(&req.run.workload(), &tracer, req.sample, &dir, &on_line)?;
     let mut trace = read_kopt_trace_set(&traced.trace)?;
+    let first_rank = trace.timeline.rank.map_or(0, |r| r.rank);
     let label = traced.trace.display().to_string();
     let windows = trace.timeline.sampled_windows.len();
     let caught_nothing = trace.timeline.activities.is_empty();
@@ -364,7 +371,28 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     if !trace.ended {
         diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
     }
-    if trace.processes > 1 {
+    let ranks = match kopt_ingest::ranks::kopt_trace_ranks(&dir)? {
+        Some(files) => {
+            let r = crate::ranks::analyze_ranks(&files)?;
+            // Kept with the run: the job's figures outlive the terminal.
+            let json = serde_json::to_vec_pretty(&r).map_err(|e| Error::Output(e.to_string()))?;
+            kopt_store::write_file(&dir.join(RANKS_JSON), &json)
+                .map_err(|e| Error::Output(e.to_string()))?;
+            Some(r)
+        }
+        None => None,
+    };
+    if let Some(r) = &ranks {
+        diagnosis.notes.insert(
+            0,
+            format!(
+                "{} ranks traced: this diagnosis is rank {}'s alone; the job's ranks (communication, overlap, stragglers) are analysed apart (`kopt analyze {}`).",
+                r.ranks.len(),
+                first_rank,
+                dir.display()
+            ),
+        );
+    } else if trace.processes > 1 {
         diagnosis.notes.insert(
             0,
             format!(
@@ -413,6 +441,7 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
         diagnosis,
         timeline,
         trace: traced.trace,
+        ranks,
     })
 }
 

@@ -46,6 +46,11 @@ struct Line<'a> {
     sk: Option<u8>,
     #[serde(default)]
     dk: Option<u8>,
+    /// The process record's place in a distributed job (launcher variables).
+    #[serde(default)]
+    rank: Option<u32>,
+    #[serde(default)]
+    world_size: Option<u32>,
     #[serde(default)]
     dropped: Option<u64>,
     #[serde(default)]
@@ -99,6 +104,9 @@ pub struct KoptTrace {
     /// `trace.jsonl.<pid>` files beside the trace that another run wrote
     /// (their run id differs), left out.
     pub other_runs_left_out: Vec<String>,
+    /// `trace.jsonl.<pid>` files of this run that another rank wrote
+    /// (`kopt analyze` of the run folder reads the ranks as one job).
+    pub other_ranks_left_out: Vec<String>,
     /// The bare run's step file read into `timeline.bare_steps`
     /// ([`bare_steps_beside`]), by its file name.
     pub bare_steps_file: Option<String>,
@@ -123,6 +131,12 @@ impl KoptTrace {
             notes.push(format!(
                 "left out {} (another run's)",
                 self.other_runs_left_out.join(", ")
+            ));
+        }
+        if !self.other_ranks_left_out.is_empty() {
+            notes.push(format!(
+                "left out {} (other ranks: analyze the run folder for the job)",
+                self.other_ranks_left_out.join(", ")
             ));
         }
         if let Some(file) = &self.bare_steps_file {
@@ -460,6 +474,14 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 if run.is_none() {
                     run = line.run.as_deref().map(crate::echo);
                 }
+                if let (None, Some(rank)) = (t.rank, line.rank) {
+                    if line.world_size.is_none_or(|w| rank < w) {
+                        t.rank = Some(kopt_model::RankInfo {
+                            rank,
+                            world_size: line.world_size,
+                        });
+                    }
+                }
                 continue;
             }
             ("range_start", Some(id), Some(s)) => {
@@ -639,6 +661,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         merged_files: Vec::new(),
         bare_steps_file: None,
         other_runs_left_out: Vec::new(),
+        other_ranks_left_out: Vec::new(),
     })
 }
 
@@ -683,6 +706,12 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         // id and the other without) is not part of this workload.
         if next.run != merged.run {
             merged.other_runs_left_out.push(file);
+            continue;
+        }
+        // Another rank of a distributed job is its own timeline: merged,
+        // two GPUs' steps would read as one GPU's.
+        if next.timeline.rank.map(|r| r.rank) != merged.timeline.rank.map(|r| r.rank) {
+            merged.other_ranks_left_out.push(file);
             continue;
         }
         merged.merged_files.push(file);

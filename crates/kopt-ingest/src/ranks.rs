@@ -54,7 +54,7 @@ pub fn rank_trace_files(dir: &Path) -> Result<Option<Vec<PathBuf>>, IngestError>
         source,
     };
     if dir.join(kopt_model::run_folder::RUN_JSON).exists() {
-        return Ok(None);
+        return kopt_trace_ranks(dir);
     }
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io)? {
@@ -77,12 +77,87 @@ pub fn rank_trace_files(dir: &Path) -> Result<Option<Vec<PathBuf>>, IngestError>
     Ok((files.len() >= 2).then_some(files))
 }
 
+/// The first record of a kopt trace: its process, run and rank.
+#[derive(serde::Deserialize)]
+struct ProcessRecord {
+    t: String,
+    #[serde(default)]
+    run: Option<String>,
+    #[serde(default)]
+    rank: Option<u32>,
+}
+
+/// A kopt trace's process record, from its first line alone (at most
+/// 64 KiB read): which run and rank wrote it.
+fn process_record(path: &Path) -> Option<ProcessRecord> {
+    let mut head = vec![0u8; 64 << 10];
+    let mut f = crate::open_regular(path, &path.display().to_string()).ok()?;
+    let n = crate::read_up_to(&mut f, &mut head).ok()?;
+    let line = head[..n].split(|&b| b == b'\n').next()?;
+    serde_json::from_slice::<ProcessRecord>(line)
+        .ok()
+        .filter(|r| r.t == "process")
+}
+
+/// A run folder of `kopt trace` over a launcher (torchrun): its
+/// `trace.jsonl` and the `trace.jsonl.<pid>` files of the same run, when
+/// they hold at least two distinct ranks; None otherwise (one process,
+/// or processes that are not ranks, such as compile workers).
+pub fn kopt_trace_ranks(dir: &Path) -> Result<Option<Vec<PathBuf>>, IngestError> {
+    let first = dir.join(kopt_model::run_folder::TRACE_FILE);
+    let Some(head) = first.is_file().then(|| process_record(&first)).flatten() else {
+        return Ok(None);
+    };
+    let label = dir.display().to_string();
+    let stem = kopt_model::run_folder::TRACE_FILE;
+    let mut files = vec![(head.rank, first)];
+    for entry in std::fs::read_dir(dir).map_err(|source| IngestError::Io {
+        path: label.clone(),
+        source,
+    })? {
+        let Ok(entry) = entry else { continue };
+        let name = entry.file_name();
+        let is_pid_file = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(stem))
+            .and_then(|r| r.strip_prefix('.'))
+            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        if !is_pid_file || !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        if let Some(r) = process_record(&entry.path()).filter(|r| r.run == head.run) {
+            files.push((r.rank, entry.path()));
+        }
+        if files.len() > MAX_RANK_FILES {
+            return Err(IngestError::format(
+                &label,
+                format!("more than {MAX_RANK_FILES} trace files: not one job's ranks"),
+            ));
+        }
+    }
+    let ranked: Vec<(u32, PathBuf)> = files
+        .into_iter()
+        .filter_map(|(r, p)| r.map(|r| (r, p)))
+        .collect();
+    let distinct: std::collections::BTreeSet<u32> = ranked.iter().map(|r| r.0).collect();
+    if distinct.len() < 2 {
+        return Ok(None);
+    }
+    let mut ranked = ranked;
+    ranked.sort();
+    Ok(Some(ranked.into_iter().map(|r| r.1).collect()))
+}
+
 /// One rank's trace: the timeline with its rank set, from the trace's own
 /// `distributedInfo` or else from the file name.
 pub fn read_rank_trace(path: &Path) -> Result<Timeline, IngestError> {
-    let mut t = crate::read_kineto(path)?.timeline;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut t = if name.contains(".jsonl") {
+        crate::read_kopt_trace(path)?.timeline
+    } else {
+        crate::read_kineto(path)?.timeline
+    };
     if t.rank.is_none() {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         t.rank = rank_from_file_name(name).map(|rank| RankInfo {
             rank,
             world_size: None,
@@ -100,6 +175,34 @@ pub fn read_rank_trace(path: &Path) -> Result<Timeline, IngestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_folder_of_ranked_kopt_traces_is_a_job() {
+        let d = tempfile::tempdir().unwrap();
+        let trace = |rank: u32, run: &str| {
+            format!(
+                "{{\"t\":\"process\",\"pid\":1{rank},\"run\":\"{run}\",\"rank\":{rank},\"world_size\":2}}\n{{\"t\":\"kernel\",\"name\":\"k\",\"s\":10,\"e\":20,\"dev\":{rank},\"str\":7,\"c\":1}}\n"
+            )
+        };
+        std::fs::write(d.path().join("run.json"), "{}").unwrap();
+        std::fs::write(d.path().join("trace.jsonl"), trace(0, "a")).unwrap();
+        assert_eq!(rank_trace_files(d.path()).unwrap(), None, "one process");
+        std::fs::write(d.path().join("trace.jsonl.77"), trace(1, "other-run")).unwrap();
+        assert_eq!(
+            rank_trace_files(d.path()).unwrap(),
+            None,
+            "another run's rank"
+        );
+        std::fs::write(d.path().join("trace.jsonl.78"), trace(1, "a")).unwrap();
+        let files = rank_trace_files(d.path()).unwrap().unwrap();
+        assert_eq!(files.len(), 2);
+        let t = read_rank_trace(&files[1]).unwrap();
+        assert_eq!(t.rank.unwrap().rank, 1);
+        // The single-GPU reader keeps rank 0 alone.
+        let set = crate::read_kopt_trace_set(&d.path().join("trace.jsonl")).unwrap();
+        assert_eq!(set.timeline.activities.len(), 1);
+        assert_eq!(set.other_ranks_left_out, vec!["trace.jsonl.78".to_string()]);
+    }
 
     #[test]
     fn file_names_give_ranks() {

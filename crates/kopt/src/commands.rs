@@ -60,7 +60,35 @@ pub fn trace(a: &TraceArgs) -> Outcome {
             .map_err(|e| Error::Output(format!("{}: {e}", path.display())))?;
         extra.push((path, bytes));
     }
-    emit_diagnosis(&traced.diagnosis, &report, extra)
+    match &traced.ranks {
+        // The job's ranks follow rank 0's diagnosis in the text formats
+        // (JSON keeps one document; the run folder has ranks.json).
+        Some(ranks) if matches!(report.format, Format::Terminal | Format::Markdown) => {
+            let layout = Layout {
+                width: report.width,
+                wide: report.wide,
+            };
+            let mut main = traced.diagnosis.render(report.format, layout);
+            main.push('\n');
+            main.push_str(&ranks.render(report.format, layout));
+            check_outputs(&report, None)?;
+            let html = report.html.as_ref().map(|p| {
+                (
+                    p.clone(),
+                    HtmlExporter
+                        .render_to_string(&traced.diagnosis)
+                        .into_bytes(),
+                )
+            });
+            extra.extend(html);
+            let refs: Vec<(&Path, &[u8])> = extra
+                .iter()
+                .map(|(p, b)| (p.as_path(), b.as_slice()))
+                .collect();
+            write_or_print(report.output.as_deref(), main.as_bytes(), &refs)
+        }
+        _ => emit_diagnosis(&traced.diagnosis, &report, extra),
+    }
 }
 
 pub fn bench(a: &BenchArgs) -> Outcome {
