@@ -21,6 +21,8 @@ pub struct StepView<'a> {
     pub matched: &'a [Matched],
     /// Index of the reference profile.
     pub reference_at: usize,
+    /// The GPU's link to its peers, bytes/s one way ([`super::link_peak`]).
+    pub link_bytes_per_s: f64,
 }
 
 impl StepView<'_> {
@@ -67,9 +69,31 @@ fn ms(ns: f64) -> String {
     format!("{:.2} ms", ns / 1e6)
 }
 
+/// The fixed cost of one launch, ns: the intercept of transfer time
+/// against bytes (least squares) when the sizes vary enough to fit one;
+/// else what each launch takes beyond its bytes at the link's peak.
+fn fixed_cost(sized: &[(f64, f64)], link_bytes_per_s: f64) -> f64 {
+    let n = sized.len() as f64;
+    let (mt, mb) = sized
+        .iter()
+        .fold((0.0, 0.0), |(t, b), s| (t + s.0 / n, b + s.1 / n));
+    let var_b = sized.iter().map(|s| (s.1 - mb).powi(2)).sum::<f64>() / n;
+    if var_b.sqrt() > 0.1 * mb {
+        let cov = sized.iter().map(|s| (s.1 - mb) * (s.0 - mt)).sum::<f64>() / n;
+        let slope = (cov / var_b).max(0.0);
+        return (mt - slope * mb).max(0.0);
+    }
+    let mut beyond: Vec<f64> = sized
+        .iter()
+        .map(|(t, b)| (t - b / link_bytes_per_s * 1e9).max(0.0))
+        .collect();
+    beyond.sort_by(f64::total_cmp);
+    beyond[beyond.len() / 2]
+}
+
 /// Many small all-reduces: DDP's buckets are too small. Each launch pays
-/// a fixed cost (the intercept of transfer time against bytes, fitted on
-/// the trace's own launches); merged into 25 MB buckets the count drops.
+/// a fixed cost ([`fixed_cost`], from the trace's own launches); merged
+/// into 25 MB buckets the count drops.
 pub fn bucket_size(v: &StepView) -> Option<RankAdvice> {
     let launches = v.transfers(CollectiveOp::AllReduce);
     let per_step = launches.len() as f64 / v.steps;
@@ -86,15 +110,7 @@ pub fn bucket_size(v: &StepView) -> Option<RankAdvice> {
     if median_bytes > DDP_BUCKET_BYTES / 4.0 {
         return None;
     }
-    // Bandwidth from the largest quarter of launches; each launch's fixed
-    // cost is what its time holds beyond its bytes at that bandwidth.
-    let mut by_size = sized.clone();
-    by_size.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let top = &by_size[..by_size.len().div_ceil(4)];
-    let bw = top.iter().map(|s| s.1).sum::<f64>() / top.iter().map(|s| s.0).sum::<f64>().max(1.0);
-    let mut fixed: Vec<f64> = sized.iter().map(|(t, b)| (t - b / bw).max(0.0)).collect();
-    fixed.sort_by(f64::total_cmp);
-    let fixed_ns = fixed[fixed.len() / 2];
+    let fixed_ns = fixed_cost(&sized, v.link_bytes_per_s);
     let total_bytes = v.per_step(bytes.iter().sum());
     let merged = (total_bytes / DDP_BUCKET_BYTES).ceil().max(1.0);
     let saved_comm = (per_step - merged).max(0.0) * fixed_ns;

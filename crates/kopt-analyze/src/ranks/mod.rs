@@ -20,6 +20,27 @@ pub use profile::{rank_profile, CollectiveLaunch, RankProfile};
 use advice::StepView;
 use cross::{last_arrivals, match_collectives, Matched};
 
+/// The GPU's peer link, bytes/s each way, by its name: NVLink's peak per
+/// GPU (A100 12 links, H100/H200 18, B200 18 of NVLink 5); PCIe 5 x16
+/// otherwise. Used to tell a launch's fixed cost from its transfer and to
+/// say when the bus runs far below the link.
+pub fn link_peak(device: Option<&str>) -> (f64, &'static str) {
+    let name = device.unwrap_or("").to_ascii_uppercase();
+    if ["H100", "H200", "H800", "H20", "GH200"]
+        .iter()
+        .any(|g| name.contains(g))
+        && !name.contains("PCIE")
+    {
+        (450e9, "NVLink 4 (900 GB/s both ways)")
+    } else if ["B200", "B100", "GB200"].iter().any(|g| name.contains(g)) {
+        (900e9, "NVLink 5 (1.8 TB/s both ways)")
+    } else if name.contains("A100") && !name.contains("PCIE") {
+        (300e9, "NVLink 3 (600 GB/s both ways)")
+    } else {
+        (64e9, "PCIe 5 x16 (the link is not known: assumed)")
+    }
+}
+
 /// A rank named straggler arrives last at this share of the collectives
 /// whose spread is worth naming, at least.
 const STRAGGLER_SHARE: f64 = 0.6;
@@ -201,6 +222,26 @@ fn imbalance_advice(s: &Straggler, wait_per_step: f64, step_ns: f64) -> RankAdvi
     }
 }
 
+/// Large messages moving far below the link's peak: reported, not changed
+/// (topology and NCCL settings are the host's).
+fn slow_bus(rows: &[CollectiveRow], device: Option<&str>) -> Option<String> {
+    let (peak, link) = link_peak(device);
+    let (row, bus) = rows
+        .iter()
+        .filter(|r| r.median_bytes.is_some_and(|b| b >= 16e6))
+        .filter_map(|r| Some((r, r.bus_bytes_per_s?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    (device.is_some() && bus < 0.4 * peak).then(|| {
+        format!(
+            "{} of median {:.0} MB moves at {:.0} GB/s bus bandwidth, {:.0}% of {link}: check the topology (nvidia-smi topo -m: are the GPUs on NVLink?) and NCCL's choices (NCCL_DEBUG=INFO; NCCL_P2P_DISABLE, NCCL_ALGO, NCCL_PROTO left at their defaults?). kopt does not change them.",
+            row.op.as_str(),
+            row.median_bytes.unwrap_or(0.0) / 1e6,
+            bus / 1e9,
+            100.0 * bus / peak
+        )
+    })
+}
+
 /// The job's diagnosis from its ranks' profiles (any order).
 pub fn diagnose_ranks(mut profiles: Vec<RankProfile>) -> RanksDiagnosis {
     profiles.sort_by_key(|p| p.row.rank);
@@ -241,6 +282,7 @@ pub fn diagnose_ranks(mut profiles: Vec<RankProfile>) -> RanksDiagnosis {
             reference,
             matched: &matched,
             reference_at: at,
+            link_bytes_per_s: link_peak(reference.device_name.as_deref()).0,
         };
         recs.extend(
             [
@@ -258,15 +300,18 @@ pub fn diagnose_ranks(mut profiles: Vec<RankProfile>) -> RanksDiagnosis {
     for (i, r) in recs.iter_mut().enumerate() {
         r.rank = i + 1;
     }
+    let collectives = profiles
+        .get(at)
+        .map(|p| collective_rows(p, &matched, at, world))
+        .unwrap_or_default();
+    let device_name = profiles.iter().find_map(|p| p.device_name.clone());
+    notes.extend(slow_bus(&collectives, device_name.as_deref()));
     let mut skews: Vec<i64> = matched.iter().map(|m| m.skew_ns).collect();
     skews.sort_unstable();
     RanksDiagnosis {
         world_size: world,
-        device_name: profiles.iter().find_map(|p| p.device_name.clone()),
-        collectives: profiles
-            .get(at)
-            .map(|p| collective_rows(p, &matched, at, world))
-            .unwrap_or_default(),
+        device_name,
+        collectives,
         ranks: profiles.iter().map(|p| p.row.clone()).collect(),
         matched_collectives: matched.len() as u64,
         median_skew_ns: skews.get(skews.len() / 2).map(|&s| s as f64),
