@@ -195,6 +195,67 @@ fn terminal(d: &RanksDiagnosis, md: bool) -> String {
     o
 }
 
+/// One bar per rank over its span: compute alone, communication under
+/// compute, communication exposed, copies and idle, in proportion.
+fn rank_bars(d: &RanksDiagnosis) -> String {
+    const W: f64 = 720.0;
+    const ROW: usize = 22;
+    let parts = [
+        ("compute alone", "#4c78a8"),
+        ("communication under compute", "#72b7b2"),
+        ("communication exposed", "#e45756"),
+        ("copies and other", "#b279a2"),
+        ("idle", "#d8d8d8"),
+    ];
+    let mut o = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">",
+        W as usize + 80,
+        ROW * (d.ranks.len() + 2)
+    );
+    for (i, r) in d.ranks.iter().enumerate() {
+        let span = r.span_ns.max(1) as f64;
+        let compute_alone = (r.compute_ns - r.overlapped_comm_ns).max(0) as f64;
+        let other = (span
+            - compute_alone
+            - r.overlapped_comm_ns as f64
+            - r.exposed_comm_ns as f64
+            - r.idle_ns as f64)
+            .max(0.0);
+        let widths = [
+            compute_alone,
+            r.overlapped_comm_ns as f64,
+            r.exposed_comm_ns as f64,
+            other,
+            r.idle_ns as f64,
+        ];
+        let y = i * ROW;
+        let _ = write!(o, "<text x=\"0\" y=\"{}\">rank {}</text>", y + 15, r.rank);
+        let mut x = 70.0;
+        for (w, (label, color)) in widths.iter().zip(parts) {
+            let px = w / span * W;
+            let _ = write!(
+                o,
+                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{px:.1}\" height=\"{}\" fill=\"{color}\"><title>{label}: {}</title></rect>",
+                ROW - 4,
+                dur(*w)
+            );
+            x += px;
+        }
+    }
+    let y = d.ranks.len() * ROW + 14;
+    let mut x = 70.0;
+    for (label, color) in parts {
+        let _ = write!(
+            o,
+            "<rect x=\"{x}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"{y}\">{label}</text>",
+            y - 9,
+            x + 14.0
+        );
+        x += 14.0 + 7.0 * label.len() as f64 + 12.0;
+    }
+    o + "</svg>"
+}
+
 impl Render for RanksDiagnosis {
     fn render(&self, format: Format, _layout: Layout) -> String {
         match format {
@@ -210,7 +271,9 @@ impl Render for RanksDiagnosis {
             Format::Markdown => terminal(self, true),
             Format::Terminal => crate::escape::terminal_lines(&terminal(self, false)).into_owned(),
             Format::Html => format!(
-                "<!doctype html><meta charset=\"utf-8\"><title>kopt: ranks</title><pre>{}</pre>\n",
+                "<!doctype html><meta charset=\"utf-8\"><title>kopt: ranks</title>\n<h1>kopt: {} ranks</h1>\n{}\n<pre>{}</pre>\n",
+                self.world_size,
+                rank_bars(self),
                 crate::escape::html(&terminal(self, false))
             ),
         }

@@ -2,6 +2,7 @@
 
 Run under torchrun, one process a GPU:
     torchrun --nproc_per_node=2 ddp_suite.py OUT [CASE...]
+    torchrun --nproc_per_node=2 ddp_suite.py --only CASE:base|fix
 
 Each case builds the baseline and its fix side by side, times them in
 alternating rounds (A/B on the same GPUs, the same run), then records a
@@ -224,13 +225,34 @@ def run_case(name, out, rank, world):
     torch.cuda.empty_cache()
 
 
+def run_only(spec, rank):
+    """One variant's steps alone, each an NVTX `ProfilerStep#N` range: what
+    `kopt trace -- torchrun ddp_suite.py --only CASE:VARIANT` records."""
+    name, variant = spec.split(":")
+    base, fix, _ = CASES[name](rank)
+    v = base if variant == "base" else fix
+    for _ in range(WARMUP):
+        v.step()
+    torch.cuda.synchronize(rank)
+    dist.barrier()
+    for i in range(10):
+        torch.cuda.nvtx.range_push(f"ProfilerStep#{i}")
+        v.step()
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize(rank)
+
+
 def main():
-    out = sys.argv[1]
-    names = sys.argv[2:] or list(CASES)
     dist.init_process_group("nccl")
     rank = dist.get_rank()
     world = dist.get_world_size()
     torch.cuda.set_device(rank)
+    if sys.argv[1] == "--only":
+        run_only(sys.argv[2], rank)
+        dist.destroy_process_group()
+        return
+    out = sys.argv[1]
+    names = sys.argv[2:] or list(CASES)
     for name in names:
         try:
             run_case(name, out, rank, world)

@@ -100,14 +100,47 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
+/// A whole-program trace (kopt's tracer records set-up and warm-up too)
+/// with marked steps: the correlations of the launches made inside a step,
+/// so the breakdown covers the steps alone. None (keep all) for a trace
+/// that covers only what its profiler chose, or without steps.
+fn launched_in_steps(t: &Timeline) -> Option<std::collections::HashSet<u64>> {
+    let steps = steps(t);
+    if !t.whole_program || steps.is_empty() {
+        return None;
+    }
+    let inside = |at: i64| {
+        let i = steps.partition_point(|s| s.0 <= at);
+        i > 0 && at < steps[i - 1].1
+    };
+    let keep: std::collections::HashSet<u64> = t
+        .api_calls
+        .iter()
+        .filter(|c| c.correlation != 0 && inside(c.start_ns))
+        .map(|c| c.correlation)
+        .collect();
+    (!keep.is_empty()).then_some(keep)
+}
+
 /// One rank's profile from its timeline; `source` names its trace.
 pub fn rank_profile(t: &Timeline, source: &str) -> RankProfile {
     let (mut comm, mut compute, mut memory, mut all) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut collectives = Vec::new();
-    let mut compute_kernels = 0u64;
-    for a in t.activities.iter().filter(|a| a.end_ns >= a.start_ns) {
+    let (mut compute_kernels, mut kept) = (0u64, 0u64);
+    let in_steps = launched_in_steps(t);
+    for a in t
+        .activities
+        .iter()
+        .filter(|a| a.end_ns >= a.start_ns)
+        .filter(|a| {
+            in_steps
+                .as_ref()
+                .is_none_or(|keep| keep.contains(&a.correlation))
+        })
+    {
         let span = (a.start_ns, a.end_ns);
+        kept += 1;
         all.push(span);
         match a.kind {
             ActivityKind::Memcpy | ActivityKind::Memset => memory.push(span),
@@ -177,7 +210,7 @@ pub fn rank_profile(t: &Timeline, source: &str) -> RankProfile {
             } else {
                 0.0
             },
-            kernels: t.activities.len() as u64,
+            kernels: kept,
             collectives: collectives.len() as u64,
         },
         world_size: t.rank.and_then(|r| r.world_size),
@@ -207,6 +240,40 @@ mod tests {
             bytes: None,
             copy: None,
         }
+    }
+
+    #[test]
+    fn a_whole_program_trace_counts_its_steps_launches_only() {
+        use kopt_model::{ApiCall, ApiKind};
+        let launch = |s: i64, c: u64| ApiCall {
+            kind: ApiKind::of("cudaLaunchKernel"),
+            name: "cudaLaunchKernel".into(),
+            start_ns: s,
+            end_ns: s + 1,
+            thread: 1,
+            correlation: c,
+            frame: None,
+            op: None,
+            op_span: None,
+        };
+        let mut warm = kernel("warmup_gemm", 0, 50, 7);
+        warm.correlation = 1;
+        let mut inside = kernel("gemm", 110, 150, 7);
+        inside.correlation = 2;
+        let t = Timeline {
+            activities: vec![warm, inside],
+            api_calls: vec![launch(0, 1), launch(105, 2)],
+            ranges: vec![Range {
+                name: "ProfilerStep#0".into(),
+                start_ns: 100,
+                end_ns: 140,
+            }],
+            whole_program: true,
+            ..Timeline::default()
+        };
+        let p = rank_profile(&t, "trace.jsonl");
+        assert_eq!(p.row.kernels, 1);
+        assert_eq!(p.row.compute_ns, 40, "the warm-up kernel is left out");
     }
 
     #[test]
