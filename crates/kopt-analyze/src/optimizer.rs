@@ -13,6 +13,9 @@ use kopt_model::{
 /// Id of the finding.
 pub const ID: &str = "use_fused_optimizer";
 
+/// The module driver's range around the optimizer's step, before its class.
+const DRIVER_PHASE: &str = "kopt:optimizer#";
+
 /// GPU time of the fused step against each form's (Adam's update reads
 /// and writes each state tensor once fused; the for-loop form makes about
 /// a dozen elementwise passes, foreach about half as many), with the
@@ -30,15 +33,27 @@ const FUSED_HOST_NS: f64 = 30_000.0;
 /// The optimizer's step inside `windows` (the steady steps), where the
 /// trace annotates it.
 pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> {
-    let steps: Vec<&kopt_model::Range> = t
+    let in_window = |r: &&kopt_model::Range| {
+        let w = windows.partition_point(|w| w.0 <= r.start_ns);
+        w.checked_sub(1).is_some_and(|i| r.start_ns < windows[i].1)
+    };
+    let mut steps: Vec<&kopt_model::Range> = t
         .phase_ranges
         .iter()
         .filter(|r| r.name.starts_with("Optimizer.step#"))
-        .filter(|r| {
-            let w = windows.partition_point(|w| w.0 <= r.start_ns);
-            w.checked_sub(1).is_some_and(|i| r.start_ns < windows[i].1)
-        })
+        .filter(in_window)
         .collect();
+    // kopt's module driver marks the step `kopt:optimizer#CLASS` (an NVTX
+    // range in kopt's own trace, where torch's annotation is not recorded).
+    if steps.is_empty() {
+        steps = t
+            .ranges
+            .iter()
+            .chain(&t.phase_ranges)
+            .filter(|r| r.name.starts_with(DRIVER_PHASE))
+            .filter(in_window)
+            .collect();
+    }
     if steps.is_empty() {
         return None;
     }
@@ -78,6 +93,7 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> 
     let name = steps[0]
         .name
         .trim_start_matches("Optimizer.step#")
+        .trim_start_matches(DRIVER_PHASE)
         .split('.')
         .next()
         .unwrap_or("")
@@ -233,6 +249,24 @@ mod tests {
         assert!((1.5..1.65).contains(&sp.estimate), "{sp:?}");
         assert!(sp.low <= sp.estimate && sp.estimate <= sp.high);
         assert!(r.action.contains("fused=True"));
+    }
+
+    #[test]
+    fn the_module_drivers_range_names_the_step_in_kopts_own_trace() {
+        let mut t = timeline(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::addcmul_cuda_kernel>",
+            100,
+        );
+        // kopt's tracer: the driver's NVTX range, no torch annotation.
+        for r in std::mem::take(&mut t.phase_ranges) {
+            t.ranges.push(Range {
+                name: "kopt:optimizer#AdamW".into(),
+                ..r
+            });
+        }
+        let o = summarize(&t, &windows()).unwrap();
+        assert_eq!((o.name.as_str(), o.form.as_str()), ("AdamW", "for-loop"));
+        assert!(recommend(&o, 10e6, 1.0).is_some());
     }
 
     #[test]

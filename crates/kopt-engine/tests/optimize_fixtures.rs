@@ -102,3 +102,27 @@ fn every_format_renders() {
         );
     }
 }
+
+/// A training step in module form (scripts/checks/whole-program/
+/// train_module.py: a small CNN, Adam in its for-loop form), optimized
+/// on an H200 on 2026-11-29: the optimizer finding (from the module
+/// driver's `kopt:optimizer#Adam` range in kopt's own trace) makes the
+/// fused optimizer a candidate, kept, its prediction within 1.5x.
+#[test]
+fn a_training_step_keeps_the_fused_optimizer_as_predicted() {
+    let r = report("train_module");
+    let f = candidate(&r, "fused_optimizer");
+    assert_eq!(f.verdict.as_ref().unwrap().kind, VerdictKind::Keep);
+    assert!(f.correctness.as_ref().unwrap().passed);
+    let (measured, predicted) = (f.measured_speedup.unwrap(), f.predicted_speedup.unwrap());
+    assert!(measured > 1.2, "{measured}");
+    assert!(
+        predicted / measured < 1.5 && measured / predicted < 1.5,
+        "{predicted} vs {measured}"
+    );
+    assert_eq!(r.best.as_deref(), Some("fused_optimizer"));
+    // Forward-only forms are said not to apply to a training step.
+    assert!(candidate(&r, "graph")
+        .reason
+        .contains("not a candidate for a training step"));
+}

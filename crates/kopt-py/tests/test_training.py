@@ -160,7 +160,7 @@ def test_declarative_step_runs_each_phase_in_its_range(fake_torch):
     step.step(0)
     # The model gets all inputs but the target when there is a loss_fn.
     assert log == ["train", "forward(1)", "backward", "step", "zero_grad(set_to_none=True)"]
-    assert fake_torch.named("nvtx") == ["kopt:data", "kopt:forward", "kopt:backward", "kopt:optimizer"]
+    assert fake_torch.named("nvtx") == ["kopt:data", "kopt:forward", "kopt:backward", "kopt:optimizer#Optimizer"]
 
 
 def test_without_loss_fn_the_output_is_the_loss_and_no_data_phase(fake_torch):
@@ -169,7 +169,7 @@ def test_without_loss_fn_the_output_is_the_loss_and_no_data_phase(fake_torch):
     step = km.TrainStep(script(log, get_optimizer=lambda m: Optimizer(log)), Model(log), "cuda:0")
     step.step(0)
     assert "forward(2)" in log and "backward" in log
-    assert fake_torch.named("nvtx") == ["kopt:forward", "kopt:backward", "kopt:optimizer"]
+    assert fake_torch.named("nvtx") == ["kopt:forward", "kopt:backward", "kopt:optimizer#Optimizer"]
 
 
 def test_custom_train_step_gets_its_optimizer_marked_by_hooks(fake_torch):
@@ -183,7 +183,7 @@ def test_custom_train_step_gets_its_optimizer_marked_by_hooks(fake_torch):
 
     step = km.TrainStep(script(log, get_optimizer=lambda m: Optimizer(log), train_step=train_step), Model(log), "cuda:0")
     assert step.step(0) == "loss"
-    assert fake_torch.named("nvtx") == ["kopt:optimizer"]
+    assert fake_torch.named("nvtx") == ["kopt:optimizer#Optimizer"]
     pops = [e for e in fake_torch.events if e[1] == "pop"]
     assert len(pops) == 1, "the optimizer range is closed after the step"
 
