@@ -56,7 +56,7 @@ fn write_rank(dir: &Path, rank: usize, reps: usize, t: &(Value, Vec<Value>, i64,
     }
     let head = serde_json::to_string(&head).expect("head");
     // `{...}` without its closing brace, then the events.
-    let _ = write!(w, "{}, \"traceEvents\": [\n", &head[..head.len() - 1]);
+    let _ = writeln!(w, "{}, \"traceEvents\": [", &head[..head.len() - 1]);
     let mut first = true;
     for k in 0..reps {
         for e in events {
