@@ -283,8 +283,11 @@ pub enum Member {
 }
 
 /// Runs of fusible launches (by `member`) per stream, in launch order.
-pub fn fusible(launches: &[KernelLaunch], member: impl Fn(&str) -> Member) -> Fusible {
-    let mut order: Vec<&KernelLaunch> = launches.iter().collect();
+pub fn fusible<'a>(
+    launches: impl IntoIterator<Item = &'a KernelLaunch>,
+    member: impl Fn(&str) -> Member,
+) -> Fusible {
+    let mut order: Vec<&KernelLaunch> = launches.into_iter().collect();
     order.sort_by_key(|l| l.id);
     let mut f = Fusible {
         all_launches: order.len(),

@@ -108,6 +108,11 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         base: &base,
         fused_attention: fused_attention.is_some(),
         graph: graph.as_ref(),
+        optimizer_launches: &profile
+            .timeline
+            .as_ref()
+            .map(optimizer::launch_ids)
+            .unwrap_or_default(),
     });
     let fused = if compiled.is_some() { None } else { fused };
     cover_fused(
@@ -514,6 +519,9 @@ struct CompileInputs<'a> {
     /// Whether the fused-attention finding was made.
     fused_attention: bool,
     graph: Option<&'a kopt_model::Recommendation>,
+    /// Launches of the optimizer's step: `torch.compile(model)` compiles
+    /// the forward and backward, never the optimizer's step.
+    optimizer_launches: &'a std::collections::HashSet<u64>,
 }
 
 /// The torch.compile finding, and the kernels Inductor would fuse.
@@ -529,6 +537,7 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
         base,
         fused_attention,
         graph,
+        optimizer_launches,
     } = *x;
     let by_kernel = attribution.map(|a| &a.by_kernel);
     // The whole model under torch.compile: one finding over every kernel
@@ -559,11 +568,16 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
             .map(|g| g.verdict.name.as_str())
             .collect();
         let set = compile::member_set(&compile_members);
-        let f = compile::fusible(launches, |n| match (set.contains(n), softmax.contains(n)) {
-            (false, _) => compile::Member::No,
-            (true, true) => compile::Member::Softmax,
-            (true, false) if layout::is_layout_conversion(n) => compile::Member::Conversion,
-            (true, false) => compile::Member::Fusible,
+        let model_launches = launches
+            .iter()
+            .filter(|l| !optimizer_launches.contains(&l.id));
+        let f = compile::fusible(model_launches, |n| {
+            match (set.contains(n), softmax.contains(n)) {
+                (false, _) => compile::Member::No,
+                (true, true) => compile::Member::Softmax,
+                (true, false) if layout::is_layout_conversion(n) => compile::Member::Conversion,
+                (true, false) => compile::Member::Fusible,
+            }
         });
         // Misaligned GEMMs Inductor's shape padding pads: priced from op
         // shapes as the padding finding prices them where the trace has

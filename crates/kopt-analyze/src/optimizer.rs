@@ -114,6 +114,56 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> 
     })
 }
 
+/// The optimizer step's ranges in the trace: torch's annotation, else the
+/// module driver's range.
+fn step_ranges(t: &Timeline) -> Vec<(i64, i64)> {
+    let torch: Vec<(i64, i64)> = t
+        .phase_ranges
+        .iter()
+        .filter(|r| r.name.starts_with("Optimizer.step#"))
+        .map(|r| (r.start_ns, r.end_ns))
+        .collect();
+    let mut spans = if torch.is_empty() {
+        t.ranges
+            .iter()
+            .chain(&t.phase_ranges)
+            .filter(|r| r.name.starts_with(DRIVER_PHASE))
+            .map(|r| (r.start_ns, r.end_ns))
+            .collect()
+    } else {
+        torch
+    };
+    spans.sort_unstable();
+    spans
+}
+
+/// The kernels the optimizer's step launched, by their index among the
+/// timeline's kernels (the launch ids a timeline's profile gives them).
+pub fn launch_ids(t: &Timeline) -> std::collections::HashSet<u64> {
+    let spans = step_ranges(t);
+    if spans.is_empty() {
+        return Default::default();
+    }
+    let launched: HashMap<u64, i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)
+        .map(|c| (c.correlation, c.start_ns))
+        .collect();
+    t.activities
+        .iter()
+        .filter(|a| a.kind == ActivityKind::Kernel)
+        .enumerate()
+        .filter(|(_, a)| {
+            launched.get(&a.correlation).is_some_and(|at| {
+                let i = spans.partition_point(|s| s.0 <= *at);
+                i.checked_sub(1).is_some_and(|j| *at <= spans[j].1)
+            })
+        })
+        .map(|(i, _)| i as u64)
+        .collect()
+}
+
 /// The finding for an optimizer not yet fused, priced on the step:
 /// `wall_ns` the step as it runs unrecorded, `recorded` the share of the
 /// recorded step that is the step's own (the recorder slows the
@@ -267,6 +317,14 @@ mod tests {
         let o = summarize(&t, &windows()).unwrap();
         assert_eq!((o.name.as_str(), o.form.as_str()), ("AdamW", "for-loop"));
         assert!(recommend(&o, 10e6, 1.0).is_some());
+    }
+
+    #[test]
+    fn the_steps_kernels_are_known_by_their_launch_ids() {
+        let t = timeline("elementwise", 3);
+        let ids = launch_ids(&t);
+        assert_eq!(ids.len(), 12, "3 kernels in each of 4 steps");
+        assert!(launch_ids(&Timeline::default()).is_empty());
     }
 
     #[test]
