@@ -228,6 +228,27 @@ fn analyze(
     Ok(DiagnosisHandle { d })
 }
 
+/// A folder of per-rank traces (or a run folder of `kopt trace` over a
+/// launcher) read as one distributed job, rendered in `format_name`.
+#[pyfunction]
+#[pyo3(signature = (folder, format_name="json"))]
+fn analyze_ranks(py: Python<'_>, folder: PathBuf, format_name: &str) -> PyResult<String> {
+    let fmt = format(format_name)?;
+    let d = py
+        .detach(|| -> kopt_engine::Result<kopt_model::RanksDiagnosis> {
+            let files = kopt_engine::ranks::rank_folder(std::slice::from_ref(&folder))?
+                .ok_or_else(|| {
+                    kopt_engine::Error::Input(format!(
+                        "{}: not a folder of per-rank traces (two or more *.json / *.json.gz traces, or a run folder of ranked kopt traces)",
+                        folder.display()
+                    ))
+                })?;
+            kopt_engine::ranks::analyze_ranks(&files)
+        })
+        .map_err(engine_err)?;
+    Ok(d.render(fmt, Layout::default()))
+}
+
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
 #[pyfunction]
 #[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true, verify=0))]
@@ -998,6 +1019,7 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DiagnosisHandle>()?;
     m.add_function(wrap_pyfunction!(diagnosis_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(profile, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(bench_commands, m)?)?;

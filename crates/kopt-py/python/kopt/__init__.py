@@ -28,6 +28,7 @@ from ._analysis import Analysis, Kernel, Recommendation, Timeline
 from ._api import (
     TracerMissingWarning,
     analyze,
+    analyze_ranks,
     bench,
     compare,
     history,
@@ -91,6 +92,7 @@ __all__ = [
     "WorkloadFailed",
     "__version__",
     "analyze",
+    "analyze_ranks",
     "bench",
     "compare",
     "history",

@@ -98,6 +98,23 @@ def _opt_path(p: Optional[PathLike]) -> Optional[str]:
     return None if p is None else os.fspath(p)
 
 
+def analyze_ranks(folder: PathLike, format: Optional[str] = None):
+    """Read a distributed job from its ranks' traces.
+
+    ``folder``: torch.profiler traces, one per rank (``*.json`` or
+    ``*.json.gz``; the rank from the trace's ``distributedInfo`` or its
+    file name), or the run folder of ``kopt trace`` over a launcher such as
+    torchrun. Returns the job's diagnosis as a dict (ranks, collectives,
+    straggler, recommendations, notes), or the report as text when
+    ``format`` is ``"term"``, ``"md"``, ``"html"`` or ``"json"``
+    (docs/multigpu.md).
+    """
+    import json
+
+    text = _kopt.analyze_ranks(os.fspath(folder), format or "json")
+    return text if format else json.loads(text)["ranks"]
+
+
 def analyze(
     *paths: PathLike,
     device: Optional[str] = None,
