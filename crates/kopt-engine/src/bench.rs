@@ -833,7 +833,8 @@ impl ProcessSampler {
     /// of one family, else the run's kernel time; and whether it printed samples.
     fn probe(&self, tracer: PathBuf, range: Option<&str>, first: &str) -> Result<(Timing, bool)> {
         let run = run_traced(first, &tracer, None)?;
-        let t = run.timeline.as_ref();
+        // The first rank stands for the job in choosing the source.
+        let t = run.timeline.as_ref().and_then(|ranks| ranks.first());
         let ranges = t.map(|t| t.iteration_ranges(range)).unwrap_or_default();
         let family =
             (ranges.len() >= 2).then(|| kopt_model::range_family(&ranges[0].name).to_string());
@@ -900,7 +901,9 @@ impl Sampler for ProcessSampler {
                 }
                 let samples = run
                     .timeline
-                    .map(|t| gpu_samples(&t, timing))
+                    .map(|ranks| {
+                        slowest_rank(ranks.iter().map(|t| gpu_samples(t, timing)).collect())
+                    })
                     .unwrap_or_default();
                 if samples.is_empty() {
                     return Err(Error::WorkloadFailed(format!(
@@ -1003,8 +1006,9 @@ const MAX_LINE: usize = 64 * 1024;
 
 /// What one run under kopt's tracer gave.
 struct TracedRun {
-    /// None when the program wrote no trace (it never used CUDA).
-    timeline: Option<Timeline>,
+    /// None when the program wrote no trace (it never used CUDA). One
+    /// timeline per rank when a launcher started several ranked processes.
+    timeline: Option<Vec<Timeline>>,
     /// The samples it printed itself.
     reported: Vec<f64>,
     wall: f64,
@@ -1045,7 +1049,7 @@ fn run_traced(command: &str, tracer: &Path, budget: Option<Duration>) -> Result<
     let reported = reported.into_inner().unwrap_or_else(|e| e.into_inner());
     match traced {
         Ok(run) => Ok(TracedRun {
-            timeline: Some(kopt_ingest::read_kopt_trace_set(&run.trace)?.timeline),
+            timeline: Some(rank_timelines(&run.trace, dir.path())?),
             reported,
             wall,
             cut: false,
@@ -1068,6 +1072,28 @@ fn run_traced(command: &str, tracer: &Path, budget: Option<Duration>) -> Result<
             Err(Error::from(e).context(format!("`{command}`")))
         }
     }
+}
+
+/// The trace's timeline, or each rank's when the run folder holds the
+/// ranks of a launched job (torchrun): never merged into one.
+fn rank_timelines(trace: &Path, dir: &Path) -> Result<Vec<Timeline>> {
+    match kopt_ingest::ranks::kopt_trace_ranks(dir)? {
+        Some(files) => files
+            .iter()
+            .map(|f| kopt_ingest::ranks::read_rank_trace(f).map_err(Error::from))
+            .collect(),
+        None => Ok(vec![kopt_ingest::read_kopt_trace_set(trace)?.timeline]),
+    }
+}
+
+/// A job's samples from its ranks': the n-th step takes as long as its
+/// slowest rank's n-th step (the ranks wait for each other), over the
+/// steps every rank has.
+fn slowest_rank(per_rank: Vec<Vec<f64>>) -> Vec<f64> {
+    let n = per_rank.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .map(|i| per_rank.iter().map(|r| r[i]).fold(0.0, f64::max))
+        .collect()
 }
 
 /// Samples (seconds) of one traced run for a GPU source.
@@ -1105,6 +1131,18 @@ mod tests {
     use super::*;
     use std::cell::RefCell;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_jobs_step_is_its_slowest_ranks() {
+        let job = slowest_rank(vec![vec![1.0, 5.0, 2.0], vec![3.0, 1.0]]);
+        assert_eq!(
+            job,
+            vec![3.0, 5.0],
+            "per step the slowest, over the steps both ran"
+        );
+        assert_eq!(slowest_rank(vec![vec![2.0, 4.0]]), vec![2.0, 4.0]);
+        assert!(slowest_rank(Vec::new()).is_empty());
+    }
 
     #[test]
     fn measure_options_lower_to_the_default_measurement_unless_given() {
