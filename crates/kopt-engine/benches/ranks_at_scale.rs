@@ -41,7 +41,13 @@ fn template() -> (Value, Vec<Value>, i64, i64) {
 }
 
 /// One rank's trace: the template's events `reps` times, step after step.
-fn write_rank(dir: &Path, rank: usize, reps: usize, t: &(Value, Vec<Value>, i64, i64)) -> PathBuf {
+fn write_rank(
+    dir: &Path,
+    rank: usize,
+    world: Option<usize>,
+    reps: usize,
+    t: &(Value, Vec<Value>, i64, i64),
+) -> PathBuf {
     let (doc, events, start, end) = t;
     let span = (end - start + 1000) as f64;
     let offset = 37.0 * rank as f64;
@@ -53,6 +59,13 @@ fn write_rank(dir: &Path, rank: usize, reps: usize, t: &(Value, Vec<Value>, i64,
     let mut head = doc.clone();
     if let Some(o) = head.as_object_mut() {
         o.remove("distributedInfo");
+        // Every rank its own file: its rank in the trace, as torch writes it.
+        if let Some(world) = world {
+            o.insert(
+                "distributedInfo".into(),
+                serde_json::json!({"backend": "nccl", "rank": rank, "world_size": world}),
+            );
+        }
     }
     let head = serde_json::to_string(&head).expect("head");
     // `{...}` without its closing brace, then the events.
@@ -91,16 +104,22 @@ fn main() {
     let t = template();
     let one = serde_json::to_vec(&t.1).expect("events").len().max(1);
     let reps = (mb << 20).div_ceil(one).max(1);
-    let dir = tempfile::tempdir().expect("tempdir");
+    // KOPT_BENCH_KEEP=DIR writes the set there and keeps it (to run
+    // another tool on the same files); else a temporary folder.
+    let kept = std::env::var_os("KOPT_BENCH_KEEP").map(PathBuf::from);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = kept.as_deref().unwrap_or(temp.path());
+    std::fs::create_dir_all(dir).expect("the output folder");
     // KOPT_BENCH_DISTINCT files are generated (4: disk stays small at 256
     // ranks of 200 MB) and the other ranks hard-linked to them.
     let distinct = env_num("KOPT_BENCH_DISTINCT", 4).clamp(1, ranks);
+    let world = (distinct == ranks).then_some(ranks);
     let made: Vec<PathBuf> = (0..distinct)
-        .map(|r| write_rank(dir.path(), r, reps, &t))
+        .map(|r| write_rank(dir, r, world, reps, &t))
         .collect();
     let files: Vec<PathBuf> = (0..ranks)
         .map(|r| {
-            let path = dir.path().join(format!("rank-{r}.json"));
+            let path = dir.join(format!("rank-{r}.json"));
             if r >= distinct {
                 std::fs::hard_link(&made[r % distinct], &path).expect("hard link");
             }
