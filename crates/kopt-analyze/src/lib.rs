@@ -571,7 +571,7 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
         let model_launches = launches
             .iter()
             .filter(|l| !optimizer_launches.contains(&l.id));
-        let f = compile::fusible(model_launches, |n| {
+        let mut f = compile::fusible(model_launches, |n| {
             match (set.contains(n), softmax.contains(n)) {
                 (false, _) => compile::Member::No,
                 (true, true) => compile::Member::Softmax,
@@ -579,6 +579,9 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
                 (true, false) => compile::Member::Fusible,
             }
         });
+        // The launches removed are a share of all the step makes: the
+        // optimizer's stay, and so does the host time they cost.
+        f.all_launches = launches.len();
         // Misaligned GEMMs Inductor's shape padding pads: priced from op
         // shapes as the padding finding prices them where the trace has
         // GEMM shapes, else from the kernels' names.
