@@ -257,6 +257,10 @@ pub struct Fusible {
     pub lone_ns: f64,
     /// All kernel launches.
     pub all_launches: usize,
+    /// GPU idle a step that fewer launches cannot shorten: the host
+    /// preparing the next input before copying it (the step's idle
+    /// before its input copies), ns. Set by the caller; 0 when unknown.
+    pub idle_not_launches_ns: f64,
 }
 
 impl Fusible {
@@ -364,7 +368,7 @@ fn estimated_kernel_share(f: &Fusible, total_ns: f64) -> f64 {
 /// and the SDPA finding carries that gain. On top of each, the GEMM time
 /// Inductor's shape padding saves (`pad`: estimate and high its estimate,
 /// low its low end). The idle part (the GPU waiting on the host) shrinks
-/// with the launches removed.
+/// with the launches removed, less the idle launches do not cause.
 pub fn step_speedups(f: &Fusible, total_ns: f64, base: &Base, pad: &Padding) -> (f64, f64, f64) {
     if total_ns <= 0.0 || base.wall_ns <= 0.0 {
         return (1.0, 1.0, 1.0);
@@ -374,7 +378,8 @@ pub fn step_speedups(f: &Fusible, total_ns: f64, base: &Base, pad: &Padding) -> 
     // Padding saves GEMM time, outside the fusible kernels'.
     let padded = (pad.saved_ns / total_ns).clamp(0.0, 1.0 - phi);
     let padded_low = (pad.saved_low_ns / total_ns).clamp(0.0, padded);
-    let idle = (base.wall_ns - base.busy_ns).max(0.0) * f.removed_launch_share();
+    let idle =
+        (base.wall_ns - base.busy_ns - f.idle_not_launches_ns).max(0.0) * f.removed_launch_share();
     let step = |kernel_share: f64| {
         let saved = (base.busy_ns * kernel_share.min(1.0) + idle).min(0.95 * base.wall_ns);
         base.wall_ns / (base.wall_ns - saved)

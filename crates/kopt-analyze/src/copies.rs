@@ -168,6 +168,101 @@ fn copy_ns(a: &GpuActivity) -> f64 {
     (a.end_ns - a.start_ns).max(0) as f64
 }
 
+/// Id of the input-starvation finding.
+pub const PREFETCH_ID: &str = "prefetch_input_batches";
+
+/// The share of the step the GPU must wait for its input before the
+/// starvation finding is made.
+const MIN_STARVED_SHARE: f64 = 0.1;
+
+/// The part of a group's idle-before that the copy calls themselves
+/// account for (staging pageable memory): at most the calls' time.
+fn staging_ns(g: &CopyGroup) -> f64 {
+    g.gpu_idle_before_ns_per_step.min(g.call_ns_per_step)
+}
+
+/// GPU idle a step while the host prepares the input it then copies in:
+/// each host-to-device group's idle before its copies, less the calls'
+/// own staging. Fewer launches do not shorten it; workers preparing the
+/// next batch do.
+pub fn input_wait_ns(c: &HostCopies) -> f64 {
+    c.groups
+        .iter()
+        .filter(|g| g.direction == "HtoD")
+        .map(|g| (g.gpu_idle_before_ns_per_step - staging_ns(g)).max(0.0))
+        .sum()
+}
+
+/// The GPU starved of input: it waits each step while the host prepares
+/// the batch it then copies in. DataLoader workers prepare the next batch
+/// while the GPU works, pinned so the copy neither blocks nor crawls.
+pub fn recommend_prefetch(c: &HostCopies, step_ns: f64) -> Option<Recommendation> {
+    let fmt = kopt_model::format_duration_ns;
+    let wait = input_wait_ns(c);
+    if step_ns <= 0.0 || wait < MIN_STARVED_SHARE * step_ns {
+        return None;
+    }
+    let peak = c.link_peak_bytes_per_s.unwrap_or(32e9);
+    let inputs: Vec<&CopyGroup> = c.groups.iter().filter(|g| g.direction == "HtoD").collect();
+    // The copies themselves, pinned at the link's speed, issued without
+    // blocking (what pin_host_memory prices), come off as well.
+    let copies: f64 = inputs
+        .iter()
+        .filter(|g| g.host_memory != "pinned")
+        .map(|g| {
+            staging_ns(g)
+                + (g.gpu_ns_per_step - g.bytes_per_step / (PINNED_SHARE * peak) * 1e9).max(0.0)
+        })
+        .sum();
+    let at = |saved: f64| step_ns / (step_ns - saved.min(0.95 * step_ns)).max(1.0);
+    let (estimate, low, high) = (at(wait + copies), at(0.5 * wait), at(wait + copies));
+    if estimate < 1.01 {
+        return None;
+    }
+    let frames: Vec<&str> = inputs
+        .iter()
+        .flat_map(|g| g.frames.iter().map(String::as_str))
+        .collect();
+    let site = if frames.is_empty() {
+        String::new()
+    } else {
+        format!(" (the copies from {})", frames.join(", "))
+    };
+    let model = format!(
+        "step after = step - (the GPU's wait for the host to prepare the input + the copies' cost unpinned): {} - ({} + {}); low: workers hide half the wait",
+        fmt(step_ns),
+        fmt(wait),
+        fmt(copies)
+    );
+    Some(Recommendation {
+        rank: 0,
+        id: PREFETCH_ID.into(),
+        title: "Prepare the next batch while the GPU works".into(),
+        kernel: "the step's input pipeline".into(),
+        kernel_short: format!("input wait {} a step", fmt(wait)),
+        class: kopt_model::BottleneckClass::Sync,
+        evidence: format!(
+            "The GPU sits idle {} a step ({:.0}% of it) while the host prepares the input it then copies in{site}: the input pipeline, not the GPU, sets the pace.",
+            fmt(wait),
+            100.0 * wait / step_ns
+        ),
+        action: "Load and prepare batches in worker processes, a batch or two ahead, pinned: DataLoader(dataset, batch_size=..., num_workers=4 (or more: one per few CPU cores), pin_memory=True, prefetch_factor=2, persistent_workers=True), then x.to(device, non_blocking=True); move per-batch work (decoding, augmentation, tokenisation) out of the training loop into the dataset.".into(),
+        source: "PyTorch's DataLoader documentation (num_workers, pin_memory, prefetch_factor); Nsight Systems' and TraceML's input-bound step".into(),
+        gain: Some(kopt_model::GainEstimate {
+            kernel_pct: 0.0,
+            workload_pct: 100.0 * (1.0 - 1.0 / estimate),
+            saved_ns: (wait + copies) * c.steps as f64,
+            method: model.clone(),
+        }),
+        predicted_speedup: Some(PredictedSpeedup {
+            estimate,
+            low: low.min(estimate),
+            high: high.max(estimate),
+            model,
+        }),
+    })
+}
+
 /// The finding for blocking copies from or to pageable memory: what they
 /// cost the step now, against pinned copies at the link's speed issued
 /// without blocking.
@@ -183,15 +278,16 @@ pub fn recommend(c: &HostCopies, step_ns: f64) -> Option<Recommendation> {
     }
     let peak = c.link_peak_bytes_per_s.unwrap_or(32e9);
     // What the pageable copies cost the step now: the GPU's wait for the
-    // host to stage them (its idle just before each) and the copies at
-    // pageable speed. Pinned and non-blocking: no wait, the copy at the
+    // host to stage them (its idle just before each, at most the calls'
+    // own time: the rest is the host preparing the input, which pinning
+    // does not remove) and the copies at pageable speed. Pinned and non-blocking: no wait, the copy at the
     // link's speed on the step's path (the forward waits for it); low: at
     // half the link's speed; high: hidden behind the step's other work
     // (prefetched a step ahead). A host running ahead of a busy GPU hides
     // the staging: no idle, little saved.
     let now: f64 = pageable
         .iter()
-        .map(|g| g.gpu_idle_before_ns_per_step + g.gpu_ns_per_step)
+        .map(|g| staging_ns(g) + g.gpu_ns_per_step)
         .sum();
     let bytes: f64 = pageable.iter().map(|g| g.bytes_per_step).sum();
     let at = |share: f64| 1e9 * bytes / (share * peak);
@@ -384,5 +480,45 @@ mod tests {
             32e9
         );
         assert!(link_peak(None, None).is_none());
+    }
+
+    fn input(idle_before_ms: f64, memory: &str) -> HostCopies {
+        HostCopies {
+            steps: 3,
+            groups: vec![CopyGroup {
+                direction: "HtoD".into(),
+                host_memory: memory.into(),
+                per_step: 2.0,
+                bytes_per_step: 6.4e6,
+                gpu_ns_per_step: 0.7e6,
+                call_ns_per_step: 0.9e6,
+                gpu_idle_before_ns_per_step: idle_before_ms * 1e6,
+                achieved_bytes_per_s: 9e9,
+                blocking: memory == "pageable",
+                frames: vec!["train.py:40 in step".into()],
+            }],
+            link_peak_bytes_per_s: Some(64e9),
+            link: None,
+        }
+    }
+
+    #[test]
+    fn a_gpu_waiting_for_its_input_calls_for_workers_and_pinning_is_priced_apart() {
+        // 11 ms idle before the copies, of which the calls' 0.9 ms is staging.
+        let c = input(11.0, "pageable");
+        assert!((input_wait_ns(&c) - 10.1e6).abs() < 1.0);
+        let r = recommend_prefetch(&c, 26e6).unwrap();
+        let p = r.predicted_speedup.unwrap();
+        // 10.1 ms of wait + 0.9 ms staging + (0.7 ms - 6.4 MB at 51.2 GB/s) off 26 ms.
+        let saved = 10.1e6 + 0.9e6 + (0.7e6 - 6.4e6 / 51.2e9 * 1e9);
+        assert!((p.estimate - 26e6 / (26e6 - saved)).abs() < 1e-6, "{p:?}");
+        assert!(r.evidence.contains("train.py:40"));
+        // Pinning alone removes the staging and the slow copy, not the wait.
+        let pin = recommend(&c, 26e6).unwrap().predicted_speedup.unwrap();
+        assert!(pin.estimate < 1.1 && pin.estimate < p.estimate, "{pin:?}");
+        // A host that keeps ahead: no starvation finding.
+        assert!(recommend_prefetch(&input(0.5, "pageable"), 26e6).is_none());
+        // Pinned input still starved: workers still help.
+        assert!(recommend_prefetch(&input(11.0, "pinned"), 26e6).is_some());
     }
 }

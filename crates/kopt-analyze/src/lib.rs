@@ -113,6 +113,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             .as_ref()
             .map(optimizer::launch_ids)
             .unwrap_or_default(),
+        input_wait_ns: timeline
+            .as_ref()
+            .and_then(|t| t.host_copies.as_ref())
+            .map_or(0.0, copies::input_wait_ns),
     });
     let fused = if compiled.is_some() { None } else { fused };
     cover_fused(
@@ -311,6 +315,9 @@ fn syncs_and_copies(
     let pinned_copies = timeline
         .and_then(|t| t.host_copies.as_ref())
         .and_then(|c| copies::recommend(c, base.wall_ns));
+    let prefetch = timeline
+        .and_then(|t| t.host_copies.as_ref())
+        .and_then(|c| copies::recommend_prefetch(c, base.wall_ns));
     // The recorder slows the optimizer's launches as it slows the step.
     let fused_optimizer = timeline.and_then(|t| {
         let o = t.optimizer.as_ref()?;
@@ -324,6 +331,7 @@ fn syncs_and_copies(
     host_syncs
         .into_iter()
         .chain(pinned_copies)
+        .chain(prefetch)
         .chain(fused_optimizer)
         .collect()
 }
@@ -522,6 +530,8 @@ struct CompileInputs<'a> {
     /// Launches of the optimizer's step: `torch.compile(model)` compiles
     /// the forward and backward, never the optimizer's step.
     optimizer_launches: &'a std::collections::HashSet<u64>,
+    /// GPU idle a step before its input copies (the host preparing them).
+    input_wait_ns: f64,
 }
 
 /// The torch.compile finding, and the kernels Inductor would fuse.
@@ -538,6 +548,7 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
         fused_attention,
         graph,
         optimizer_launches,
+        input_wait_ns,
     } = *x;
     let by_kernel = attribution.map(|a| &a.by_kernel);
     // The whole model under torch.compile: one finding over every kernel
@@ -582,6 +593,7 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
         // The launches removed are a share of all the step makes: the
         // optimizer's stay, and so does the host time they cost.
         f.all_launches = launches.len();
+        f.idle_not_launches_ns = input_wait_ns;
         // Misaligned GEMMs Inductor's shape padding pads: priced from op
         // shapes as the padding finding prices them where the trace has
         // GEMM shapes, else from the kernels' names.

@@ -171,6 +171,7 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
             || r.id == PRECISION_ID
             || r.id == crate::host_syncs::ID
             || r.id == crate::copies::ID
+            || r.id == crate::copies::PREFETCH_ID
             || r.id == crate::optimizer::ID
         {
             r.predicted_speedup.clone()

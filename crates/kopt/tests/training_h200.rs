@@ -26,6 +26,7 @@ const FIX_OF: &[(&str, &str)] = &[
     ("zero_grad_set_to_none", "set_to_none"),
     ("use_torch_compile", "compile"),
     ("use_channels_last", "channels_last"),
+    ("prefetch_input_batches", "workers_pinned"),
 ];
 
 /// Steps that sync with the host (a `.item()`, a boolean mask, a print, a

@@ -30,6 +30,7 @@ FIX_OF = {
     "zero_grad_set_to_none": "set_to_none",
     "use_torch_compile": "compile",
     "use_channels_last": "channels_last",
+    "prefetch_input_batches": "workers_pinned",
 }
 # Workloads whose step syncs with the host (a .item(), a boolean mask, a
 # .cpu()/.tolist()/print, or a blocking pageable copy).
