@@ -43,8 +43,10 @@ pub fn analyze(a: &AnalyzeArgs) -> Outcome {
 }
 
 pub fn profile(a: &ProfileArgs) -> Outcome {
+    // Outputs first: lowering a module script creates its run folder, and
+    // a refused output must leave nothing behind.
+    check_outputs(&ReportOptions::validate(&a.report, &[])?, None)?;
     let (req, report) = options::profile(a)?;
-    check_outputs(&report, None)?;
     let diagnosis = kopt_engine::profile(&req, &TerminalProgress::new(true))?;
     emit_diagnosis(&diagnosis, &report, Vec::new())
 }

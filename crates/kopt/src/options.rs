@@ -30,7 +30,7 @@ pub struct ReportOptions {
 }
 
 impl ReportOptions {
-    fn validate(a: &ReportArgs, inputs: &[PathBuf]) -> Result<Self, Error> {
+    pub(crate) fn validate(a: &ReportArgs, inputs: &[PathBuf]) -> Result<Self, Error> {
         if a.width.is_some_and(|w| w < 40) {
             return Err(Error::Usage("--width must be at least 40 columns".into()));
         }

@@ -310,6 +310,37 @@ fn missing_ncu_and_usage_errors() {
     assert!(stderr(&o).contains("nothing to profile"));
 }
 
+/// A refused output is said before anything is created: a module script's
+/// run folder included (#40).
+#[test]
+fn a_refused_output_leaves_no_run_folder() {
+    let env = Env::new();
+    let script = env.dir.path().join("m.py");
+    std::fs::write(
+        &script,
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\ndef get_inputs():\n    return [torch.randn(2)]\n",
+    )
+    .unwrap();
+    let o = env.kopt(
+        &[
+            "profile",
+            "--script",
+            script.to_str().unwrap(),
+            "--runs-dir",
+            "runs",
+            "-o",
+            "missing/out.json",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(
+        !env.dir.path().join("runs").exists(),
+        "a run folder was created"
+    );
+}
+
 /// `kopt profile` of seed 000's MoE module from recorded H200 data: the
 /// stand-in tracer replays kopt's trace of it (pass 1), the fake ncu its
 /// targeted pass. `extra` goes before the workload.
