@@ -203,5 +203,82 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
     };
     let targeted = read(TARGETED_CSV, "kopt-profile targeted pass (ncu-raw)")?;
     let deep = read(DEEP_CSV, "kopt-profile deep pass (ncu-details)")?;
+    one_device(
+        dir,
+        [
+            ("the timing pass", timing.device.as_ref()),
+            (
+                TARGETED_CSV,
+                targeted.as_ref().and_then(|t| t.device.as_ref()),
+            ),
+            (DEEP_CSV, deep.as_ref().and_then(|d| d.device.as_ref())),
+        ],
+    )?;
     Ok(merge_tiered(timing, targeted, deep, sources))
+}
+
+/// A run's passes ran on one GPU: passes of different GPUs copied into one
+/// folder would pair one card's counters with another's times (and the
+/// report would name only one). Passes whose device is unknown agree with
+/// any.
+fn one_device<'a>(dir: &Path, passes: [(&str, Option<&'a Device>); 3]) -> Result<(), IngestError> {
+    let named: Vec<(&str, &str)> = passes
+        .iter()
+        .filter_map(|(pass, d)| Some((*pass, (*d)?.name.as_str())))
+        .filter(|(_, name)| !name.is_empty() && !name.starts_with("unknown"))
+        .collect();
+    if let Some(((a, da), (b, db))) = named
+        .iter()
+        .flat_map(|x| named.iter().map(move |y| (*x, *y)))
+        .find(|((_, da), (_, db))| da != db)
+    {
+        return Err(IngestError::format(
+            &dir.display().to_string(),
+            format!(
+                "{a} ran on {} and {b} on {}: one run folder holds one GPU's passes (profile again, or analyze each pass's file on its own)",
+                crate::echo(da),
+                crate::echo(db)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(rel: &str) -> std::path::PathBuf {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures")
+            .join(rel)
+    }
+
+    #[test]
+    fn passes_of_two_gpus_in_one_folder_are_refused_by_name() {
+        let d = tempfile::tempdir().unwrap();
+        let h200 = fixture("labeled-suite-h200-profile");
+        std::fs::copy(
+            h200.join("profile_pass1_timing.csv"),
+            d.path().join(TIMING_CSV),
+        )
+        .unwrap();
+        std::fs::copy(
+            h200.join("profile_pass2_targeted.csv"),
+            d.path().join(TARGETED_CSV),
+        )
+        .unwrap();
+        let p = read_run_folder(d.path()).unwrap();
+        assert!(p.device.name.contains("H200"), "{}", p.device.name);
+        std::fs::copy(
+            fixture("labeled-suite-h100/ncu_raw_base.csv"),
+            d.path().join(TARGETED_CSV),
+        )
+        .unwrap();
+        let e = read_run_folder(d.path()).unwrap_err().to_string();
+        assert!(
+            e.contains("H100") && e.contains("H200") && e.contains("one GPU"),
+            "{e}"
+        );
+    }
 }
