@@ -221,7 +221,7 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
 /// folder would pair one card's counters with another's times (and the
 /// report would name only one). Passes whose device is unknown agree with
 /// any.
-fn one_device<'a>(dir: &Path, passes: [(&str, Option<&'a Device>); 3]) -> Result<(), IngestError> {
+fn one_device(dir: &Path, passes: [(&str, Option<&Device>); 3]) -> Result<(), IngestError> {
     let named: Vec<(&str, &str)> = passes
         .iter()
         .filter_map(|(pass, d)| Some((*pass, (*d)?.name.as_str())))
