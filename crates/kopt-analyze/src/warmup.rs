@@ -94,24 +94,26 @@ fn from_timeline(t: &Timeline) -> Option<Found> {
         return None;
     }
 
-    let mut by_key: HashMap<Key, Tally> = HashMap::new();
-    let mut order: Vec<Key> = Vec::new();
-    let mut steady: HashSet<Key> = HashSet::new();
+    // Keys borrow the names: a million launches of a few kernels make a
+    // few owned keys, not a million copies.
+    let mut by_key: HashMap<(&str, Dim3, Dim3), Tally> = HashMap::new();
+    let mut order: Vec<(&str, Dim3, Dim3)> = Vec::new();
+    let mut steady: HashSet<(&str, Dim3, Dim3)> = HashSet::new();
     let mut steady_launches = 0usize;
     for (a, phase) in t.activities.iter().zip(&p.phase) {
         if a.kind != ActivityKind::Kernel {
             continue;
         }
         let key = (
-            a.name.clone(),
+            a.name.as_str(),
             a.grid.unwrap_or_default(),
             a.block.unwrap_or_default(),
         );
         if *phase == Phase::Steady {
-            steady.insert(key.clone());
+            steady.insert(key);
             steady_launches += 1;
         }
-        let e = by_key.entry(key.clone()).or_insert_with(|| {
+        let e = by_key.entry(key).or_insert_with(|| {
             order.push(key);
             Tally {
                 all_before: true,
@@ -145,6 +147,9 @@ fn from_timeline(t: &Timeline) -> Option<Found> {
         p.steady_steps,
         if p.steady_steps == 1 { "" } else { "s" },
     );
+    let owned = |(n, g, b): (&str, Dim3, Dim3)| (n.to_string(), g, b);
+    let by_key = by_key.into_iter().map(|(k, v)| (owned(k), v)).collect();
+    let order = order.into_iter().map(owned).collect();
     build(order, by_key, how, WarmupEvidence::WarmupSteps)
 }
 
