@@ -36,6 +36,15 @@ impl Budget {
     }
 }
 
+/// The most kernel launches one ncu CSV may hold: each costs about 2.4 KB
+/// once read (its metrics), and ncu replays a launch in seconds, so a real
+/// capture stays far below this.
+pub const NCU_MAX_LAUNCHES: Budget = Budget {
+    var: "KOPT_NCU_MAX_LAUNCHES",
+    default: 250_000,
+    unit: "launches",
+};
+
 /// The most a gzipped input may decompress to, in bytes, whatever its size.
 pub const GZIP_MAX_BYTES: Budget = Budget {
     var: "KOPT_GZIP_MAX_BYTES",

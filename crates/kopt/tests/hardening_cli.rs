@@ -196,3 +196,33 @@ fn reading_a_missing_history_creates_nothing() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("no runs recorded"));
     assert!(!d.path().join("no").exists());
 }
+
+/// An ncu CSV with more launches than the launch budget is refused with
+/// the budget's name and how to raise it, raw and details pages alike
+/// (#39: narrow CSVs took about 2.4 KB a row, 44 MB -> 4.9 GB).
+#[test]
+fn ncu_launches_past_the_budget_are_refused_by_name() {
+    for page in [
+        "labeled-suite-h100/ncu_raw_base.csv",
+        "labeled-suite-h100/ncu_details.csv",
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["analyze"])
+            .arg(fixture(page))
+            .env("KOPT_NCU_MAX_LAUNCHES", "5")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{page}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("more than 5 kernel launches") && e.contains("KOPT_NCU_MAX_LAUNCHES=20"),
+            "{page}: {e}"
+        );
+        let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["analyze"])
+            .arg(fixture(page))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{page}: {}", stderr(&o));
+    }
+}

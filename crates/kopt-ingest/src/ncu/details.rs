@@ -175,6 +175,9 @@ pub(super) fn parse(
                 ),
             )
         })?;
+        if !by_id.contains_key(&id) {
+            ctx.launch_budget(launches.len(), line)?;
+        }
         let at = *by_id.entry(id).or_insert_with(|| {
             launches.push(KernelLaunch {
                 id,

@@ -100,6 +100,23 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// An error once `held` launches reach the launch budget.
+    pub fn launch_budget(&self, held: usize, line: u64) -> Result<(), IngestError> {
+        let max = crate::budget::NCU_MAX_LAUNCHES;
+        if held as u64 >= max.get() {
+            return Err(IngestError::at(
+                self.path,
+                line,
+                format!(
+                    "more than {} kernel launches: not read (launch budget); {}",
+                    max.get(),
+                    max.how_to_raise()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub fn line_of(&self, record: &csv::ByteRecord) -> u64 {
         record.position().map_or(0, |p| p.line()) + self.line_offset
     }

@@ -376,6 +376,7 @@ pub(super) fn parse(
         if col_has_value(text(duration_index)) {
             any_duration = true;
         }
+        ctx.launch_budget(launches.len(), line)?;
         lines.push(line);
         launches.push(KernelLaunch {
             id,
