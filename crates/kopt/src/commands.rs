@@ -136,8 +136,17 @@ pub fn journal(cmd: &JournalCommand) -> Outcome {
                 .unwrap_or_else(|| kopt_engine::journal::default_file(&cwd));
             // The file is anyone's text: control characters (escape
             // sequences) are shown as visible escapes, line breaks kept.
-            let text = kopt_engine::journal::read(&path)?;
-            print(kopt_report::escape::terminal_lines(&text).as_bytes())
+            match kopt_engine::journal::read(&path)? {
+                Some(text) => print(kopt_report::escape::terminal_lines(&text).as_bytes()),
+                // Nothing written yet is not an error, as with `kopt history`.
+                None => print(
+                    format!(
+                        "no journal entries yet in {} (`kopt journal add` writes one)\n",
+                        path.display()
+                    )
+                    .as_bytes(),
+                ),
+            }
         }
         JournalCommand::Add(a) => {
             let path = a
