@@ -558,12 +558,18 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
             .map(|g| g.verdict.name.as_str())
             .collect();
         let set = compile::member_set(&compile_members);
-        let f = compile::fusible(launches, |n| match (set.contains(n), softmax.contains(n)) {
+        let mut f = compile::fusible(launches, |n| match (set.contains(n), softmax.contains(n)) {
             (false, _) => compile::Member::No,
             (true, true) => compile::Member::Softmax,
             (true, false) if layout::is_layout_conversion(n) => compile::Member::Conversion,
             (true, false) => compile::Member::Fusible,
         });
+        for g in groups {
+            if let Some(family) = &g.verdict.library {
+                let member = set.contains(g.verdict.name.as_str());
+                f.kinds.add(&g.verdict.name, family, member);
+            }
+        }
         // Misaligned GEMMs Inductor's shape padding pads: priced from op
         // shapes as the padding finding prices them where the trace has
         // GEMM shapes, else from the kernels' names.

@@ -145,6 +145,10 @@ pub struct ReportArgs {
     #[arg(long)]
     pub wide: bool,
 
+    /// The whole terminal report: each finding's evidence, action, estimate and source, the notes under each kernel, every kernel and op (the default fits one screen)
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+
     /// Keep warm-up / autotuning trial kernels (launched only in the warm-up steps before the steady state, e.g. cuDNN's benchmark search) in the table and totals; by default they are left out and summarised in one line
     #[arg(long)]
     pub keep_warmup: bool,

@@ -215,6 +215,7 @@ fn emit_diagnosis(d: &Diagnosis, r: &ReportOptions, extra: Vec<(PathBuf, Vec<u8>
     let layout = Layout {
         width: r.width,
         wide: r.wide,
+        verbose: r.verbose,
     };
     let main = d.render(r.format, layout);
     let mut files = extra;
