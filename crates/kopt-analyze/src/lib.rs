@@ -928,7 +928,7 @@ fn fusion_primary(
         }),
         insight: format!(
             "{}. {} could save up to {:.1}% of kernel time.",
-            r.evidence,
+            r.evidence.trim_end().trim_end_matches('.'),
             match r.id.as_str() {
                 batchnorm::ID => "Folding them into the convolutions",
                 layout::ID => "Running the model in channels_last",

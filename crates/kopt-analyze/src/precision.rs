@@ -273,9 +273,10 @@ fn kinds_of(of: &[&KernelGroup]) -> &'static str {
     }
 }
 
-/// The other option's estimate falls within the headlined one's range.
+/// The two options' predicted ranges overlap (and the other is a gain):
+/// the model cannot tell which is faster.
 fn close(first: &Priced, other: &Priced) -> bool {
-    other.estimate >= first.low && other.estimate >= 1.0
+    other.high >= first.low && other.estimate > 1.0
 }
 
 /// One option's step speed-up: estimate, low, high, and its model.
@@ -373,11 +374,11 @@ pub fn recommend(
         high: first_fig.high,
         model,
     };
-    // Where the other option's estimate lies in the headlined one's range
-    // the model cannot tell them apart: say so, once.
+    // Where the two ranges overlap the model cannot tell the options
+    // apart: say so, once.
     let close_words = if close(first_fig, other_fig) {
         format!(
-            " {} is close (its estimate within this one's range): measure both before choosing (kopt optimize --allow-precision times each).",
+            " {} is close (the two predicted ranges overlap): measure both before choosing (kopt optimize --allow-precision times each).",
             other.words()
         )
     } else {
@@ -715,8 +716,8 @@ mod tests {
         assert!(operand_elements("").is_empty());
     }
 
-    /// #41: the other option is called close only when its estimate lies in
-    /// the headlined one's range (and is a gain at all).
+    /// #41: the other option is called close only when the two ranges
+    /// overlap (and it is a gain at all).
     #[test]
     fn the_other_option_is_close_only_inside_the_range() {
         let p = |estimate, low, high| Priced {
@@ -726,6 +727,7 @@ mod tests {
             model: String::new(),
         };
         assert!(close(&p(2.32, 1.60, 3.10), &p(1.74, 1.50, 2.00)));
+        assert!(close(&p(3.04, 2.83, 3.81), &p(2.54, 1.88, 3.08)));
         assert!(!close(&p(4.8, 4.2, 5.4), &p(3.0, 2.6, 3.3)));
         assert!(!close(&p(1.05, 0.90, 1.20), &p(0.95, 0.90, 1.00)));
     }
