@@ -297,16 +297,21 @@ fn access_advice(group: &KernelGroup, recoverable: Option<GainEstimate>) -> Vec<
                 .flatten()
                 .reduce(f64::min);
             let wave = per_sm.map_or(String::new(), |b| format!(" (one wave here is {:.0} blocks: {sms:.0} SMs x {b:.0} blocks/SM)", sms * b));
+            // The GEMM remedy only for a GEMM (#41: no kinds the input lacks).
+            let gemm = v.library.as_ref().is_some_and(|f| f.family == kopt_model::LibraryFamily::Gemm)
+                || v.name.to_ascii_lowercase().contains("gemm");
             push(
                 "fill_the_gpu",
                 format!("grid {} on {sms:.0} {}: {}", v.grid, m.vendor().units(), v.root_cause),
                 if is_amd(m) {
                     format!(
-                        "Size the grid from the device, not a constant: at least one workgroup per CU ({sms:.0} CUs here), ideally a full wave of workgroups{wave}. For a grid-stride loop launch hipDeviceProp_t::multiProcessorCount x hipOccupancyMaxActiveBlocksPerMultiprocessor workgroups; for a GEMM with few output tiles, split K or use stream-K (hipBLASLt / composable_kernel)."
+                        "Size the grid from the device, not a constant: at least one workgroup per CU ({sms:.0} CUs here), ideally a full wave of workgroups{wave}. For a grid-stride loop launch hipDeviceProp_t::multiProcessorCount x hipOccupancyMaxActiveBlocksPerMultiprocessor workgroups{}",
+                        if gemm { "; for a GEMM with few output tiles, split K or use stream-K (hipBLASLt / composable_kernel)." } else { "." }
                     )
                 } else {
                     format!(
-                        "Size the grid from the device, not a constant: at least one block per SM, ideally a full wave{wave}. For a grid-stride loop use SMs x blocks-per-SM from the occupancy API; for a GEMM with few output tiles, split K or use stream-K."
+                        "Size the grid from the device, not a constant: at least one block per SM, ideally a full wave{wave}. For a grid-stride loop use SMs x blocks-per-SM from the occupancy API{}",
+                        if gemm { "; for a GEMM with few output tiles, split K or use stream-K." } else { "." }
                     )
                 },
                 recoverable,

@@ -261,6 +261,107 @@ pub struct Fusible {
     /// preparing the next input before copying it (the step's idle
     /// before its input copies), ns. Set by the caller; 0 when unknown.
     pub idle_not_launches_ns: f64,
+    /// The kernel kinds in the trace, so the finding names only those.
+    pub kinds: Kinds,
+}
+
+/// The kernel kinds a trace holds, as the compile finding names them: the
+/// members' families and the library calls around them (#41: no "GEMMs and
+/// convolutions" in a trace without either).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Kinds {
+    /// PyTorch's fusible families among the members, in a fixed order.
+    pytorch: Vec<&'static str>,
+    cudnn_conversions: bool,
+    cudnn_normalization: bool,
+    cudnn_other: bool,
+    gemms: bool,
+    convolutions: bool,
+}
+
+impl Kinds {
+    /// Counts kernel `name` of `family`; `member`: one the finding fuses.
+    pub fn add(&mut self, name: &str, family: &KernelFamily, member: bool) {
+        use LibraryFamily as F;
+        if !member {
+            self.gemms |= family.family == F::Gemm;
+            self.convolutions |= family.family == F::Convolution;
+            return;
+        }
+        if family.library.starts_with("PyTorch") {
+            let word = match family.family {
+                F::Elementwise => "elementwise",
+                F::Normalization => "normalization",
+                F::Reduction => "reduction",
+                F::Softmax => "softmax",
+                F::Copy => "copy",
+                _ => "other",
+            };
+            if !self.pytorch.contains(&word) {
+                self.pytorch.push(word);
+                let order = [
+                    "elementwise",
+                    "normalization",
+                    "reduction",
+                    "softmax",
+                    "copy",
+                ];
+                self.pytorch
+                    .sort_by_key(|w| order.iter().position(|o| o == w).unwrap_or(order.len()));
+            }
+        } else if crate::layout::is_layout_conversion(name) {
+            self.cudnn_conversions = true;
+        } else if family.family == F::Normalization {
+            self.cudnn_normalization = true;
+        } else {
+            self.cudnn_other = true;
+        }
+    }
+
+    /// The members, named by kind: "PyTorch's eager elementwise and softmax
+    /// kernels and cuDNN's layout conversions".
+    fn members(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.pytorch.is_empty() {
+            parts.push(format!(
+                "PyTorch's eager {} kernels",
+                join_and(&self.pytorch)
+            ));
+        }
+        for (present, words) in [
+            (self.cudnn_conversions, "cuDNN's layout conversions"),
+            (self.cudnn_normalization, "cuDNN's normalization kernels"),
+            (self.cudnn_other, "other cuDNN kernels"),
+        ] {
+            if present {
+                parts.push(words.to_string());
+            }
+        }
+        if parts.is_empty() {
+            return "The fusible kernels".into();
+        }
+        join_and(&parts)
+    }
+
+    /// The library calls the members' runs sit between.
+    fn library_calls(&self) -> Option<&'static str> {
+        match (self.gemms, self.convolutions) {
+            (true, true) => Some("GEMMs and convolutions"),
+            (true, false) => Some("GEMMs"),
+            (false, true) => Some("convolutions"),
+            (false, false) => None,
+        }
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_and<S: AsRef<str>>(words: &[S]) -> String {
+    let words: Vec<&str> = words.iter().map(AsRef::as_ref).collect();
+    match words.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 impl Fusible {
@@ -391,6 +492,35 @@ pub fn step_speedups(f: &Fusible, total_ns: f64, base: &Base, pad: &Padding) -> 
     (est, low, high)
 }
 
+/// What Inductor does here, naming only the kinds in the trace.
+fn what_inductor_does(kinds: &Kinds, attention: bool) -> String {
+    let mut does = vec!["fuses these kernels into one pass per run or into their neighbours"];
+    if kinds.convolutions {
+        does.push("chooses the convolutions' layout");
+    }
+    if attention {
+        does.push(
+            "replaces eager attention patterns with fused attention where it recognises them",
+        );
+    }
+    if kinds.gemms {
+        does.push("pads GEMMs whose dimensions are not multiples of 8 where it finds them compute bound (shape padding)");
+    }
+    does.push("launches fewer kernels");
+    let stay = kinds
+        .library_calls()
+        .map_or(String::new(), |c| format!("; {c} stay library calls"));
+    let subsumes = if attention {
+        "fusing the elementwise chains by hand and, where it matches, the attention pattern"
+    } else {
+        "fusing the elementwise chains by hand"
+    };
+    format!(
+        "Inductor {}{stay}. This subsumes {subsumes}.",
+        join_and(&does)
+    )
+}
+
 /// The finding, None where no run of two fusible launches exists (nothing
 /// for Inductor to fuse). `attention`: eager attention was found (its own
 /// finding, SDPA); `graph`: graph capture's step
@@ -417,6 +547,9 @@ pub fn recommend(
     }
     let fmt = kopt_model::format_duration_ns;
     let removed = f.removed_launch_share();
+    // Misaligned GEMMs to pad are GEMMs in the trace.
+    let mut kinds = f.kinds.clone();
+    kinds.gemms |= pad.gemms > 0;
     let model = format!(
         "step speed-up on {}: the GPU-busy part of the step ({:.0}%) loses {:.0}% of the fusible kernels' time in runs of two launches or more (what Inductor's fused code leaves: {FUSED_LEFT:.2} of it, fitted on the H100 advice suite) and all but the longest launch of a run with a softmax, while a pointwise launch alone between two library calls stays one pass ({:.1}% of kernel time: nothing to fuse it into); the idle part (the GPU waiting on the host) shrinks by the launches removed ({:.0}% of all, each run of fusible launches becoming one); low: each run keeps its longest launch (one pass); high: all fusible time goes{}",
         base.words,
@@ -499,15 +632,20 @@ pub fn recommend(
         ),
         class: BottleneckClass::Memory,
         evidence: format!(
-            "PyTorch's eager elementwise, normalization, reduction, softmax and copy kernels and cuDNN's layout conversions{ops_named} take {} ({:.1}% of kernel time) in {} launches; {} runs of them sit between the GEMMs and convolutions, {} of two launches or more, each launch reading and writing whole tensors that the next one reads again.{padded_words}{attention_words}{stacking}",
+            "{}{ops_named} take {} ({:.1}% of kernel time) in {} launches; {} runs of them sit between {}, {} of two launches or more, each launch reading and writing whole tensors that the next one reads again.{padded_words}{attention_words}{stacking}",
+            kinds.members(),
             fmt(f.ns),
             100.0 * f.ns / total_ns,
             f.launches,
             f.runs,
+            kinds
+                .library_calls()
+                .map_or("other kernels".to_string(), |c| format!("the {c}")),
             f.chains,
         ),
         action: format!(
-            "Wrap the model once: `model = torch.compile(model)` (default mode). Inductor fuses these kernels into one pass per run or into their neighbours, chooses the convolutions' layout, replaces eager attention patterns with fused attention where it recognises them, pads GEMMs whose dimensions are not multiples of 8 where it finds them compute bound (shape padding), and launches fewer kernels; GEMMs and convolutions stay library calls. This subsumes fusing the elementwise chains by hand and, where it matches, the attention pattern. Compilation is paid once per input shape (e.g. {COMPILE_S_SEEN}); keep shapes static or mark dynamic ones.{hints} Predicted: {est:.2}x ({low:.2}-{high:.2}x) for the step."
+            "Wrap the model once: `model = torch.compile(model)` (default mode). {} Compilation is paid once per input shape (e.g. {COMPILE_S_SEEN}); keep shapes static or mark dynamic ones.{hints} Predicted: {est:.2}x ({low:.2}-{high:.2}x) for the step.",
+            what_inductor_does(&kinds, attention)
         ),
         source: "torch.compile / TorchInductor: operator fusion, layout selection, fewer launches".into(),
         gain: Some(GainEstimate {

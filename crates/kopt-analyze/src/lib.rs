@@ -594,6 +594,12 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
         // optimizer's stay, and so does the host time they cost.
         f.all_launches = launches.len();
         f.idle_not_launches_ns = input_wait_ns;
+        for g in groups {
+            if let Some(family) = &g.verdict.library {
+                let member = set.contains(g.verdict.name.as_str());
+                f.kinds.add(&g.verdict.name, family, member);
+            }
+        }
         // Misaligned GEMMs Inductor's shape padding pads: priced from op
         // shapes as the padding finding prices them where the trace has
         // GEMM shapes, else from the kernels' names.
@@ -952,7 +958,7 @@ fn fusion_primary(
         }),
         insight: format!(
             "{}. {} could save up to {:.1}% of kernel time.",
-            r.evidence,
+            r.evidence.trim_end().trim_end_matches('.'),
             match r.id.as_str() {
                 batchnorm::ID => "Folding them into the convolutions",
                 layout::ID => "Running the model in channels_last",

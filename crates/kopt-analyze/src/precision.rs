@@ -258,6 +258,27 @@ pub struct StepFacts<'a> {
     pub op_calls: Option<&'a HashMap<(String, Option<String>), u64>>,
 }
 
+/// The members by kind, naming only those present (#41).
+fn kinds_of(of: &[&KernelGroup]) -> &'static str {
+    let conv = |g: &&KernelGroup| {
+        g.verdict
+            .library
+            .as_ref()
+            .is_some_and(|f| f.family == kopt_model::LibraryFamily::Convolution)
+    };
+    match (of.iter().any(conv), of.iter().all(conv)) {
+        (true, true) => "convolutions",
+        (true, false) => "GEMMs/convolutions",
+        _ => "GEMMs",
+    }
+}
+
+/// The two options' predicted ranges overlap (and the other is a gain):
+/// the model cannot tell which is faster.
+fn close(first: &Priced, other: &Priced) -> bool {
+    other.high >= first.low && other.estimate > 1.0
+}
+
 /// One option's step speed-up: estimate, low, high, and its model.
 struct Priced {
     estimate: f64,
@@ -353,12 +374,22 @@ pub fn recommend(
         high: first_fig.high,
         model,
     };
+    // Where the two ranges overlap the model cannot tell the options
+    // apart: say so, once.
+    let close_words = if close(first_fig, other_fig) {
+        format!(
+            " {} is close (the two predicted ranges overlap): measure both before choosing (kopt optimize --allow-precision times each).",
+            other.words()
+        )
+    } else {
+        String::new()
+    };
     let tf32_call = "torch.backends.cuda.matmul.allow_tf32 = True and torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\"))";
     let bf16_call = "run the forward pass under torch.autocast(\"cuda\", dtype=torch.bfloat16)";
     let figure = |p: &Priced| format!("{:.2}x ({:.2}-{:.2}x)", p.estimate, p.low, p.high);
     let action = match first {
         Fix::Tf32 => format!(
-            "Allow TF32 before the model runs: {tf32_call}. Predicted: the step {}, these kernels {:.1}x faster. bf16 autocast ({bf16_call}) is predicted {} for the step: {}. The numerics change: TF32 keeps a 10-bit mantissa in the products; bf16 keeps 8 and stores activations in bf16, a larger change; check the outputs against fp32.",
+            "Allow TF32 before the model runs: {tf32_call}. Predicted: the step {}, these kernels {:.1}x faster. bf16 autocast ({bf16_call}) is predicted {} for the step: {}.{close_words} The numerics change: TF32 keeps a 10-bit mantissa in the products; bf16 keeps 8 and stores activations in bf16, a larger change; check the outputs against fp32.",
             figure(&tf32),
             speed_t(est),
             figure(&bf16),
@@ -369,7 +400,7 @@ pub fn recommend(
             },
         ),
         Fix::Bf16Autocast => format!(
-            "Use bf16 autocast: {bf16_call}. Predicted: the step {}, against {} with TF32 ({tf32_call}). The numerics change more than with TF32: bf16 keeps an 8-bit mantissa (TF32 10) and stores the listed ops' activations in bf16; check the outputs against fp32, and take TF32 where they drift too far.",
+            "Use bf16 autocast: {bf16_call}. Predicted: the step {}, against {} with TF32 ({tf32_call}).{close_words} The numerics change more than with TF32: bf16 keeps an 8-bit mantissa (TF32 10) and stores the listed ops' activations in bf16; check the outputs against fp32, and take TF32 where they drift too far.",
             figure(&bf16),
             figure(&tf32),
         ),
@@ -386,7 +417,8 @@ pub fn recommend(
         ),
         class: BottleneckClass::Compute,
         evidence: format!(
-            "fp32 GEMMs/convolutions run on the FMA pipes of a tensor-core GPU ({}): {} ({}) take {} ({:.1}% of kernel time); the kernel names say fp32 math (no tf32, bf16 or fp16), so TF32 is off",
+            "fp32 {} run on the FMA pipes of a tensor-core GPU ({}): {} ({}) take {} ({:.1}% of kernel time); the kernel names say fp32 math (no tf32, bf16 or fp16), so TF32 is off",
+            kinds_of(&of),
             device.name,
             if of.len() == 1 { "one kernel" } else { "these kernels" },
             shorts.join(", "),
@@ -682,6 +714,22 @@ mod tests {
         );
         assert!(operand_elements("[[a, 2], [",).is_empty());
         assert!(operand_elements("").is_empty());
+    }
+
+    /// #41: the other option is called close only when the two ranges
+    /// overlap (and it is a gain at all).
+    #[test]
+    fn the_other_option_is_close_only_inside_the_range() {
+        let p = |estimate, low, high| Priced {
+            estimate,
+            low,
+            high,
+            model: String::new(),
+        };
+        assert!(close(&p(2.32, 1.60, 3.10), &p(1.74, 1.50, 2.00)));
+        assert!(close(&p(3.04, 2.83, 3.81), &p(2.54, 1.88, 3.08)));
+        assert!(!close(&p(4.8, 4.2, 5.4), &p(3.0, 2.6, 3.3)));
+        assert!(!close(&p(1.05, 0.90, 1.20), &p(0.95, 0.90, 1.00)));
     }
 
     #[test]

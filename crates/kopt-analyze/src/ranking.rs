@@ -146,6 +146,35 @@ fn kernel_shares(r: &Recommendation) -> Option<(f64, f64, f64)> {
     Some((f, f, f))
 }
 
+/// `text` without its sentences that start "Predicted" (a figure).
+fn without_predictions(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text.trim_end();
+    while !rest.is_empty() {
+        let end = rest.find(". ").map_or(rest.len(), |i| i + 2);
+        let sentence = &rest[..end];
+        if !sentence.trim_start().starts_with("Predicted") {
+            out.push_str(sentence);
+        }
+        rest = &rest[end..];
+    }
+    out.trim_end().to_string()
+}
+
+/// `text` with "Graph capture predicts more here (N.NNx): the step" said
+/// without the figure (withheld on graph capture's own finding).
+fn without_graph_figure(text: &str) -> String {
+    const OPEN: &str = "Graph capture predicts more here (";
+    const THEN: &str = "x): the step";
+    let Some(at) = text.find(OPEN) else {
+        return text.to_string();
+    };
+    match text[at..].find(THEN) {
+        Some(end) => format!("{}The step{}", &text[..at], &text[at + end + THEN.len()..]),
+        None => text.to_string(),
+    }
+}
+
 /// Batch-norm folding gains its kernels' time only where the bias goes into
 /// the convolution's epilogue (torch.compile with freezing); folded in eager
 /// mode it measured 0.99-1.03x. Its estimate is the middle of its range.
@@ -163,6 +192,7 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
     // (range over 3x), the low end, what the model is sure of; none without
     // a figure at all.
     let mut keys: Vec<Option<f64>> = Vec::with_capacity(recs.len());
+    let mut graph_withheld = false;
     for r in recs.iter_mut() {
         // Graph capture, torch.compile and the fp32 precision finding
         // (whose bf16 option adds host work) predict the step itself.
@@ -204,12 +234,19 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
         };
         match step {
             Some(sp) if sp.low > 0.0 && sp.high / sp.low > MAX_RANGE_RATIO => {
+                // Said once, with why: no "Predicted" sentence is left to
+                // claim the figure withheld.
                 r.evidence = format!(
-                    "{} The prediction's range ({:.1}-{:.1}x) spans more than {MAX_RANGE_RATIO:.0}x: the model does not know this step, so no figure is given.",
-                    r.evidence.trim_end(),
+                    "{} {}the prediction's range ({:.1}-{:.1}x) spans more than {MAX_RANGE_RATIO:.0}x, so the model does not know this step.",
+                    without_predictions(&r.evidence),
+                    kopt_model::FIGURE_WITHHELD,
                     sp.low,
                     sp.high
                 );
+                r.action = without_predictions(&r.action);
+                if r.id == GRAPH_ID {
+                    graph_withheld = true;
+                }
                 r.predicted_speedup = None;
                 r.gain = None;
                 keys.push(Some(sp.low));
@@ -227,6 +264,12 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
                 r.predicted_speedup = None;
                 keys.push(None);
             }
+        }
+    }
+    if graph_withheld {
+        // Other findings compare themselves with graph capture's figure.
+        for r in recs.iter_mut() {
+            r.evidence = without_graph_figure(&r.evidence);
         }
     }
     let mut keyed: Vec<(Option<f64>, Recommendation)> =

@@ -43,16 +43,9 @@ pub fn add_entry(file: &Path, req: &JournalEntryRequest) -> Result<Entry> {
     Ok(entry)
 }
 
-/// The journal's text.
-pub fn read(file: &Path) -> Result<String> {
-    match kopt_store::journal::read_journal(file) {
-        Ok(Some(text)) => Ok(text),
-        Ok(None) => Err(Error::Input(format!(
-            "{}: cannot read: No such file or directory (os error 2)",
-            file.display()
-        ))),
-        Err(e) => Err(Error::Input(e.to_string())),
-    }
+/// The journal's text; `None` when no entry was written yet (no file).
+pub fn read(file: &Path) -> Result<Option<String>> {
+    kopt_store::journal::read_journal(file).map_err(|e| Error::Input(e.to_string()))
 }
 
 /// Where the journal is by default, from `cwd`.

@@ -352,6 +352,28 @@ pub struct Recommendation {
     pub predicted_speedup: Option<PredictedSpeedup>,
 }
 
+/// How a finding's evidence starts the sentence that says why its figure
+/// is withheld (a prediction too uncertain to give); reports headline that
+/// sentence instead of a gain.
+pub const FIGURE_WITHHELD: &str = "No figure is given: ";
+
+impl Recommendation {
+    /// Why this finding's figure is withheld, if it is.
+    pub fn withheld(&self) -> Option<&str> {
+        let at = self.evidence.find(FIGURE_WITHHELD)?;
+        Some(self.evidence[at + FIGURE_WITHHELD.len()..].trim_end())
+    }
+
+    /// The evidence without the withheld-figure sentence (said once, as
+    /// the finding's headline).
+    pub fn evidence_shown(&self) -> &str {
+        match self.evidence.find(FIGURE_WITHHELD) {
+            Some(at) => self.evidence[..at].trim_end(),
+            None => &self.evidence,
+        }
+    }
+}
+
 /// A predicted speed-up (eager time over predicted time), with the range the
 /// inputs' spread and the model's constants allow.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

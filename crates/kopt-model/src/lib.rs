@@ -31,7 +31,7 @@ pub use diagnosis::{
     LibraryFamily, NcuDisagreement, OpShare, OpSummary, OptimizerStep, PipeUse, PredictedSpeedup,
     PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, StallShare, SteadyState,
     SteadyStrip, StepDetection, StepSource, StripLane, SyncSite, TimelineStrip, TimelineSummary,
-    Verification, WarmupEvidence, WarmupKernel, WarmupTrials,
+    Verification, WarmupEvidence, WarmupKernel, WarmupTrials, FIGURE_WITHHELD,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{

@@ -357,6 +357,9 @@ pub fn gain(r: &kopt_model::Recommendation) -> String {
             },
             duration(g.saved_ns)
         ),
+        None if r.withheld().is_some() => {
+            format!("no figure is given: {}", r.withheld().unwrap_or_default())
+        }
         None if r.id == "fuse_or_graph_launches" => {
             "not measurable from counters: launch overhead needs a timeline".into()
         }
@@ -364,6 +367,18 @@ pub fn gain(r: &kopt_model::Recommendation) -> String {
             "no figure: library code, the gain depends on the setting or shape changed".into()
         }
         None => "no tuning gain at the roofline; gain depends on the work removed".into(),
+    }
+}
+
+/// A finding's gain in a few words, for the one-line list: the share of
+/// the workload, or why there is no figure.
+pub fn gain_short(r: &kopt_model::Recommendation) -> String {
+    match &r.gain {
+        Some(g) => format!("up to {:.1}%", g.workload_pct),
+        None if r.withheld().is_some() => "no figure".into(),
+        None if r.id == "fuse_or_graph_launches" => "needs a timeline".into(),
+        None if r.id == "library_call_settings" => "no figure (library)".into(),
+        None => "at the roofline".into(),
     }
 }
 
@@ -650,6 +665,7 @@ mod tests {
                 TerminalExporter {
                     width: Some(200),
                     wide: false,
+                    verbose: true,
                 }
                 .render_to_string(&d),
             ),

@@ -242,7 +242,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
                     None => format::gain(r),
                 },
                 action: r.action.clone(),
-                evidence: r.evidence.clone(),
+                evidence: r.evidence_shown().to_string(),
                 method: r
                     .gain
                     .as_ref()

@@ -47,20 +47,24 @@ pub struct Layout {
     pub width: Option<u16>,
     /// Every column of the kernel table, however wide.
     pub wide: bool,
+    /// The whole detail (evidence, actions, notes under each kernel), not
+    /// the one-screen default.
+    pub verbose: bool,
 }
 
 impl Layout {
     /// Tables fitted into `width` columns (`None`: the terminal's).
     pub fn width(width: Option<u16>) -> Layout {
-        Layout { width, wide: false }
+        Layout {
+            width,
+            ..Layout::default()
+        }
     }
 }
 
 impl Render for Diagnosis {
     fn render(&self, format: Format, layout: Layout) -> String {
-        format
-            .exporter_with(layout.width, layout.wide)
-            .render_to_string(self)
+        format.exporter_for(layout).render_to_string(self)
     }
 }
 
@@ -105,15 +109,21 @@ impl Format {
         }
     }
 
-    /// The exporter for this format; `width` bounds terminal tables.
+    /// The exporter for this format; `width` bounds terminal tables (the
+    /// terminal's report is the brief default).
     pub fn exporter(self, width: Option<u16>) -> Box<dyn Exporter> {
-        self.exporter_with(width, false)
+        self.exporter_for(Layout::width(width))
     }
 
-    /// `exporter`, with `wide` asking the terminal table for every column.
-    pub fn exporter_with(self, width: Option<u16>, wide: bool) -> Box<dyn Exporter> {
+    /// The exporter for this format laid out as `layout` says (it matters
+    /// to the terminal only).
+    pub fn exporter_for(self, layout: Layout) -> Box<dyn Exporter> {
         match self {
-            Format::Terminal => Box::new(TerminalExporter { width, wide }),
+            Format::Terminal => Box::new(TerminalExporter {
+                width: layout.width,
+                wide: layout.wide,
+                verbose: layout.verbose,
+            }),
             Format::Markdown => Box::new(MarkdownExporter),
             Format::Json => Box::new(JsonExporter),
             Format::Html => Box::new(HtmlExporter),

@@ -23,7 +23,8 @@ pub(crate) const KERNEL_COLUMNS: [&str; 13] = [
     col::ROOT_CAUSE,
 ];
 
-/// Markdown for a pull request: seed 000's table, the key insight, the ranked list.
+/// Markdown for a pull request, in the terminal report's order: the key
+/// insight and the ranked findings first, then the kernel table and the rest.
 pub struct MarkdownExporter;
 
 impl Exporter for MarkdownExporter {
@@ -51,6 +52,57 @@ impl MarkdownExporter {
             writeln!(out, "- {}", escape::markdown_cell(&line))?;
         }
         writeln!(out)?;
+        if let Some(p) = &d.primary {
+            writeln!(out, "## Key insight")?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "**Primary bottleneck:** `{}` / **{}**",
+                escape::markdown_cell(&p.component_short),
+                p.class
+            )?;
+            writeln!(out)?;
+            writeln!(out, "{}", escape::markdown_cell(&p.insight))?;
+            writeln!(out)?;
+        }
+
+        if !d.recommendations.is_empty() {
+            writeln!(out, "## Recommendations")?;
+            writeln!(out)?;
+            writeln!(out, "| # | Change | Kernel | Expected gain | Evidence |")?;
+            writeln!(out, "|--:|---|---|---|---|")?;
+            for r in &d.recommendations {
+                writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    r.rank,
+                    escape::markdown_cell(&r.title),
+                    escape::markdown_cell(&r.kernel_short),
+                    escape::markdown_cell(&match format::verified(d, r) {
+                        Some(v) => format!("{}; {v}", format::gain(r)),
+                        None => format::gain(r),
+                    }),
+                    escape::markdown_cell(r.evidence_shown())
+                )?;
+            }
+            writeln!(out)?;
+            for r in &d.recommendations {
+                writeln!(
+                    out,
+                    "{}. **{}** (`{}`): {}",
+                    r.rank,
+                    escape::markdown_cell(&r.title),
+                    escape::markdown_cell(&r.kernel_short),
+                    escape::markdown_cell(&r.action)
+                )?;
+                if let Some(g) = &r.gain {
+                    writeln!(out, "   Estimate: {}.", escape::markdown_cell(&g.method))?;
+                }
+                writeln!(out, "   Source: {}.", escape::markdown_cell(&r.source))?;
+            }
+            writeln!(out)?;
+        }
+
         writeln!(out, "## Profiling analysis")?;
         writeln!(out)?;
         writeln!(out, "| {} |", KERNEL_COLUMNS.join(" | "))?;
@@ -135,57 +187,6 @@ impl MarkdownExporter {
                     escape::markdown_cell(&label),
                     escape::markdown_cell(&value)
                 )?;
-            }
-            writeln!(out)?;
-        }
-
-        if let Some(p) = &d.primary {
-            writeln!(out, "## Key insight")?;
-            writeln!(out)?;
-            writeln!(
-                out,
-                "**Primary bottleneck:** `{}` / **{}**",
-                escape::markdown_cell(&p.component_short),
-                p.class
-            )?;
-            writeln!(out)?;
-            writeln!(out, "{}", escape::markdown_cell(&p.insight))?;
-            writeln!(out)?;
-        }
-
-        if !d.recommendations.is_empty() {
-            writeln!(out, "## Recommendations")?;
-            writeln!(out)?;
-            writeln!(out, "| # | Change | Kernel | Expected gain | Evidence |")?;
-            writeln!(out, "|--:|---|---|---|---|")?;
-            for r in &d.recommendations {
-                writeln!(
-                    out,
-                    "| {} | {} | {} | {} | {} |",
-                    r.rank,
-                    escape::markdown_cell(&r.title),
-                    escape::markdown_cell(&r.kernel_short),
-                    escape::markdown_cell(&match format::verified(d, r) {
-                        Some(v) => format!("{}; {v}", format::gain(r)),
-                        None => format::gain(r),
-                    }),
-                    escape::markdown_cell(&r.evidence)
-                )?;
-            }
-            writeln!(out)?;
-            for r in &d.recommendations {
-                writeln!(
-                    out,
-                    "{}. **{}** (`{}`): {}",
-                    r.rank,
-                    escape::markdown_cell(&r.title),
-                    escape::markdown_cell(&r.kernel_short),
-                    escape::markdown_cell(&r.action)
-                )?;
-                if let Some(g) = &r.gain {
-                    writeln!(out, "   Estimate: {}.", escape::markdown_cell(&g.method))?;
-                }
-                writeln!(out, "   Source: {}.", escape::markdown_cell(&r.source))?;
             }
             writeln!(out)?;
         }

@@ -6,16 +6,24 @@ use crate::escape;
 use crate::format::{self, col, wrap};
 use crate::Exporter;
 
-/// Tables for a terminal. The default table is compact: kernel, time,
-/// share, class and the one figure behind it, with the root cause wrapped
-/// under the row; `wide` shows every column. Both fit `width` where they can:
-/// kernel names are shortened with an ellipsis and text is wrapped only
-/// between words, so no number or word is split across lines.
+mod brief;
+
+/// Tables for a terminal. The default report is brief (one screen: the
+/// verdict, the findings with their gains, one line per kernel; see
+/// `brief`); `verbose` adds the evidence, the actions and the notes under
+/// each kernel. The default table is compact: kernel, time, share, class
+/// and the one figure behind it; `wide` shows every column. Both fit
+/// `width` where they can: kernel names are shortened with an ellipsis and
+/// text is wrapped only between words, so no number or word is split
+/// across lines.
 pub struct TerminalExporter {
     /// Line width; `None` asks the terminal (else `$COLUMNS`, else 100).
     pub width: Option<u16>,
     /// Every column of the Markdown and HTML tables, not the compact set.
     pub wide: bool,
+    /// The whole detail: root cause and notes under each row, each
+    /// finding's evidence, action, estimate and source.
+    pub verbose: bool,
 }
 
 /// Width used when neither the caller nor a terminal names one.
@@ -88,7 +96,11 @@ impl Exporter for TerminalExporter {
     /// character but the line break reaches the terminal.
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
         let mut buf = Vec::new();
-        self.write_report(d, &mut buf)?;
+        if self.verbose {
+            self.write_report(d, &mut buf)?;
+        } else {
+            self.write_brief(d, &mut buf)?;
+        }
         let text = String::from_utf8_lossy(&buf);
         out.write_all(escape::terminal_lines(&text).as_bytes())
     }
@@ -175,6 +187,19 @@ impl TerminalExporter {
     }
 
     fn write_table(&self, d: &Diagnosis, out: &mut dyn Write, width: usize) -> io::Result<()> {
+        self.write_rows(d, out, width, d.kernels.len(), true)
+    }
+
+    /// The table's header and its first `rows` rows; `detail` writes each
+    /// row's root cause and notes under it.
+    fn write_rows(
+        &self,
+        d: &Diagnosis,
+        out: &mut dyn Write,
+        width: usize,
+        rows: usize,
+        detail: bool,
+    ) -> io::Result<()> {
         let cols = self.columns_for(d);
         let w = Self::widths(&cols, width);
         let headers: Vec<Vec<String>> = cols
@@ -205,8 +230,10 @@ impl TerminalExporter {
                 .all(|k| row_cause(&k.root_cause, Some(cause)).is_none());
             let lead = if all {
                 "Every kernel"
-            } else {
+            } else if detail {
                 "Unless its row says otherwise"
+            } else {
+                "Most kernels"
             };
             para(
                 out,
@@ -220,7 +247,7 @@ impl TerminalExporter {
         // Kernel names cut to the column, never broken across lines, and
         // never two kernels reading the same.
         let names = kopt_model::clip_distinct(&cols[0].cells, w[0].max(1));
-        for (row, k) in d.kernels.iter().enumerate() {
+        for (row, k) in d.kernels.iter().enumerate().take(rows) {
             let cells: Vec<String> = cols
                 .iter()
                 .zip(&w)
@@ -235,6 +262,9 @@ impl TerminalExporter {
                 })
                 .collect();
             writeln!(out, "{}", cells.join(&gutter).trim_end())?;
+            if !detail {
+                continue;
+            }
             if let Some(cause) =
                 row_cause(&k.root_cause, shared.as_deref()).filter(|c| !c.is_empty())
             {
@@ -256,8 +286,8 @@ impl TerminalExporter {
         Ok(())
     }
 
-    fn write_report(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
-        let width = self.columns();
+    /// The device, the inputs and the totals.
+    fn write_header(d: &Diagnosis, out: &mut dyn Write, width: usize) -> io::Result<()> {
         para(
             out,
             width,
@@ -268,6 +298,33 @@ impl TerminalExporter {
         for line in format::header_lines(d) {
             para(out, width, "  ", "    ", &line)?;
         }
+        Ok(())
+    }
+
+    /// The primary bottleneck and what it means.
+    fn write_insight(d: &Diagnosis, out: &mut dyn Write, width: usize) -> io::Result<()> {
+        if let Some(p) = &d.primary {
+            para(
+                out,
+                width,
+                "",
+                "  ",
+                &format!(
+                    "Key insight  [primary bottleneck: {} / {}]",
+                    escape::terminal(&p.component_short),
+                    p.class
+                ),
+            )?;
+            para(out, width, "  ", "  ", &escape::terminal(&p.insight))?;
+            writeln!(out)?;
+        }
+        Ok(())
+    }
+
+    /// The whole report (`--verbose`).
+    fn write_report(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
+        let width = self.columns();
+        Self::write_header(d, out, width)?;
         writeln!(out)?;
         self.write_table(d, out, width)?;
         writeln!(out)?;
@@ -304,21 +361,7 @@ impl TerminalExporter {
             writeln!(out)?;
         }
 
-        if let Some(p) = &d.primary {
-            para(
-                out,
-                width,
-                "",
-                "  ",
-                &format!(
-                    "Key insight  [primary bottleneck: {} / {}]",
-                    escape::terminal(&p.component_short),
-                    p.class
-                ),
-            )?;
-            para(out, width, "  ", "  ", &escape::terminal(&p.insight))?;
-            writeln!(out)?;
-        }
+        Self::write_insight(d, out, width)?;
 
         if !d.recommendations.is_empty() {
             writeln!(
@@ -349,7 +392,7 @@ impl TerminalExporter {
                     width,
                     &rest,
                     &more,
-                    &format!("evidence: {}", escape::terminal(&r.evidence)),
+                    &format!("evidence: {}", escape::terminal(r.evidence_shown())),
                 )?;
                 para(
                     out,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use kopt_analyze::{analyze, AnalyzeOptions};
 use kopt_ingest::{merge_profile, read_ncu_csv};
 use kopt_model::Diagnosis;
-use kopt_report::Format;
+use kopt_report::{Format, Layout};
 
 fn diagnose(files: &[&str]) -> Diagnosis {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
@@ -17,8 +17,15 @@ fn diagnose(files: &[&str]) -> Diagnosis {
     analyze(&merge_profile(parsed), &AnalyzeOptions::default())
 }
 
+/// The terminal's whole report (`--verbose`), as the snapshots have it.
 fn render(d: &Diagnosis, format: Format) -> String {
-    format.exporter(Some(180)).render_to_string(d)
+    format
+        .exporter_for(Layout {
+            width: Some(180),
+            verbose: true,
+            ..Layout::default()
+        })
+        .render_to_string(d)
 }
 
 macro_rules! snapshot_all_formats {

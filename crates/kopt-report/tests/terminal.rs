@@ -41,10 +41,22 @@ fn trace_only() -> Diagnosis {
     )
 }
 
+/// The whole report (`--verbose`), whose snapshots predate the brief default.
 fn render(d: &Diagnosis, width: u16, wide: bool) -> String {
     TerminalExporter {
         width: Some(width),
         wide,
+        verbose: true,
+    }
+    .render_to_string(d)
+}
+
+/// The default report: one screen.
+fn brief(d: &Diagnosis, width: u16) -> String {
+    TerminalExporter {
+        width: Some(width),
+        wide: false,
+        verbose: false,
     }
     .render_to_string(d)
 }
@@ -62,6 +74,64 @@ fn compact_table_snapshots() {
     for (name, d) in cases() {
         for w in WIDTHS {
             insta::assert_snapshot!(format!("{name}_compact_{w}"), render(&d, w, false));
+        }
+    }
+}
+
+/// #41: the default report fits one screen at 80 columns (at most 60
+/// lines) and says nothing twice; the verbose one keeps every detail.
+#[test]
+fn brief_report_snapshots() {
+    for (name, d) in cases() {
+        for w in [80, 120] {
+            let text = brief(&d, w);
+            insta::assert_snapshot!(format!("{name}_brief_{w}"), text);
+        }
+    }
+}
+
+#[test]
+fn brief_report_fits_one_screen_and_says_each_line_once() {
+    for (name, d) in cases() {
+        let text = brief(&d, 80);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines.len() <= 60, "{name}: {} lines\n{text}", lines.len());
+        let widest = lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 80, "{name}: a line of {widest} characters");
+        let mut seen = std::collections::HashSet::new();
+        for l in lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty() && !l.starts_with('─'))
+        {
+            assert!(seen.insert(l), "{name}: said twice: {l:?}\n{text}");
+        }
+        // Verdict and findings before the kernel table.
+        let table = text.find("Kernel ").expect("a kernel table");
+        if let Some(at) = text.find("Key insight") {
+            assert!(at < table, "{name}: the verdict comes after the table");
+        }
+        if let Some(at) = text.find("Findings, ranked") {
+            assert!(at < table, "{name}: the findings come after the table");
+        }
+        assert!(
+            !text.contains("evidence: "),
+            "{name}: evidence in the brief report"
+        );
+        assert!(
+            text.contains("--verbose"),
+            "{name}: no pointer to the detail"
+        );
+        let full = render(&d, 80, false);
+        assert!(
+            full.lines().count() > lines.len(),
+            "{name}: verbose is not longer"
+        );
+        if !d.recommendations.is_empty() {
+            assert!(
+                full.contains("evidence: "),
+                "{name}: verbose lost the evidence"
+            );
         }
     }
 }

@@ -12,7 +12,7 @@ use kopt_report::Format;
     name = "kopt",
     version,
     about = "Profile-guided GPU kernel optimization: where the time goes, why each hot kernel is slow, what to change first",
-    after_help = "Exit codes: 0 success (also `kopt history` with no run recorded yet); 1 an error: bad input, a missing tool, a failed workload, an unwritable output, an unreadable history; 2 a wrong command line; 3 a REVERT verdict (bench, compare). Every error is one line on stderr starting 'kopt: error:'."
+    after_help = "Exit codes: 0 success (also `kopt history` and `kopt journal show` with nothing recorded yet); 1 an error: bad input, a missing tool, a failed workload, an unwritable output, an unreadable history; 2 a wrong command line; 3 a REVERT verdict (bench, compare). Every error is one line on stderr starting 'kopt: error:'."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -32,7 +32,7 @@ pub enum Command {
     /// The optimization journal (OPTIMIZATIONS.md): hypothesis, prediction, outcome, verdict
     #[command(subcommand)]
     Journal(JournalCommand),
-    /// Every profile, trace and compare run, newest first; `show ID`, `diff A B`
+    /// Every recorded run (profile, trace, bench, compare, optimize, tune), newest first; `show ID`, `diff A B`, `calibration`
     History(HistoryArgs),
     /// A/B (or ablation) benchmark with a bootstrap interval and a keep / marginal / revert verdict
     Bench(BenchArgs),
@@ -75,7 +75,7 @@ pub struct McpArgs {
     mut_arg("timeout", |a| a.help("Kill the bare run (its whole process group) after this many seconds, per run")),
     mut_arg("quiet", |a| a.help("Do not pass the program's output through (it stays in the run folder's logs)")),
     mut_arg("runs_dir", |a| a.help("Folder that receives the bare run's folder (its logs and steps) [default: .kopt/runs at the repository root, else here]")),
-    mut_arg("db", |a| a.help("History database whose checked predictions calibrate the report's [default: .kopt/history.db at the repository root, else here]")),
+    mut_arg("db", |a| a.help("History database whose checked predictions (from kopt optimize runs) calibrate the report's predicted gains [default: .kopt/history.db at the repository root, else here]")),
     after_help = "Examples:\n  kopt analyze report.csv\n  kopt analyze trace.pt.trace.json.gz report.csv --format md\n  kopt analyze trace.pt.trace.json -- python3 train.py   (time the program's steps bare for the graph-capture prediction)"
 )]
 pub struct AnalyzeArgs {
@@ -144,6 +144,10 @@ pub struct ReportArgs {
     /// Terminal table with every column (launches, mean, bandwidth, SOL, tensor, occupancy, AI), not the compact default
     #[arg(long)]
     pub wide: bool,
+
+    /// The whole terminal report: each finding's evidence, action, estimate and source, the notes under each kernel, every kernel and op (the default fits one screen)
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
 
     /// Keep warm-up / autotuning trial kernels (launched only in the warm-up steps before the steady state, e.g. cuDNN's benchmark search) in the table and totals; by default they are left out and summarised in one line
     #[arg(long)]

@@ -69,6 +69,7 @@ pub fn trace(a: &TraceArgs) -> Outcome {
             let layout = Layout {
                 width: report.width,
                 wide: report.wide,
+                verbose: report.verbose,
             };
             let mut main = traced.diagnosis.render(report.format, layout);
             main.push('\n');
@@ -177,8 +178,17 @@ pub fn journal(cmd: &JournalCommand) -> Outcome {
                 .unwrap_or_else(|| kopt_engine::journal::default_file(&cwd));
             // The file is anyone's text: control characters (escape
             // sequences) are shown as visible escapes, line breaks kept.
-            let text = kopt_engine::journal::read(&path)?;
-            print(kopt_report::escape::terminal_lines(&text).as_bytes())
+            match kopt_engine::journal::read(&path)? {
+                Some(text) => print(kopt_report::escape::terminal_lines(&text).as_bytes()),
+                // Nothing written yet is not an error, as with `kopt history`.
+                None => print(
+                    format!(
+                        "no journal entries yet in {} (`kopt journal add` writes one)\n",
+                        path.display()
+                    )
+                    .as_bytes(),
+                ),
+            }
         }
         JournalCommand::Add(a) => {
             let path = a
@@ -247,6 +257,7 @@ fn emit_diagnosis(d: &Diagnosis, r: &ReportOptions, extra: Vec<(PathBuf, Vec<u8>
     let layout = Layout {
         width: r.width,
         wide: r.wide,
+        verbose: r.verbose,
     };
     let main = d.render(r.format, layout);
     let mut files = extra;
@@ -264,6 +275,7 @@ fn emit_ranks(d: &kopt_model::RanksDiagnosis, r: &ReportOptions) -> Outcome {
     let layout = Layout {
         width: r.width,
         wide: r.wide,
+        verbose: r.verbose,
     };
     let main = d.render(r.format, layout);
     let html = r

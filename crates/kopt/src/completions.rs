@@ -17,7 +17,8 @@ pub fn completions(shell: Shell) -> Result<(), Failure> {
     write_stdout(&out)
 }
 
-/// Write the man page (roff, section 1) to stdout.
+/// Write the man page (roff, section 1) to stdout; its header carries
+/// kopt's version and the build's date.
 pub fn man(command: Option<&str>) -> Result<(), Failure> {
     let mut out = Vec::new();
     let cli = Cli::command();
@@ -42,6 +43,9 @@ pub fn man(command: Option<&str>) -> Result<(), Failure> {
         }
     };
     clap_mangen::Man::new(page)
+        .date(env!("KOPT_BUILD_DATE"))
+        .source(format!("kopt {}", env!("CARGO_PKG_VERSION")))
+        .manual("kopt manual")
         .render(&mut out)
         .map_err(|e| Failure::Error(kopt_engine::Error::Output(format!("man page: {e}"))))?;
     write_stdout(&out)

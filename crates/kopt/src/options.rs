@@ -27,6 +27,8 @@ pub struct ReportOptions {
     pub width: Option<u16>,
     /// Every column in the terminal table.
     pub wide: bool,
+    /// The whole terminal report, not the one-screen default.
+    pub verbose: bool,
 }
 
 impl ReportOptions {
@@ -57,6 +59,7 @@ impl ReportOptions {
             html: a.html.clone(),
             width: a.width,
             wide: a.wide,
+            verbose: a.verbose,
         })
     }
 }

@@ -78,8 +78,27 @@ pub fn one_line(e: &clap::Error, args: &[OsString]) -> String {
             }
         }
     }
+    if let Some(near) = suggestion(e) {
+        msg.push_str(&format!("; did you mean '{near}'?"));
+    }
     let sub = subcommand(args);
     format!("{msg} (see 'kopt{sub} --help')")
+}
+
+/// clap's nearest valid name for a mistyped subcommand or flag: its tip
+/// is a paragraph of its own, which one line would otherwise lose.
+fn suggestion(e: &clap::Error) -> Option<String> {
+    match e.get(ContextKind::SuggestedSubcommand) {
+        Some(ContextValue::Strings(names)) if !names.is_empty() => {
+            return Some(names.join("' or '"))
+        }
+        Some(ContextValue::String(name)) => return Some(name.clone()),
+        _ => {}
+    }
+    match e.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(flag)) => Some(flag.clone()),
+        _ => None,
+    }
 }
 
 /// ` analyze` when the command line names a subcommand, else "".

@@ -554,8 +554,10 @@ fn truncated_rocpd_and_malformed_rocprofv3_json_are_clean_errors() {
 }
 
 /// The terminal report with its wrapping undone, so phrases can be searched.
+/// The whole report (`--verbose`: evidence, actions, notes under each
+/// kernel), flattened.
 fn flat_report(inputs: &[&Path]) -> String {
-    let mut args = vec!["analyze"];
+    let mut args = vec!["analyze", "--verbose"];
     args.extend(inputs.iter().map(|p| p.to_str().unwrap()));
     let o = kopt(&args);
     assert!(

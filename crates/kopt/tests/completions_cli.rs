@@ -46,6 +46,27 @@ fn an_unknown_shell_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// #41: every page's header carries kopt's version and a date.
+#[test]
+fn man_pages_carry_version_and_date() {
+    let version = env!("CARGO_PKG_VERSION");
+    for args in [&["man"][..], &["man", "analyze"], &["man", "history"]] {
+        let text = kopt(args);
+        let th = text.lines().find(|l| l.starts_with(".TH ")).unwrap();
+        assert!(
+            th.contains(&format!("\"kopt {version}\"")),
+            "{args:?}: {th}"
+        );
+        // .TH NAME SECTION DATE "SOURCE" "MANUAL"
+        let date = th.split_whitespace().nth(3).unwrap_or("").trim_matches('"');
+        let digits: Vec<&str> = date.split('-').collect();
+        assert!(
+            digits.len() == 3 && digits.iter().all(|p| p.parse::<u32>().is_ok()),
+            "{args:?}: no YYYY-MM-DD date in {th}"
+        );
+    }
+}
+
 #[test]
 fn man_page_is_roff() {
     let text = kopt(&["man"]);

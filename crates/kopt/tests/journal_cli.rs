@@ -71,3 +71,26 @@ fn show_escapes_control_characters() {
         "{out:?}"
     );
 }
+
+/// #41: `journal show` where nothing was written yet is not an error: one
+/// line naming the file, exit 0 (as `kopt history` does), nothing created.
+#[test]
+fn show_in_a_fresh_repository_is_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join(".git")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["journal", "show"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert!(out.contains("OPTIMIZATIONS.md"), "{out}");
+    assert!(!d.path().join("OPTIMIZATIONS.md").exists());
+}

@@ -34,10 +34,11 @@ fn the_launch_count_bare_run_times_the_untraced_step() {
         .as_str()
         .unwrap()
         .contains("kernel launch calls"));
-    // The README's figures are this analysis's.
-    let readme =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
+    // The CLI guide's figures are this analysis's.
+    let readme = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"),
+    )
+    .unwrap();
     let said = format!(
         "came out {:.0} us a step this\nway, against {:.2} ms traced",
         bare / 1e3,

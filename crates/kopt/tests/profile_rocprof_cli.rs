@@ -7,6 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "support/skip.rs"]
+mod skip;
+
 fn fixture(rel: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures")
@@ -290,7 +293,10 @@ fn analyze_applies_a_rocprof_runs_kernel_filter() {
 #[test]
 fn auto_picks_rocprof_when_rocprofv3_is_there_and_no_nvidia_gpu() {
     if Path::new("/dev/nvidia0").exists() {
-        eprintln!("skipped: this machine has an NVIDIA GPU, so auto picks ncu");
+        skip::skip(
+            "auto_picks_rocprof_when_rocprofv3_is_there_and_no_nvidia_gpu",
+            "this machine has an NVIDIA GPU, so auto picks ncu",
+        );
         return;
     }
     let env = Env::with_rocprof();

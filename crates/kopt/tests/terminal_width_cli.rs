@@ -33,7 +33,8 @@ fn header(report: &str) -> String {
 
 #[test]
 fn compact_table_fits_eighty_columns() {
-    let text = analyze(&["--width", "80"]);
+    // The whole report (the root causes under the rows are --verbose's).
+    let text = analyze(&["--width", "80", "--verbose"]);
     for line in text.lines() {
         assert!(line.chars().count() <= 80, "{line:?}");
     }
@@ -93,4 +94,44 @@ fn wide_shows_every_column() {
         row.contains(" 819.74 us ") && row.contains(" 409.87 us "),
         "{row}"
     );
+}
+
+/// #41: the labeled suite and a `kopt profile` run folder fit one screen at
+/// 80 columns by default (at most 60 lines, no line twice); `-v` and
+/// `--verbose` print the whole report. Run as the README does: from the
+/// repository root, paths relative to it.
+#[test]
+fn the_default_report_fits_one_screen() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .arg("analyze")
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    for file in [
+        "fixtures/labeled-suite-h100/ncu_raw_base.csv",
+        "fixtures/profile-module-h200/run",
+    ] {
+        let brief = run(&[file, "--width", "80"]);
+        let lines: Vec<&str> = brief.lines().collect();
+        assert!(lines.len() <= 60, "{file}: {} lines", lines.len());
+        let mut seen = std::collections::HashSet::new();
+        for l in lines
+            .iter()
+            .map(|l| l.trim())
+            .filter(|l| !l.is_empty() && !l.starts_with('─'))
+        {
+            assert!(seen.insert(l), "{file}: said twice: {l:?}");
+        }
+        let short = run(&[file, "--width", "80", "-v"]);
+        let long = run(&[file, "--width", "80", "--verbose"]);
+        assert_eq!(short, long);
+        assert!(long.contains("evidence: "), "{file}");
+        assert!(long.lines().count() > lines.len());
+    }
 }
