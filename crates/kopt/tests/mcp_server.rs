@@ -141,6 +141,7 @@ fn initialize_and_list_tools() {
         names,
         [
             "analyze",
+            "analyze_ranks",
             "profile",
             "trace",
             "bench",
@@ -345,6 +346,35 @@ fn analyze_matches_the_cli_and_paths_stay_inside() {
     s.close(Duration::from_secs(5));
 }
 
+/// A folder of per-rank traces through `analyze_ranks` (#36): the job's
+/// diagnosis as structured content, the report as text; a folder that is
+/// not one is refused by name.
+#[test]
+fn analyze_ranks_reads_a_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = dir.path().join("traces");
+    std::fs::create_dir(&ranks).unwrap();
+    for r in ["rank-0.json.gz", "rank-1.json.gz"] {
+        std::fs::copy(fixture("multigpu-hta").join(r), ranks.join(r)).unwrap();
+    }
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let mut s = Server::start_in(dir, &[]);
+    s.initialize();
+    let r = s.call(1, "analyze_ranks", json!({"folder": "traces"}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["world_size"], 128);
+    assert_eq!(r["structuredContent"]["ranks"].as_array().unwrap().len(), 2);
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("# kopt: 128 ranks"), "{text}");
+    let r = s.call(2, "analyze_ranks", json!({"folder": "empty"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("not a folder of per-rank traces"));
+    s.close(Duration::from_secs(5));
+}
+
 fn alive(pid: i32) -> bool {
     // A zombie is gone for this purpose: nothing of it runs.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -512,7 +542,8 @@ fn history_and_resources_of_an_empty_folder() {
             "kopt://schema/bench",
             "kopt://schema/compare",
             "kopt://schema/optimize",
-            "kopt://schema/tune"
+            "kopt://schema/tune",
+            "kopt://schema/ranks"
         ]
     );
     let r = s.request(
@@ -527,7 +558,7 @@ fn history_and_resources_of_an_empty_folder() {
 #[test]
 fn schemas_are_committed() {
     let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema");
-    for name in ["diagnosis", "bench", "compare", "optimize", "tune"] {
+    for name in ["diagnosis", "bench", "compare", "optimize", "tune", "ranks"] {
         let out = Command::new(env!("CARGO_BIN_EXE_kopt"))
             .args(["schema", name])
             .output()

@@ -16,6 +16,10 @@ pub const DOCUMENTS: &[(&str, &str)] = &[
     ("compare", "kopt compare --format json"),
     ("optimize", "kopt optimize --format json"),
     ("tune", "kopt tune --format json"),
+    (
+        "ranks",
+        "kopt analyze RANK_FOLDER --format json (its \"ranks\" member), ranks.json",
+    ),
 ];
 
 /// The schema of the document `name`, None for an unknown name.
@@ -28,6 +32,7 @@ pub fn document(name: &str) -> Option<Value> {
         "compare" => output::<CompareReport>(),
         "optimize" => output::<OptimizeReport>(),
         "tune" => output::<TuneReport>(),
+        "ranks" => output::<kopt_model::RanksDiagnosis>(),
         _ => return None,
     })
 }

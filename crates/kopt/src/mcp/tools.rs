@@ -97,6 +97,7 @@ impl Progress for Context<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
     Analyze,
+    AnalyzeRanks,
     Profile,
     Trace,
     Bench,
@@ -109,6 +110,7 @@ pub enum Tool {
 
 const TOOLS: &[(Tool, &str)] = &[
     (Tool::Analyze, "analyze"),
+    (Tool::AnalyzeRanks, "analyze_ranks"),
     (Tool::Profile, "profile"),
     (Tool::Trace, "trace"),
     (Tool::Bench, "bench"),
@@ -135,6 +137,15 @@ pub fn find(name: &str) -> Option<Tool> {
 }
 
 // ---- arguments -------------------------------------------------------------
+
+/// Read a distributed job from its ranks' traces (no device time).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RanksArgs {
+    /// A folder under the server's folder: one torch.profiler trace per
+    /// rank, or the run folder of `kopt trace` over a launcher (torchrun).
+    pub folder: String,
+}
 
 /// Diagnose existing profiler output (no device time).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -375,6 +386,14 @@ pub fn list() -> Vec<Value> {
             true,
         ),
         tool(
+            "analyze_ranks",
+            "Analyze a distributed job's ranks",
+            "Read a data-parallel job from its ranks' traces (a folder of per-rank torch.profiler traces, or a kopt trace run folder of torchrun): per rank compute, communication, overlap, exposed communication and idle; collectives with bus bandwidth; the straggler and why; priced DDP/FSDP changes. No device time.",
+            input::<RanksArgs>(),
+            document("ranks"),
+            true,
+        ),
+        tool(
             "profile",
             "Profile a workload",
             &format!("Run a workload under Nsight Compute in cheap passes (timing, targeted counters, optional deep pass) and diagnose it. {long}"),
@@ -495,6 +514,7 @@ fn parse<T: for<'de> Deserialize<'de>>(arguments: Value) -> Result<T, String> {
 fn dispatch(tool: Tool, arguments: Value, ctx: &Context) -> Result<Value, String> {
     match tool {
         Tool::Analyze => analyze(parse(arguments)?, ctx),
+        Tool::AnalyzeRanks => analyze_ranks(parse(arguments)?, ctx),
         Tool::Profile => profile(parse(arguments)?, ctx),
         Tool::Trace => trace(parse(arguments)?, ctx),
         Tool::Bench => bench(parse(arguments)?, ctx),
@@ -611,6 +631,21 @@ fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
     req.validate().map_err(engine)?;
     let d = kopt_engine::analyze(&req, ctx).map_err(engine)?;
     tool_ok(&d, diagnosis_summary(&d), None)
+}
+
+fn analyze_ranks(a: RanksArgs, ctx: &Context) -> Result<Value, String> {
+    let folder = allowed_path(ctx.config, &a.folder)?;
+    let files = kopt_engine::ranks::rank_folder(std::slice::from_ref(&folder))
+        .map_err(engine)?
+        .ok_or_else(|| {
+            format!(
+                "kopt: error: {}: not a folder of per-rank traces (two or more *.json / *.json.gz traces, or a run folder of ranked kopt traces)",
+                a.folder
+            )
+        })?;
+    let d = kopt_engine::ranks::analyze_ranks(&files).map_err(engine)?;
+    let text = kopt_report::Render::render(&d, kopt_report::Format::Markdown, Default::default());
+    tool_ok(&d, text, None)
 }
 
 fn analysis_options(top: Option<usize>, device: Option<String>) -> kopt_engine::AnalysisOptions {
