@@ -59,7 +59,7 @@ def test_tools_listed_with_schemas(tmp_path):
     async def body(session):
         tools = (await session.list_tools()).tools
         names = [t.name for t in tools]
-        assert names == ["analyze", "profile", "trace", "bench", "compare", "optimize", "tune", "history", "journal_add"]
+        assert names == ["analyze", "analyze_ranks", "profile", "trace", "bench", "compare", "optimize", "tune", "history", "journal_add"]
         for t in tools:
             assert t.input_schema["type"] == "object"
             assert t.output_schema["type"] == "object"
