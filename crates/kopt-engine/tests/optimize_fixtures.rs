@@ -126,3 +126,26 @@ fn a_training_step_keeps_the_fused_optimizer_as_predicted() {
         .reason
         .contains("not a candidate for a training step"));
 }
+
+/// A forward with `.item()` (scripts/checks/optimize/item_in_forward.py)
+/// optimized on an H200 on 2026-11-29, with the harness's restart in a
+/// fresh process (#37): graph capture fails with its reason, and every
+/// other candidate asked for still gets a verdict.
+#[test]
+fn a_failed_capture_does_not_stop_the_run() {
+    let r = report("item_in_forward_restart");
+    let g = candidate(&r, "graph");
+    let v = g.verdict.as_ref().unwrap();
+    assert_eq!(v.kind, VerdictKind::Revert);
+    assert!(v.reason.contains("could not capture"), "{}", v.reason);
+    let judged: Vec<&str> = r
+        .candidates
+        .iter()
+        .filter(|c| c.name != "graph" && c.verdict.is_some())
+        .map(|c| c.name.as_str())
+        .collect();
+    assert!(judged.len() >= 3, "{judged:?}");
+    for name in ["compile", "tf32", "compile_reduce_overhead"] {
+        assert!(judged.contains(&name), "{name} not judged: {judged:?}");
+    }
+}
