@@ -129,10 +129,15 @@ pub struct RankAdvice {
     pub predicted_speedup: Option<PredictedSpeedup>,
 }
 
+/// The `schema` of a [`RanksDiagnosis`].
+pub const RANKS_SCHEMA: &str = "kopt/ranks/1";
+
 /// kopt's reading of a distributed job from its ranks' traces.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RanksDiagnosis {
+    /// `kopt/ranks/1`: this document's format and version.
+    pub schema: String,
     pub world_size: u32,
     pub device_name: Option<String>,
     pub ranks: Vec<RankRow>,

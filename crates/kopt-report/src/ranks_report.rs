@@ -260,11 +260,7 @@ impl Render for RanksDiagnosis {
     fn render(&self, format: Format, _layout: Layout) -> String {
         match format {
             Format::Json => {
-                let mut s = serde_json::to_string_pretty(&serde_json::json!({
-                    "schema": "kopt/ranks/1",
-                    "ranks": self,
-                }))
-                .unwrap_or_default();
+                let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
                 s.push('\n');
                 s
             }

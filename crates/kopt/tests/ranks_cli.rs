@@ -89,7 +89,7 @@ fn analyze_json(dir: &Path) -> serde_json::Value {
     assert!(ok, "kopt analyze failed: {err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     assert_eq!(v["schema"], "kopt/ranks/1");
-    v["ranks"].clone()
+    v
 }
 
 fn write(dir: &Path, traces: &[String]) {

@@ -42,7 +42,7 @@ def kopt(binary, folder):
     out = subprocess.run([binary, "analyze", folder, "-f", "json"], check=True, capture_output=True, text=True).stdout
     dt = time.perf_counter() - t0
     rows = {}
-    for r in json.loads(out)["ranks"]["ranks"]:
+    for r in json.loads(out)["ranks"]:
         span = r["span_ns"] or 1
         rows[r["rank"]] = {
             "idle_pct": 100 * r["idle_ns"] / span,

@@ -309,6 +309,7 @@ pub fn diagnose_ranks(mut profiles: Vec<RankProfile>) -> RanksDiagnosis {
     let mut skews: Vec<i64> = matched.iter().map(|m| m.skew_ns).collect();
     skews.sort_unstable();
     RanksDiagnosis {
+        schema: kopt_model::ranks::RANKS_SCHEMA.into(),
         world_size: world,
         device_name,
         collectives,

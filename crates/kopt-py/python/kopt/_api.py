@@ -112,7 +112,7 @@ def analyze_ranks(folder: PathLike, format: Optional[str] = None):
     import json
 
     text = _kopt.analyze_ranks(os.fspath(folder), format or "json")
-    return text if format else json.loads(text)["ranks"]
+    return text if format else json.loads(text)
 
 
 def analyze(

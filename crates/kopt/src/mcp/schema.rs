@@ -18,7 +18,7 @@ pub const DOCUMENTS: &[(&str, &str)] = &[
     ("tune", "kopt tune --format json"),
     (
         "ranks",
-        "kopt analyze RANK_FOLDER --format json (its \"ranks\" member), ranks.json",
+        "kopt analyze RANK_FOLDER --format json, ranks.json",
     ),
 ];
 
