@@ -134,10 +134,15 @@ impl DiagnosisHandle {
         json(&self.d)
     }
 
-    /// The report as term, md, json or html.
-    #[pyo3(signature = (format_name, width=None))]
-    fn render(&self, format_name: &str, width: Option<u16>) -> PyResult<String> {
-        Ok(self.d.render(format(format_name)?, Layout::width(width)))
+    /// The report as term, md, json or html; `verbose`: the whole terminal
+    /// report (evidence, actions, notes under each kernel), as `kopt -v`.
+    #[pyo3(signature = (format_name, width=None, verbose=false))]
+    fn render(&self, format_name: &str, width: Option<u16>, verbose: bool) -> PyResult<String> {
+        let layout = Layout {
+            verbose,
+            ..Layout::width(width)
+        };
+        Ok(self.d.render(format(format_name)?, layout))
     }
 }
 

@@ -81,6 +81,10 @@ def test_analysis_objects_read_well(fixtures):
     assert "\n" not in line and line.startswith("#1 ")
     assert a.recommendations[0].title in line
     assert "Key insight" in a.to_text(width=120)
+    # #41: one screen by default, the whole report with verbose=True.
+    brief, full = a.to_text(width=80), a.to_text(width=80, verbose=True)
+    assert len(brief.splitlines()) <= 60 and "evidence: " not in brief
+    assert "evidence: " in full and len(full.splitlines()) > len(brief.splitlines())
     assert a.to_markdown().lstrip().startswith("#")
     assert json.loads(a.to_json())["schema"] == "kopt/1"
 

@@ -210,8 +210,9 @@ class Analysis:
     def to_markdown(self) -> str:
         return self._d.render("md")
 
-    def to_text(self, width: "Optional[int]" = None) -> str:
-        return self._d.render("term", width)
+    def to_text(self, width: "Optional[int]" = None, verbose: bool = False) -> str:
+        """The terminal report: one screen, or the whole of it with verbose=True."""
+        return self._d.render("term", width, verbose)
 
     def to_html(self) -> str:
         """The self-contained HTML report (no external reference)."""
