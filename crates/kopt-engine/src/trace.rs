@@ -46,6 +46,9 @@ pub struct Traced {
     /// A distributed job's ranks (a launcher such as torchrun started
     /// several ranked processes): `diagnosis` is the first rank's.
     pub ranks: Option<kopt_model::RanksDiagnosis>,
+    /// Every rank's timeline, by rank, when the request keeps timelines
+    /// and the run was a distributed job (an export shows them all).
+    pub rank_timelines: Vec<(u32, Timeline)>,
 }
 
 /// The job's ranks analysed, in a run folder of a distributed job.
@@ -371,7 +374,18 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     if !trace.ended {
         diagnosis.notes.insert(0, "The trace did not end cleanly (the program exited without running its exit handlers, or was killed): the last activity records may be missing.".into());
     }
-    let ranks = match kopt_ingest::ranks::kopt_trace_ranks(&dir)? {
+    let rank_files = kopt_ingest::ranks::kopt_trace_ranks(&dir)?;
+    let rank_timelines = match (&rank_files, req.keep_timeline) {
+        (Some(files), true) => files
+            .iter()
+            .map(|f| {
+                let t = kopt_ingest::ranks::read_rank_trace(f)?;
+                Ok((t.rank.map_or(0, |r| r.rank), t))
+            })
+            .collect::<Result<Vec<_>>>()?,
+        _ => Vec::new(),
+    };
+    let ranks = match rank_files {
         Some(files) => {
             let r = crate::ranks::analyze_ranks(&files)?;
             // Kept with the run: the job's figures outlive the terminal.
@@ -442,6 +456,7 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
         timeline,
         trace: traced.trace,
         ranks,
+        rank_timelines,
     })
 }
 

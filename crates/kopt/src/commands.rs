@@ -58,8 +58,15 @@ pub fn trace(a: &TraceArgs) -> Outcome {
     let mut extra = Vec::new();
     if let (Some(path), Some(timeline)) = (export, &traced.timeline) {
         let mut bytes = Vec::new();
-        kopt_report::chrome_trace::write_chrome_trace(timeline, &mut bytes)
-            .map_err(|e| Error::Output(format!("{}: {e}", path.display())))?;
+        // A distributed job: every rank, each its own processes.
+        let written = if traced.rank_timelines.is_empty() {
+            kopt_report::chrome_trace::write_chrome_trace(timeline, &mut bytes)
+        } else {
+            let ranks: Vec<(u32, &kopt_model::Timeline)> =
+                traced.rank_timelines.iter().map(|(r, t)| (*r, t)).collect();
+            kopt_report::chrome_trace::write_chrome_trace_ranks(&ranks, &mut bytes)
+        };
+        written.map_err(|e| Error::Output(format!("{}: {e}", path.display())))?;
         extra.push((path, bytes));
     }
     match &traced.ranks {

@@ -283,3 +283,82 @@ fn a_program_whose_torch_profiler_was_stood_in_for_is_told_so() {
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(!report["notes"].to_string().contains("stand-in"));
 }
+
+/// A kopt trace of one rank: `steps` NVTX steps of 1 ms, each a compute
+/// kernel of `compute_us` then an all-reduce until 900 us into the step.
+fn rank_trace(rank: u32, compute_us: i64, steps: i64) -> String {
+    let mut t = format!(
+        "{{\"t\":\"process\",\"pid\":{},\"rank\":{rank},\"local_rank\":{rank},\"world_size\":2}}\n",
+        100 + rank
+    );
+    let mut c = 0;
+    for s in 0..steps {
+        let at = 1_000_000 + s * 1_000_000;
+        t += &format!("{{\"t\":\"range_start\",\"id\":{},\"s\":{at},\"tid\":1,\"name\":\"ProfilerStep#{s}\",\"dom\":\"\"}}\n", s + 1);
+        for (name, start, end) in [
+            ("gemm_kernel", at + 10_000, at + 10_000 + compute_us * 1000),
+            (
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                at + 10_000 + compute_us * 1000,
+                at + 900_000,
+            ),
+        ] {
+            c += 1;
+            t += &format!("{{\"t\":\"api\",\"name\":\"cudaLaunchKernel\",\"s\":{},\"e\":{},\"tid\":1,\"c\":{c}}}\n", at + c, at + c + 2000);
+            t += &format!("{{\"t\":\"kernel\",\"name\":\"{name}\",\"s\":{start},\"e\":{end},\"dev\":{rank},\"str\":7,\"c\":{c}}}\n");
+        }
+        t += &format!(
+            "{{\"t\":\"range_end\",\"id\":{},\"e\":{}}}\n",
+            s + 1,
+            at + 1_000_000
+        );
+    }
+    t + "{\"t\":\"end\",\"records\":1,\"dropped\":0}\n"
+}
+
+/// `kopt trace -- torchrun ...` (#36): each rank's trace.jsonl.<pid> kept
+/// apart, rank 0's diagnosis, the job's ranks after it and in ranks.json,
+/// and a Perfetto export with every rank's processes.
+#[test]
+fn a_launched_job_is_read_rank_by_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let (r0, r1) = (dir.path().join("r0.jsonl"), dir.path().join("r1.jsonl"));
+    std::fs::write(&r0, rank_trace(0, 300, 6)).unwrap();
+    std::fs::write(&r1, rank_trace(1, 700, 6)).unwrap();
+    let export = dir.path().join("job.json");
+    let script = format!(
+        "cp '{}' \"$KOPT_TRACE_OUT\" && cp '{}' \"$KOPT_TRACE_OUT.4242\"",
+        r0.display(),
+        r1.display()
+    );
+    let tracer = dir.path().join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["trace", "--no-bare-run", "--runs-dir", "runs", "--tracer"])
+        .arg(&tracer)
+        .args(["--export", "perfetto"])
+        .arg(&export)
+        .args(["--", "/bin/sh", "-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("kopt: 2 ranks"), "{out}");
+    assert!(
+        out.contains("rank_imbalance") || out.contains("Balance rank 1"),
+        "{out}"
+    );
+    let run = std::fs::read_dir(dir.path().join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let ranks: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("ranks.json")).unwrap()).unwrap();
+    assert_eq!(ranks["schema"], "kopt/ranks/1");
+    assert_eq!(ranks["straggler"]["rank"], 1, "{ranks}");
+    let exported = std::fs::read_to_string(&export).unwrap();
+    assert!(exported.contains("rank 1: GPU 1") && exported.contains("rank 0: CPU"));
+}
