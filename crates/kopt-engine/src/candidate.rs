@@ -219,6 +219,15 @@ impl Candidate {
             && !(self.removes_launches() && other.removes_launches())
             && !(self.compiles() && other.compiles())
             && !(self.optimizer_form() && other.optimizer_form())
+            && !(self.precision() && other.precision())
+    }
+
+    /// Whether it lowers the precision of the float32 GEMMs: bf16 autocast
+    /// casts the GEMMs TF32 would speed up, so the pair is redundant (the
+    /// stack measures the autocast alone, at the cost of a second harness
+    /// run).
+    fn precision(self) -> bool {
+        matches!(self, Candidate::Tf32 | Candidate::Bf16Autocast)
     }
 
     /// Whether it rebuilds a training step's optimizer (one form at a time).
@@ -269,6 +278,18 @@ impl Numerics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redundant_pairs_never_stack() {
+        use Candidate as C;
+        assert!(
+            !C::Tf32.stacks_with(C::Bf16Autocast),
+            "autocast casts TF32's GEMMs"
+        );
+        assert!(!C::Bf16Autocast.stacks_with(C::Tf32));
+        assert!(!C::FusedOptimizer.stacks_with(C::ForeachOptimizer));
+        assert!(C::Tf32.stacks_with(C::Graph) && C::Bf16Autocast.stacks_with(C::Sdpa));
+    }
 
     #[test]
     fn each_finding_is_verified_by_its_plain_candidate() {
