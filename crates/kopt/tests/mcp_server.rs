@@ -346,6 +346,33 @@ fn analyze_matches_the_cli_and_paths_stay_inside() {
     s.close(Duration::from_secs(5));
 }
 
+/// The summary an agent reads carries each finding's figure and says
+/// which evidence was missing (#37: an AMD trace without counters said
+/// only "unknown").
+#[test]
+fn summaries_name_gains_and_missing_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("amd/synthetic-rocprofv3-moe-route/kernel_trace.csv"),
+        dir.path().join("kernel_trace.csv"),
+    )
+    .unwrap();
+    let mut s = Server::start_in(dir, &[]);
+    s.initialize();
+    let r = s.call(1, "analyze", json!({"files": ["kernel_trace.csv"]}));
+    assert_eq!(r["isError"], false, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("**Missing evidence:** no hardware counters"),
+        "{text}"
+    );
+    assert!(
+        text.contains("predicted ") || text.contains("no figure"),
+        "{text}"
+    );
+    s.close(Duration::from_secs(5));
+}
+
 /// A folder of per-rank traces through `analyze_ranks` (#36): the job's
 /// diagnosis as structured content, the report as text; a folder that is
 /// not one is refused by name.

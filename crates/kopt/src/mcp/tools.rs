@@ -582,6 +582,9 @@ fn diagnosis_summary(d: &Diagnosis) -> String {
                 "**Primary bottleneck:** {} is {} ({:.1}% of kernel time)",
                 p.component_short, p.class, p.pct_of_total
             );
+            if !p.insight.is_empty() {
+                let _ = writeln!(o, "{}", p.insight);
+            }
         }
         None => {
             let _ = writeln!(o, "**No primary bottleneck** found.");
@@ -598,10 +601,33 @@ fn diagnosis_summary(d: &Diagnosis) -> String {
         let _ = writeln!(o, "\nWhat to change first:");
     }
     for r in d.recommendations.iter().take(3) {
+        let gain = match (&r.predicted_speedup, &r.gain) {
+            (Some(p), _) => format!(
+                ", predicted {:.2}x ({:.2}-{:.2}x)",
+                p.estimate, p.low, p.high
+            ),
+            (None, Some(g)) => format!(", up to {:.0}% of the workload", g.workload_pct),
+            (None, None) => ", no figure".into(),
+        };
         let _ = writeln!(
             o,
-            "{}. **{}** ({}): {}",
+            "{}. **{}** ({}{gain}): {}",
             r.rank, r.title, r.kernel_short, r.action
+        );
+    }
+    // What the evidence did not cover: kernels whose cause is unknown
+    // because no counters were collected for them.
+    let unknown: Vec<&kopt_model::KernelVerdict> = d
+        .kernels
+        .iter()
+        .filter(|k| k.bottleneck.class == kopt_model::BottleneckClass::Unknown)
+        .collect();
+    if !unknown.is_empty() {
+        let pct: f64 = unknown.iter().map(|k| k.pct_of_total).sum();
+        let _ = writeln!(
+            o,
+            "\n**Missing evidence:** no hardware counters for {} kernel(s) ({pct:.1}% of kernel time): their time counts, their cause is unknown. Collect counters for them (`profile`, or ncu / rocprofv3 --pmc on the hot kernels) to get a class and a fix.",
+            unknown.len()
         );
     }
     if let Some(run) = &d.run {
