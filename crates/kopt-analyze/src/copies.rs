@@ -168,6 +168,34 @@ fn copy_ns(a: &GpuActivity) -> f64 {
     (a.end_ns - a.start_ns).max(0) as f64
 }
 
+/// A finding's gain and predicted step speed-up from its model's figures
+/// (the rest of the recommendation is the caller's).
+fn priced(estimate: f64, low: f64, high: f64, saved_ns: f64, model: String) -> Recommendation {
+    Recommendation {
+        rank: 0,
+        id: String::new(),
+        title: String::new(),
+        kernel: String::new(),
+        kernel_short: String::new(),
+        class: kopt_model::BottleneckClass::Sync,
+        evidence: String::new(),
+        action: String::new(),
+        source: String::new(),
+        gain: Some(kopt_model::GainEstimate {
+            kernel_pct: 0.0,
+            workload_pct: 100.0 * (1.0 - 1.0 / estimate),
+            saved_ns,
+            method: model.clone(),
+        }),
+        predicted_speedup: Some(PredictedSpeedup {
+            estimate,
+            low: low.min(estimate),
+            high: high.max(estimate),
+            model,
+        }),
+    }
+}
+
 /// Id of the input-starvation finding.
 pub const PREFETCH_ID: &str = "prefetch_input_batches";
 
@@ -248,18 +276,7 @@ pub fn recommend_prefetch(c: &HostCopies, step_ns: f64) -> Option<Recommendation
         ),
         action: "Load and prepare batches in worker processes, a batch or two ahead, pinned: DataLoader(dataset, batch_size=..., num_workers=4 (or more: one per few CPU cores), pin_memory=True, prefetch_factor=2, persistent_workers=True), then x.to(device, non_blocking=True); move per-batch work (decoding, augmentation, tokenisation) out of the training loop into the dataset.".into(),
         source: "PyTorch's DataLoader documentation (num_workers, pin_memory, prefetch_factor); Nsight Systems' and TraceML's input-bound step".into(),
-        gain: Some(kopt_model::GainEstimate {
-            kernel_pct: 0.0,
-            workload_pct: 100.0 * (1.0 - 1.0 / estimate),
-            saved_ns: (wait + copies) * c.steps as f64,
-            method: model.clone(),
-        }),
-        predicted_speedup: Some(PredictedSpeedup {
-            estimate,
-            low: low.min(estimate),
-            high: high.max(estimate),
-            model,
-        }),
+        ..priced(estimate, low, high, (wait + copies) * c.steps as f64, model)
     })
 }
 
@@ -347,18 +364,7 @@ pub fn recommend(c: &HostCopies, step_ns: f64) -> Option<Recommendation> {
         ),
         action: "Pin the host tensors and copy without blocking: x = x.pin_memory() once (or DataLoader(pin_memory=True, num_workers>0), which also prepares the next batch while the GPU works), then x.to(device, non_blocking=True); for outputs read back, copy into a pinned buffer with non_blocking=True and synchronise only where the value is needed.".into(),
         source: "Nsight Systems' pageable-memcpy rule; PyTorch's pinned-memory guide".into(),
-        gain: Some(kopt_model::GainEstimate {
-            kernel_pct: 0.0,
-            workload_pct: 100.0 * (1.0 - 1.0 / estimate),
-            saved_ns: saved * c.steps as f64,
-            method: model.clone(),
-        }),
-        predicted_speedup: Some(PredictedSpeedup {
-            estimate,
-            low: low.min(estimate),
-            high: high.max(estimate),
-            model,
-        }),
+        ..priced(estimate, low, high, saved * c.steps as f64, model)
     })
 }
 

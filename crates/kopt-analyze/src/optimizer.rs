@@ -57,12 +57,7 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> 
     if steps.is_empty() {
         return None;
     }
-    let launched: HashMap<u64, i64> = t
-        .api_calls
-        .iter()
-        .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)
-        .map(|c| (c.correlation, c.start_ns))
-        .collect();
+    let launched = launch_times(t);
     let mut spans: Vec<(i64, i64)> = steps.iter().map(|r| (r.start_ns, r.end_ns)).collect();
     spans.sort_unstable();
     let (mut kernels, mut gpu) = (0usize, 0.0);
@@ -114,6 +109,15 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> 
     })
 }
 
+/// Each kernel launch's host start, by correlation id.
+fn launch_times(t: &Timeline) -> HashMap<u64, i64> {
+    t.api_calls
+        .iter()
+        .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)
+        .map(|c| (c.correlation, c.start_ns))
+        .collect()
+}
+
 /// The optimizer step's ranges in the trace: torch's annotation, else the
 /// module driver's range.
 fn step_ranges(t: &Timeline) -> Vec<(i64, i64)> {
@@ -144,12 +148,7 @@ pub fn launch_ids(t: &Timeline) -> std::collections::HashSet<u64> {
     if spans.is_empty() {
         return Default::default();
     }
-    let launched: HashMap<u64, i64> = t
-        .api_calls
-        .iter()
-        .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)
-        .map(|c| (c.correlation, c.start_ns))
-        .collect();
+    let launched = launch_times(t);
     t.activities
         .iter()
         .filter(|a| a.kind == ActivityKind::Kernel)

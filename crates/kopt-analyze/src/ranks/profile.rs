@@ -6,6 +6,7 @@
 use kopt_model::{ActivityKind, CollectiveOp, RankRow, Timeline};
 
 use super::collective::{is_comm_kernel, parse};
+use crate::timeline::median;
 
 /// One collective kernel on one rank.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,19 +86,6 @@ fn steps(t: &Timeline) -> Vec<(i64, i64)> {
         .collect();
     v.sort_unstable();
     v
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
 }
 
 /// A whole-program trace (kopt's tracer records set-up and warm-up too)

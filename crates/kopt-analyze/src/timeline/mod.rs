@@ -38,3 +38,4 @@ pub use summary::{
 };
 
 pub(crate) use launches::trace_start_ns;
+pub(crate) use stats::median;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
