@@ -12,6 +12,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "support/docs_block.rs"]
+mod docs_block;
+
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/training-h200")
 }
@@ -174,22 +177,5 @@ fn the_training_suite_keeps_its_scores_and_the_docs_table() {
     // The counts when pinned: 9 best; 7 within 1.5x (graph capture on the
     // two launch-bound steps gives no figure: its range spans over 3x).
     assert!(top1 >= 9 && gain >= 7, "{table}");
-    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks.md");
-    let text = std::fs::read_to_string(&docs).unwrap();
-    let (open, close) = ("<!-- training-h200 -->\n", "<!-- /training-h200 -->");
-    let start = text
-        .find(open)
-        .expect("docs/benchmarks.md has the training-h200 block")
-        + open.len();
-    let end = text[start..].find(close).unwrap() + start;
-    if std::env::var_os("KOPT_BLESS").is_some() {
-        let new = format!("{}{table}{}", &text[..start], &text[end..]);
-        std::fs::write(&docs, new).unwrap();
-        return;
-    }
-    assert_eq!(
-        &text[start..end],
-        table,
-        "re-pin with KOPT_BLESS=1 cargo test -p kopt --test training_h200"
-    );
+    docs_block::pin("training-h200", &table, "training_h200");
 }

@@ -11,6 +11,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "support/docs_block.rs"]
+mod docs_block;
+
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/whole-program-h200")
 }
@@ -170,26 +173,5 @@ fn every_sync_and_pageable_copy_is_named_and_capture_is_never_advised_on_a_synci
 
 #[test]
 fn the_docs_table_is_what_the_traces_give() {
-    let table = table();
-    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks.md");
-    let text = std::fs::read_to_string(&docs).unwrap();
-    let (open, close) = (
-        "<!-- whole-program-h200 -->\n",
-        "<!-- /whole-program-h200 -->",
-    );
-    let start = text
-        .find(open)
-        .expect("docs/benchmarks.md has the whole-program-h200 block")
-        + open.len();
-    let end = text[start..].find(close).unwrap() + start;
-    if std::env::var_os("KOPT_BLESS").is_some() {
-        let new = format!("{}{table}{}", &text[..start], &text[end..]);
-        std::fs::write(&docs, new).unwrap();
-        return;
-    }
-    assert_eq!(
-        &text[start..end],
-        table,
-        "re-pin with KOPT_BLESS=1 cargo test -p kopt --test whole_program_h200"
-    );
+    docs_block::pin("whole-program-h200", &table(), "whole_program_h200");
 }
