@@ -61,6 +61,10 @@ pub struct OptimizeRequest {
     pub db: PathBuf,
     /// Journal entries go here (None: no journal).
     pub journal: Option<PathBuf>,
+    /// The whole run's time budget: candidates are tried by predicted gain
+    /// per expected cost while their expected costs fit, the rest left out
+    /// with the reason (`fit_budget`). None: every chosen candidate.
+    pub budget: Option<Duration>,
 }
 
 impl OptimizeRequest {
@@ -94,6 +98,7 @@ impl OptimizeRequest {
             runs_dir: paths.runs_dir,
             db: paths.db,
             journal: Some(paths.journal),
+            budget: None,
         }
     }
 
@@ -148,6 +153,44 @@ pub struct Choice {
     pub prediction_model: Option<String>,
     /// The rank of the finding it comes from (the diagnosis's order).
     pub rank: Option<usize>,
+}
+
+/// What building and timing a candidate is expected to cost, seconds: the
+/// compile forms compile the model (Inductor's autotuning benchmarks every
+/// GEMM's configurations), the others are a rebuild and a few rounds of
+/// timing. Rough by design: they decide what fits a budget, not a figure.
+fn expected_cost_s(c: Candidate) -> f64 {
+    match c {
+        Candidate::CompileMaxAutotune | Candidate::CompileMaxAutotuneGraph => 180.0,
+        Candidate::Compile | Candidate::CompileReduceOverhead | Candidate::CompileFreezing => 45.0,
+        _ => 8.0,
+    }
+}
+
+/// Keeps the chosen candidates whose expected costs fit `left`, seconds:
+/// by predicted gain per expected second (no prediction: a 1.05x guess),
+/// the rest left out with their cost and the budget in the reason.
+pub fn fit_budget(choices: &mut [Choice], left_s: f64) {
+    let mut order: Vec<usize> = (0..choices.len()).filter(|&i| choices[i].tried).collect();
+    let value = |c: &Choice| {
+        (c.predicted_speedup.unwrap_or(1.05) - 1.0).max(0.0) / expected_cost_s(c.candidate)
+    };
+    order.sort_by(|&a, &b| value(&choices[b]).total_cmp(&value(&choices[a])));
+    let mut spent = 0.0;
+    for i in order {
+        let cost = expected_cost_s(choices[i].candidate);
+        if spent + cost <= left_s {
+            spent += cost;
+            continue;
+        }
+        let c = &mut choices[i];
+        c.tried = false;
+        c.reason = format!(
+            "left out to fit the budget: expected to take about {cost:.0} s, {:.0} s of the budget left after the candidates with more predicted gain per second ({})",
+            (left_s - spent).max(0.0),
+            c.reason
+        );
+    }
 }
 
 /// A finding's predicted step speed-up and how it was made: the ranking's
@@ -1228,6 +1271,40 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_keeps_the_most_gain_per_second() {
+        let choice = |candidate, predicted: Option<f64>| Choice {
+            candidate,
+            tried: true,
+            reason: "found".into(),
+            predicted_speedup: predicted,
+            prediction_model: None,
+            rank: None,
+        };
+        let mut c = vec![
+            choice(Candidate::CompileMaxAutotune, Some(1.8)),
+            choice(Candidate::Graph, Some(3.0)),
+            choice(Candidate::Compile, Some(1.5)),
+            choice(Candidate::Tf32, None),
+        ];
+        fit_budget(&mut c, 70.0);
+        let tried: Vec<Candidate> = c.iter().filter(|c| c.tried).map(|c| c.candidate).collect();
+        // graph 8 s, compile 45 s, tf32 8 s fit in 70 s; max-autotune (180 s) does not.
+        assert_eq!(
+            tried,
+            [Candidate::Graph, Candidate::Compile, Candidate::Tf32]
+        );
+        assert!(
+            c[0].reason.starts_with("left out to fit the budget"),
+            "{}",
+            c[0].reason
+        );
+        assert!(c[0].reason.ends_with("(found)"));
+        let mut all = vec![choice(Candidate::CompileMaxAutotune, Some(1.8))];
+        fit_budget(&mut all, 1e6);
+        assert!(all[0].tried, "a large budget leaves every candidate in");
+    }
 
     fn diagnosis(path: &str) -> Diagnosis {
         let req = crate::AnalyzeRequest {

@@ -20,6 +20,7 @@ use crate::workload::WorkloadOptions;
 
 pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<OptimizeReport> {
     req.validate()?;
+    let started = std::time::Instant::now();
     let text = read_script(&req.script)?;
     let module = req.module_name();
     let (_, run_dir) = crate::run_folder::create_run_dir(&req.runs_dir)?;
@@ -43,8 +44,12 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     // 1. Baseline: timeline and counters, and the diagnosis.
     progress.note("optimize 1/6: baseline profile");
     let diagnosis = baseline(req, &prepared, progress)?;
-    // 2. Candidates from the diagnosis.
-    let choices = choose(&diagnosis, &req.force, &req.skip);
+    // 2. Candidates from the diagnosis, within the budget that is left.
+    let mut choices = choose(&diagnosis, &req.force, &req.skip);
+    if let Some(budget) = req.budget {
+        let left = budget.saturating_sub(started.elapsed()).as_secs_f64();
+        crate::optimize::fit_budget(&mut choices, left);
+    }
     let singles: Vec<Variant> = choices
         .iter()
         .filter(|c| c.tried)

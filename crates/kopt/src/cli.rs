@@ -529,6 +529,10 @@ pub struct OptimizeArgs {
     #[arg(long)]
     pub allow_precision: bool,
 
+    /// The whole run's time budget, seconds: candidates are tried by predicted gain per expected cost while they fit (the compile forms take minutes), the rest left out with the reason
+    #[arg(long, value_name = "SECONDS")]
+    pub budget: Option<f64>,
+
     /// Do not combine the kept candidates after measuring them one by one
     #[arg(long)]
     pub no_stack: bool,

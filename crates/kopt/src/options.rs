@@ -289,6 +289,15 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     req.counters = !a.no_counters;
     req.force = a.candidates.clone();
     req.skip = a.skip.clone();
+    req.budget = match a.budget {
+        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(Error::Usage(format!(
+                "--budget {s}: give a positive number of seconds"
+            )))
+        }
+        None => None,
+    };
     req.allow_precision = a.allow_precision;
     req.stack = !a.no_stack;
     req.profile_kept = !a.no_profile_kept;
