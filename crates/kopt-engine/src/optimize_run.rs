@@ -18,6 +18,10 @@ use crate::profile_run::ProfileRequest;
 use crate::progress::Progress;
 use crate::workload::WorkloadOptions;
 
+/// What tracing the kept result is expected to take: it is left out when
+/// less of the budget is left.
+const KEPT_PROFILE_S: std::time::Duration = std::time::Duration::from_secs(20);
+
 pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<OptimizeReport> {
     req.validate()?;
     let started = std::time::Instant::now();
@@ -126,8 +130,22 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         }
     }
     pick_best(&mut report);
-    // 5. The kept result once more under the tracer: where its time went.
-    if let Some(best) = report.best.clone().filter(|_| req.profile_kept) {
+    // 5. The kept result once more under the tracer: where its time went;
+    // not when the budget is spent (a traced run takes seconds to minutes).
+    let budget_spent = req
+        .budget
+        .is_some_and(|b| started.elapsed() + KEPT_PROFILE_S >= b);
+    if budget_spent && report.best.is_some() && req.profile_kept {
+        report
+            .baseline
+            .notes
+            .push("The kept result was not traced again: the --budget was spent.".into());
+    }
+    if let Some(best) = report
+        .best
+        .clone()
+        .filter(|_| req.profile_kept && !budget_spent)
+    {
         progress.note(&format!(
             "optimize 5/6: tracing the kept result ({best}) for its timeline and kernels"
         ));
