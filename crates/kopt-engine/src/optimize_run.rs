@@ -97,6 +97,9 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     };
     progress.note("optimize 3/6: verdicts");
     let mut report = judge_singles(&setting, &diagnosis, &choices, harness.as_ref());
+    // The verdicts so far are on disk before the stacks and the kept
+    // result's trace run: a stop or a timeout after this keeps them.
+    checkpoint(&report)?;
     // 4. The kept ones stacked greedily, each stack gated and measured.
     let stacks = if req.stack {
         plan_stacks(&report)
@@ -130,6 +133,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         }
     }
     pick_best(&mut report);
+    checkpoint(&report)?;
     // 5. The kept result once more under the tracer: where its time went;
     // not when the budget is spent (a traced run takes seconds to minutes).
     let budget_spent = req
@@ -162,6 +166,16 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     progress.note("optimize 6/6: journal and history");
     record(&setting, &report, progress)?;
     Ok(report)
+}
+
+/// The report so far as the run folder's optimize.json, written whole
+/// (a temporary file renamed over it): the final record overwrites it.
+fn checkpoint(report: &OptimizeReport) -> Result<()> {
+    let path = Path::new(&report.run_dir).join("optimize.json");
+    let tmp = path.with_extension("json.partial");
+    let json = serde_json::to_vec_pretty(report).map_err(|e| Error::Output(e.to_string()))?;
+    std::fs::write(&tmp, json).map_err(|e| crate::error::io_error(&tmp, "write", e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| crate::error::io_error(&path, "write", e))
 }
 
 fn read_script(path: &Path) -> Result<String> {
