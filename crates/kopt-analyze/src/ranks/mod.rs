@@ -269,13 +269,14 @@ pub fn diagnose_ranks(mut profiles: Vec<RankProfile>) -> RanksDiagnosis {
     }
     let at = reference(&profiles, &matched);
     let mut recs = Vec::new();
-    let straggler = (!matched.is_empty())
+    let straggler = (!matched.is_empty() && step_ns > 0.0)
         .then(|| straggler(&profiles, &matched, step_ns))
         .flatten();
     if let Some((_, s, wait)) = &straggler {
         recs.push(imbalance_advice(s, *wait, step_ns));
     }
-    if let Some(reference) = profiles.get(at) {
+    // A job without a step's length (one instant kernel) prices nothing.
+    if let Some(reference) = profiles.get(at).filter(|_| step_ns > 0.0) {
         let view = StepView {
             step_ns,
             steps: reference.row.steps.max(1) as f64,
