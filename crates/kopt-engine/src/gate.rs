@@ -5,7 +5,6 @@
 //! statistics and verdict, and SUSPECT for a candidate that games the timer.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use kopt_model::GateReport;
 
@@ -87,29 +86,36 @@ pub fn bench_scripts(req: &GateScriptRequest, progress: &dyn Progress) -> Result
         .map_err(|e| Error::Output(format!("{}: {e}", harness.display())))?;
     let facts_path = dir.path().join("facts.json");
     let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut cmd = Command::new(&req.python);
-    cmd.arg(&harness)
-        .arg("--baseline")
-        .arg(abs(&req.baseline))
-        .arg("--candidate")
-        .arg(abs(&req.candidate))
-        .arg("--module")
-        .arg(&req.module)
-        .arg("--out")
-        .arg(&facts_path)
-        .args(["--checks", &req.checks.to_string()])
-        .args(["--warmup", &req.warmup.to_string()])
-        .args(["--min-samples", &req.min_samples.to_string()])
-        .args(["--min-time", &req.min_time.to_string()])
-        .args(["--max-time", &req.max_time.to_string()])
-        .args(["--noise-target", &req.noise_target.to_string()])
-        .args(["--seed", &req.seed.to_string()]);
+    let mut args: Vec<String> = vec![
+        abs(&harness).display().to_string(),
+        "--baseline".into(),
+        abs(&req.baseline).display().to_string(),
+        "--candidate".into(),
+        abs(&req.candidate).display().to_string(),
+        "--module".into(),
+        req.module.clone(),
+        "--out".into(),
+        facts_path.display().to_string(),
+    ];
+    for (flag, value) in [
+        ("--checks", req.checks.to_string()),
+        ("--warmup", req.warmup.to_string()),
+        ("--min-samples", req.min_samples.to_string()),
+        ("--min-time", req.min_time.to_string()),
+        ("--max-time", req.max_time.to_string()),
+        ("--noise-target", req.noise_target.to_string()),
+        ("--seed", req.seed.to_string()),
+    ] {
+        args.extend([flag.to_string(), value]);
+    }
     if req.flush_l2 {
-        cmd.arg("--flush-l2");
+        args.push("--flush-l2".into());
     }
-    if let Some(gpu) = &req.gpu {
-        cmd.env("CUDA_VISIBLE_DEVICES", gpu);
-    }
+    let env: Vec<(String, String)> = req
+        .gpu
+        .iter()
+        .map(|gpu| ("CUDA_VISIBLE_DEVICES".to_string(), gpu.clone()))
+        .collect();
     progress.note(&format!(
         "timing {} against {} in one process",
         req.candidate.display(),
@@ -120,9 +126,8 @@ pub fn bench_scripts(req: &GateScriptRequest, progress: &dyn Progress) -> Result
     let mut notes = Vec::new();
     match &tracer {
         Some(t) => {
-            let argv: Vec<String> = std::iter::once(cmd.get_program())
-                .chain(cmd.get_args())
-                .map(|a| a.to_string_lossy().into_owned())
+            let argv: Vec<String> = std::iter::once(req.python.to_string())
+                .chain(args.iter().cloned())
                 .collect();
             let workload = kopt_collect::Workload {
                 argv,
@@ -150,16 +155,29 @@ pub fn bench_scripts(req: &GateScriptRequest, progress: &dyn Progress) -> Result
             }
         }
         None => {
-            let status = cmd.status().map_err(|e| {
+            // Through the one runner: its own process group, output read
+            // line by line (and logged), stopped on cancellation.
+            let spec = kopt_collect::runner::RunSpec {
+                program: PathBuf::from(&req.python),
+                args,
+                env,
+                timeout: None,
+                log: kopt_collect::runner::log_path(dir.path(), "gate_harness"),
+            };
+            let on_line = |stream, line: &str| progress.workload_line(stream, line, true);
+            let outcome = kopt_collect::runner::run(&spec, &on_line).map_err(|e| {
                 Error::ToolMissing(format!(
                     "cannot run {} (the Python with PyTorch): {e}",
                     req.python
                 ))
             })?;
-            if !status.success() {
+            if !outcome.success() {
                 return Err(Error::WorkloadFailed(format!(
-                    "the gate's harness ({} with both scripts) failed ({status}); its message is above",
-                    req.python
+                    "the gate's harness ({} with both scripts) failed (exit {:?}, signal {:?}): {}",
+                    req.python,
+                    outcome.code,
+                    outcome.signal,
+                    outcome.tail.join("\n")
                 )));
             }
         }
