@@ -190,25 +190,29 @@ pub fn padding_from_names(
     // misaligned where H x W is not a multiple of 8, and Inductor's shape
     // padding never sees a convolution; without op ranges such a kernel
     // cannot be told from a matmul's, so none counts where convolutions run.
-    if launches.iter().any(|l| is_convolution_kernel(&l.name)) {
+    // Names are judged once each: a million launches of a few kernels.
+    let names: HashSet<&str> = launches.iter().map(|l| l.name.as_str()).collect();
+    if names.iter().any(|n| is_convolution_kernel(n)) {
         return p;
     }
+    let misaligned: HashMap<&str, u32> = names
+        .into_iter()
+        .filter(|n| !exclude.contains(n))
+        .filter_map(|n| {
+            let (align, elem) = operand_alignment(n)?;
+            let width = align.saturating_mul(elem);
+            (width < FULL_ACCESS_BYTES
+                && crate::library::classify(n).map(|f| f.family) == Some(LibraryFamily::Gemm))
+            .then_some((n, width))
+        })
+        .collect();
     let mut kernels: HashSet<&str> = HashSet::new();
     let mut widths: Vec<u32> = Vec::new();
     let fills = sm_count.unwrap_or(1).max(1) as u64;
     for l in launches {
-        if exclude.contains(l.name.as_str()) {
-            continue;
-        }
-        let Some((align, elem)) = operand_alignment(&l.name) else {
+        let Some(&width) = misaligned.get(l.name.as_str()) else {
             continue;
         };
-        let width = align.saturating_mul(elem);
-        if width >= FULL_ACCESS_BYTES
-            || crate::library::classify(&l.name).map(|f| f.family) != Some(LibraryFamily::Gemm)
-        {
-            continue;
-        }
         let ctas = l.grid.x as u64 * l.grid.y as u64 * l.grid.z as u64;
         if ctas < fills {
             continue;
@@ -407,7 +411,9 @@ pub fn fusible<'a>(
         softmax: bool,
         conversion: bool,
     }
-    let mut open: HashMap<Option<u64>, Run> = HashMap::new();
+    let mut open: rustc_hash::FxHashMap<Option<u64>, Run> = Default::default();
+    // Judged once per name: a million launches of a few kernels.
+    let mut judged: rustc_hash::FxHashMap<&str, Member> = Default::default();
     let close = |f: &mut Fusible, run: Run| {
         f.runs += 1;
         f.chains += usize::from(run.launches >= 2);
@@ -421,7 +427,9 @@ pub fn fusible<'a>(
     };
     for l in order {
         let d = l.metrics.duration_ns.unwrap_or(0.0);
-        let m = member(&l.name);
+        let m = *judged
+            .entry(l.name.as_str())
+            .or_insert_with(|| member(&l.name));
         if m == Member::No {
             if let Some(run) = open.remove(&l.stream) {
                 close(&mut f, run);

@@ -3,7 +3,7 @@
 //! link's peak; and the finding that pins the input and copies it without
 //! blocking (`pin_memory()` + `non_blocking=True`, `DataLoader(pin_memory=True)`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use kopt_model::{
     ActivityKind, ApiCall, CopyDirection, CopyGroup, GpuActivity, HostCopies, MemoryKind,
@@ -51,7 +51,7 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<HostCopies> {
     if windows.is_empty() {
         return None;
     }
-    let calls: HashMap<u64, &ApiCall> = t
+    let calls: rustc_hash::FxHashMap<u64, &ApiCall> = t
         .api_calls
         .iter()
         .filter(|c| c.correlation != 0)

@@ -103,7 +103,7 @@ pub fn summarize(
     if windows.is_empty() {
         return None;
     }
-    let copies: std::collections::HashMap<u64, &GpuActivity> = t
+    let copies: rustc_hash::FxHashMap<u64, &GpuActivity> = t
         .activities
         .iter()
         .filter(|a| a.kind == ActivityKind::Memcpy)

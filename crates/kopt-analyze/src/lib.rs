@@ -42,13 +42,16 @@ pub struct AnalyzeOptions {
 const PRIMARY_MIN_GAIN_PCT: f64 = 1.0;
 
 pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
-    let warmup = warmup::find(profile);
+    // The timeline's steps are found once, for the warm-up cut and the summary.
+    let spliced = profile.timeline.as_ref().map(|t| t.spliced());
+    let window = spliced.as_deref().and_then(timeline::Window::new);
+    let warmup = warmup::find_in(profile, window.as_ref());
     let left_out = warmup.as_ref().filter(|_| !options.keep_warmup);
     let steady = left_out.map(|w| steady_launches(profile, w));
     let launches: &[kopt_model::KernelLaunch] = steady.as_deref().unwrap_or(&profile.launches);
     let total_ns: f64 = launches.iter().filter_map(|l| l.metrics.duration_ns).sum();
     let mut groups = rollup::group(launches, total_ns);
-    let (timeline, strip, steady_strip) = timeline_views(profile);
+    let (timeline, strip, steady_strip) = timeline_views(profile, window.as_ref());
 
     // Kernels traced back to the framework ops that launched them.
     let attribution = profile.timeline.as_ref().and_then(|t| {
@@ -463,6 +466,7 @@ fn cover_fused(
 /// The timeline's summary and the strips drawn from it.
 fn timeline_views(
     profile: &Profile,
+    window: Option<&timeline::Window>,
 ) -> (
     Option<kopt_model::TimelineSummary>,
     Option<kopt_model::TimelineStrip>,
@@ -471,7 +475,9 @@ fn timeline_views(
     let timeline = profile
         .timeline
         .as_ref()
-        .and_then(|t| timeline::summarize_for_device(t, &profile.device));
+        .filter(|t| !t.activities.is_empty())
+        .zip(window)
+        .and_then(|(t, w)| timeline::summarize_window_for_device(t, w, &profile.device));
     let strip = match (&profile.timeline, &timeline) {
         (Some(t), Some(s)) => timeline::strip(t, s),
         _ => None,

@@ -98,7 +98,7 @@ pub fn attribute_where(
     }
     ranges.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
     // Launch calls by correlation id: a kernel's op is decided where it was launched.
-    let launch_at: HashMap<u64, i64> = t
+    let launch_at: rustc_hash::FxHashMap<u64, i64> = t
         .api_calls
         .iter()
         .filter(|a| a.correlation != 0)
@@ -150,10 +150,19 @@ pub fn attribute_where(
             });
     }
     for shares in by_kernel.values_mut() {
-        shares.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.op.cmp(&b.op)));
+        shares.sort_by(|a, b| {
+            b.launches
+                .cmp(&a.launches)
+                .then(a.op.cmp(&b.op))
+                .then(a.shapes.cmp(&b.shapes))
+        });
     }
     // Ops with the same name and shapes are one row.
     let mut rows: HashMap<(String, Option<String>), (OpSummary, Vec<String>)> = HashMap::new();
+    // In first-seen op order, so a row's kernels are listed the same way
+    // every run (a hash map's order is not).
+    let mut per_op: Vec<_> = per_op.into_iter().collect();
+    per_op.sort_unstable_by_key(|(op, _)| *op);
     for (op, (launches, ns, names)) in per_op {
         let (o, shapes) = &parsed[op];
         let (row, full) = rows.entry((o.clone(), shapes.clone())).or_insert_with(|| {
@@ -191,6 +200,7 @@ pub fn attribute_where(
         b.0.total_ns
             .total_cmp(&a.0.total_ns)
             .then(a.0.op.cmp(&b.0.op))
+            .then(a.0.shapes.cmp(&b.0.shapes))
     });
     let (table, full_names) = pairs.into_iter().unzip();
     Some(Attribution {

@@ -4,8 +4,6 @@
 //! `Optimizer.step#NAME.step` annotation, and the finding that moves it to
 //! `fused=True`.
 
-use std::collections::HashMap;
-
 use kopt_model::{
     ActivityKind, ApiKind, OptimizerStep, PredictedSpeedup, Recommendation, Timeline,
 };
@@ -110,7 +108,7 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> 
 }
 
 /// Each kernel launch's host start, by correlation id.
-fn launch_times(t: &Timeline) -> HashMap<u64, i64> {
+fn launch_times(t: &Timeline) -> rustc_hash::FxHashMap<u64, i64> {
     t.api_calls
         .iter()
         .filter(|c| c.kind == ApiKind::KernelLaunch && c.correlation != 0)

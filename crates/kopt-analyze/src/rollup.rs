@@ -38,7 +38,7 @@ fn weighted(
 
 pub fn group(launches: &[KernelLaunch], total_ns: f64) -> Vec<KernelGroup<'_>> {
     let mut order: Vec<&str> = Vec::new();
-    let mut by_name: HashMap<&str, Vec<&KernelLaunch>> = HashMap::new();
+    let mut by_name: rustc_hash::FxHashMap<&str, Vec<&KernelLaunch>> = Default::default();
     for l in launches {
         by_name
             .entry(l.name.as_str())

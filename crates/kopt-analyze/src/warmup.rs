@@ -37,13 +37,16 @@ pub type Key = (String, Dim3, Dim3);
 #[derive(Debug, Clone)]
 pub struct Found {
     pub trials: WarmupTrials,
-    keys: HashSet<Key>,
+    /// Trial launch configurations by kernel name: looked up by a borrowed
+    /// name, once per launch.
+    keys: HashMap<String, HashSet<(Dim3, Dim3)>>,
 }
 
 impl Found {
     pub fn is_trial(&self, name: &str, grid: Dim3, block: Dim3) -> bool {
-        // Cheap first: most launches are not trials.
-        self.keys.contains(&(name.to_string(), grid, block))
+        self.keys
+            .get(name)
+            .is_some_and(|configs| configs.contains(&(grid, block)))
     }
 
     pub fn is_trial_launch(&self, l: &KernelLaunch) -> bool {
@@ -75,8 +78,18 @@ const MIN_REPEATING_SHARE: f64 = 0.8;
 /// evidence is not clear.
 pub fn find(profile: &Profile) -> Option<Found> {
     match &profile.timeline {
-        Some(t) => from_timeline(t),
+        Some(t) => from_timeline(t, timeline::phases(t)?),
         None => from_launch_order(&profile.launches),
+    }
+}
+
+/// `find` with the timeline's window already built (from
+/// `profile.timeline`'s spliced form), so its steps are not found again.
+pub fn find_in(profile: &Profile, window: Option<&timeline::Window>) -> Option<Found> {
+    match (&profile.timeline, window) {
+        (Some(t), Some(w)) => from_timeline(t, w.phases()?),
+        (Some(_), None) => None,
+        (None, _) => from_launch_order(&profile.launches),
     }
 }
 
@@ -88,8 +101,7 @@ struct Tally {
     seen: bool,
 }
 
-fn from_timeline(t: &Timeline) -> Option<Found> {
-    let p = timeline::phases(t)?;
+fn from_timeline(t: &Timeline, p: timeline::Phases) -> Option<Found> {
     if p.steady_steps < MIN_STEADY_STEPS {
         return None;
     }
@@ -242,7 +254,7 @@ fn build(
     evidence: WarmupEvidence,
 ) -> Option<Found> {
     let mut kernels = Vec::new();
-    let mut keys = HashSet::new();
+    let mut keys: HashMap<String, HashSet<(Dim3, Dim3)>> = HashMap::new();
     for key in order {
         let Some(e) = by_key.get(&key).filter(|e| e.seen && e.all_before) else {
             continue;
@@ -256,7 +268,7 @@ fn build(
             launches: e.launches,
             total_ns: e.ns,
         });
-        keys.insert(key);
+        keys.entry(key.0).or_default().insert((key.1, key.2));
     }
     if kernels.is_empty() {
         return None;

@@ -33,9 +33,10 @@ pub use step_profile::step_profile;
 pub use steps::{find_steps, Steps};
 pub use strip::strip;
 pub use summary::{
-    step_source_words, summarize, summarize_for_device, summarize_with_replay,
-    COMPUTE_BOUND_BUSY_PCT, LAUNCH_BOUND_BUSY_PCT,
+    step_source_words, summarize, summarize_for_device, summarize_window_for_device,
+    summarize_with_replay, COMPUTE_BOUND_BUSY_PCT, LAUNCH_BOUND_BUSY_PCT,
 };
+pub use window::Window;
 
 pub(crate) use launches::trace_start_ns;
 pub(crate) use stats::median;

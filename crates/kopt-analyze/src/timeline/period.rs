@@ -17,22 +17,32 @@ use std::collections::HashMap;
 /// in an order that never repeats costs a fraction of the old count, its
 /// chunks compare integers and stop after about a tenth of the positions.
 pub fn repeated_period(names: &[&str]) -> Option<usize> {
-    let n = names.len();
-    if n < 2 {
-        return None;
-    }
-    let mut id_of: HashMap<&str, usize> = HashMap::new();
-    let ids: Vec<usize> = names
-        .iter()
+    repeated_period_of_ids(&intern(names.iter().copied()))
+}
+
+/// Each item as a small integer id, in first-seen order.
+pub(crate) fn intern<T: std::hash::Hash + Eq>(items: impl Iterator<Item = T>) -> Vec<usize> {
+    let mut id_of: HashMap<T, usize> = HashMap::new();
+    items
         .map(|s| {
             let next = id_of.len();
             *id_of.entry(s).or_insert(next)
         })
-        .collect();
+        .collect()
+}
+
+/// `repeated_period` of a sequence already interned (ids from 0, first
+/// seen first).
+pub(crate) fn repeated_period_of_ids(ids: &[usize]) -> Option<usize> {
+    let n = ids.len();
+    if n < 2 {
+        return None;
+    }
+    let distinct = ids.iter().max().map_or(0, |m| m + 1);
     // Occurrences of each id in the compared prefix `ids[..n - p]` and
     // suffix `ids[p..]`, and the sum of their minima: the bound, for p = 1.
-    let mut prefix = vec![0usize; id_of.len()];
-    let mut suffix = vec![0usize; id_of.len()];
+    let mut prefix = vec![0usize; distinct];
+    let mut suffix = vec![0usize; distinct];
     for (i, &x) in ids.iter().enumerate() {
         if i + 1 < n {
             prefix[x] += 1;
@@ -53,7 +63,7 @@ pub fn repeated_period(names: &[&str]) -> Option<usize> {
             }
         }
         let m = n - p;
-        if repeats_enough(bound, m) && matches_at_lag(&ids, p) {
+        if repeats_enough(bound, m) && matches_at_lag(ids, p) {
             return Some(p);
         }
     }

@@ -1,7 +1,5 @@
 //! GPU time per iteration range.
 
-use std::collections::HashMap;
-
 use kopt_model::{ApiKind, Timeline};
 
 /// GPU time per iteration: for each range of the iteration family (the most
@@ -14,7 +12,7 @@ use kopt_model::{ApiKind, Timeline};
 pub fn gpu_time_per_range(t: &Timeline, family: Option<&str>) -> Option<(String, Vec<i64>)> {
     let ranges = t.iteration_ranges(family);
     let name = kopt_model::range_family(&ranges.first()?.name).to_string();
-    let launch_start: HashMap<u64, i64> = t
+    let launch_start: rustc_hash::FxHashMap<u64, i64> = t
         .api_calls
         .iter()
         .filter(|c| c.kind != ApiKind::Other && c.correlation != 0)

@@ -2,11 +2,10 @@
 //! recorder's cost, or measured bare) against the GPU-busy time plus the
 //! replay cost of its kernels.
 
-use std::collections::HashMap;
-
 use kopt_model::{ApiKind, GraphPrediction, PredictedSpeedup, Recorder, Timeline};
 
 use super::bare::{bare_launch_periods, bare_step_periods, bare_sync_periods};
+use super::launches::CallSpans;
 use super::stats::{median, percentile, union_ns};
 use super::steady::Steady;
 use super::steps::Steps;
@@ -274,7 +273,7 @@ pub(super) fn host_issue_per_step(
     t: &Timeline,
     steps: Option<&Steps>,
     steady: Option<&Steady>,
-    calls: &HashMap<u64, (i64, i64)>,
+    calls: &CallSpans,
 ) -> Option<f64> {
     let (s, st) = (steps?, steady?);
     let n = st.last.checked_sub(st.first)? + 1;

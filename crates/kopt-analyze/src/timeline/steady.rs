@@ -1,13 +1,13 @@
 //! The steady state: which steps are warm-up, the window of the rest, and
 //! each activity's phase against it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use kopt_model::{ActivityKind, GpuActivity, StepSource, Timeline};
 
-use super::launches::{launch_spans, launched_at};
+use super::launches::{launch_spans, launched_at, CallSpans};
 use super::stats::{mode, percentile};
-use super::steps::{find_steps, Steps};
+use super::steps::{find_steps_with, Steps};
 
 /// A step longer than this many times the median is warm-up (first call,
 /// compilation, autotuning, allocator growth).
@@ -22,11 +22,7 @@ pub(super) struct Steady {
     pub(super) step_of: Vec<Option<usize>>,
 }
 
-pub(super) fn steady_steps(
-    t: &Timeline,
-    steps: &Steps,
-    calls: &HashMap<u64, (i64, i64)>,
-) -> Steady {
+pub(super) fn steady_steps(t: &Timeline, steps: &Steps, calls: &CallSpans) -> Steady {
     let n = steps.starts.len();
     let step_of: Vec<Option<usize>> = t
         .activities
@@ -77,7 +73,7 @@ pub(super) fn steady_activities<'a>(
     t: &'a Timeline,
     steps: Option<&Steps>,
     steady: Option<&Steady>,
-    calls: &HashMap<u64, (i64, i64)>,
+    calls: &CallSpans,
 ) -> Vec<&'a GpuActivity> {
     let mut acts: Vec<&'a GpuActivity> = match (steps, steady) {
         (Some(s), Some(st)) => {
@@ -161,15 +157,21 @@ fn loop_step(t: &Timeline, st: &Steady) -> usize {
 }
 
 /// The phase of every activity against the steady state the summary uses;
-/// None without steps.
+/// None without steps. `Window::phases` gives the same from a window
+/// already built.
 pub fn phases(t: &Timeline) -> Option<Phases> {
     let spliced = t.spliced();
     let t: &Timeline = &spliced;
     let calls = launch_spans(t);
-    let steps = find_steps(t)?;
+    let steps = find_steps_with(t, &calls)?;
     let st = steady_steps(t, &steps, &calls);
+    Some(phases_of(t, &steps, &st, &calls))
+}
+
+/// The phases of `t`'s activities (spliced) from its steps and steady state.
+pub(super) fn phases_of(t: &Timeline, steps: &Steps, st: &Steady, calls: &CallSpans) -> Phases {
     let from = steps.starts[st.first];
-    let loop_step = loop_step(t, &st);
+    let loop_step = loop_step(t, st);
     let first_step = steps.starts[loop_step];
     let until = steps.until(st.last);
     let phase = t
@@ -181,7 +183,7 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
             Some(i) if *i < st.first => Phase::Warmup,
             Some(_) => Phase::Steady,
             None => {
-                let at = launched_at(a, &calls).0;
+                let at = launched_at(a, calls).0;
                 if at < first_step {
                     Phase::StartUp
                 } else if at < from {
@@ -194,17 +196,18 @@ pub fn phases(t: &Timeline) -> Option<Phases> {
             }
         })
         .collect();
-    Some(Phases {
+    Phases {
         phase,
         source: steps.source,
         steady_steps: st.last + 1 - st.first,
         warmup_steps: st.first - loop_step,
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timeline::steps::find_steps;
     use crate::timeline::summarize;
     use crate::timeline::synthetic::{forward_passes, kernel, launch};
     use kopt_model::StepSource;

@@ -1,8 +1,6 @@
 //! The timeline summary: wall vs GPU-busy time, idle gaps, host launch
 //! cost against kernel duration, and whether launch overhead sets the pace.
 
-use std::collections::HashMap;
-
 use kopt_model::{
     ActivityKind, ApiKind, GpuActivity, GraphPrediction, IdleGap, StepSource, Timeline,
     TimelineSummary,
@@ -32,11 +30,14 @@ pub fn summarize(t: &Timeline) -> Option<TimelineSummary> {
 /// The summary with the device model's graph-replay cost per kernel (ns, and
 /// whether it came from the per-card table).
 pub fn summarize_for_device(t: &Timeline, device: &kopt_model::Device) -> Option<TimelineSummary> {
-    let replay = match device.graph_replay_ns_per_kernel {
+    summarize_with_replay(t, device_replay(device))
+}
+
+fn device_replay(device: &kopt_model::Device) -> (f64, bool) {
+    match device.graph_replay_ns_per_kernel {
         Some(ns) => (ns, true),
         None => kopt_model::graph_replay_ns_per_kernel(&device.name),
-    };
-    summarize_with_replay(t, replay)
+    }
 }
 
 /// Kernels by their short name; copies and sets by what the trace calls them.
@@ -51,14 +52,32 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
     if t.activities.is_empty() {
         return None;
     }
-    let sampling = sampled_coverage(t);
     // Time between sampled windows was never traced: it is cut, not idle.
     let spliced = t.spliced();
-    let t: &Timeline = &spliced;
+    let w = Window::new(&spliced)?;
+    summarize_window(t, &w, replay)
+}
+
+/// `summarize_for_device` over a window already built from `t.spliced()`.
+pub fn summarize_window_for_device(
+    t: &Timeline,
+    w: &Window,
+    device: &kopt_model::Device,
+) -> Option<TimelineSummary> {
+    summarize_window(t, w, device_replay(device))
+}
+
+/// The summary of window `w`, built from `t.spliced()`.
+fn summarize_window(
+    unspliced: &Timeline,
+    w: &Window,
+    replay: (f64, bool),
+) -> Option<TimelineSummary> {
+    let sampling = sampled_coverage(unspliced);
+    let t = w.t;
     let trace_start = trace_start_ns(t)?;
-    let w = Window::new(t)?;
     let (busy, gaps) = busy_and_gaps(&w.acts, w.start);
-    let launches = LaunchStats::of(&w);
+    let launches = LaunchStats::of(w);
     let busy_pct = 100.0 * busy as f64 / w.wall as f64;
     let iterations = w.iterations();
     let step_detection = w.steps.as_ref().map(|s| kopt_model::StepDetection {
@@ -67,10 +86,10 @@ pub fn summarize_with_replay(t: &Timeline, replay: (f64, bool)) -> Option<Timeli
         family: s.family.clone(),
         detail: s.detail.clone(),
     });
-    let steady_state = steady_state(&w, trace_start);
-    let graph_prediction = graph_prediction(&w, busy, launches.kernels, replay);
+    let steady_state = steady_state(w, trace_start);
+    let graph_prediction = graph_prediction(w, busy, launches.kernels, replay);
     let (launch_bound, verdict) = verdict(
-        &w,
+        w,
         &launches,
         busy_pct,
         steady_state.as_ref(),
@@ -173,7 +192,7 @@ impl LaunchStats {
         let t = w.t;
         let (start, end) = (w.start, w.end);
         let in_window = |c: &&kopt_model::ApiCall| c.start_ns >= start && c.start_ns <= end;
-        let launches: HashMap<u64, &kopt_model::ApiCall> = t
+        let launches: rustc_hash::FxHashMap<u64, &kopt_model::ApiCall> = t
             .api_calls
             .iter()
             .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))

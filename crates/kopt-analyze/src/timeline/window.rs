@@ -1,19 +1,19 @@
 //! The window a summary is taken over: the steady state's steps and
-//! activities where steps were found, else the whole trace.
-
-use std::collections::HashMap;
+//! activities where steps were found, else the whole trace. Built once per
+//! analysis: the summary and the warm-up phases both read it (finding the
+//! steps is most of a long trace's analysis).
 
 use kopt_model::{ApiKind, GpuActivity, Timeline};
 
-use super::launches::{launch_spans, launched_at};
-use super::steady::{steady_activities, steady_steps, Steady};
-use super::steps::{find_steps, Steps};
+use super::launches::{launch_spans, launched_at, CallSpans};
+use super::steady::{phases_of, steady_activities, steady_steps, Phases, Steady};
+use super::steps::{find_steps_with, Steps};
 
 /// A (spliced) timeline's steps, steady state and the window over them.
-pub(super) struct Window<'a> {
+pub struct Window<'a> {
     pub(super) t: &'a Timeline,
     /// Launch call spans by correlation id (`launch_spans`).
-    pub(super) calls: HashMap<u64, (i64, i64)>,
+    pub(super) calls: CallSpans,
     pub(super) steps: Option<Steps>,
     pub(super) steady: Option<Steady>,
     /// The window's activities, by start time; never empty.
@@ -36,10 +36,11 @@ impl<'a> Window<'a> {
         }
     }
 
-    /// The window of `t` (already spliced); None without activities.
-    pub(super) fn new(t: &'a Timeline) -> Option<Self> {
+    /// The window of `t`, which must be spliced already
+    /// (`Timeline::spliced`); None without activities.
+    pub fn new(t: &'a Timeline) -> Option<Self> {
         let calls = launch_spans(t);
-        let steps = find_steps(t);
+        let steps = find_steps_with(t, &calls);
         let steady = steps.as_ref().map(|s| steady_steps(t, s, &calls));
         let mut acts = steady_activities(t, steps.as_ref(), steady.as_ref(), &calls);
         acts.sort_by_key(|a| a.start_ns);
@@ -77,6 +78,12 @@ impl<'a> Window<'a> {
         })
     }
 
+    /// Each activity's phase (as `timeline::phases`), where steps were found.
+    pub fn phases(&self) -> Option<Phases> {
+        let (s, st) = self.steady_steps()?;
+        Some(phases_of(self.t, s, st, &self.calls))
+    }
+
     /// The steps and their steady state, where steps were found.
     pub(super) fn steady_steps(&self) -> Option<(&Steps, &Steady)> {
         self.steps.as_ref().zip(self.steady.as_ref())
@@ -104,13 +111,7 @@ impl<'a> Window<'a> {
 /// the first steady step is launched while earlier work still runs: the
 /// window opens when that work is done (at the latest at the step's first
 /// activity, `first_start`).
-fn opens_at(
-    t: &Timeline,
-    s: &Steps,
-    st: &Steady,
-    calls: &HashMap<u64, (i64, i64)>,
-    first_start: i64,
-) -> i64 {
+fn opens_at(t: &Timeline, s: &Steps, st: &Steady, calls: &CallSpans, first_start: i64) -> i64 {
     let launched = s.starts[st.first];
     let earlier_end = t
         .activities

@@ -1,11 +1,9 @@
 //! Steps as the period of the kernel sequence that the host marks.
 
-use std::collections::HashMap;
-
 use kopt_model::{ActivityKind, GpuActivity, StepSource, Timeline};
 
-use super::{signature, tiled, Steps};
-use crate::timeline::period::{match_share, repeated_period};
+use super::{signature_ids, tiled, Steps};
+use crate::timeline::period::{match_share, repeated_period_of_ids};
 use crate::timeline::stats::{median, mode};
 use crate::timeline::syncs::host_sync_ends;
 
@@ -89,14 +87,7 @@ pub(super) fn marked_period_steps(
 
 /// Each kernel's signature as a small integer id, in first-seen order.
 fn kernel_ids(order: &[(&GpuActivity, (i64, i64))], kernels: &[usize]) -> Vec<usize> {
-    let sigs: Vec<String> = kernels.iter().map(|&i| signature(order[i].0)).collect();
-    let mut id_of: HashMap<&str, usize> = HashMap::new();
-    sigs.iter()
-        .map(|s| {
-            let next = id_of.len();
-            *id_of.entry(s.as_str()).or_insert(next)
-        })
-        .collect()
+    signature_ids(kernels.iter().map(|&i| order[i].0))
 }
 
 /// Host marks before each kernel: whether a synchronising call ended since
@@ -254,9 +245,7 @@ pub(super) fn marked_period_in(
     tail_from: usize,
 ) -> Option<(usize, usize, Marks)> {
     let n = ids.len();
-    let names: Vec<String> = ids[tail_from..].iter().map(|i| i.to_string()).collect();
-    let tail: Vec<&str> = names.iter().map(String::as_str).collect();
-    let p0 = repeated_period(&tail);
+    let p0 = repeated_period_of_ids(&ids[tail_from..]);
     let tail_len = n - tail_from;
     // A pause marks a boundary when it is several times the typical pause.
     let typical = median(pause[tail_from + 1..].to_vec()).unwrap_or(0.0);

@@ -64,7 +64,9 @@ pub(super) fn nvtx_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> 
         with * 2 >= spans.len()
     };
     // The outermost repeated range: one not nested in another repeated family.
-    let names: Vec<&str> = families.keys().copied().collect();
+    // Sorted: the detail lists the nested names, the same every run.
+    let mut names: Vec<&str> = families.keys().copied().collect();
+    names.sort_unstable();
     let (name, spans) = families
         .iter()
         .filter(|(name, spans)| {

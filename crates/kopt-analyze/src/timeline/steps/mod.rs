@@ -8,7 +8,7 @@ mod pattern;
 
 use kopt_model::{ActivityKind, GpuActivity, StepSource, Timeline};
 
-use crate::timeline::launches::{launch_spans, launched_at};
+use crate::timeline::launches::{launch_spans, launched_at, CallSpans};
 use crate::timeline::stats::mode;
 use host::{host_gap_steps, sync_steps};
 use marked_period::marked_period_steps;
@@ -44,17 +44,30 @@ impl Steps {
 }
 
 /// The signature of an activity for the period search: kernels by name and
-/// launch shape (a first layer with other shapes differs from the next), copies by name.
-pub(super) fn signature(a: &GpuActivity) -> String {
-    match a.kind {
-        ActivityKind::Kernel => format!(
-            "{}|{:?}|{:?}",
-            a.name,
-            a.grid.map(|g| (g.x, g.y, g.z)),
-            a.block.map(|b| (b.x, b.y, b.z))
-        ),
-        _ => a.name.clone(),
+/// launch shape (a first layer with other shapes differs from the next),
+/// copies by name. Borrowed: a million launches make no strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct Signature<'a> {
+    kernel: bool,
+    name: &'a str,
+    grid: Option<(u32, u32, u32)>,
+    block: Option<(u32, u32, u32)>,
+}
+
+pub(super) fn signature(a: &GpuActivity) -> Signature<'_> {
+    let kernel = a.kind == ActivityKind::Kernel;
+    let dims = |d: Option<kopt_model::Dim3>| d.filter(|_| kernel).map(|d| (d.x, d.y, d.z));
+    Signature {
+        kernel,
+        name: &a.name,
+        grid: dims(a.grid),
+        block: dims(a.block),
     }
+}
+
+/// Each activity's signature as a small integer id, in first-seen order.
+pub(super) fn signature_ids<'a>(acts: impl Iterator<Item = &'a GpuActivity>) -> Vec<usize> {
+    crate::timeline::period::intern(acts.map(signature))
 }
 
 /// Segments of launches (activities in launch order) between boundaries
@@ -72,11 +85,15 @@ pub(super) fn consistent(kernel_counts: &[usize]) -> Option<usize> {
 /// `ProfilerStep#N`, a repeated NVTX range, synchronisation calls, host
 /// gaps between bursts of launches, the period of the activity sequence.
 pub fn find_steps(t: &Timeline) -> Option<Steps> {
-    let calls = launch_spans(t);
+    find_steps_with(t, &launch_spans(t))
+}
+
+/// `find_steps` with the launch spans already built.
+pub(crate) fn find_steps_with(t: &Timeline, calls: &CallSpans) -> Option<Steps> {
     let mut order: Vec<(&GpuActivity, (i64, i64))> = t
         .activities
         .iter()
-        .map(|a| (a, launched_at(a, &calls)))
+        .map(|a| (a, launched_at(a, calls)))
         .collect();
     order.sort_by_key(|(a, (s, _))| (*s, a.start_ns));
     profiler_steps(t)

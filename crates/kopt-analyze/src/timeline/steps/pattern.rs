@@ -1,26 +1,15 @@
 //! Steps as the period of the activity sequence alone: no markers, syncs
 //! or host gaps.
 
-use std::collections::HashMap;
-
 use kopt_model::{GpuActivity, StepSource};
 
-use super::{signature, tiled, Steps};
-use crate::timeline::period::{match_share, repeated_period};
+use super::{signature_ids, tiled, Steps};
+use crate::timeline::period::{match_share, repeated_period_of_ids};
 
 pub(super) fn pattern_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Steps> {
-    let sigs: Vec<String> = order.iter().map(|(a, _)| signature(a)).collect();
-    let refs: Vec<&str> = sigs.iter().map(String::as_str).collect();
-    let inner = repeated_period(&refs)?;
-    let n = refs.len();
-    let mut id_of: HashMap<&str, usize> = HashMap::new();
-    let ids: Vec<usize> = refs
-        .iter()
-        .map(|s| {
-            let next = id_of.len();
-            *id_of.entry(s).or_insert(next)
-        })
-        .collect();
+    let ids = signature_ids(order.iter().map(|(a, _)| *a));
+    let inner = repeated_period_of_ids(&ids)?;
+    let n = ids.len();
     // An outer period is justified where it repeats clearly better than the
     // inner one (a layer repeats inside a step, the step's ends differ).
     let base = match_share(&ids, inner);
