@@ -357,23 +357,105 @@ impl History {
     }
 }
 
-/// The git revision of the repository holding `dir`, when there is one.
+/// The git revision of the repository holding `dir`, when there is one,
+/// as git's short form (7 hex digits). Read from the repository's files,
+/// not by running git: a cloned repository's config can name programs git
+/// runs (`core.fsmonitor`), and recording a run must not run them.
 pub fn git_revision(dir: &Path) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(dir)
-        .stderr(std::process::Stdio::null())
-        .output()
+    let dir = std::fs::canonicalize(dir).ok()?;
+    let git = dir
+        .ancestors()
+        .map(|d| d.join(".git"))
+        .find(|g| g.exists())?;
+    let git = if git.is_file() {
+        // A worktree or submodule: `gitdir: PATH`.
+        let text = read_small(&git)?;
+        let to = text.strip_prefix("gitdir:")?.trim();
+        git.parent()?.join(to)
+    } else {
+        git
+    };
+    let head = read_small(&git.join("HEAD"))?;
+    let head = head.trim();
+    let full = match head.strip_prefix("ref:") {
+        None => head.to_string(),
+        Some(name) => {
+            let name = name.trim();
+            // A worktree's branches live in the common directory.
+            let common = read_small(&git.join("commondir"))
+                .map(|c| git.join(c.trim()))
+                .unwrap_or_else(|| git.clone());
+            ref_target(&git, name).or_else(|| ref_target(&common, name))?
+        }
+    };
+    let is_hex = full.len() >= 40 && full.bytes().all(|b| b.is_ascii_hexdigit());
+    is_hex.then(|| full[..7].to_string())
+}
+
+/// A ref's commit from its loose file, else from `packed-refs`.
+fn ref_target(git: &Path, name: &str) -> Option<String> {
+    if name.split('/').any(|p| p.is_empty() || p == "..") {
+        return None;
+    }
+    if let Some(text) = read_small(&git.join(name)) {
+        return Some(text.trim().to_string());
+    }
+    let packed = read_small(&git.join("packed-refs"))?;
+    packed.lines().find_map(|line| {
+        let (sha, r) = line.split_once(' ')?;
+        (r.trim() == name).then(|| sha.to_string())
+    })
+}
+
+/// A repository file's text, at most 1 MiB (a ref, HEAD, packed-refs).
+fn read_small(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(1 << 20)
+        .read_to_string(&mut text)
         .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-        .filter(|s| !s.is_empty())
+    Some(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_revision_is_read_from_the_repository_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = dir.path().join(".git");
+        std::fs::create_dir_all(git.join("refs/heads")).unwrap();
+        let sha = "0123456789abcdef0123456789abcdef01234567";
+        // A detached HEAD.
+        std::fs::write(git.join("HEAD"), format!("{sha}\n")).unwrap();
+        let sub = dir.path().join("a/b");
+        std::fs::create_dir_all(&sub).unwrap();
+        assert_eq!(git_revision(&sub).as_deref(), Some("0123456"));
+        // A branch, loose then packed.
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(git.join("refs/heads/main"), format!("{sha}\n")).unwrap();
+        assert_eq!(git_revision(dir.path()).as_deref(), Some("0123456"));
+        std::fs::remove_file(git.join("refs/heads/main")).unwrap();
+        let other = "fedcba9876543210fedcba9876543210fedcba98";
+        std::fs::write(
+            git.join("packed-refs"),
+            format!("# pack-refs with: peeled\n{other} refs/heads/main\n"),
+        )
+        .unwrap();
+        assert_eq!(git_revision(dir.path()).as_deref(), Some("fedcba9"));
+        // A ref that climbs out of the repository, or garbage: no revision.
+        std::fs::write(git.join("HEAD"), "ref: ../../etc/passwd\n").unwrap();
+        assert_eq!(git_revision(dir.path()), None);
+        std::fs::write(git.join("HEAD"), "not a commit\n").unwrap();
+        assert_eq!(git_revision(dir.path()), None);
+    }
 
     fn run(kind: &str, summary: &str) -> RunRow {
         RunRow {
