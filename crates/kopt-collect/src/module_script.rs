@@ -38,6 +38,13 @@ const PROFILE_DRIVER: (&str, &str) = (
     "kopt_profile_driver.py",
     include_str!("../python/kopt_profile_driver.py"),
 );
+/// The in-process gate's harness: two callables timed in one process
+/// (`kopt bench --script`, and the Python package's `kopt.bench`, which
+/// runs this same text). It imports nothing from kopt.
+pub const GATE_HARNESS: (&str, &str) = (
+    "kopt_gate_harness.py",
+    include_str!("../python/kopt_gate_harness.py"),
+);
 /// Candidates built, checked and timed (optimize).
 const OPTIMIZE_HARNESS: (&str, &str) = (
     "kopt_optimize.py",

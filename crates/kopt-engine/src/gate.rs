@@ -12,7 +12,7 @@ use crate::progress::Progress;
 use crate::{Error, Result};
 
 /// The harness, shared with the Python package (it imports nothing from kopt).
-pub const HARNESS: &str = include_str!("../../kopt-py/python/kopt/_gate_harness.py");
+pub const HARNESS: &str = kopt_collect::module_script::GATE_HARNESS.1;
 
 /// Two module scripts to compare in one process.
 #[derive(Debug, Clone)]

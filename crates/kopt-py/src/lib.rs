@@ -1011,6 +1011,13 @@ fn cli_main(py: Python<'_>, args: Vec<String>) -> u8 {
     py.detach(|| kopt::run(args))
 }
 
+/// The in-process gate's harness source (`kopt._gate_harness` runs it):
+/// one text for the package and `kopt bench --script`.
+#[pyfunction]
+fn gate_harness_source() -> &'static str {
+    kopt_engine::gate::HARNESS
+}
+
 #[pymodule]
 fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -1032,6 +1039,7 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(history, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(gate_decide, m)?)?;
+    m.add_function(wrap_pyfunction!(gate_harness_source, m)?)?;
     m.add_function(wrap_pyfunction!(device_peaks, m)?)?;
     m.add_function(wrap_pyfunction!(should_stop, m)?)?;
     m.add_function(wrap_pyfunction!(default_tolerance, m)?)?;
