@@ -6,6 +6,7 @@ pub mod batchnorm;
 pub mod catalogue;
 pub mod compile;
 pub mod copies;
+pub mod counter_plan;
 pub mod fusion;
 mod gain;
 pub mod host_syncs;

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use kopt_analyze::counter_plan::CounterPlan;
 use kopt_analyze::top_kernel_functions;
 use kopt_collect::{CapturedPass, Ncu, Pass, Stream, Workload};
 use kopt_ingest::{merge_profile, read_ncu_csv, read_run_folder_filtered};
@@ -99,6 +100,7 @@ impl Passes<'_> {
             }
             _ => None,
         };
+        let traced_functions = traced.is_some();
         let functions = match traced {
             Some(functions) => functions,
             None => {
@@ -124,6 +126,37 @@ impl Passes<'_> {
                 }
                 functions
             }
+        };
+        // The timeline alone may already decide the first finding: then
+        // the counter pass (ncu's replay) cannot change it.
+        let traced_only = traced_functions && !req.counters_forced && req.deep_top.is_none();
+        let functions = if traced_only {
+            let d = diagnose(read_run_folder_filtered(self.dir)?, &req.analysis);
+            match kopt_analyze::counter_plan::counter_plan(&d) {
+                CounterPlan::All => functions,
+                CounterPlan::Kernels {
+                    functions: only,
+                    reason,
+                } => {
+                    self.progress.note(&format!(
+                        "counter pass on {} kernel{} only: {reason} (--profile-top N collects counters on the N hottest)",
+                        only.len(),
+                        if only.len() == 1 { "" } else { "s" }
+                    ));
+                    self.record.counters = Some(format!("only {}: {reason}", only.join(", ")));
+                    only
+                }
+                CounterPlan::Skip { reason } => {
+                    self.progress.note(&format!(
+                        "counter pass skipped: {reason} (--profile-top N collects counters on the N hottest)"
+                    ));
+                    self.record.counters = Some(format!("skipped: {reason}"));
+                    save_record(self.record, self.dir)?;
+                    return Ok(counters_skipped_note(d, &reason));
+                }
+            }
+        } else {
+            functions
         };
         // Pass 2: kopt's metrics on the kernels that carry the time.
         self.step(
@@ -285,6 +318,16 @@ impl Passes<'_> {
         progress.pass_done(1, self.total, t.elapsed().as_secs_f64());
         Ok(Some((functions, bare_range)))
     }
+}
+
+/// The timeline's diagnosis with the reason the counter pass was skipped
+/// in place of the generic "no counters were collected" note.
+fn counters_skipped_note(mut d: Diagnosis, reason: &str) -> Diagnosis {
+    d.notes.retain(|n| !n.starts_with("Timeline only:"));
+    d.notes.push(format!(
+        "Counter pass skipped: {reason}. Kernels without a timeline finding are classed unknown; --profile-top N collects counters on the N hottest."
+    ));
+    d
 }
 
 /// ncu's own chatter stays in the log; its errors are reported by kopt.

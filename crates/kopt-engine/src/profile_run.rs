@@ -72,6 +72,11 @@ pub struct ProfileRequest {
     /// Profile in depth at most this many distinct kernels (`--profile-top`;
     /// `analysis.top` is how many the report shows, as in `analyze`).
     pub profile_top: usize,
+    /// Collect counters on the `profile_top` kernels whatever the timeline
+    /// says (`--profile-top`, `--deep`). Otherwise the counter pass covers
+    /// only kernels whose counters could change the first finding, and is
+    /// skipped when none could (`kopt_analyze::counter_plan`).
+    pub counters_forced: bool,
     /// Launches per launch configuration in the targeted pass.
     pub launches: u32,
     /// Add `--set full` for this many of the hottest kernels.
@@ -106,6 +111,7 @@ impl ProfileRequest {
             module: None,
             kernel_regex: None,
             profile_top: 20,
+            counters_forced: false,
             launches: 1,
             deep_top: None,
             ncu: None,

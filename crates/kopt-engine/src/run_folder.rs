@@ -35,6 +35,7 @@ pub fn start_record(
         profiler_version,
         kernel_filter: None,
         passes: Vec::new(),
+        counters: None,
         status: "running".into(),
         wall_s: None,
     }

@@ -99,6 +99,11 @@ pub struct RunRecord {
     pub kernel_filter: Option<String>,
     #[serde(default)]
     pub passes: Vec<PassRecord>,
+    /// What the counter pass covered when the timeline decided it (`kopt
+    /// profile` without `--profile-top`): "skipped: REASON" or "only
+    /// KERNELS: REASON". Absent when it covered the hottest kernels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<String>,
     /// "running", "ok", or `"failed: <reason>"`.
     pub status: String,
     #[serde(default)]

@@ -256,7 +256,7 @@ fn analyze_ranks(py: Python<'_>, folder: PathBuf, format_name: &str) -> PyResult
 
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=20, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true, verify=0))]
+#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=None, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true, verify=0))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
@@ -264,7 +264,7 @@ fn profile(
     module: Option<String>,
     gpu: Option<String>,
     timeout: Option<f64>,
-    profile_top: usize,
+    profile_top: Option<usize>,
     top: Option<usize>,
     deep_top: Option<usize>,
     kernel: Option<String>,
@@ -292,7 +292,8 @@ fn profile(
         run: workload(argv, gpu, timeout, quiet, tracer, runs_dir, db, run_dir)?,
         module,
         kernel_regex: kernel,
-        profile_top,
+        profile_top: profile_top.unwrap_or(20),
+        counters_forced: profile_top.is_some() || deep_top.is_some(),
         launches: 1,
         deep_top,
         ncu,

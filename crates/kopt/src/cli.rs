@@ -217,9 +217,12 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub verify: usize,
 
-    /// Profile in depth at most N distinct kernels (those carrying the time)
-    #[arg(long, default_value_t = 20, value_name = "N")]
-    pub profile_top: usize,
+    /// Collect counters on the N hottest distinct kernels, always. Without
+    /// it the counter pass covers at most 20, only those whose counters
+    /// could change the first finding, and is skipped (with the reason)
+    /// when the timeline's first finding saves more than any kernel's time
+    #[arg(long, value_name = "N")]
+    pub profile_top: Option<usize>,
 
     /// Show only the N kernels with the most time, as in analyze (all still
     /// count in the total)

@@ -182,11 +182,15 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
     };
     let mut run = workload(argv, &a.run, a.tracer.clone())?;
     run.run_dir = run_dir;
+    /// Kernels the counter pass covers at most when the timeline leaves it
+    /// to kopt.
+    const DEFAULT_PROFILE_TOP: usize = 20;
     let req = ProfileRequest {
         run,
         module: a.module.clone(),
         kernel_regex: a.kernel.clone(),
-        profile_top: a.profile_top,
+        profile_top: a.profile_top.unwrap_or(DEFAULT_PROFILE_TOP),
+        counters_forced: a.profile_top.is_some() || a.deep,
         launches: a.launches,
         deep_top: a.deep.then_some(a.deep_top),
         ncu: a.ncu.clone(),

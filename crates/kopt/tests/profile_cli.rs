@@ -375,7 +375,12 @@ fn moe_profile(env: &Env, extra: &[&str]) -> Output {
 #[test]
 fn kernel_regex_picks_among_the_traced_kernels() {
     let env = Env::new();
-    let o = moe_profile(&env, &["--kernel", "gatherTopK|bitonicSort"]);
+    // --profile-top: the counter pass runs although graph capture decides
+    // the first finding.
+    let o = moe_profile(
+        &env,
+        &["--kernel", "gatherTopK|bitonicSort", "--profile-top", "20"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let log = std::fs::read_to_string(env.args_log()).unwrap();
     assert!(log.lines().all(|l| l.starts_with("targeted")), "{log}");
@@ -414,12 +419,46 @@ fn kernel_regex_picks_among_the_traced_kernels() {
 }
 
 #[test]
+fn the_counter_pass_is_skipped_where_the_timeline_decides_the_first_finding() {
+    // Launch bound: graph capture saves more of the step than any kernel's
+    // whole time, so no kernel's counters could change the first finding.
+    let env = Env::new();
+    let o = moe_profile(&env, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = std::fs::read_to_string(env.args_log()).unwrap_or_default();
+    assert!(log.trim().is_empty(), "ncu ran: {log}");
+    let err = stderr(&o);
+    assert!(
+        err.contains("counter pass skipped: the first finding"),
+        "{err}"
+    );
+    let record = run_json(&env.only_run_dir());
+    let counters = record["counters"].as_str().unwrap();
+    assert!(counters.starts_with("skipped: "), "{counters}");
+    let names: Vec<&str> = record["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pass1-trace", "bare-steps"]);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["recommendations"][0]["id"], "capture_cuda_graph");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("Counter pass skipped: the first finding")
+            && !notes.contains("Timeline only:"),
+        "{notes}"
+    );
+}
+
+#[test]
 fn tracer_timeline_as_pass_one_and_counters_feed_one_diagnosis() {
     // Real data from one module on the H200: kopt's trace of moe_route (pass
     // 1, written by the stand-in tracer) and ncu's targeted pass of the same
     // module (from the fake ncu). Kernel names come from two demanglers.
     let env = Env::new();
-    let o = moe_profile(&env, &[]);
+    let o = moe_profile(&env, &["--profile-top", "20"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let log = std::fs::read_to_string(env.args_log()).unwrap();
     assert!(

@@ -51,7 +51,7 @@ def profile(
     module: Optional[str] = None,
     gpu: Optional[str] = None,
     timeout: Optional[float] = None,
-    profile_top: int = 20,
+    profile_top: Optional[int] = None,
     top: Optional[int] = None,
     deep_top: Optional[int] = None,
     kernel: Optional[str] = None,

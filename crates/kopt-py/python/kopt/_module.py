@@ -33,7 +33,7 @@ def profile_module(
     gpu_id: Union[int, str] = 0,
     *,
     deep: bool = False,
-    profile_top: int = 20,
+    profile_top: Optional[int] = None,
     top: Optional[int] = None,
     timeout: Optional[float] = None,
     runs_dir: Optional[PathLike] = None,
@@ -51,8 +51,11 @@ def profile_module(
     The script is written into a new run folder (``.kopt/runs/<id>/`` at the
     repository root unless ``runs_dir`` says otherwise) and run with this
     interpreter, under kopt's tracer (the timeline: launch overhead, gaps)
-    and ncu's targeted counters on the ``profile_top`` kernels that carry the
-    time (``deep=True`` adds ``--set full`` for the hottest three); ``top``
+    and ncu's targeted counters on the kernels that carry the time: by
+    default only those whose counters could change the first finding (none,
+    and no ncu run, when the timeline's first finding saves more than any
+    kernel's whole time; the report says so), with ``profile_top=N`` always
+    the ``N`` hottest (``deep=True`` adds ``--set full`` for the hottest three); ``top``
     keeps only that many kernels in the report, as in :func:`analyze`. ``ops=True``
     records PyTorch's op ranges with input shapes, so each kernel names the
     op that launched it and the report has a per-op table (at a host cost
