@@ -4,6 +4,7 @@ kopt wheel installed:  python3 profile_module_moe.py OUT_DIR
 """
 
 import sys
+import time
 from pathlib import Path
 
 import kopt
@@ -14,6 +15,7 @@ SCRIPT = (Path(__file__).resolve().parent / "optimize" / "moe_routing.py").read_
 
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
     analysis = kopt.profile_module(
         script_content=SCRIPT,
         module_name="topk_sort",
@@ -21,6 +23,7 @@ def main(out: Path) -> None:
         runs_dir=out / "runs",
         db=out / "history.db",
     )
+    print(f"profile_module took {time.perf_counter() - started:.1f} s")
     print(f"Primary bottleneck: {analysis.primary_bottleneck_component}")
     print(f"Bottleneck type: {analysis.primary_bottleneck_type}")
     for rec in analysis.recommendations:
