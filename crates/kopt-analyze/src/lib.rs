@@ -22,6 +22,7 @@ pub mod rollup;
 pub mod roofline;
 pub mod rules;
 pub mod steady_strip;
+pub mod step_phases;
 pub mod timeline;
 pub mod warmup;
 

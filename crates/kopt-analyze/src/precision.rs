@@ -660,6 +660,7 @@ mod tests {
             host_syncs: None,
             host_copies: None,
             optimizer: None,
+            phases: None,
         }
     }
 

@@ -148,6 +148,8 @@ pub(crate) struct Collector {
     /// host (`cpu_op`): what a sync or copy call is named after.
     pub(crate) frames: Vec<Span>,
     pub(crate) sync_ops: Vec<Span>,
+    /// The autograd engine's ops (thread, start, end): the backward phase.
+    pub(crate) autograd_ops: Vec<(u64, i64, i64)>,
 }
 
 /// torch.profiler's `distributedInfo`: the rank and world size of the
@@ -244,7 +246,50 @@ const SYNC_OPS: &[&str] = &[
 
 /// torch.optim's annotations of its step and zero_grad.
 fn is_optimizer_phase(name: &str) -> bool {
-    name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#")
+    name.starts_with("Optimizer.step#")
+        || name.starts_with("Optimizer.zero_grad#")
+        || name.starts_with(DATA_PHASE)
+}
+
+/// torch's annotation of a DataLoader's `__next__` (a step's data phase).
+const DATA_PHASE: &str = "enumerate(DataLoader)#";
+
+/// The autograd engine's op around each backward function; their union
+/// on a thread is the backward phase of a Kineto trace without kopt's
+/// markers (the phase range `BACKWARD_PHASE`).
+const AUTOGRAD_OP: &str = "autograd::engine::evaluate_function";
+
+use kopt_model::BACKWARD_PHASE;
+
+/// The union of the autograd ops' intervals per thread, as backward
+/// phase ranges.
+fn backward_ranges(mut v: Vec<(u64, i64, i64)>) -> Vec<Range> {
+    v.sort_unstable();
+    let mut out: Vec<Range> = Vec::new();
+    let mut cur: Option<(u64, i64, i64)> = None;
+    for (tid, s, e) in v {
+        match &mut cur {
+            Some((t, _, ce)) if *t == tid && s <= *ce => *ce = (*ce).max(e),
+            _ => {
+                if let Some((_, cs, ce)) = cur.take() {
+                    out.push(Range {
+                        name: BACKWARD_PHASE.into(),
+                        start_ns: cs,
+                        end_ns: ce,
+                    });
+                }
+                cur = Some((tid, s, e));
+            }
+        }
+    }
+    if let Some((_, cs, ce)) = cur {
+        out.push(Range {
+            name: BACKWARD_PHASE.into(),
+            start_ns: cs,
+            end_ns: ce,
+        });
+    }
+    out
 }
 
 /// A `python_function` event's name as the user's source line, when it is
@@ -425,6 +470,7 @@ impl Collector {
         self.gpu_steps.extend(next.gpu_steps);
         self.frames.extend(next.frames);
         self.sync_ops.extend(next.sync_ops);
+        self.autograd_ops.extend(next.autograd_ops);
         if self.first_skipped.is_none() {
             // The next stretch counted its events from 0.
             self.first_skipped = next
@@ -494,6 +540,8 @@ impl Collector {
     /// Each sync and copy call named after the user's line and the op it
     /// was made in, where the trace has them.
     pub(crate) fn finish_frames(&mut self) {
+        let backward = backward_ranges(std::mem::take(&mut self.autograd_ops));
+        self.timeline.phase_ranges.extend(backward);
         let mut frames = std::mem::take(&mut self.frames);
         let mut ops = std::mem::take(&mut self.sync_ops);
         if frames.is_empty() && ops.is_empty() {
@@ -568,7 +616,8 @@ impl Collector {
     /// sync op, or torch.optim's own annotation.
     fn host_span(cat: &str, name: &str) -> bool {
         (cat.eq_ignore_ascii_case("python_function") && user_frame(name).is_some())
-            || (cat.eq_ignore_ascii_case("cpu_op") && SYNC_OPS.contains(&name))
+            || (cat.eq_ignore_ascii_case("cpu_op")
+                && (SYNC_OPS.contains(&name) || name.starts_with(AUTOGRAD_OP)))
             || (cat.eq_ignore_ascii_case("user_annotation") && is_optimizer_phase(name))
     }
 
@@ -731,7 +780,9 @@ impl Collector {
                     end_ns: end,
                     name,
                 };
-                if e.cat.is_some_and(|c| c.eq_ignore_ascii_case("cpu_op")) {
+                if name.starts_with(AUTOGRAD_OP) {
+                    self.autograd_ops.push((tid, ts, end));
+                } else if e.cat.is_some_and(|c| c.eq_ignore_ascii_case("cpu_op")) {
                     self.sync_ops.push(span(name));
                 } else if is_optimizer_phase(&name) {
                     self.timeline.phase_ranges.push(Range {

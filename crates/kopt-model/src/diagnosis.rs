@@ -608,6 +608,44 @@ pub struct TimelineSummary {
     /// torch.optim's step in the steady steps, where the trace marks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimizer: Option<OptimizerStep>,
+    /// The steady steps split into data, forward, backward and optimizer,
+    /// where the trace marks them (`kopt:*` ranges, docs/training.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<StepPhases>,
+}
+
+/// A training step's phases, averaged over the steady steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StepPhases {
+    /// Steady steps averaged.
+    pub steps: u64,
+    /// Mean step, from one step's start to the next's.
+    pub step_ns: f64,
+    /// `data`, `forward`, `backward`, `optimizer` (those marked), then
+    /// `other`: the step's time in no phase.
+    pub phases: Vec<StepPhase>,
+    /// Of forward, backward and optimizer, those with no marker in the
+    /// steps (a `train_step` marks the optimizer only).
+    pub missing: Vec<String>,
+    /// Where the phases came from: kopt's markers, or torch.profiler's
+    /// annotations (forward then inferred).
+    pub source: String,
+}
+
+/// One phase of a step: its host time and the GPU work it launched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct StepPhase {
+    pub name: String,
+    /// Host time inside the phase's ranges, per step.
+    pub host_ns_per_step: f64,
+    /// That time's share of the step, 0..=100.
+    pub share_pct: f64,
+    /// Kernels launched inside the phase, per step.
+    pub kernels_per_step: f64,
+    /// Their GPU time, per step.
+    pub gpu_ns_per_step: f64,
 }
 
 /// The optimizer's step as the trace shows it (`Optimizer.step#NAME.step`).

@@ -30,8 +30,9 @@ pub use diagnosis::{
     HostCopies, HostSyncs, HotUnit, IdleGap, KernelEvidence, KernelFamily, KernelVerdict,
     LibraryFamily, NcuDisagreement, OpShare, OpSummary, OptimizerStep, PipeUse, PredictedSpeedup,
     PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, StallShare, SteadyState,
-    SteadyStrip, StepDetection, StepSource, StripLane, SyncSite, TimelineStrip, TimelineSummary,
-    Verification, WarmupEvidence, WarmupKernel, WarmupTrials, FIGURE_WITHHELD,
+    SteadyStrip, StepDetection, StepPhase, StepPhases, StepSource, StripLane, SyncSite,
+    TimelineStrip, TimelineSummary, Verification, WarmupEvidence, WarmupKernel, WarmupTrials,
+    FIGURE_WITHHELD,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{
@@ -47,7 +48,7 @@ pub use ranks::{
 };
 pub use timeline::{
     bare_launch_every, bare_launch_range, range_family, ActivityKind, ApiCall, ApiKind, BareSteps,
-    CopyDirection, CopyKind, GpuActivity, MemoryKind, Range, Recorder, Timeline,
+    CopyDirection, CopyKind, GpuActivity, MemoryKind, Range, Recorder, Timeline, BACKWARD_PHASE,
     BARE_LAUNCH_RANGE_PREFIX, BARE_SYNC_RANGE, KINETO_MAX_NS_PER_LAUNCH, KINETO_NS_PER_LAUNCH,
     KINETO_SLOWDOWN, KINETO_SLOWDOWN_BAND, KOPT_TRACER_NS_PER_LAUNCH, NVTX_OP_RANGE_NS,
 };

@@ -399,6 +399,10 @@ pub fn range_family(name: &str) -> &str {
     }
 }
 
+/// The name of a Kineto trace's backward phase ranges: the union, per
+/// thread, of the autograd engine's `evaluate_function` ops.
+pub const BACKWARD_PHASE: &str = "autograd::engine (backward)";
+
 impl Timeline {
     /// The trace with the time between sampled windows cut out, so what the
     /// tracer never saw does not read as idle GPU time. Each record moves

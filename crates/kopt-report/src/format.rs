@@ -447,6 +447,34 @@ pub fn timeline_lines(t: &kopt_model::TimelineSummary) -> Vec<(String, String)> 
     if let Some(b) = t.busy_per_iteration_ns {
         v.push(("GPU busy per iteration".into(), duration(b)));
     }
+    if let Some(p) = &t.phases {
+        let mut parts: Vec<String> = p
+            .phases
+            .iter()
+            .map(|ph| {
+                format!(
+                    "{} {} ({:.0}%; GPU {}, {:.0} kernels)",
+                    ph.name,
+                    duration(ph.host_ns_per_step),
+                    ph.share_pct,
+                    duration(ph.gpu_ns_per_step),
+                    ph.kernels_per_step
+                )
+            })
+            .collect();
+        if !p.missing.is_empty() {
+            parts.push(format!("not marked: {}", p.missing.join(", ")));
+        }
+        let from = if p.source.starts_with("torch") {
+            ", from torch.profiler's annotations, forward inferred"
+        } else {
+            ""
+        };
+        v.push((
+            format!("Step phases (host, mean of {} steps{from})", p.steps),
+            parts.join("; "),
+        ));
+    }
     for (i, g) in t.largest_gaps.iter().enumerate() {
         v.push((
             format!("Idle gap #{}", i + 1),

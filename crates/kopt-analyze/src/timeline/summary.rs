@@ -107,6 +107,7 @@ fn summarize_window(
     let host_syncs = crate::host_syncs::summarize(t, &windows, step_ns, busy_per_step, overhead);
     let host_copies = crate::copies::summarize(t, &windows);
     let optimizer = crate::optimizer::summarize(t, &windows);
+    let phases = crate::step_phases::summarize(t, &windows);
     Some(TimelineSummary {
         wall_ns: w.wall,
         gpu_busy_ns: busy,
@@ -133,6 +134,7 @@ fn summarize_window(
         host_syncs,
         host_copies,
         optimizer,
+        phases,
     })
 }
 
