@@ -191,8 +191,7 @@ pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
     };
     let max = KOPT_REPORT_MAX_BYTES.get();
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(io)?
+    crate::open_regular(path, &label)?
         .take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(io)?;

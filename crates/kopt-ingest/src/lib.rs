@@ -2,6 +2,7 @@
 //! `.ncu-rep` report to CSV is `kopt-collect`'s job.
 
 pub mod budget;
+pub mod confine;
 pub mod detect;
 mod error;
 pub mod inputs;
@@ -70,6 +71,7 @@ pub(crate) fn open_regular(path: &Path, label: &str) -> Result<std::fs::File, In
         path: label.to_string(),
         kind,
     };
+    confine::check(path, label)?;
     // Checked before opening: opening a FIFO for reading blocks until a writer comes.
     if let Some(kind) = error::non_regular_kind(std::fs::metadata(path).map_err(io)?.file_type()) {
         return Err(not_regular(kind));

@@ -29,6 +29,7 @@ const COUNTERS_ONLY: &str = "rocpd database (counters_collection view)";
 
 /// Read a rocpd database from disk, read-only.
 pub fn read_rocpd(path: &Path, label: &str) -> Result<Vec<AmdFile>, IngestError> {
+    crate::confine::check(path, label)?;
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
