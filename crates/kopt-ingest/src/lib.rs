@@ -162,8 +162,28 @@ pub(crate) fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io:
 /// Read and parse one ncu CSV file from disk; a gzipped page (`.csv.gz`,
 /// told by its bytes) is decompressed first, within the gzip budgets.
 pub fn read_ncu_csv(path: &Path) -> Result<NcuFile, IngestError> {
+    use std::io::Read;
     let label = path.display().to_string();
-    let bytes = read_regular(path, &label)?;
+    let io = |source| IngestError::Io {
+        path: label.clone(),
+        source,
+    };
+    // Anything no other reader claimed ends up here: its head is looked at
+    // before the rest is read, so a binary file of gigabytes is refused
+    // after 64 KiB, not after reading it whole.
+    let mut file = open_regular(path, &label)?;
+    let mut bytes = vec![0u8; 64 << 10];
+    let n = read_up_to(&mut file, &mut bytes).map_err(io)?;
+    bytes.truncate(n);
+    if !bytes.starts_with(&kineto::GZIP_MAGIC) {
+        if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+            return Err(IngestError::Binary {
+                path: label,
+                offset,
+            });
+        }
+    }
+    file.read_to_end(&mut bytes).map_err(io)?;
     if bytes.starts_with(&kineto::GZIP_MAGIC) {
         let plain = kineto::decompress(&bytes, &label)?;
         return parse_ncu_csv(&plain, &label);
