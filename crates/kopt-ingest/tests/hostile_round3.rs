@@ -23,3 +23,43 @@ fn an_unknown_binary_file_is_refused_from_its_head() {
         start.elapsed()
     );
 }
+
+/// A unit kopt does not know is not read as its base unit: the duration's
+/// is an error, another column is left unknown and said.
+#[test]
+fn an_unknown_unit_is_said_not_read_as_the_base_unit() {
+    let page = |dur: &str, bytes: &str| {
+        format!(
+            "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"dram__bytes_read.sum\"\n\"\",\"\",\"{dur}\",\"{bytes}\"\n\"0\",\"k1\",\"1000\",\"5000\"\n"
+        )
+    };
+    let err = kopt_ingest::parse_ncu_csv(page("furlong", "byte").as_bytes(), "u.csv")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unit \"furlong\" is not a time unit"), "{err}");
+    let f = kopt_ingest::parse_ncu_csv(page("usecond", "parsec").as_bytes(), "u.csv").unwrap();
+    assert_eq!(f.launches[0].metrics.duration_ns, Some(1e6));
+    assert_eq!(f.launches[0].metrics.dram_bytes_read, None);
+    assert!(
+        f.excluded
+            .iter()
+            .any(|e| e.contains("dram__bytes_read.sum") && e.contains("\"parsec\" unknown")),
+        "{:?}",
+        f.excluded
+    );
+}
+
+/// A launch whose duration is "n/a" counts as 0 ns: the source says so.
+#[test]
+fn an_na_duration_is_said() {
+    let page = "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\"\n\"\",\"\",\"nsecond\"\n\"0\",\"k1\",\"1000\"\n\"1\",\"k2\",\"n/a\"\n";
+    let f = kopt_ingest::parse_ncu_csv(page.as_bytes(), "na.csv").unwrap();
+    assert_eq!(f.launches.len(), 2);
+    assert!(
+        f.excluded
+            .iter()
+            .any(|e| e.contains("n/a in 1 of 2 row(s)") && e.contains("line 4")),
+        "{:?}",
+        f.excluded
+    );
+}
