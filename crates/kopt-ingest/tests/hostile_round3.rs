@@ -63,3 +63,32 @@ fn an_na_duration_is_said() {
         f.excluded
     );
 }
+
+/// AMD agent figures beyond any GPU (an LDS of 1.8e19 bytes per CU) are
+/// left unknown and said, not reported as fact.
+#[test]
+fn implausible_amd_agent_figures_are_left_unknown() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/amd/synthetic-rocprofv3-json/results.json");
+    let text = std::fs::read_to_string(fixture).unwrap();
+    assert!(text.contains("\"lds_size_in_kb\": 64,"));
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("results.json");
+    std::fs::write(
+        &p,
+        text.replace(
+            "\"lds_size_in_kb\": 64,",
+            "\"lds_size_in_kb\": 17592186044416,",
+        ),
+    )
+    .unwrap();
+    let profile = kopt_ingest::read_rocprof_files(&[p]).unwrap();
+    let amd = profile.device.amd.as_ref().unwrap();
+    // kopt's table figure for the MI300X instead.
+    assert_eq!(amd.lds_bytes_per_cu, Some(64 << 10));
+    assert!(
+        amd.source.contains("implausible") && amd.source.contains("LDS bytes per CU"),
+        "{}",
+        amd.source
+    );
+}
