@@ -64,6 +64,77 @@ fn an_na_duration_is_said() {
     );
 }
 
+fn kopt_trace(device: &str, kernels: &[&str]) -> String {
+    let mut t = format!(
+        "{{\"t\":\"process\",\"pid\":1}}\n{{\"t\":\"device\",\"id\":0,\"name\":\"{device}\",\"sms\":132,\"cc\":[9,0],\"mem_bw_kbs\":3350000000,\"clock_khz\":1980000}}\n"
+    );
+    for k in kernels {
+        t.push_str(k);
+        t.push('\n');
+    }
+    t.push_str("{\"t\":\"end\"}\n");
+    t
+}
+
+/// A block of 0 threads or a grid of 2^32 - 1 blocks is no launch a GPU
+/// ran: the kernel keeps its time, its geometry is left unknown and said.
+#[test]
+fn impossible_launch_geometry_in_a_kopt_trace_is_left_unknown_and_said() {
+    let text = kopt_trace(
+        "NVIDIA H100",
+        &[
+            r#"{"t":"kernel","name":"kA","s":1000,"e":2000,"dev":0,"str":7,"c":8,"g":[4294967295,1,1],"b":[0,1,1]}"#,
+            r#"{"t":"kernel","name":"kB","s":3000,"e":5000,"dev":0,"str":7,"c":9,"g":[4,1,1],"b":[2048,2048,64]}"#,
+            r#"{"t":"kernel","name":"kC","s":6000,"e":7000,"dev":0,"str":7,"c":10,"g":[4,1,1],"b":[256,1,1]}"#,
+        ],
+    );
+    let t = kopt_ingest::parse_kopt_trace(&text, "geo.jsonl").unwrap();
+    let a = &t.timeline.activities;
+    assert_eq!(a.len(), 3);
+    assert_eq!((a[0].grid, a[0].block), (None, None));
+    assert_eq!((a[1].grid, a[1].block), (None, None));
+    assert!(a[2].block.is_some());
+    let format = t.source_format();
+    assert!(
+        format.contains("2 kernel(s) with a launch geometry no GPU runs")
+            && format.contains("line 3: block [0, 1, 1]"),
+        "{format}"
+    );
+}
+
+/// `trace.jsonl.<pid>` of a process on another GPU is not merged under
+/// the first GPU's name.
+#[test]
+fn a_sibling_trace_of_another_gpu_is_refused_by_name() {
+    let d = tempfile::tempdir().unwrap();
+    let k = r#"{"t":"kernel","name":"k","s":1000,"e":2000,"dev":0,"str":7,"c":8,"g":[4,1,1],"b":[32,1,1]}"#;
+    std::fs::write(
+        d.path().join("trace.jsonl"),
+        kopt_trace("NVIDIA H200", &[k]),
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("trace.jsonl.2"),
+        kopt_trace("NVIDIA H100 80GB HBM3", &[k]),
+    )
+    .unwrap();
+    let err = kopt_ingest::read_kopt_trace_set(&d.path().join("trace.jsonl"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("NVIDIA H200") && err.contains("trace.jsonl.2") && err.contains("H100"),
+        "{err}"
+    );
+    // The same GPU in both: merged as before.
+    std::fs::write(
+        d.path().join("trace.jsonl.2"),
+        kopt_trace("NVIDIA H200", &[k]),
+    )
+    .unwrap();
+    let t = kopt_ingest::read_kopt_trace_set(&d.path().join("trace.jsonl")).unwrap();
+    assert_eq!(t.merged_files, ["trace.jsonl.2"]);
+}
+
 /// AMD agent figures beyond any GPU (an LDS of 1.8e19 bytes per CU) are
 /// left unknown and said, not reported as fact.
 #[test]
