@@ -163,3 +163,33 @@ fn implausible_amd_agent_figures_are_left_unknown() {
         amd.source
     );
 }
+
+/// A rocpd database in WAL mode is read without leaving `-shm` / `-wal`
+/// files beside it (a read-only input must stay as it was).
+#[test]
+fn a_wal_mode_rocpd_database_is_read_leaving_nothing_beside_it() {
+    let corpus =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/rocpd/trace.db");
+    let d = tempfile::tempdir().unwrap();
+    // A name a URI must encode.
+    let p = d.path().join("my run?#%.db");
+    std::fs::copy(corpus, &p).unwrap();
+    let conn = rusqlite::Connection::open(&p).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    drop(conn);
+    let before: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before.len(), 1, "{before:?}");
+    let profile = kopt_ingest::read_rocprof_files(std::slice::from_ref(&p)).unwrap();
+    assert!(!profile.launches.is_empty());
+    let after: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(after, before);
+}
