@@ -235,7 +235,7 @@ impl Measurement {
         if let Some(t) = self.tol {
             if !(t.is_finite() && t >= 0.0) {
                 return Err(Error::Usage(format!(
-                    "--tol must be a non-negative number, got {t}"
+                    "--tol must be a finite number of 0 or more, got {t}"
                 )));
             }
         }

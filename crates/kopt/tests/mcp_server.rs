@@ -377,6 +377,23 @@ fn analyze_follows_no_link_out_of_the_allowed_folders() {
     s.close(Duration::from_secs(5));
 }
 
+/// A 100 KB path is not echoed whole in the error a client reads (#39).
+#[test]
+fn tool_errors_do_not_echo_a_huge_argument_whole() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let huge = "y".repeat(100_000);
+    let r = s.call(1, "analyze", json!({"files": [huge]}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.len() < 1200 && text.contains(" bytes]…"),
+        "{} bytes",
+        text.len()
+    );
+    s.close(Duration::from_secs(5));
+}
+
 /// The summary an agent reads carries each finding's figure and says
 /// which evidence was missing (#37: an AMD trace without counters said
 /// only "unknown").
