@@ -114,8 +114,11 @@ pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Prof
     for p in profiles {
         if profile.launches.is_empty() {
             profile.device = p.device;
+            // Taken whole, not copied into an empty vector.
+            profile.launches = p.launches;
+        } else {
+            profile.launches.extend(p.launches);
         }
-        profile.launches.extend(p.launches);
         profile.sources.extend(p.sources);
         // A run folder whose pass 1 was kopt's tracer brings its timeline.
         if p.timeline.is_some() {

@@ -236,7 +236,13 @@ pub fn merge_profile(files: Vec<(String, NcuFile)>) -> Profile {
                 device = Some(d);
             }
         }
-        launches.extend(file.launches);
+        // The first file's launches are taken whole: extending an empty
+        // vector would copy them all (1.2 KB a launch) while both live.
+        if launches.is_empty() {
+            launches = file.launches;
+        } else {
+            launches.extend(file.launches);
+        }
     }
     Profile {
         device: device.unwrap_or_else(Device::unknown),
