@@ -42,6 +42,12 @@ pub enum CollectError {
         status: String,
         stderr: String,
     },
+    #[error("{report}: `{command}` {why}")]
+    ExportBudget {
+        report: String,
+        command: String,
+        why: String,
+    },
     #[error("{report}: cannot run {ncu}: {source}")]
     Spawn {
         report: String,
@@ -129,8 +135,21 @@ impl Ncu {
         })
     }
 
-    /// `ncu -i REPORT --csv --page raw --print-units base` (or `--page details`).
+    /// `ncu -i REPORT --csv --page raw --print-units base` (or `--page details`),
+    /// within the export budgets ([`ExportLimits::from_env`]).
     pub fn export_csv(&self, report: &Path, page: CsvPage) -> Result<Vec<u8>, CollectError> {
+        self.export_csv_within(report, page, ExportLimits::from_env())
+    }
+
+    /// [`Ncu::export_csv`] under the one runner: ncu's process group is
+    /// stopped past `limits.seconds`, and its output is kept up to
+    /// `limits.max_bytes` (a report is a file anyone can hand over).
+    pub fn export_csv_within(
+        &self,
+        report: &Path,
+        page: CsvPage,
+        limits: ExportLimits,
+    ) -> Result<Vec<u8>, CollectError> {
         let mut args: Vec<&std::ffi::OsStr> = vec![
             "-i".as_ref(),
             report.as_os_str(),
@@ -151,11 +170,65 @@ impl Ncu {
                 "details"
             }
         );
-        let output = runner::output(&self.path, &args).map_err(|source| CollectError::Spawn {
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let spec = runner::GroupSpec {
+            program: &self.path,
+            args: &args,
+            env: &[],
+            timeout: Some(std::time::Duration::from_secs(limits.seconds)),
+            stop: runner::Stop::Kill,
+            max_line: usize::try_from(limits.max_bytes).unwrap_or(usize::MAX),
+        };
+        let (mut stdout, mut stderr, mut over) = (Vec::new(), Vec::new(), false);
+        let keep = |buf: &mut Vec<u8>, line: &[u8], over: &mut bool| {
+            if (buf.len() + line.len() + 1) as u64 > limits.max_bytes {
+                *over = true;
+                return;
+            }
+            buf.extend_from_slice(line);
+            buf.push(b'\n');
+        };
+        let exit = runner::run_group(
+            &spec,
+            &mut |_, line| keep(&mut stdout, line, &mut over),
+            &mut |_, line| {
+                // Its last lines are what an error quotes: 64 KiB is plenty.
+                if stderr.len() < 64 << 10 {
+                    stderr.extend_from_slice(line);
+                    stderr.push(b'\n');
+                }
+            },
+        )
+        .map_err(|e| CollectError::Spawn {
             report: report.display().to_string(),
             ncu: self.path.display().to_string(),
-            source,
+            source: e.into(),
         })?;
+        let budget = |why: String| CollectError::ExportBudget {
+            report: report.display().to_string(),
+            command: shown.clone(),
+            why,
+        };
+        if over {
+            return Err(budget(format!(
+                "printed more than {} bytes; raise KOPT_NCU_EXPORT_MAX_BYTES to read it",
+                limits.max_bytes
+            )));
+        }
+        if exit.timed_out {
+            return Err(budget(format!(
+                "ran past {} s and was stopped; raise KOPT_NCU_EXPORT_SECONDS to give it longer",
+                limits.seconds
+            )));
+        }
+        let output = runner::Printed {
+            stdout,
+            stderr,
+            status: exit.status,
+        };
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let stdout = String::from_utf8_lossy(&output.stdout);
@@ -176,6 +249,30 @@ impl Ncu {
 }
 
 /// The last non-empty line: ncu puts its reason there.
+/// How long a `.ncu-rep` export may run and how much it may print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportLimits {
+    pub seconds: u64,
+    pub max_bytes: u64,
+}
+
+impl ExportLimits {
+    /// 600 s and 4 GiB, or `KOPT_NCU_EXPORT_SECONDS` / `KOPT_NCU_EXPORT_MAX_BYTES`.
+    pub fn from_env() -> ExportLimits {
+        let var = |name: &str, default: u64| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|v| *v > 0)
+                .unwrap_or(default)
+        };
+        ExportLimits {
+            seconds: var("KOPT_NCU_EXPORT_SECONDS", 600),
+            max_bytes: var("KOPT_NCU_EXPORT_MAX_BYTES", 4 << 30),
+        }
+    }
+}
+
 fn last_line(text: &str) -> String {
     text.lines()
         .rev()
@@ -216,6 +313,32 @@ mod tests {
             assert!(m.contains(&needed), "{needed}");
         }
         assert!(m.iter().all(|x| !x.contains(' ')));
+    }
+
+    /// A `.ncu-rep` export that hangs or prints without end is stopped at
+    /// its budget, with the variable that raises it (#39).
+    #[test]
+    fn an_export_is_bounded_in_time_and_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = ExportLimits {
+            seconds: 1,
+            max_bytes: 1 << 20,
+        };
+        let report = Path::new("/tmp/x.ncu-rep");
+        let hang = Ncu::locate(Some(&fake_ncu(dir.path(), "exec sleep 60")), None).unwrap();
+        let start = std::time::Instant::now();
+        let err = hang
+            .export_csv_within(report, CsvPage::Raw, limits)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("KOPT_NCU_EXPORT_SECONDS"), "{err}");
+        assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+        let flood = Ncu::locate(Some(&fake_ncu(dir.path(), "exec yes ID,name")), None).unwrap();
+        let err = flood
+            .export_csv_within(report, CsvPage::Raw, limits)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("KOPT_NCU_EXPORT_MAX_BYTES"), "{err}");
     }
 
     #[test]

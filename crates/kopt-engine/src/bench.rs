@@ -235,7 +235,7 @@ impl Measurement {
         if let Some(t) = self.tol {
             if !(t.is_finite() && t >= 0.0) {
                 return Err(Error::Usage(format!(
-                    "--tol must be a non-negative number, got {t}"
+                    "--tol must be a finite number of 0 or more, got {t}"
                 )));
             }
         }
@@ -507,12 +507,19 @@ pub fn run_bench(
     };
     let mut outputs = Vec::new();
     for v in vs.iter_mut() {
+        // Warm-up is outside --max-time, but bounded as its help says: up
+        // to max(60 s, 6 x --max-time) a variant, whatever --warmup asks.
+        let mut warm_s = 0.0;
         for _ in 0..req
             .measure
             .warmup
             .max(u32::from(req.measure.check.is_some()))
         {
+            if warm_s >= first_wait {
+                break;
+            }
             let run = sampler.run(&v.command, &timing, whole_run)?;
+            warm_s += run.wall_s;
             v.used += run.wall_s;
             if run.cut {
                 return Err(Error::WorkloadFailed(format!(
@@ -1324,6 +1331,22 @@ mod tests {
         assert_eq!(&log[..4], ["a", "a", "b", "b"]);
         let total_samples: usize = r.variants.iter().map(|v| v.samples).sum();
         assert_eq!(log.len(), total_samples + 4);
+    }
+
+    /// `--warmup 1000` of 7 s runs does not take two hours: warm-up stops at the
+    /// bound `--max-time`'s help gives, max(60 s, 6 x --max-time) (#39).
+    #[test]
+    fn warmup_is_bounded_by_the_first_sample_wait() {
+        let mut s = FakeSampler::new(&[("a", 1.0), ("b", 1.0)]);
+        s.run_s = 7.0;
+        let mut req = request(&[("a", "a"), ("b", "b")]);
+        req.measure.warmup = 1000;
+        req.measure.stop.max_time_s = 5.0;
+        run_bench(&req, &mut s, &crate::Silent).unwrap();
+        let log = s.log.borrow();
+        // 60 s of 7 s runs: 9 warm-up runs a variant, then its samples.
+        let warm = log.iter().take_while(|c| *c == "a").count();
+        assert_eq!(warm, 9, "{:?}", &log[..log.len().min(20)]);
     }
 
     #[test]

@@ -35,7 +35,7 @@ impl CompareRequest {
             if let Some(t) = v {
                 if !(t.is_finite() && t >= 0.0) {
                     return Err(Error::Usage(format!(
-                        "{flag} must be a non-negative number, got {t}"
+                        "{flag} must be a finite number of 0 or more, got {t}"
                     )));
                 }
             }

@@ -80,9 +80,9 @@ impl From<CollectError> for Error {
             CollectError::NcuNotFound { .. } | CollectError::NcuNotExecutable { .. } => {
                 Error::ToolMissing(e.to_string())
             }
-            CollectError::ExportFailed { .. } | CollectError::Spawn { .. } => {
-                Error::Input(e.to_string())
-            }
+            CollectError::ExportFailed { .. }
+            | CollectError::ExportBudget { .. }
+            | CollectError::Spawn { .. } => Error::Input(e.to_string()),
         }
     }
 }

@@ -36,6 +36,8 @@ pub use bench::{
 pub use compare::{compare, CompareRequest};
 pub use diagnose::AnalysisOptions;
 pub use error::{Error, Result};
+/// Confines every input file read to allowed folders (the MCP server's).
+pub use kopt_ingest::confine::confine_reads;
 pub use optimize::{Candidate, OptimizeRequest};
 pub use optimize_run::optimize;
 pub use profile::profile;

@@ -114,8 +114,11 @@ pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Prof
     for p in profiles {
         if profile.launches.is_empty() {
             profile.device = p.device;
+            // Taken whole, not copied into an empty vector.
+            profile.launches = p.launches;
+        } else {
+            profile.launches.extend(p.launches);
         }
-        profile.launches.extend(p.launches);
         profile.sources.extend(p.sources);
         // A run folder whose pass 1 was kopt's tracer brings its timeline.
         if p.timeline.is_some() {
@@ -191,8 +194,7 @@ pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
     };
     let max = KOPT_REPORT_MAX_BYTES.get();
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .map_err(io)?
+    crate::open_regular(path, &label)?
         .take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(io)?;

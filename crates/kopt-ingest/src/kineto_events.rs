@@ -433,7 +433,7 @@ fn text_dim3(v: Option<&str>) -> Option<Dim3> {
 /// Why a kernel's grid or block cannot be one a GPU ran, if it cannot: a
 /// zero dimension, a block over [`MAX_BLOCK_THREADS`] threads, a grid
 /// dimension over [`MAX_GRID_DIM`].
-fn implausible_dims(grid: Option<Dim3>, block: Option<Dim3>) -> Option<String> {
+pub(crate) fn implausible_dims(grid: Option<Dim3>, block: Option<Dim3>) -> Option<String> {
     let zero = |d: &Dim3| d.x == 0 || d.y == 0 || d.z == 0;
     if let Some(b) = block {
         if zero(&b) || b.product() > MAX_BLOCK_THREADS {

@@ -94,6 +94,12 @@ pub struct KoptTrace {
     pub first_invalid: Option<String>,
     /// Names longer than [`crate::MAX_NAME_BYTES`], kept cut (and not demangled).
     pub names_cut: u64,
+    /// Kernels whose launch geometry no GPU runs (a zero dimension, a block
+    /// over 1024 threads, a grid dimension over 2^31 - 1): kept with their
+    /// time, the grid and block left unknown.
+    pub impossible_geometry: u64,
+    /// The first of them: its line and what was wrong.
+    pub first_impossible_geometry: Option<String>,
     /// Distinct kernel names kept mangled because demangling them would
     /// pass the demangler's budget ([`demangle_bounded`]).
     pub names_left_mangled: u64,
@@ -141,6 +147,13 @@ impl KoptTrace {
         }
         if let Some(file) = &self.bare_steps_file {
             notes.push(format!("bare run's steps from {file}"));
+        }
+        if self.impossible_geometry > 0 {
+            notes.push(format!(
+                "{} kernel(s) with a launch geometry no GPU runs, their grid and block left unknown, the first: {}",
+                self.impossible_geometry,
+                self.first_impossible_geometry.as_deref().unwrap_or("")
+            ));
         }
         if self.names_left_mangled > 0 {
             notes.push(format!(
@@ -406,6 +419,8 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
     let mut invalid: u64 = 0;
     let mut first_invalid: Option<String> = None;
     let mut names_cut: u64 = 0;
+    let mut impossible_geometry: u64 = 0;
+    let mut first_impossible_geometry: Option<String> = None;
     let mut names_left_mangled: u64 = 0;
     let mut run: Option<String> = None;
     // Each distinct name is demangled once: a trace repeats its kernels.
@@ -574,6 +589,12 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             let copy = (kind == ActivityKind::Memcpy)
                 .then(|| tracer_copy(&name, line.sk, line.dk))
                 .flatten();
+            let (mut grid, mut block) = (dim(line.g), dim(line.b));
+            if let Some(why) = crate::kineto_events::implausible_dims(grid, block) {
+                impossible_geometry += 1;
+                first_impossible_geometry.get_or_insert(format!("line {line_no}: {why}"));
+                (grid, block) = (None, None);
+            }
             t.activities.push(GpuActivity {
                 kind,
                 // A cut name is not demangled: it is no longer a whole symbol.
@@ -598,8 +619,8 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 device: line.dev.unwrap_or(0),
                 stream: line.stream.unwrap_or(0),
                 correlation: scoped(line.c, window),
-                grid: dim(line.g),
-                block: dim(line.b),
+                grid,
+                block,
                 bytes: line.bytes,
                 copy,
             });
@@ -656,6 +677,8 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
         invalid_records: invalid,
         first_invalid,
         names_cut,
+        impossible_geometry,
+        first_impossible_geometry,
         names_left_mangled,
         run,
         merged_files: Vec::new(),
@@ -714,6 +737,22 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
             merged.other_ranks_left_out.push(file);
             continue;
         }
+        // Another GPU's process would be labelled with the first one's name
+        // and its kernels priced on its peaks.
+        if let (Some(a), Some(b)) = (
+            merged.timeline.device_name.as_deref(),
+            next.timeline.device_name.as_deref(),
+        ) {
+            if a != b {
+                return Err(IngestError::Inputs(format!(
+                    "{} ran on {} and {} (beside it) on {}: one report is one GPU's; analyze each file alone",
+                    crate::one_line(&path.display().to_string()),
+                    crate::echo(a),
+                    crate::echo(&file),
+                    crate::echo(b)
+                )));
+            }
+        }
         merged.merged_files.push(file);
         i += 1;
         // Ids below 2^48 (32 bits and the window's 16): each process its own
@@ -756,6 +795,13 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
         merged.invalid_records = merged.invalid_records.saturating_add(next.invalid_records);
         merged.first_invalid = merged.first_invalid.or(next.first_invalid);
         merged.names_cut = merged.names_cut.saturating_add(next.names_cut);
+        merged.impossible_geometry = merged
+            .impossible_geometry
+            .saturating_add(next.impossible_geometry);
+        merged.first_impossible_geometry = merged
+            .first_impossible_geometry
+            .take()
+            .or(next.first_impossible_geometry);
         merged.names_left_mangled = merged
             .names_left_mangled
             .saturating_add(next.names_left_mangled);

@@ -2,6 +2,7 @@
 //! `.ncu-rep` report to CSV is `kopt-collect`'s job.
 
 pub mod budget;
+pub mod confine;
 pub mod detect;
 mod error;
 pub mod inputs;
@@ -70,6 +71,7 @@ pub(crate) fn open_regular(path: &Path, label: &str) -> Result<std::fs::File, In
         path: label.to_string(),
         kind,
     };
+    confine::check(path, label)?;
     // Checked before opening: opening a FIFO for reading blocks until a writer comes.
     if let Some(kind) = error::non_regular_kind(std::fs::metadata(path).map_err(io)?.file_type()) {
         return Err(not_regular(kind));
@@ -160,8 +162,28 @@ pub(crate) fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io:
 /// Read and parse one ncu CSV file from disk; a gzipped page (`.csv.gz`,
 /// told by its bytes) is decompressed first, within the gzip budgets.
 pub fn read_ncu_csv(path: &Path) -> Result<NcuFile, IngestError> {
+    use std::io::Read;
     let label = path.display().to_string();
-    let bytes = read_regular(path, &label)?;
+    let io = |source| IngestError::Io {
+        path: label.clone(),
+        source,
+    };
+    // Anything no other reader claimed ends up here: its head is looked at
+    // before the rest is read, so a binary file of gigabytes is refused
+    // after 64 KiB, not after reading it whole.
+    let mut file = open_regular(path, &label)?;
+    let mut bytes = vec![0u8; 64 << 10];
+    let n = read_up_to(&mut file, &mut bytes).map_err(io)?;
+    bytes.truncate(n);
+    if !bytes.starts_with(&kineto::GZIP_MAGIC) {
+        if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+            return Err(IngestError::Binary {
+                path: label,
+                offset,
+            });
+        }
+    }
+    file.read_to_end(&mut bytes).map_err(io)?;
     if bytes.starts_with(&kineto::GZIP_MAGIC) {
         let plain = kineto::decompress(&bytes, &label)?;
         return parse_ncu_csv(&plain, &label);
@@ -214,7 +236,13 @@ pub fn merge_profile(files: Vec<(String, NcuFile)>) -> Profile {
                 device = Some(d);
             }
         }
-        launches.extend(file.launches);
+        // The first file's launches are taken whole: extending an empty
+        // vector would copy them all (1.2 KB a launch) while both live.
+        if launches.is_empty() {
+            launches = file.launches;
+        } else {
+            launches.extend(file.launches);
+        }
     }
     Profile {
         device: device.unwrap_or_else(Device::unknown),

@@ -28,6 +28,7 @@ pub fn read_run_record(dir: &Path) -> Result<Option<RunRecord>, IngestError> {
     if !meta.is_file() {
         return Err(bad("not a regular file".into()));
     }
+    crate::confine::check(&path, &path.display().to_string())?;
     let file = std::fs::File::open(&path).map_err(|e| bad(format!("cannot read: {e}")))?;
     let mut bytes = Vec::new();
     file.take(MAX_RUN_JSON + 1)

@@ -37,6 +37,57 @@ pub fn to_base_factor(unit: &str) -> f64 {
     }
 }
 
+/// Whether kopt knows `unit`: a time, a size, a rate or a clock it scales,
+/// a count ncu names (`inst`, `sector`, `warp`, ...), or a ratio of those
+/// (`byte/sector`, `%/register`). [`to_base_factor`] reads an unknown unit
+/// as the base unit, so its values are only taken where this holds; a
+/// `furlong` column would otherwise read as nanoseconds or bytes.
+pub fn is_known(unit: &str) -> bool {
+    let lower = unit.trim().to_ascii_lowercase();
+    let part = |u: &str| {
+        const COUNTS: &[&str] = &[
+            "",
+            "%",
+            "inst",
+            "block",
+            "sm",
+            "branches",
+            "cycle",
+            "cycles",
+            "pass",
+            "register",
+            "registers",
+            "thread",
+            "threads",
+            "request",
+            "requests",
+            "sample",
+            "samples",
+            "sector",
+            "sectors",
+            "warp",
+            "warps",
+            "cluster",
+            "clusters",
+            "wavefront",
+            "wavefronts",
+            "instance",
+            "instances",
+            "ratio",
+            "count",
+            "x",
+        ];
+        COUNTS.contains(&u)
+            || time_factor(u).is_some()
+            || byte_factor(u).is_some()
+            || matches!(u, "hz" | "khz" | "mhz" | "ghz")
+    };
+    match lower.split_once('/') {
+        Some((num, den)) => part(num) && part(den),
+        None => part(&lower),
+    }
+}
+
 /// Nanoseconds per unit.
 fn time_factor(u: &str) -> Option<f64> {
     Some(match u {
@@ -88,6 +139,26 @@ mod tests {
         assert_eq!(f("byte/second"), 1.0);
         assert_eq!(f("Kbyte/block"), 1e3);
         assert_eq!(f("byte/block"), 1.0);
+    }
+
+    #[test]
+    fn units_kopt_does_not_know_are_told() {
+        use super::is_known;
+        for u in [
+            "",
+            "%",
+            "nsecond",
+            "Gbyte/second",
+            "byte/sector",
+            "%/register",
+            "Ghz",
+            "inst",
+        ] {
+            assert!(is_known(u), "{u}");
+        }
+        for u in ["furlong", "parsec/second", "byte/fortnight", "µfoo"] {
+            assert!(!is_known(u), "{u}");
+        }
     }
 
     #[test]

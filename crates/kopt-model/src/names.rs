@@ -145,72 +145,71 @@ pub fn clip_distinct<S: AsRef<str>>(names: &[S], max: usize) -> Vec<String> {
     let max = max.max(1);
     let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
     let mut out: Vec<String> = names.iter().map(|n| clip_chars(n, max)).collect();
-    // Indices of different names that read the same, by what they read.
-    let collisions = |out: &[String]| -> Vec<Vec<usize>> {
-        let mut by_text: HashMap<&str, Vec<usize>> = HashMap::new();
-        for (i, o) in out.iter().enumerate() {
-            by_text.entry(o.as_str()).or_default().push(i);
-        }
-        let mut groups: Vec<Vec<usize>> = by_text
-            .into_values()
-            .filter(|g| g.iter().any(|&i| names[i] != names[g[0]]))
-            .collect();
-        groups.sort();
-        groups
-    };
-    for group in collisions(&out) {
+    // How many names read each text: every check below is a look-up, so
+    // thousands of names that read alike cost linear time, not cubic.
+    let mut shown: HashMap<String, usize> = HashMap::new();
+    for o in &out {
+        *shown.entry(o.clone()).or_default() += 1;
+    }
+    for group in collisions(&names, &out) {
         // Only shortened names can change; a name shown whole stays.
         let cut: Vec<usize> = group
             .iter()
             .copied()
             .filter(|&i| names[i].chars().count() > max)
             .collect();
+        let mut in_cut: HashMap<&str, usize> = HashMap::new();
+        for &i in &cut {
+            *in_cut.entry(out[i].as_str()).or_default() += 1;
+        }
+        // Different names never read the same, and none reads like a name
+        // outside the group.
+        let ok = |tries: &[String]| {
+            let mut by_text: HashMap<&str, &str> = HashMap::new();
+            let apart = cut
+                .iter()
+                .zip(tries)
+                .all(|(&i, t)| *by_text.entry(t.as_str()).or_insert(names[i]) == names[i]);
+            apart
+                && tries.iter().all(|t| {
+                    shown.get(t.as_str()).copied().unwrap_or(0)
+                        == in_cut.get(t.as_str()).copied().unwrap_or(0)
+                })
+        };
         // The shortest kept end that tells the group apart and reads like
         // no other name.
         let fits = (1..max.saturating_sub(1)).find_map(|tail| {
             let tries: Vec<String> = cut.iter().map(|&i| elide(names[i], max, tail)).collect();
-            let apart = cut.iter().enumerate().all(|(a, &i)| {
-                cut.iter()
-                    .enumerate()
-                    .all(|(b, &j)| names[i] == names[j] || tries[a] != tries[b])
-            });
-            let clear = tries.iter().all(|t| {
-                out.iter()
-                    .enumerate()
-                    .all(|(k, o)| cut.contains(&k) || o != t)
-            });
-            (apart && clear).then_some((tail, tries))
+            ok(&tries).then_some((tail, tries))
         });
-        if let Some((tail, tries)) = fits {
-            // Each kept end widened to the start of its word where that
-            // keeps the group apart: `…naive`, not `…e`.
-            let widened: Vec<String> = cut
-                .iter()
-                .map(|&i| elide(names[i], max, word_tail(names[i], tail, max)))
-                .collect();
-            let apart = cut.iter().enumerate().all(|(a, &i)| {
-                cut.iter()
-                    .enumerate()
-                    .all(|(b, &j)| names[i] == names[j] || widened[a] != widened[b])
-            }) && widened.iter().all(|t| {
-                out.iter()
-                    .enumerate()
-                    .all(|(k, o)| cut.contains(&k) || o != t)
-            });
-            for (&i, t) in cut.iter().zip(if apart { widened } else { tries }) {
-                out[i] = t;
+        let Some((tail, tries)) = fits else {
+            continue;
+        };
+        // Each kept end widened to the start of its word where that keeps
+        // the group apart: `…naive`, not `…e`.
+        let widened: Vec<String> = cut
+            .iter()
+            .map(|&i| elide(names[i], max, word_tail(names[i], tail, max)))
+            .collect();
+        let chosen = if ok(&widened) { widened } else { tries };
+        drop(in_cut);
+        for (&i, t) in cut.iter().zip(chosen) {
+            if let Some(n) = shown.get_mut(out[i].as_str()) {
+                *n -= 1;
             }
+            *shown.entry(t.clone()).or_default() += 1;
+            out[i] = t;
         }
     }
     // What no cut could tell apart gets a counter, one per different name.
     let mut counter = 0usize;
-    for group in collisions(&out) {
-        let mut numbered: Vec<(&str, String)> = Vec::new();
+    for group in collisions(&names, &out) {
+        let mut numbered: HashMap<&str, String> = HashMap::new();
         for &i in &group {
             if names[i].chars().count() <= max {
                 continue;
             }
-            if let Some((_, t)) = numbered.iter().find(|(n, _)| *n == names[i]) {
+            if let Some(t) = numbered.get(names[i]) {
                 out[i] = t.clone();
                 continue;
             }
@@ -218,11 +217,26 @@ pub fn clip_distinct<S: AsRef<str>>(names: &[S], max: usize) -> Vec<String> {
             let tag = format!("~{counter}");
             let head = max.saturating_sub(1 + tag.chars().count());
             let t = format!("{}…{tag}", names[i].chars().take(head).collect::<String>());
-            numbered.push((names[i], t.clone()));
+            numbered.insert(names[i], t.clone());
             out[i] = t;
         }
     }
     out
+}
+
+/// Indices of different names that read the same, grouped by what they
+/// read, in a stable order.
+fn collisions(names: &[&str], out: &[String]) -> Vec<Vec<usize>> {
+    let mut by_text: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, o) in out.iter().enumerate() {
+        by_text.entry(o.as_str()).or_default().push(i);
+    }
+    let mut groups: Vec<Vec<usize>> = by_text
+        .into_values()
+        .filter(|g| g.iter().any(|&i| names[i] != names[g[0]]))
+        .collect();
+    groups.sort();
+    groups
 }
 
 /// A kept end of at least `tail` characters grown to the start of its word
@@ -400,6 +414,31 @@ mod tests {
         // A cut never reads like a name shown whole.
         let got = clip_distinct(&["abcdefg…", "abcdefghij"], 8);
         assert_ne!(got[0], got[1], "{got:?}");
+    }
+
+    /// 16k different names alike but for their ends (a stored report of a
+    /// sweep): every check a look-up, so this takes well under a second
+    /// where the pairwise checks took minutes (#39).
+    #[test]
+    fn thousands_of_alike_names_stay_apart_in_linear_time() {
+        let names: Vec<String> = (0..16_000)
+            .map(|i| format!("void very_long_common_prefix_kernel<float, 128>(int, float*)_{i:06}"))
+            .collect();
+        let start = std::time::Instant::now();
+        let got = super::clip_distinct(&names, 40);
+        let took = start.elapsed();
+        assert!(took.as_secs_f64() < 10.0, "{took:?}");
+        let distinct: std::collections::HashSet<&String> = got.iter().collect();
+        assert_eq!(distinct.len(), names.len());
+        assert!(
+            got.iter().all(|g| g.chars().count() <= 40),
+            "{:?}",
+            &got[..3]
+        );
+        // Equal names stay equal.
+        let same = vec!["x".repeat(100); 3];
+        let got = super::clip_distinct(&same, 20);
+        assert!(got.iter().all(|g| g == &got[0]), "{got:?}");
     }
 
     #[test]

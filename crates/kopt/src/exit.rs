@@ -29,7 +29,10 @@ pub fn report(result: Result<(), Failure>) -> u8 {
         Ok(()) => OK,
         Err(Failure::Regression) => REGRESSION,
         Err(Failure::Error(e)) => {
-            eprintln!("kopt: error: {e}");
+            eprintln!(
+                "kopt: error: {}",
+                kopt_model::text::error_line(&e.to_string())
+            );
             match e {
                 kopt_engine::Error::Usage(_) => USAGE,
                 _ => ERROR,

@@ -30,7 +30,10 @@ pub fn report(e: &clap::Error, args: &[OsString]) -> u8 {
             }
         }
         _ => {
-            eprintln!("kopt: error: {}", one_line(e, args));
+            eprintln!(
+                "kopt: error: {}",
+                kopt_model::text::error_line(&one_line(e, args))
+            );
             crate::exit::USAGE
         }
     }
@@ -69,7 +72,7 @@ pub fn one_line(e: &clap::Error, args: &[OsString]) -> String {
                     .filter(|a| a.starts_with("--"));
                 msg = match before {
                     Some(flag) => {
-                        format!("{flag} {arg}: {flag} takes a number of 0 or more, not {arg}")
+                        format!("{flag} {arg}: {flag} takes no negative number (its range is in --help)")
                     }
                     None => format!(
                         "unexpected argument '{arg}': negative numbers are not values kopt takes"

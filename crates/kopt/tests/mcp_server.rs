@@ -346,6 +346,54 @@ fn analyze_matches_the_cli_and_paths_stay_inside() {
     s.close(Duration::from_secs(5));
 }
 
+/// A run folder or a trace's sibling that links outside the server's
+/// folders is not followed: only the path the client names was checked
+/// before (#39).
+#[test]
+fn analyze_follows_no_link_out_of_the_allowed_folders() {
+    let outside = tempfile::tempdir().unwrap();
+    let trace = "{\"t\":\"process\",\"pid\":1}\n{\"t\":\"kernel\",\"name\":\"k\",\"s\":1000,\"e\":2000,\"dev\":0,\"str\":7,\"c\":1,\"g\":[1,1,1],\"b\":[32,1,1]}\n{\"t\":\"end\"}\n";
+    std::fs::write(outside.path().join("other.jsonl"), trace).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("other.jsonl"), run.join("trace.jsonl"))
+        .unwrap();
+    std::fs::write(dir.path().join("trace.jsonl"), trace).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("other.jsonl"),
+        dir.path().join("trace.jsonl.77"),
+    )
+    .unwrap();
+    let mut s = Server::start_in(dir, &[]);
+    s.initialize();
+    for (id, file) in [(1, "run"), (2, "trace.jsonl")] {
+        let r = s.call(id, "analyze", json!({"files": [file]}));
+        assert_eq!(r["isError"], true, "{file}: {r}");
+        let text = r["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("outside the folders"), "{text}");
+    }
+    s.close(Duration::from_secs(5));
+}
+
+/// A 100 KB path is not echoed whole in the error a client reads (#39).
+#[test]
+fn tool_errors_do_not_echo_a_huge_argument_whole() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let huge = "y".repeat(100_000);
+    let r = s.call(1, "analyze", json!({"files": [huge]}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.len() < 1200 && text.contains(" bytes]…"),
+        "{} bytes",
+        text.len()
+    );
+    s.close(Duration::from_secs(5));
+}
+
 /// The summary an agent reads carries each finding's figure and says
 /// which evidence was missing (#37: an AMD trace without counters said
 /// only "unknown").

@@ -37,7 +37,7 @@ fn usage_errors_are_one_line() {
     for (args, want) in [
         (
             &["analyze", "--top", "-1", "x.csv"][..],
-            "--top -1: --top takes a number of 0 or more",
+            "--top -1: --top takes no negative number",
         ),
         (&["analyze", "--top=-1", "x.csv"], "invalid value '-1'"),
         (&["bench", "--bogus"], "unexpected argument '--bogus'"),

@@ -275,6 +275,23 @@ impl Row<'_> {
         excluded: &mut Vec<String>,
     ) -> Result<Option<f64>, IngestError> {
         let (ctx, line, section, metric) = (self.ctx, self.line, self.section, self.metric);
+        // A unit kopt does not know would be read as its base unit.
+        if !crate::units::is_known(unit) {
+            let why = format!("unit \"{}\" unknown to kopt", crate::echo(unit));
+            if metric == "Duration" {
+                return Err(IngestError::at(
+                    ctx.path,
+                    line,
+                    format!("metric \"{section} / Duration\": {why}: not a time unit"),
+                ));
+            }
+            excluded.push(format!(
+                "line {line}: metric \"{} / {}\": {why}: left unknown",
+                crate::echo(section),
+                crate::echo(metric)
+            ));
+            return Ok(None);
+        }
         let mut cell = parse_cell(value, style);
         if metric == "Duration" {
             let ns = match cell {

@@ -323,6 +323,32 @@ pub(super) fn parse(
         }
     }
     let duration_index = find("gpu__time_duration.sum").expect("checked above");
+    // A unit kopt does not know would be read as its base unit (a furlong
+    // as a nanosecond): the duration's is an error, another column is left
+    // unknown and said once.
+    let duration_unit = unit_text(duration_index);
+    if !crate::units::is_known(&duration_unit) {
+        return Err(IngestError::at(
+            ctx.path,
+            ctx.line_offset + 2,
+            format!(
+                "column \"gpu__time_duration.sum\": unit \"{}\" is not a time unit kopt knows (ns, us, ms, s, nsecond, usecond, msecond, second)",
+                crate::echo(&duration_unit)
+            ),
+        ));
+    }
+    let mut unknown_units = Vec::new();
+    wanted.retain(|c| {
+        let known = crate::units::is_known(&c.unit);
+        if !known {
+            unknown_units.push(format!(
+                "\"{}\": unit \"{}\" unknown to kopt: the column is left unknown",
+                crate::echo(columns.get(c.index).map_or("", String::as_str)),
+                crate::echo(&c.unit)
+            ));
+        }
+        known
+    });
 
     // Number style: decided from the first rows' metric cells.
     let mut style: Option<NumberStyle> = None;
@@ -330,7 +356,9 @@ pub(super) fn parse(
     let mut any_duration = false;
     let mut first_data_line = None;
     let mut lines = Vec::new();
-    let mut excluded = Vec::new();
+    let mut excluded = unknown_units;
+    // Rows without a duration ("n/a"): their first line and how many.
+    let mut untimed: Option<(u64, u64)> = None;
     let mut handle = |line: u64, rec: &csv::ByteRecord| -> Result<(), IngestError> {
         check_width(rec, columns.len(), ctx)?;
         first_data_line.get_or_insert(line);
@@ -375,6 +403,8 @@ pub(super) fn parse(
         }
         if col_has_value(text(duration_index)) {
             any_duration = true;
+        } else {
+            untimed.get_or_insert((line, 0)).1 += 1;
         }
         ctx.launch_budget(launches.len(), line)?;
         lines.push(line);
@@ -421,6 +451,12 @@ pub(super) fn parse(
         "header but no kernel rows: the profiled program launched no kernel that ncu matched",
         "gpu__time_duration.sum is n/a in every row: nothing to rank (was the capture cut short or the metric unavailable?)",
     )?;
+    if let Some((first, n)) = untimed {
+        excluded.push(format!(
+            "\"gpu__time_duration.sum\" is n/a in {n} of {} row(s) (the first at line {first}): their time is unknown and counts as 0 ns",
+            launches.len()
+        ));
+    }
     let device = device_row.map(|r| device_from_row(&r, columns, &unit_of));
     super::check_dram_against_device(&mut launches, &lines, device.as_ref(), &mut excluded);
     Ok(NcuFile {

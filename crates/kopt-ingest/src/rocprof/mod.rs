@@ -532,6 +532,39 @@ fn check_plausible(label: &str, f: &mut AmdFile) -> Result<(), IngestError> {
                     dropped.push(format!("{n} XCDs"));
                     a.xcds = None;
                 }
+                // Sizes and counts beyond any GPU (an LDS of 1.8e19 bytes
+                // per CU reached the JSON as fact): left unknown.
+                for (what, slot, lo, hi) in [
+                    (
+                        "LDS bytes per CU",
+                        &mut a.lds_bytes_per_cu,
+                        1 << 10,
+                        1 << 20,
+                    ),
+                    ("L2 bytes", &mut a.l2_bytes, 1 << 10, 1 << 30),
+                    ("memory bytes", &mut a.memory_bytes, 1 << 20, 1 << 44),
+                ] {
+                    if let Some(v) = slot.filter(|v| !(lo..=hi).contains(v)) {
+                        dropped.push(format!("{what} {v}"));
+                        *slot = None;
+                    }
+                }
+                for (what, slot, hi) in [
+                    ("max waves per CU", &mut a.max_waves_per_cu, 64),
+                    ("L2 channels", &mut a.l2_channels, 1024),
+                ] {
+                    if let Some(v) = slot.filter(|v| !(1..=hi).contains(v)) {
+                        dropped.push(format!("{what} {v}"));
+                        *slot = None;
+                    }
+                }
+                if let Some(v) = a
+                    .hbm_bytes_per_s
+                    .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= crate::ncu::MAX_BYTES_PER_S))
+                {
+                    dropped.push(format!("HBM {v} bytes/s"));
+                    a.hbm_bytes_per_s = None;
+                }
                 for (what, slot) in [("SCLK", &mut a.sclk_mhz), ("MCLK", &mut a.mclk_mhz)] {
                     if let Some(v) = slot.filter(|v| !(v.is_finite() && *v > 0.0 && *v <= 10_000.0))
                     {

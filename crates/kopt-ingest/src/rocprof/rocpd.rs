@@ -29,13 +29,38 @@ const COUNTERS_ONLY: &str = "rocpd database (counters_collection view)";
 
 /// Read a rocpd database from disk, read-only.
 pub fn read_rocpd(path: &Path, label: &str) -> Result<Vec<AmdFile>, IngestError> {
-    let conn = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
+    crate::confine::check(path, label)?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // A database in WAL mode makes even a read-only reader create `-shm`
+    // and `-wal` files beside it. Where no `-wal` is there (nothing left
+    // uncheckpointed), the file is opened immutable: nothing is created.
+    // A database with a `-wal` is still being written, or was left so:
+    // read with it, as SQLite does.
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let conn = if std::path::Path::new(&wal).exists() {
+        Connection::open_with_flags(path, flags)
+    } else {
+        Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
+    }
     .map_err(|e| sql_error(label, "cannot open as SQLite", &e))?;
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     read_guarded(&conn, label, size)
+}
+
+/// `file:PATH?immutable=1`, the path percent-encoded where a URI needs it.
+fn immutable_uri(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut uri = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    uri
 }
 
 /// Parse a rocpd database held in memory (fuzzing, tests).

@@ -99,6 +99,12 @@ const MAX_WORKLOAD_CALLS: usize = 1;
 
 /// Serve MCP on stdin / stdout until the client closes stdin.
 pub fn serve_stdio(config: Config) -> std::io::Result<()> {
+    // Not only the paths a client names: every file an input leads to (a
+    // run folder's entries, a trace's siblings) is read inside these.
+    let roots: Vec<PathBuf> = std::iter::once(config.cwd.clone())
+        .chain(config.allowed.iter().cloned())
+        .collect();
+    kopt_engine::confine_reads(&roots);
     let out = Out::new(Box::new(std::io::stdout()));
     serve(std::io::stdin().lock(), out, config)
 }

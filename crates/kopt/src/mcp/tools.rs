@@ -527,8 +527,9 @@ fn dispatch(tool: Tool, arguments: Value, ctx: &Context) -> Result<Value, String
 }
 
 fn tool_error(message: &str, meta: Option<Value>) -> Value {
+    // A path or value the client sent is not echoed whole (100 KB of it).
     let mut v = json!({
-        "content": [{"type": "text", "text": message}],
+        "content": [{"type": "text", "text": kopt_model::text::cut_long_words(message)}],
         "isError": true,
     });
     if let Some(m) = meta {

@@ -1,0 +1,53 @@
+//! The folders a front end lets its client read. The MCP server checks the
+//! paths a client names, but an input leads to other files: the entries of
+//! a run folder, a trace's `trace.jsonl.<pid>` siblings and its bare-steps
+//! file, a rocprof-compute folder's CSVs. Each of them is opened through
+//! [`check`], so a symlink planted in a run folder cannot lead a read
+//! outside the allowed folders. The command line sets no roots: a user may
+//! read any file of theirs.
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use crate::IngestError;
+
+/// The allowed folders, real paths; `None` reads anywhere.
+static ROOTS: RwLock<Option<Vec<PathBuf>>> = RwLock::new(None);
+
+/// From now on, this process reads input files only where their real path
+/// (every symlink resolved) lies inside one of `roots`. A root that does not
+/// resolve allows nothing.
+pub fn confine_reads(roots: &[PathBuf]) {
+    let real = roots
+        .iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .collect();
+    if let Ok(mut slot) = ROOTS.write() {
+        *slot = Some(real);
+    }
+}
+
+/// Refuse `path` when reads are confined and its real path lies outside
+/// every allowed folder (or cannot be resolved).
+pub fn check(path: &Path, label: &str) -> Result<(), IngestError> {
+    let Ok(guard) = ROOTS.read() else {
+        return Ok(());
+    };
+    let Some(roots) = guard.as_ref() else {
+        return Ok(());
+    };
+    let real = std::fs::canonicalize(path).map_err(|source| IngestError::Io {
+        path: label.to_string(),
+        source,
+    })?;
+    if roots.iter().any(|r| real.starts_with(r)) {
+        return Ok(());
+    }
+    Err(IngestError::format(
+        label,
+        format!(
+            "refused: it resolves to {}, outside the folders this server may read",
+            real.display()
+        ),
+    ))
+}

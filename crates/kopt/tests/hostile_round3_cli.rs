@@ -1,0 +1,99 @@
+//! Hardening, round three (#39), the cases that live in the command line:
+//! what an error echoes, what its messages claim, what -o may write over.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn suite() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv")
+}
+
+fn kopt(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A 100 KB value or path is not echoed whole: the error stays a short
+/// line and keeps the words that say what is wrong.
+#[test]
+fn errors_do_not_echo_a_huge_input_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let huge = "x".repeat(100_000);
+    let suite = suite().display().to_string();
+    for args in [
+        vec!["history", "--db", huge.as_str()],
+        vec!["analyze", &suite, "-o", &format!("{huge}/r.json")],
+        vec!["journal", "show", "--file", huge.as_str()],
+        vec!["analyze", &suite, "--top", huge.as_str()],
+        vec![huge.as_str()],
+    ] {
+        let o = kopt(d.path(), &args);
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{:?}", &args[..1]);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("kopt: error: "), "{err}");
+        assert!(err.len() < 1200, "{:?}: {} bytes", &args[..1], err.len());
+        assert!(err.contains(" bytes]…"), "{err}");
+    }
+}
+
+/// What a flag's message says of its range agrees with its other messages.
+#[test]
+fn range_messages_do_not_contradict_each_other() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = suite().display().to_string();
+    let o = kopt(d.path(), &["analyze", &suite, "--top", "0"]);
+    assert!(
+        stderr(&o).contains("--top must be at least 1"),
+        "{}",
+        stderr(&o)
+    );
+    // Not "a number of 0 or more", which 0 is.
+    let o = kopt(d.path(), &["analyze", &suite, "--top", "-1"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("--top takes no negative number") && !err.contains("0 or more"),
+        "{err}"
+    );
+    // inf is not negative: "non-negative" was no reason to refuse it.
+    let o = kopt(d.path(), &["compare", "a.npy", "b.npy", "--rtol", "inf"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("--rtol must be a finite number of 0 or more, got inf"),
+        "{err}"
+    );
+}
+
+/// -o and --html are refused when they are the input by file identity:
+/// `./in.csv`, an absolute path, a symlink to it.
+#[test]
+fn outputs_that_are_the_input_are_refused_by_identity() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(suite(), d.path().join("in.csv")).unwrap();
+    std::os::unix::fs::symlink("in.csv", d.path().join("link.csv")).unwrap();
+    let before = std::fs::read(d.path().join("in.csv")).unwrap();
+    let abs = d.path().join("in.csv").display().to_string();
+    for (flag, out) in [
+        ("-o", "./in.csv"),
+        ("-o", abs.as_str()),
+        ("-o", "link.csv"),
+        ("--html", "./in.csv"),
+    ] {
+        let o = kopt(d.path(), &["analyze", "in.csv", flag, out]);
+        assert_eq!(o.status.code(), Some(2), "{flag} {out}");
+        assert!(
+            stderr(&o).contains("would overwrite an input"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(std::fs::read(d.path().join("in.csv")).unwrap(), before);
+}
