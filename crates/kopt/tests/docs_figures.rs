@@ -1,5 +1,5 @@
 //! What the docs quote from kopt's output stays what kopt prints. A quote
-//! is marked in README.md, docs/cli.md and docs/benchmarks.md:
+//! is marked in README.md, docs/cli.md, docs/benchmarks.md and docs/training.md:
 //!
 //! ```text
 //! <!-- kopt-output: analyze fixtures/seed000-h200/moe_trace.json -->
@@ -17,7 +17,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const DOCS: [&str; 3] = ["README.md", "docs/cli.md", "docs/benchmarks.md"];
+const DOCS: [&str; 4] = [
+    "README.md",
+    "docs/cli.md",
+    "docs/benchmarks.md",
+    "docs/training.md",
+];
 const OPEN: &str = "<!-- kopt-output:";
 const CLOSE: &str = "<!-- /kopt-output -->";
 
