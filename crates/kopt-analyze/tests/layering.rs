@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
         "host_syncs",
         "copies",
         "optimizer",
+        "step_phases",
     ],
     &["timeline"],
     // What is built on the timeline and on the launches.
@@ -29,8 +30,9 @@ const LAYERS: &[&[&str]] = &[
     &["catalogue", "batchnorm", "fusion", "layout", "attention"],
     // The ranking's base and finding ids.
     &["ranking"],
-    // Findings priced on the ranking's base.
-    &["precision", "compile"],
+    // Findings priced on the ranking's base; what `kopt profile` decides
+    // from a diagnosis.
+    &["precision", "compile", "counter_plan"],
     // `analyze` itself (lib.rs).
     &["lib"],
 ];

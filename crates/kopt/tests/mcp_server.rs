@@ -148,6 +148,7 @@ fn initialize_and_list_tools() {
             "compare",
             "optimize",
             "tune",
+            "details",
             "history",
             "journal_add"
         ]
@@ -418,6 +419,74 @@ fn summaries_name_gains_and_missing_counters() {
         text.contains("predicted ") || text.contains("no figure"),
         "{text}"
     );
+    s.close(Duration::from_secs(5));
+}
+
+/// `details` (#37): one kernel with the findings about it, or one section,
+/// without the whole diagnosis.
+#[test]
+fn details_gives_one_kernel_or_one_section() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("labeled-suite-h100/ncu_raw_base.csv"),
+        dir.path().join("base.csv"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixture("training-capture-h200/train_mlp.trace.jsonl.gz"),
+        dir.path().join("train.jsonl.gz"),
+    )
+    .unwrap();
+    let mut s = Server::start_in(dir, &[]);
+    s.initialize();
+    let r = s.call(
+        1,
+        "details",
+        json!({"files": ["base.csv"], "kernel": "TRANSPOSE"}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    let k = &r["structuredContent"]["kernel"];
+    assert!(
+        k["name"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("transpose"),
+        "{k}"
+    );
+    assert!(k["bottleneck"]["class"].is_string(), "{k}");
+    assert!(r["structuredContent"]["findings"].is_array(), "{r}");
+
+    let r = s.call(
+        2,
+        "details",
+        json!({"files": ["train.jsonl.gz"], "section": "timeline"}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    let phases = &r["structuredContent"]["timeline"]["phases"]["phases"];
+    assert_eq!(phases[0]["name"], "data", "{r}");
+
+    let r = s.call(
+        3,
+        "details",
+        json!({"files": ["base.csv"], "kernel": "no_such_kernel"}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the hottest are"),
+        "{r}"
+    );
+    let r = s.call(4, "details", json!({"files": ["base.csv"]}));
+    assert_eq!(r["isError"], true, "{r}");
+    let r = s.call(
+        5,
+        "details",
+        json!({"files": ["base.csv"], "section": "nope"}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
     s.close(Duration::from_secs(5));
 }
 

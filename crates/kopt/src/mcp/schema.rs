@@ -91,7 +91,14 @@ pub fn input<T: JsonSchema>() -> Value {
         .for_deserialize()
         .into_generator()
         .into_root_schema_for::<T>();
-    serde_json::to_value(schema).unwrap_or(Value::Null)
+    let mut v = serde_json::to_value(schema).unwrap_or(Value::Null);
+    // MCP takes 2020-12 as the default dialect, and the Rust type's name
+    // says nothing to a client: both are bytes of every tools/list.
+    if let Some(map) = v.as_object_mut() {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    v
 }
 
 fn nullable_numbers(v: &mut Value) {

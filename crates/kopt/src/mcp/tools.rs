@@ -106,6 +106,7 @@ pub enum Tool {
     Tune,
     History,
     JournalAdd,
+    Details,
 }
 
 const TOOLS: &[(Tool, &str)] = &[
@@ -119,6 +120,7 @@ const TOOLS: &[(Tool, &str)] = &[
     (Tool::Tune, "tune"),
     (Tool::History, "history"),
     (Tool::JournalAdd, "journal_add"),
+    (Tool::Details, "details"),
 ];
 
 impl Tool {
@@ -161,6 +163,35 @@ pub struct AnalyzeArgs {
     /// Device name for datasheet peaks when the input names none (e.g. "H100 PCIe").
     #[serde(default)]
     pub device: Option<String>,
+}
+
+/// One kernel's verdict and the findings about it, or one section.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DetailsArgs {
+    /// As `analyze`'s (a report.json kopt wrote too).
+    pub files: Vec<String>,
+    /// Part of a kernel's name (the hottest match).
+    #[serde(default)]
+    pub kernel: Option<String>,
+    /// Or a section.
+    #[serde(default)]
+    pub section: Option<Section>,
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+// The sections of a diagnosis `details` returns (undocumented variants keep
+// tools/list small: the names say it).
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Section {
+    Findings,
+    Kernels,
+    Timeline,
+    Ops,
+    Warmup,
+    Notes,
 }
 
 /// The command a long tool runs.
@@ -375,7 +406,7 @@ pub struct JournalResult {
 // ---- listing ---------------------------------------------------------------
 
 pub fn list() -> Vec<Value> {
-    let long = "Long tool: give budget_s (device seconds); it estimates its cost first (from the history or a timing pass), refuses when the estimate exceeds the budget, reports device seconds spent in _meta, sends progress per pass and stops the workload's process group when cancelled.";
+    let long = "Long tool: give budget_s (device seconds); it estimates its cost first (history or a timing pass), refuses above the budget, reports device seconds in _meta, sends progress, stops its workload when cancelled.";
     let mut tools = vec![
         tool(
             "analyze",
@@ -440,6 +471,14 @@ pub fn list() -> Vec<Value> {
             input::<TuneArgs>(),
             document("tune"),
             false,
+        ),
+        tool(
+            "details",
+            "One kernel or one section of a diagnosis",
+            "One kernel's verdict (class, evidence, counters) with its findings, or one section of a diagnosis, without the whole. No device time.",
+            input::<DetailsArgs>(),
+            json!({"type": "object"}),
+            true,
         ),
         tool(
             "history",
@@ -523,6 +562,7 @@ fn dispatch(tool: Tool, arguments: Value, ctx: &Context) -> Result<Value, String
         Tool::Tune => tune(parse(arguments)?, ctx),
         Tool::History => history(parse(arguments)?, ctx),
         Tool::JournalAdd => journal_add(parse(arguments)?, ctx),
+        Tool::Details => details(parse(arguments)?, ctx),
     }
 }
 
@@ -658,6 +698,94 @@ fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
     req.validate().map_err(engine)?;
     let d = kopt_engine::analyze(&req, ctx).map_err(engine)?;
     tool_ok(&d, diagnosis_summary(&d), None)
+}
+
+/// Most characters of a section's text; the structured content is whole.
+const DETAILS_TEXT_MAX: usize = 16_000;
+
+fn details(a: DetailsArgs, ctx: &Context) -> Result<Value, String> {
+    let (kernel, section) = match (a.kernel, a.section) {
+        (Some(k), None) => (Some(k), None),
+        (None, Some(s)) => (None, Some(s)),
+        _ => return Err("give either `kernel` or `section`, not both or neither".into()),
+    };
+    let files = a
+        .files
+        .iter()
+        .map(|f| allowed_path(ctx.config, f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let req = kopt_engine::AnalyzeRequest {
+        files,
+        ncu: None,
+        bare_run: None,
+        analysis: analysis_options(None, a.device),
+    };
+    req.validate().map_err(engine)?;
+    let d = kopt_engine::analyze(&req, ctx).map_err(engine)?;
+    let part = match (kernel, section) {
+        (Some(query), _) => kernel_details(&d, &query)?,
+        (_, Some(section)) => section_details(&d, section),
+        _ => unreachable!("one of the two, checked above"),
+    };
+    let mut text = serde_json::to_string_pretty(&part).map_err(|e| e.to_string())?;
+    if text.len() > DETAILS_TEXT_MAX {
+        let cut = (0..=DETAILS_TEXT_MAX)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push_str("\n... (cut; the structured content is whole)");
+    }
+    tool_ok(&part, text, None)
+}
+
+/// The kernel `query` names (the most time among matches), with the
+/// findings about it.
+fn kernel_details(d: &Diagnosis, query: &str) -> Result<Value, String> {
+    let q = query.to_lowercase();
+    let k = d
+        .kernels
+        .iter()
+        .filter(|k| k.name.to_lowercase().contains(&q) || k.short_name.to_lowercase().contains(&q))
+        .max_by(|a, b| a.total_ns.total_cmp(&b.total_ns))
+        .ok_or_else(|| {
+            let names: Vec<&str> = d
+                .kernels
+                .iter()
+                .take(8)
+                .map(|k| k.short_name.as_str())
+                .collect();
+            format!(
+                "no kernel matches {:?}; the hottest are: {}",
+                kopt_model::text::cut_long_words(query),
+                names.join(", ")
+            )
+        })?;
+    let findings: Vec<&kopt_model::Recommendation> = d
+        .recommendations
+        .iter()
+        .filter(|r| r.kernel == k.name || r.kernel.split(", ").any(|n| n == k.short_name))
+        .collect();
+    Ok(json!({"kernel": k, "findings": findings}))
+}
+
+/// One section of `d` as JSON.
+fn section_details(d: &Diagnosis, section: Section) -> Value {
+    match section {
+        Section::Findings => json!({"findings": d.recommendations, "primary": d.primary}),
+        Section::Kernels => json!({"kernels": d.kernels.iter().map(|k| json!({
+            "name": k.short_name,
+            "total_ns": k.total_ns,
+            "pct_of_total": k.pct_of_total,
+            "launches": k.launches,
+            "class": k.bottleneck.class,
+            "root_cause": k.root_cause,
+        })).collect::<Vec<_>>()}),
+        Section::Timeline => json!({"timeline": d.timeline}),
+        Section::Ops => json!({"ops": d.ops}),
+        Section::Warmup => json!({"warmup_trials": d.warmup_trials}),
+        Section::Notes => json!({"notes": d.notes}),
+    }
 }
 
 fn analyze_ranks(a: RanksArgs, ctx: &Context) -> Result<Value, String> {
