@@ -59,12 +59,27 @@ def test_tools_listed_with_schemas(tmp_path):
     async def body(session):
         tools = (await session.list_tools()).tools
         names = [t.name for t in tools]
-        assert names == ["analyze", "analyze_ranks", "profile", "trace", "bench", "compare", "optimize", "tune", "history", "journal_add"]
+        assert names == ["analyze", "analyze_ranks", "profile", "trace", "bench", "compare", "optimize", "tune", "details", "history", "journal_add"]
         for t in tools:
             assert t.input_schema["type"] == "object"
             assert t.output_schema["type"] == "object"
         long = {t.name: t for t in tools if "budget_s" in t.input_schema.get("properties", {})}
         assert set(long) == {"profile", "trace", "bench", "optimize", "tune"}
+
+    _run(body, tmp_path)
+
+
+def test_details_through_the_sdk(tmp_path, fixtures):
+    shutil.copy(fixtures / "labeled-suite-h100/ncu_raw_base.csv", tmp_path / "base.csv")
+
+    async def body(session):
+        await session.list_tools()
+        r = await session.call_tool("details", {"files": ["base.csv"], "section": "findings"})
+        assert not r.is_error, _text(r)
+        assert r.structured_content["findings"], _text(r)
+        r = await session.call_tool("details", {"files": ["base.csv"], "kernel": "transpose"})
+        assert not r.is_error, _text(r)
+        assert "transpose" in r.structured_content["kernel"]["name"].lower()
 
     _run(body, tmp_path)
 
