@@ -170,7 +170,8 @@ fn infer_forward(spans: &mut Vec<(i64, i64, usize)>, windows: &[(i64, i64)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kopt_model::{ApiCall, ApiKind, GpuActivity, Range};
+    use crate::timeline::synthetic;
+    use kopt_model::Range;
 
     fn range(name: &str, s: i64, e: i64) -> Range {
         Range {
@@ -183,30 +184,8 @@ mod tests {
     /// A kernel launched at `at` running `dur` ns.
     fn launch(t: &mut Timeline, at: i64, dur: i64) {
         let c = t.activities.len() as u64 + 1;
-        t.api_calls.push(ApiCall {
-            kind: ApiKind::KernelLaunch,
-            name: "cudaLaunchKernel".into(),
-            start_ns: at,
-            end_ns: at + 5,
-            thread: 1,
-            correlation: c,
-            frame: None,
-            op: None,
-            op_span: None,
-        });
-        t.activities.push(GpuActivity {
-            kind: ActivityKind::Kernel,
-            name: "k".into(),
-            start_ns: at + 10,
-            end_ns: at + 10 + dur,
-            device: 0,
-            stream: 7,
-            correlation: c,
-            grid: None,
-            block: None,
-            bytes: None,
-            copy: None,
-        });
+        t.api_calls.push(synthetic::launch(at, 5, c));
+        t.activities.push(synthetic::kernel(at + 10, dur, c));
     }
 
     #[test]

@@ -5,8 +5,10 @@
 //! plan made from the timeline alone says which kernels' counters could
 //! have changed it.
 
+#[path = "support/advice.rs"]
+mod advice;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use kopt_analyze::counter_plan::{counter_plan, CounterPlan};
 
@@ -15,18 +17,7 @@ fn fixtures() -> PathBuf {
 }
 
 fn analyze(dir: &Path) -> kopt_model::Diagnosis {
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args(["analyze", "-f", "json"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
+    serde_json::from_value(advice::analyze(dir)).unwrap()
 }
 
 /// The first finding's id and figure (rounded as reports print it).

@@ -24,7 +24,7 @@ mod syncs;
 mod window;
 
 #[cfg(test)]
-mod synthetic;
+pub(crate) mod synthetic;
 
 pub use period::repeated_period;
 pub use range_time::gpu_time_per_range;

@@ -2,7 +2,7 @@
 
 use kopt_model::{ActivityKind, ApiCall, ApiKind, GpuActivity, Timeline};
 
-pub(super) fn kernel(start: i64, dur: i64, corr: u64) -> GpuActivity {
+pub(crate) fn kernel(start: i64, dur: i64, corr: u64) -> GpuActivity {
     GpuActivity {
         kind: ActivityKind::Kernel,
         name: format!("k{corr}"),
@@ -18,7 +18,7 @@ pub(super) fn kernel(start: i64, dur: i64, corr: u64) -> GpuActivity {
     }
 }
 
-pub(super) fn launch(start: i64, dur: i64, corr: u64) -> ApiCall {
+pub(crate) fn launch(start: i64, dur: i64, corr: u64) -> ApiCall {
     ApiCall {
         kind: ApiKind::KernelLaunch,
         name: "cudaLaunchKernel".into(),

@@ -684,8 +684,17 @@ fn diagnosis_summary(d: &Diagnosis) -> String {
 }
 
 fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
-    let files = a
-        .files
+    let d = diagnose_files(&a.files, analysis_options(a.top, a.device), ctx)?;
+    tool_ok(&d, diagnosis_summary(&d), None)
+}
+
+/// The diagnosis of files the client named (each inside the allowed folders).
+fn diagnose_files(
+    files: &[String],
+    analysis: kopt_engine::AnalysisOptions,
+    ctx: &Context,
+) -> Result<Diagnosis, String> {
+    let files = files
         .iter()
         .map(|f| allowed_path(ctx.config, f))
         .collect::<Result<Vec<_>, _>>()?;
@@ -693,11 +702,10 @@ fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
         files,
         ncu: None,
         bare_run: None,
-        analysis: analysis_options(a.top, a.device),
+        analysis,
     };
     req.validate().map_err(engine)?;
-    let d = kopt_engine::analyze(&req, ctx).map_err(engine)?;
-    tool_ok(&d, diagnosis_summary(&d), None)
+    kopt_engine::analyze(&req, ctx).map_err(engine)
 }
 
 /// Most characters of a section's text; the structured content is whole.
@@ -709,19 +717,7 @@ fn details(a: DetailsArgs, ctx: &Context) -> Result<Value, String> {
         (None, Some(s)) => (None, Some(s)),
         _ => return Err("give either `kernel` or `section`, not both or neither".into()),
     };
-    let files = a
-        .files
-        .iter()
-        .map(|f| allowed_path(ctx.config, f))
-        .collect::<Result<Vec<_>, _>>()?;
-    let req = kopt_engine::AnalyzeRequest {
-        files,
-        ncu: None,
-        bare_run: None,
-        analysis: analysis_options(None, a.device),
-    };
-    req.validate().map_err(engine)?;
-    let d = kopt_engine::analyze(&req, ctx).map_err(engine)?;
+    let d = diagnose_files(&a.files, analysis_options(None, a.device), ctx)?;
     let part = match (kernel, section) {
         (Some(query), _) => kernel_details(&d, &query)?,
         (_, Some(section)) => section_details(&d, section),
