@@ -163,6 +163,14 @@ mod tests {
                 Box::new(|r| r.analysis.device = Some(" ".into())),
                 "--device",
             ),
+            (
+                Box::new(|r| r.analysis.device = Some("H100".repeat(25_000))),
+                "at most 128 characters",
+            ),
+            (
+                Box::new(|r| r.analysis.device = Some("H100\x1b]0;owned\x07".into())),
+                "no control characters",
+            ),
         ];
         for (mutate, expected) in cases {
             let mut r = ok.clone();

@@ -27,6 +27,9 @@ pub struct AnalysisOptions {
     pub calibration_db: Option<PathBuf>,
 }
 
+/// Longest `--device` name: NVIDIA's and AMD's names run to about 40.
+const MAX_DEVICE_NAME: usize = 128;
+
 impl AnalysisOptions {
     pub fn validate(&self) -> Result<()> {
         if self.top == Some(0) {
@@ -34,6 +37,16 @@ impl AnalysisOptions {
         }
         if self.device.as_deref().is_some_and(|d| d.trim().is_empty()) {
             return Err(Error::Usage("--device needs a name".into()));
+        }
+        // A name is printed in every report's header: no terminal control,
+        // and no page of text.
+        if let Some(d) = &self.device {
+            if d.chars().count() > MAX_DEVICE_NAME || d.chars().any(char::is_control) {
+                return Err(Error::Usage(format!(
+                    "--device takes a GPU's name (at most {MAX_DEVICE_NAME} characters, no control characters), got {} characters",
+                    d.chars().count()
+                )));
+            }
         }
         let p = &self.measured_peaks;
         for (name, v) in [
