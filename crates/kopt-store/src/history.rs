@@ -46,7 +46,8 @@ pub enum HistoryError {
         #[source]
         source: std::io::Error,
     },
-    /// The database holds code (a trigger or view) a history never has:
+    /// The database holds code (a trigger, view, index or expression) a
+    /// history never has:
     /// it may have come with a cloned repository, so it is not run.
     #[error(
         "{path}: refused: the history database holds {objects}, which kopt never \
@@ -103,8 +104,9 @@ CREATE TABLE IF NOT EXISTS runs (
 
 /// Sets the connection up so that nothing stored in the file runs (SQLite's
 /// defensive mode, no triggers, `trusted_schema` off), then refuses a file
-/// whose schema holds a trigger or view: a history is only ever the tables
-/// kopt creates.
+/// whose schema holds anything but the tables kopt creates, exactly as it
+/// creates them (a trigger, a view, an index, a generated column, a CHECK
+/// or DEFAULT expression).
 fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
     let sql = |source| HistoryError::Sql {
         path: label.to_string(),
@@ -116,23 +118,49 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
         .map_err(sql)?;
     conn.pragma_update(None, "trusted_schema", false)
         .map_err(sql)?;
+    // Nothing in the schema may be code: no trigger or view anywhere, and
+    // on the tables kopt reads and writes no generated column, CHECK or
+    // DEFAULT expression and no index of the planter's (each runs on reads
+    // or writes). Other tables are never touched, so they are left alone.
+    let kopt_tables = ["runs", "tune_trials", "tune_finals"];
     let mut stmt = conn
         .prepare(
-            "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') \
-             ORDER BY type, name LIMIT 6",
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name LIMIT 4096",
         )
         .map_err(sql)?;
-    let found: Vec<String> = stmt
-        .query_map([], |r| {
-            Ok(format!(
-                "a {} {:?}",
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?
-            ))
-        })
+    let objects: Vec<(String, String, String, Option<String>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
         .map_err(sql)?
         .collect::<Result<_, _>>()
         .map_err(sql)?;
+    let mut found: Vec<String> = Vec::new();
+    for (kind, name, table, text) in &objects {
+        let ours = kopt_tables.contains(&table.as_str());
+        match kind.as_str() {
+            "trigger" | "view" => found.push(format!("a {kind} {name:?}")),
+            // UNIQUE constraints' own indexes have no SQL, no expression.
+            "index" if ours && text.is_some() => found.push(format!("an index {name:?}")),
+            "table" if ours => {
+                let upper = text.as_deref().unwrap_or("").to_uppercase();
+                let code = ["CHECK", "DEFAULT", "GENERATED", " AS "]
+                    .iter()
+                    .find(|k| upper.contains(**k));
+                let hidden: i64 = conn
+                    .query_row(
+                        "SELECT COUNT(*) FROM pragma_table_xinfo(?1) WHERE hidden != 0",
+                        [name],
+                        |r| r.get(0),
+                    )
+                    .map_err(sql)?;
+                if let Some(k) = code {
+                    found.push(format!("a table {name:?} with a {} expression", k.trim()));
+                } else if hidden > 0 {
+                    found.push(format!("a table {name:?} with generated columns"));
+                }
+            }
+            _ => {}
+        }
+    }
     if found.is_empty() {
         return Ok(());
     }

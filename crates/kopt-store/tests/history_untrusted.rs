@@ -52,3 +52,63 @@ fn a_plain_history_still_opens_and_records() {
     assert_eq!(History::open(&p).unwrap().count().unwrap(), 0);
     assert!(History::open_existing(&p).is_ok());
 }
+
+/// A `runs` table of the planter's own making: a generated column, a CHECK
+/// or DEFAULT expression, or an index on an expression is code SQLite runs
+/// on every read or write (a round-four plant ran 3.9 GB of it per read).
+#[test]
+fn a_runs_table_unlike_kopts_is_refused() {
+    let columns = "kind TEXT NOT NULL, started_utc TEXT NOT NULL, command TEXT NOT NULL, \
+         device TEXT, git_rev TEXT, verdict TEXT, run_dir TEXT";
+    for (what, table) in [
+        (
+            "generated column",
+            format!(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, {columns}, \
+                 summary TEXT NOT NULL, report_json TEXT GENERATED ALWAYS AS \
+                 (length(hex(zeroblob(1000)))) VIRTUAL)"
+            ),
+        ),
+        (
+            "check",
+            format!(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, {columns}, \
+                 summary TEXT NOT NULL CHECK (length(randomblob(10)) > 0), report_json TEXT)"
+            ),
+        ),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("history.db");
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&table).unwrap();
+        drop(c);
+        let e = History::open_existing(&p)
+            .err()
+            .unwrap_or_else(|| panic!("{what}: must be refused"))
+            .to_string();
+        assert!(e.contains("refused") && e.contains("'runs'"), "{what}: {e}");
+    }
+    let (_d, p) = planted("CREATE INDEX heavy ON runs(length(hex(zeroblob(1000))));");
+    let e = History::open(&p)
+        .err()
+        .expect("an index is refused")
+        .to_string();
+    assert!(e.contains("index") && e.contains("heavy"), "{e}");
+    // A DEFAULT expression runs on every insert that leaves the column out.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("history.db");
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, \
+         started_utc TEXT NOT NULL, command TEXT NOT NULL, device TEXT, git_rev TEXT, \
+         summary TEXT NOT NULL, verdict TEXT DEFAULT (hex(randomblob(10))), run_dir TEXT, \
+         report_json TEXT)",
+    )
+    .unwrap();
+    drop(c);
+    let e = History::open(&p)
+        .err()
+        .expect("a DEFAULT is refused")
+        .to_string();
+    assert!(e.contains("DEFAULT"), "{e}");
+}
