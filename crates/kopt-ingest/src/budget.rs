@@ -45,6 +45,37 @@ pub const NCU_MAX_LAUNCHES: Budget = Budget {
     unit: "launches",
 };
 
+/// The most GPU activities (kernels, copies, sets) one timeline may hold:
+/// each becomes a launch record of about 1.7 KB once analysed, so the
+/// default takes about 3.5 GB; past it the input is refused whole rather
+/// than the process aborting on a failed allocation.
+pub const TIMELINE_MAX_ACTIVITIES: Budget = Budget {
+    var: "KOPT_TIMELINE_MAX_ACTIVITIES",
+    default: 2_000_000,
+    unit: "activities",
+};
+
+/// An error when `t` holds more activities than
+/// [`TIMELINE_MAX_ACTIVITIES`].
+pub(crate) fn check_activities(
+    t: &kopt_model::Timeline,
+    path: &str,
+) -> Result<(), crate::IngestError> {
+    let max = TIMELINE_MAX_ACTIVITIES;
+    if t.activities.len() as u64 > max.get() {
+        return Err(crate::IngestError::format(
+            path,
+            format!(
+                "{} GPU activities: more than the timeline budget of {}, not analysed; record fewer steps or sample (kopt trace --sample), or {}",
+                t.activities.len(),
+                max.get(),
+                max.how_to_raise()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The most a gzipped input may decompress to, in bytes, whatever its size.
 pub const GZIP_MAX_BYTES: Budget = Budget {
     var: "KOPT_GZIP_MAX_BYTES",

@@ -693,6 +693,12 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
 /// per process: each further process's are moved to their own range so
 /// launches still find their kernels.
 pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
+    let t = read_kopt_trace_set_whole(path)?;
+    crate::budget::check_activities(&t.timeline, &path.display().to_string())?;
+    Ok(t)
+}
+
+fn read_kopt_trace_set_whole(path: &Path) -> Result<KoptTrace, IngestError> {
     let mut merged = read_kopt_trace(path)?;
     let (Some(dir), Some(stem)) = (path.parent(), path.file_name()) else {
         return Ok(merged);

@@ -99,6 +99,12 @@ pub(crate) fn read_regular(path: &Path, label: &str) -> Result<Vec<u8>, IngestEr
 
 /// Read and parse a Kineto / torch.profiler trace from disk.
 pub fn read_kineto(path: &Path) -> Result<KinetoTrace, IngestError> {
+    let t = read_kineto_whole(path)?;
+    budget::check_activities(&t.timeline, &path.display().to_string())?;
+    Ok(t)
+}
+
+fn read_kineto_whole(path: &Path) -> Result<KinetoTrace, IngestError> {
     let label = path.display().to_string();
     let io = |source| IngestError::Io {
         path: label.clone(),

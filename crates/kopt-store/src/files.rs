@@ -188,11 +188,36 @@ fn replace(user_path: &Path, real: &Path, bytes: &[u8]) -> Result<(), OutputErro
     result.map_err(|e| fail(user_path, format!("cannot write: {e}")))
 }
 
+/// Whether the readers take `out` along with the file `input`: a kopt
+/// trace's siblings of other processes (`trace.jsonl.<pid>`) and the bare
+/// steps beside a trace (`bare_steps.jsonl`, `NAME.bare_steps.jsonl`).
+fn read_beside(out: &Path, input: &Path) -> bool {
+    let parent = |p: &Path| {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::canonicalize(dir.unwrap_or(Path::new(".")))
+    };
+    let (Ok(od), Ok(id)) = (parent(out), parent(input)) else {
+        return false;
+    };
+    let (Some(on), Some(inn)) = (
+        out.file_name().and_then(|n| n.to_str()),
+        input.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return false;
+    };
+    let sibling = on
+        .strip_prefix(inn)
+        .and_then(|rest| rest.strip_prefix('.'))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+    od == id && (sibling || on.ends_with("bare_steps.jsonl"))
+}
+
 /// Whether writing `out` would write over `input`: the same file by
 /// identity (device and inode, symlinks followed), not by path text, so
 /// `./in.csv`, an absolute path or a link to the input all count; a file
 /// inside an input folder counts too. Where `out` does not exist yet,
-/// nothing is overwritten unless the text is the same.
+/// nothing is overwritten unless the text is the same. A file read along with
+/// an input file (its trace siblings, its bare steps) counts as it.
 pub fn overwrites(out: &Path, input: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     if out == input {
@@ -202,6 +227,9 @@ pub fn overwrites(out: &Path, input: &Path) -> bool {
         return false;
     };
     if (o.dev(), o.ino()) == (i.dev(), i.ino()) {
+        return true;
+    }
+    if i.is_file() && read_beside(out, input) {
         return true;
     }
     i.is_dir()

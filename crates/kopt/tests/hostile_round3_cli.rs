@@ -97,3 +97,55 @@ fn outputs_that_are_the_input_are_refused_by_identity() {
     }
     assert_eq!(std::fs::read(d.path().join("in.csv")).unwrap(), before);
 }
+
+/// Round four: a trace's sibling of another process is read with it, so
+/// `-o` or `--html` onto the sibling would replace an input.
+#[test]
+fn outputs_onto_a_traces_sibling_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/kopt-trace-h200/moe_sampled_trace.jsonl");
+    std::fs::copy(&trace, d.path().join("trace.jsonl")).unwrap();
+    std::fs::copy(&trace, d.path().join("trace.jsonl.55")).unwrap();
+    let before = std::fs::read(d.path().join("trace.jsonl.55")).unwrap();
+    for flag in ["-o", "--html"] {
+        let o = kopt(
+            d.path(),
+            &["analyze", "trace.jsonl", flag, "trace.jsonl.55"],
+        );
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("would overwrite an input"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(
+        std::fs::read(d.path().join("trace.jsonl.55")).unwrap(),
+        before
+    );
+}
+
+/// Round four: a timeline past its activity budget is refused by name
+/// instead of the process aborting on a failed allocation (2.5M launches
+/// asked for 5 GB at once).
+#[test]
+fn a_timeline_past_its_activity_budget_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/training-capture-h200/train_mlp.trace.jsonl.gz");
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze"])
+        .arg(&trace)
+        .env("KOPT_TIMELINE_MAX_ACTIVITIES", "100")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("more than the timeline budget of 100")
+            && e.contains("KOPT_TIMELINE_MAX_ACTIVITIES=400"),
+        "{e}"
+    );
+}
