@@ -18,6 +18,10 @@ const PHASES: [&str; 4] = ["data", "forward", "backward", "optimizer"];
 /// a step that reuses one batch has none).
 const EXPECTED: [&str; 3] = ["forward", "backward", "optimizer"];
 
+/// Spans looked back over for the one holding a launch (phases nest a few
+/// deep at most; the bound keeps a pathological trace linear).
+const MAX_NESTING: usize = 64;
+
 /// Index into `PHASES` of a kopt marker's name, None for any other range.
 fn phase_of(name: &str) -> Option<usize> {
     let rest = name.strip_prefix("kopt:")?;
@@ -74,12 +78,19 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<StepPhases> {
     if source == FROM_TORCH {
         infer_forward(&mut spans, windows);
     }
+    // Each span clipped to its step: a range that ends past the step (or
+    // after the trace) counts only inside it.
+    for span in spans.iter_mut() {
+        if let Some(w) = window_of(span.0) {
+            span.1 = span.1.min(windows[w].1).max(span.0);
+        }
+    }
     let steps = windows.len().max(1) as f64;
     let mut host = [0.0f64; PHASES.len() + 1];
     let mut gpu = [0.0f64; PHASES.len() + 1];
     let mut kernels = [0usize; PHASES.len() + 1];
-    for &(s, e, p) in &spans {
-        host[p] += (e - s).max(0) as f64;
+    for (p, ns) in innermost_time(&spans) {
+        host[p] += ns;
     }
     let step_total: f64 = windows.iter().map(|w| (w.1 - w.0).max(0) as f64).sum();
     let other = PHASES.len();
@@ -103,11 +114,14 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<StepPhases> {
         if window_of(at).is_none() {
             continue;
         }
+        // The innermost span still open at the launch: the latest started
+        // that has not ended (a nested one may have ended before it).
         let i = spans.partition_point(|s| s.0 <= at);
-        let p = i
-            .checked_sub(1)
-            .map(|j| spans[j])
-            .filter(|s| at <= s.1)
+        let p = spans[..i]
+            .iter()
+            .rev()
+            .take(MAX_NESTING)
+            .find(|s| at <= s.1)
             .map_or(other, |s| s.2);
         kernels[p] += 1;
         gpu[p] += (a.end_ns - a.start_ns).max(0) as f64;
@@ -142,6 +156,42 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<StepPhases> {
         missing,
         source: source.into(),
     })
+}
+
+/// Each phase's time with nested or overlapping spans counted once: a
+/// moment belongs to the innermost span open then (the latest started).
+/// `spans` sorted by start.
+fn innermost_time(spans: &[(i64, i64, usize)]) -> Vec<(usize, f64)> {
+    let mut out = Vec::new();
+    let mut open: Vec<(i64, usize)> = Vec::new(); // (end, phase), latest on top
+    let mut at = i64::MIN;
+    // Time from `at` to `to` goes to the spans open, innermost first,
+    // closing the ones that end on the way.
+    let mut advance =
+        |open: &mut Vec<(i64, usize)>, at: &mut i64, to: i64, out: &mut Vec<(usize, f64)>| {
+            while let Some(&(end, p)) = open.last() {
+                let until = end.min(to);
+                if until > *at {
+                    out.push((p, (until - *at) as f64));
+                    *at = until;
+                }
+                if end <= to {
+                    open.pop();
+                } else {
+                    break;
+                }
+            }
+            *at = (*at).max(to);
+        };
+    for &(s, e, p) in spans {
+        if at == i64::MIN {
+            at = s;
+        }
+        advance(&mut open, &mut at, s, &mut out);
+        open.push((e, p));
+    }
+    advance(&mut open, &mut at, i64::MAX, &mut out);
+    out
 }
 
 /// Forward, where torch.profiler marks no forward: in each step that runs
@@ -258,6 +308,36 @@ mod tests {
             ]
         );
         assert_eq!(p.source, FROM_TORCH);
+    }
+
+    #[test]
+    fn nested_spans_count_once_and_a_span_past_its_step_is_clipped() {
+        // A step of 1000 ns: forward 0-600 holding a nested forward 100-200
+        // and a backward 300-500 inside it; data from 600 to far past the
+        // step's end.
+        let mut t = Timeline::default();
+        t.ranges.push(range("kopt:forward", 0, 600));
+        t.ranges.push(range("kopt:forward", 100, 200));
+        t.ranges.push(range("kopt:backward", 300, 500));
+        t.ranges
+            .push(range("kopt:data", 600, 1_000_000_000_000_000));
+        let p = summarize(&t, &[(0, 1000)]).unwrap();
+        let host: Vec<(&str, f64)> = p
+            .phases
+            .iter()
+            .map(|ph| (ph.name.as_str(), ph.host_ns_per_step))
+            .collect();
+        assert_eq!(
+            host,
+            [
+                ("data", 400.0),
+                ("forward", 400.0),
+                ("backward", 200.0),
+                ("other", 0.0)
+            ]
+        );
+        let total: f64 = p.phases.iter().map(|ph| ph.share_pct).sum();
+        assert!((total - 100.0).abs() < 1e-9, "{total}");
     }
 
     #[test]

@@ -70,7 +70,9 @@ pub(super) fn nvtx_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> 
     let (name, spans) = families
         .iter()
         .filter(|(name, spans)| {
-            holds_work(spans)
+            // A phase (kopt:forward ...) is part of a step, never one.
+            !name.starts_with("kopt:")
+                && holds_work(spans)
                 && !names.iter().any(|o| {
                     o != *name && families[o].len() < spans.len() && inside(spans, &families[o])
                 })
