@@ -167,7 +167,7 @@ fn innermost_time(spans: &[(i64, i64, usize)]) -> Vec<(usize, f64)> {
     let mut at = i64::MIN;
     // Time from `at` to `to` goes to the spans open, innermost first,
     // closing the ones that end on the way.
-    let mut advance =
+    let advance =
         |open: &mut Vec<(i64, usize)>, at: &mut i64, to: i64, out: &mut Vec<(usize, f64)>| {
             while let Some(&(end, p)) = open.last() {
                 let until = end.min(to);
