@@ -982,6 +982,17 @@ fn aggregate_primary(
     r: &kopt_model::Recommendation,
     tiny: &[&rollup::KernelGroup],
 ) -> PrimaryBottleneck {
+    // A finding about no kernel of the table (a step's phase, a host
+    // cost): it is the primary as it is, not a sum of tiny kernels.
+    if tiny.is_empty() {
+        return PrimaryBottleneck {
+            component: r.kernel.clone(),
+            component_short: r.kernel_short.clone(),
+            class: r.class,
+            pct_of_total: r.gain.as_ref().map_or(0.0, |g| g.workload_pct),
+            insight: format!("{}: {}", r.title, r.evidence_shown().trim()),
+        };
+    }
     let share: f64 = tiny.iter().map(|g| g.verdict.pct_of_total).sum();
     let launches: u64 = tiny.iter().map(|g| g.verdict.launches).sum();
     let biggest = tiny

@@ -167,7 +167,9 @@ pub fn launch_ids(t: &Timeline) -> std::collections::HashSet<u64> {
 /// optimizer's launches as it slows the rest).
 pub fn recommend(o: &OptimizerStep, wall_ns: f64, recorded: f64) -> Option<Recommendation> {
     let fmt = kopt_model::format_duration_ns;
-    if o.form == "fused" || wall_ns <= 0.0 {
+    // No kernel inside the step: nothing on the GPU to fuse (a trace
+    // without kernels, or an optimizer on the CPU).
+    if o.form == "fused" || wall_ns <= 0.0 || o.kernels_per_step <= 0.0 {
         return None;
     }
     let fusable = [
@@ -291,6 +293,14 @@ mod tests {
         assert_eq!(o.kernels_per_step, 600.0);
         assert_eq!(o.host_ns_per_step, 4_000_000.0);
         let r = recommend(&o, 10e6, 1.0).unwrap();
+        // No kernel inside the step (a trace with its kernels stripped, an
+        // optimizer on the CPU): nothing to fuse, no finding.
+        let cpu = OptimizerStep {
+            kernels_per_step: 0.0,
+            gpu_ns_per_step: 0.0,
+            ..o.clone()
+        };
+        assert!(recommend(&cpu, 10e6, 1.0).is_none());
         let sp = r.predicted_speedup.unwrap();
         // 4 ms now, 1.2 ms of GPU x 0.3 fused: 10 ms -> 6.36 ms.
         assert!((1.5..1.65).contains(&sp.estimate), "{sp:?}");

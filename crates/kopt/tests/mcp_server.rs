@@ -406,6 +406,11 @@ fn summaries_name_gains_and_missing_counters() {
         dir.path().join("kernel_trace.csv"),
     )
     .unwrap();
+    std::fs::copy(
+        fixture("kopt-trace-h200/moe_trace.jsonl"),
+        dir.path().join("moe.jsonl"),
+    )
+    .unwrap();
     let mut s = Server::start_in(dir, &[]);
     s.initialize();
     let r = s.call(1, "analyze", json!({"files": ["kernel_trace.csv"]}));
@@ -419,6 +424,11 @@ fn summaries_name_gains_and_missing_counters() {
         text.contains("predicted ") || text.contains("no figure"),
         "{text}"
     );
+    // A launch-bound primary's share is the idle window, not kernel time.
+    let r = s.call(2, "analyze", json!({"files": ["moe.jsonl"]}));
+    assert_eq!(r["isError"], false, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("of the steady-state window idle)"), "{text}");
     s.close(Duration::from_secs(5));
 }
 

@@ -618,9 +618,18 @@ fn diagnosis_summary(d: &Diagnosis) -> String {
     let mut o = String::new();
     match &d.primary {
         Some(p) => {
+            // The share means what the primary is: the idle window for
+            // launch overhead, a kernel's time, else the workload's.
+            let of = if p.class == kopt_model::BottleneckClass::LaunchOverhead {
+                "of the steady-state window idle"
+            } else if d.kernels.iter().any(|k| k.name == p.component) {
+                "of kernel time"
+            } else {
+                "of the workload"
+            };
             let _ = writeln!(
                 o,
-                "**Primary bottleneck:** {} is {} ({:.1}% of kernel time)",
+                "**Primary bottleneck:** {} is {} ({:.1}% {of})",
                 p.component_short, p.class, p.pct_of_total
             );
             if !p.insight.is_empty() {
