@@ -100,11 +100,12 @@ fn time_steps_bare(
         ));
     };
     let tracer = locate_tracer(run.tracer.as_deref())?;
-    let (_, dir) = run.create_run_dir()?;
+    let (_, run) = run.accept()?;
+    let dir = run.folder();
     let passthrough = !run.quiet;
     let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
     Ok(BareRun::run(
-        &run.workload(),
+        &run.launch(),
         &tracer,
         &range,
         &dir,

@@ -7,6 +7,7 @@ use kopt_model::compare::CompareReport;
 
 use crate::error::{Error, Result};
 use crate::progress::Progress;
+use crate::record::HistoryDb;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompareRequest {
@@ -21,8 +22,8 @@ pub struct CompareRequest {
     pub rtol: Option<f64>,
     /// A candidate of another dtype is compared (else it fails).
     pub allow_dtype_change: bool,
-    /// History database the comparison is recorded in (None: not recorded).
-    pub db: Option<PathBuf>,
+    /// History database the comparison is recorded in (`Off`: not recorded).
+    pub db: HistoryDb,
 }
 
 impl CompareRequest {
@@ -61,7 +62,7 @@ pub fn compare(req: &CompareRequest, progress: &dyn Progress) -> Result<CompareR
     let reference = read_tensors(&req.reference)?;
     let candidate = read_tensors(&req.candidate)?;
     let report = kopt_bench::compare_tensors_gate(&reference, &candidate, &req.gate());
-    if let Some(db) = &req.db {
+    if let Some(db) = &req.db.resolve() {
         let failed: Vec<&str> = report
             .tensors
             .iter()

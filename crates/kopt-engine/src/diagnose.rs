@@ -3,12 +3,11 @@
 //! ends in a diagnosis (`analyze`, `profile` with either profiler, `trace`)
 //! comes here last.
 
-use std::path::PathBuf;
-
 use kopt_analyze::AnalyzeOptions;
 use kopt_model::{Diagnosis, Peaks, Profile};
 
 use crate::error::{Error, Result};
+use crate::record::HistoryDb;
 
 /// How the analysis reads the device: a name for datasheet peaks, measured peaks.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -24,7 +23,7 @@ pub struct AnalysisOptions {
     pub keep_warmup: bool,
     /// A history whose `kopt optimize` runs calibrate the predictions: once a
     /// rule has enough checked predictions, its recommendations quote them.
-    pub calibration_db: Option<PathBuf>,
+    pub calibration: HistoryDb,
 }
 
 /// Longest `--device` name: NVIDIA's and AMD's names run to about 40.
@@ -88,8 +87,8 @@ pub fn diagnose(mut profile: Profile, opts: &AnalysisOptions) -> Diagnosis {
         },
     );
     drop_in_background(profile);
-    if let Some(db) = &opts.calibration_db {
-        crate::history::apply_calibration(&mut diagnosis, db);
+    if let Some(db) = opts.calibration.resolve() {
+        crate::history::apply_calibration(&mut diagnosis, &db);
     }
     diagnosis
 }

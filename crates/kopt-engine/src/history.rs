@@ -13,6 +13,7 @@ use kopt_model::{BenchReport, Diagnosis};
 use kopt_store::{History, RunRow};
 
 use crate::error::{Error, Result};
+use crate::record::RecordPaths;
 
 /// A recorded run's report, read back as the type its kind wrote.
 pub fn read_report(row: &RunRow) -> StoredReport {
@@ -51,8 +52,10 @@ fn open_for_reading(db: &Path) -> Result<Option<History>> {
     }
 }
 
-/// The newest `limit` runs; none where no run was recorded yet.
-pub fn list(db: &Path, limit: usize) -> Result<RunListing> {
+/// The newest `limit` runs of `db` (default: the project's history); none
+/// where no run was recorded yet.
+pub fn list(db: Option<&Path>, limit: usize) -> Result<RunListing> {
+    let db = &RecordPaths::db_or(db);
     let rows = match open_for_reading(db)? {
         Some(h) => h.list(limit)?,
         None => Vec::new(),
@@ -63,14 +66,14 @@ pub fn list(db: &Path, limit: usize) -> Result<RunListing> {
     })
 }
 
-pub fn show(db: &Path, id: i64) -> Result<RunShow> {
-    let row = History::open_existing(db)?.get(id)?;
+pub fn show(db: Option<&Path>, id: i64) -> Result<RunShow> {
+    let row = History::open_existing(&RecordPaths::db_or(db))?.get(id)?;
     let report = read_report(&row);
     Ok(RunShow { row, report })
 }
 
-pub fn diff(db: &Path, ia: i64, ib: i64) -> Result<RunDiff> {
-    let h = History::open_existing(db)?;
+pub fn diff(db: Option<&Path>, ia: i64, ib: i64) -> Result<RunDiff> {
+    let h = History::open_existing(&RecordPaths::db_or(db))?;
     let (a, b) = (h.get(ia)?, h.get(ib)?);
     // An optimize run compares as its ablation (median time per variant).
     let as_bench = |r: StoredReport| match r {
@@ -212,9 +215,25 @@ pub fn calibration(db: &Path) -> Result<Vec<RuleCalibration>> {
         .collect())
 }
 
+/// `rows` filler runs recorded in `db` (default: the project's history):
+/// `kopt history stress`, for measuring listing and cleanup at size.
+pub fn fill_for_stress(db: Option<&Path>, rows: u64) -> Result<()> {
+    let mut h = History::open(&RecordPaths::db_or(db))?;
+    for i in 0..rows {
+        let mut row =
+            crate::record::run_row("stress", "kopt history stress".into(), format!("row {i}"));
+        row.started_utc = format!("row {i}");
+        row.git_rev = None;
+        row.report_json = Some("x".repeat(512));
+        h.record(&row)?;
+    }
+    Ok(())
+}
+
 /// Every checked prediction and their grouping per rule, as `kopt history
 /// calibration` shows them.
-pub fn calibration_report(db: &Path) -> Result<Calibration> {
+pub fn calibration_report(db: Option<&Path>) -> Result<Calibration> {
+    let db = &RecordPaths::db_or(db);
     Ok(Calibration {
         db: db.display().to_string(),
         rules: calibration(db)?,
@@ -319,7 +338,7 @@ mod tests {
             files: vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
                 .join("../../fixtures/profile-module-h200/run")],
             analysis: crate::AnalysisOptions {
-                calibration_db: Some(db.clone()),
+                calibration: crate::HistoryDb::At(db.clone()),
                 ..Default::default()
             },
             ..Default::default()
@@ -341,7 +360,7 @@ mod tests {
         let plain = crate::analyze(
             &crate::AnalyzeRequest {
                 analysis: crate::AnalysisOptions {
-                    calibration_db: Some(none.clone()),
+                    calibration: crate::HistoryDb::At(none.clone()),
                     ..Default::default()
                 },
                 ..req

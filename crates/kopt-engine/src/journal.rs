@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use kopt_store::Entry;
 
 use crate::error::{Error, Result};
+use crate::record::RecordPaths;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JournalEntryRequest {
@@ -16,8 +17,10 @@ pub struct JournalEntryRequest {
     pub run: Option<String>,
 }
 
-/// Append an entry to `file`; returns the entry as written.
-pub fn add_entry(file: &Path, req: &JournalEntryRequest) -> Result<Entry> {
+/// Append an entry to `file` (default: the project's journal); returns the
+/// file and the entry as written.
+pub fn add_entry(file: Option<&Path>, req: &JournalEntryRequest) -> Result<(PathBuf, Entry)> {
+    let file = file.map_or_else(|| RecordPaths::current().journal, Path::to_path_buf);
     if req.hypothesis.trim().is_empty() {
         return Err(Error::Usage("--hypothesis needs text".into()));
     }
@@ -39,16 +42,14 @@ pub fn add_entry(file: &Path, req: &JournalEntryRequest) -> Result<Entry> {
         run: req.run.clone(),
         change: None,
     };
-    kopt_store::append_entry(file, &entry)?;
-    Ok(entry)
+    kopt_store::append_entry(&file, &entry)?;
+    Ok((file, entry))
 }
 
-/// The journal's text; `None` when no entry was written yet (no file).
-pub fn read(file: &Path) -> Result<Option<String>> {
-    kopt_store::journal::read_journal(file).map_err(|e| Error::Input(e.to_string()))
-}
-
-/// Where the journal is by default, from `cwd`.
-pub fn default_file(cwd: &Path) -> PathBuf {
-    crate::record::RecordPaths::for_cwd(cwd).journal
+/// The journal `file` (default: the project's) and its text; `None` when
+/// no entry was written yet (no file).
+pub fn read(file: Option<&Path>) -> Result<(PathBuf, Option<String>)> {
+    let file = file.map_or_else(|| RecordPaths::current().journal, Path::to_path_buf);
+    let text = kopt_store::journal::read_journal(&file).map_err(|e| Error::Input(e.to_string()))?;
+    Ok((file, text))
 }

@@ -43,10 +43,10 @@ pub use optimize_run::optimize;
 pub use profile::profile;
 pub use profile_run::{Backend, ProfileRequest, TimingPass};
 pub use progress::{Progress, Silent};
-pub use record::RecordPaths;
+pub use record::{HistoryDb, RecordPaths};
 pub use trace::{trace, TraceRequest, Traced};
 pub use tune::{tune, tune_with, Executor, LocalExecutor, Strategy, TuneRequest};
-pub use workload::WorkloadOptions;
+pub use workload::{ScriptSource, Workload, WorkloadOptions};
 
 /// Write outputs under kopt's output policy (see `kopt_store::files`):
 /// every path is checked first, so nothing is written unless all can be.

@@ -428,7 +428,8 @@ pub struct Conclusion {
     /// Keep candidates that change numerics when they pass their tolerance.
     pub allow_precision: bool,
     pub journal: Option<PathBuf>,
-    pub db: PathBuf,
+    /// History the run is recorded in (default: the project's).
+    pub db: Option<PathBuf>,
 }
 
 /// The verdicts from what a harness left in `run_dir/candidates/`
@@ -882,7 +883,7 @@ pub fn verify_recommendations(
         // A measurement: precision changes are judged by their tolerance.
         allow_precision: true,
         journal: None,
-        db: req.db.clone(),
+        db: Some(req.db.clone()),
     };
     let (ablation, mut checks) = measure_run(&setting, &module, &variants, &h, &dir);
     for ((id, _, predicted, model), v) in picks.into_iter().zip(&variants) {
@@ -1264,7 +1265,8 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
     row.run_dir = Some(r.run_dir.clone());
     row.verdict = Some(if r.best.is_some() { "KEEP" } else { "REVERT" }.into());
     row.report_json = Some(json);
-    crate::record::record_run(&req.db, &row, progress);
+    let db = crate::record::RecordPaths::db_or(req.db.as_deref());
+    crate::record::record_run(&db, &row, progress);
     Ok(())
 }
 

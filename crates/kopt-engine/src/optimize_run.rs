@@ -93,7 +93,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         seed: req.seed,
         allow_precision: req.allow_precision,
         journal: req.journal.clone(),
-        db: req.db.clone(),
+        db: Some(req.db.clone()),
     };
     progress.note("optimize 3/6: verdicts");
     let mut report = judge_singles(&setting, &diagnosis, &choices, harness.as_ref());
@@ -199,13 +199,13 @@ fn baseline(
     progress: &dyn Progress,
 ) -> Result<Diagnosis> {
     let run = WorkloadOptions {
-        argv: prepared.argv.clone(),
+        workload: crate::workload::Workload::Command(prepared.argv.clone()),
         gpu: req.gpu.clone(),
         timeout: req.timeout,
         quiet: req.quiet,
         tracer: req.tracer.clone(),
-        runs_dir: req.runs_dir.clone(),
-        db: req.db.clone(),
+        runs_dir: Some(req.runs_dir.clone()),
+        db: Some(req.db.clone()),
         run_dir: Some(prepared.run_dir.clone()),
     };
     if req.counters {

@@ -31,7 +31,8 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
     }
     let ncu = Ncu::locate(req.ncu.as_deref(), std::env::var_os("PATH").as_deref())?;
     let started = Instant::now();
-    let (dir, mut record) = start_run(req, Profiler::Ncu, &ncu.path, ncu.version())?;
+    let (req, dir, mut record) = start_run(req, Profiler::Ncu, &ncu.path, ncu.version())?;
+    let req = &req;
     save_record(&record, &dir)?;
     let total = if req.deep_top.is_some() { 3 } else { 2 };
     let mut passes = Passes {
@@ -46,7 +47,7 @@ pub fn profile(req: &ProfileRequest, progress: &dyn Progress) -> Result<Diagnosi
         if req.verify > 0 {
             crate::optimize::verify_recommendations(
                 &mut d,
-                &req.run.argv,
+                req.run.argv(),
                 &req.run,
                 &dir,
                 req.verify,
@@ -70,7 +71,7 @@ struct Passes<'a> {
 impl Passes<'_> {
     fn run(&mut self) -> Result<Diagnosis> {
         let req = self.req;
-        let workload = req.run.workload();
+        let workload = req.run.launch();
         // Pass 1: where the time goes, from kopt's tracer (the real timeline:
         // gaps and launch cost too) or else ncu. The workload's own output is
         // shown here only. --kernel filters the tracer's kernels when Rust's

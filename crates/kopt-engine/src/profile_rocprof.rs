@@ -44,7 +44,9 @@ pub(crate) fn profile_rocprof(req: &ProfileRequest, progress: &dyn Progress) -> 
             ))
         })?;
     let started = Instant::now();
-    let (dir, mut record) = start_run(req, Profiler::Rocprofv3, &rocprof.path, rocprof.version())?;
+    let (req, dir, mut record) =
+        start_run(req, Profiler::Rocprofv3, &rocprof.path, rocprof.version())?;
+    let req = &req;
     // rocprofv3 traces every kernel: the filter is applied on reading.
     record.kernel_filter = req.kernel_regex.clone();
     save_record(&record, &dir)?;
@@ -60,7 +62,7 @@ fn run_passes(
     progress: &dyn Progress,
     filter: Option<&regex::Regex>,
 ) -> Result<Diagnosis> {
-    let workload = req.run.workload();
+    let workload = req.run.launch();
     let groups_for = |arch: Option<&str>| counter_groups(arch);
     // The total is known once the trace names the GPU; the group count does
     // not depend on it.

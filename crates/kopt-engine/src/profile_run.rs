@@ -100,14 +100,8 @@ pub struct ProfileRequest {
 impl ProfileRequest {
     /// A request with the CLI's defaults for `argv`.
     pub fn new(argv: Vec<String>) -> ProfileRequest {
-        let paths = crate::record::RecordPaths::current();
         ProfileRequest {
-            run: WorkloadOptions {
-                argv,
-                runs_dir: paths.runs_dir,
-                db: paths.db,
-                ..Default::default()
-            },
+            run: WorkloadOptions::command(argv),
             module: None,
             kernel_regex: None,
             profile_top: 20,
@@ -138,7 +132,7 @@ impl ProfileRequest {
         if self.kernel_regex.as_deref().is_some_and(str::is_empty) {
             return Err(Error::Usage("--kernel needs a regex".into()));
         }
-        if self.verify > 0 && crate::module_script::driven_script(&self.run.argv).is_none() {
+        if self.verify > 0 && !self.run.workload.is_driven() {
             return Err(Error::Usage(
                 "--verify measures fixes on a module script: give --script FILE (a Model class and get_inputs())".into(),
             ));
@@ -147,18 +141,22 @@ impl ProfileRequest {
     }
 }
 
-/// The run folder and the record of a profiler run (not saved yet).
+/// The request accepted (`WorkloadOptions::accept`: its run folder made,
+/// a script written there), with that folder and the record of the
+/// profiler run (not saved yet).
 pub(crate) fn start_run(
     req: &ProfileRequest,
     profiler: Profiler,
     path: &Path,
     version: Option<String>,
-) -> Result<(PathBuf, RunRecord)> {
-    let (id, dir) = req.run.create_run_dir()?;
-    let mut record = start_record(id, req.run.argv.clone(), profiler, path, version);
+) -> Result<(ProfileRequest, PathBuf, RunRecord)> {
+    let (id, run) = req.run.accept()?;
+    let dir = run.folder();
+    let mut record = start_record(id, run.argv().to_vec(), profiler, path, version);
     record.module = req.module.clone();
     record.visible_devices = req.run.gpu.clone();
-    Ok((dir, record))
+    let accepted = ProfileRequest { run, ..req.clone() };
+    Ok((accepted, dir, record))
 }
 
 /// A profile run's end, whichever profiler ran it: the record's status and
@@ -179,11 +177,11 @@ pub(crate) fn conclude_profile(
             save_record(record, dir)?;
             let run = RunInfo {
                 module: req.module.clone(),
-                argv: req.run.argv.clone(),
+                argv: req.run.argv().to_vec(),
                 run_dir: dir.display().to_string(),
                 wall_s: started.elapsed().as_secs_f64(),
             };
-            finish_run(diagnosis, run, "profile", &req.run.db, progress)
+            finish_run(diagnosis, run, "profile", &req.run.db(), progress)
         }
         Err(e) => {
             record.status = format!("failed: {e}");
@@ -214,7 +212,7 @@ pub(crate) fn no_kernel_matches(re: &regex::Regex, launches: &[kopt_model::Kerne
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::timeout_from_secs;
+    use crate::workload::{timeout_from_secs, Workload};
     use std::time::Duration;
 
     #[test]
@@ -223,7 +221,10 @@ mod tests {
         assert!(ok.validate().is_ok());
         type Mutation = Box<dyn Fn(&mut ProfileRequest)>;
         let cases: Vec<(Mutation, &str)> = vec![
-            (Box::new(|r| r.run.argv.clear()), "nothing to run"),
+            (
+                Box::new(|r| r.run.workload = Workload::Command(Vec::new())),
+                "nothing to run",
+            ),
             (Box::new(|r| r.profile_top = 0), "--profile-top"),
             (Box::new(|r| r.launches = 0), "--launches"),
             (Box::new(|r| r.deep_top = Some(0)), "--deep-top"),

@@ -49,6 +49,38 @@ impl RecordPaths {
     pub fn current() -> RecordPaths {
         RecordPaths::for_cwd(&std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
     }
+
+    /// The history database a front end named, else the project's: the one
+    /// place that default is applied (front ends pass what the user gave).
+    pub(crate) fn db_or(db: Option<&Path>) -> PathBuf {
+        db.map_or_else(|| RecordPaths::current().db, Path::to_path_buf)
+    }
+}
+
+/// A history database a request reads or writes: none, the project's
+/// ([`RecordPaths`], resolved by the engine), or one named.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum HistoryDb {
+    #[default]
+    Off,
+    Project,
+    At(PathBuf),
+}
+
+impl HistoryDb {
+    /// The project's history unless `db` names one.
+    pub fn project_or(db: Option<PathBuf>) -> HistoryDb {
+        db.map_or(HistoryDb::Project, HistoryDb::At)
+    }
+
+    /// The database it names, resolved.
+    pub fn resolve(&self) -> Option<PathBuf> {
+        match self {
+            HistoryDb::Off => None,
+            HistoryDb::Project => Some(RecordPaths::current().db),
+            HistoryDb::At(db) => Some(db.clone()),
+        }
+    }
 }
 
 /// Record a finished run. Its results are already printed or written: a

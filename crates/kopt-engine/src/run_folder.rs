@@ -84,6 +84,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// A new run folder under `runs_dir`, else under the project's runs folder
+/// ([`crate::RecordPaths`]).
+pub fn new_run_dir(runs_dir: Option<&Path>) -> Result<(String, PathBuf)> {
+    match runs_dir {
+        Some(dir) => create_run_dir(dir),
+        None => create_run_dir(&crate::RecordPaths::current().runs_dir),
+    }
+}
+
 /// A new, unique run folder under `runs_dir`: `20261125-221900-4242`.
 pub fn create_run_dir(runs_dir: &Path) -> Result<(String, PathBuf)> {
     std::fs::create_dir_all(runs_dir).map_err(|e| io_error(runs_dir, "create", e))?;

@@ -329,11 +329,12 @@ pub fn parse_sampling(text: &str) -> Result<Sampling> {
 pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     req.validate()?;
     let tracer = locate_tracer(req.run.tracer.as_deref())?;
-    let (_, dir) = req.run.create_run_dir()?;
+    let (_, run) = req.run.accept()?;
+    let dir = run.folder();
     let started = Instant::now();
     let passthrough = !req.run.quiet;
     let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
-    let traced = run_traced(&req.run.workload(), &tracer, req.sample, &dir, &on_line)?;
+    let traced = run_traced(&run.launch(), &tracer, req.sample, &dir, &on_line)?;
     let mut trace = read_kopt_trace_set(&traced.trace)?;
     let first_rank = trace.timeline.rank.map_or(0, |r| r.rank);
     let label = traced.trace.display().to_string();
@@ -345,7 +346,7 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
         .flatten();
     let bare = bare_range.map(|range| {
         BareRun::run(
-            &req.run.workload(),
+            &run.launch(),
             &tracer,
             &range,
             &dir,
@@ -444,13 +445,13 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
             ),
         );
     }
-    let run = RunInfo {
+    let info = RunInfo {
         module: None,
-        argv: req.run.argv.clone(),
+        argv: run.argv().to_vec(),
         run_dir: dir.display().to_string(),
         wall_s: started.elapsed().as_secs_f64(),
     };
-    let diagnosis = finish_run(diagnosis, run, "trace", &req.run.db, progress)?;
+    let diagnosis = finish_run(diagnosis, info, "trace", &run.db(), progress)?;
     Ok(Traced {
         diagnosis,
         timeline,

@@ -10,8 +10,8 @@ use std::time::Duration;
 use kopt_engine::bench::VariantSpec;
 use kopt_engine::progress::{Progress, Stream};
 use kopt_engine::{
-    AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, ProfileRequest, RecordPaths,
-    TimingPass, TraceRequest, WorkloadOptions,
+    AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, HistoryDb, ProfileRequest,
+    ScriptSource, TimingPass, TraceRequest, Workload, WorkloadOptions,
 };
 use kopt_model::Peaks;
 use kopt_report::{Format, Layout, Render};
@@ -160,7 +160,7 @@ fn timeout(t: Option<f64>) -> PyResult<Option<Duration>> {
 
 #[allow(clippy::too_many_arguments)] // the Python keywords, one to one
 fn workload(
-    argv: Vec<String>,
+    workload: Workload,
     gpu: Option<String>,
     timeout_s: Option<f64>,
     quiet: bool,
@@ -169,17 +169,42 @@ fn workload(
     db: Option<PathBuf>,
     run_dir: Option<PathBuf>,
 ) -> PyResult<WorkloadOptions> {
-    let paths = RecordPaths::current();
     Ok(WorkloadOptions {
-        argv,
+        workload,
         gpu,
         timeout: timeout(timeout_s)?,
         quiet,
         tracer,
-        runs_dir: runs_dir.unwrap_or(paths.runs_dir),
-        db: db.unwrap_or(paths.db),
+        runs_dir,
+        db,
         run_dir,
     })
+}
+
+/// What `profile` runs: `argv`, or a script given as text (`script`),
+/// written into the run folder by the engine once the request is accepted.
+fn target(
+    argv: Option<Vec<String>>,
+    script: Option<String>,
+    module: Option<&str>,
+    python: Option<String>,
+    (warmup, steps, record_ops): (u32, u32, bool),
+) -> PyResult<Workload> {
+    match (argv, script) {
+        (Some(argv), None) => Ok(Workload::Command(argv)),
+        (None, Some(text)) => {
+            let module =
+                module.ok_or_else(|| UsageError::new_err("a script needs module= (its name)"))?;
+            let python = python.unwrap_or_else(|| "python3".into());
+            let mut s = ScriptSource::new(text, module.to_string(), python);
+            s.warmup = warmup;
+            s.steps = steps;
+            s.record_ops = record_ops;
+            Ok(Workload::Script(s))
+        }
+        (Some(_), Some(_)) => Err(UsageError::new_err("give argv or script=, not both")),
+        (None, None) => Err(UsageError::new_err("nothing to run: give argv or script=")),
+    }
 }
 
 fn analysis(
@@ -196,7 +221,7 @@ fn analysis(
         },
         top,
         keep_warmup,
-        calibration_db: Some(RecordPaths::current().db),
+        calibration: HistoryDb::Project,
     }
 }
 
@@ -219,7 +244,10 @@ fn analyze(
     runs_dir: Option<PathBuf>,
 ) -> PyResult<DiagnosisHandle> {
     let bare_run = bare_command
-        .map(|argv| workload(argv, gpu, timeout, true, tracer, runs_dir, None, None))
+        .map(|argv| {
+            let argv = Workload::Command(argv);
+            workload(argv, gpu, timeout, true, tracer, runs_dir, None, None)
+        })
         .transpose()?;
     let req = AnalyzeRequest {
         files: paths,
@@ -256,11 +284,16 @@ fn analyze_ranks(py: Python<'_>, folder: PathBuf, format_name: &str) -> PyResult
 
 /// Run a workload through kopt's profile passes; returns the diagnosis as JSON.
 #[pyfunction]
-#[pyo3(signature = (argv, *, module=None, gpu=None, timeout=None, profile_top=None, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true, verify=0))]
+#[pyo3(signature = (argv=None, *, script=None, python=None, warmup=3, steps=20, ops=false, module=None, gpu=None, timeout=None, profile_top=None, top=None, deep_top=None, kernel=None, timing_pass="tracer", quiet=false, tracer=None, ncu=None, runs_dir=None, db=None, run_dir=None, device=None, bare_run=true, verify=0))]
 #[allow(clippy::too_many_arguments)]
 fn profile(
     py: Python<'_>,
-    argv: Vec<String>,
+    argv: Option<Vec<String>>,
+    script: Option<String>,
+    python: Option<String>,
+    warmup: u32,
+    steps: u32,
+    ops: bool,
     module: Option<String>,
     gpu: Option<String>,
     timeout: Option<f64>,
@@ -288,8 +321,15 @@ fn profile(
             )))
         }
     };
+    let what = target(
+        argv,
+        script,
+        module.as_deref(),
+        python,
+        (warmup, steps, ops),
+    )?;
     let req = ProfileRequest {
-        run: workload(argv, gpu, timeout, quiet, tracer, runs_dir, db, run_dir)?,
+        run: workload(what, gpu, timeout, quiet, tracer, runs_dir, db, run_dir)?,
         module,
         kernel_regex: kernel,
         profile_top: profile_top.unwrap_or(20),
@@ -328,7 +368,16 @@ fn trace(
     bare_run: bool,
 ) -> PyResult<DiagnosisHandle> {
     let req = TraceRequest {
-        run: workload(argv, gpu, timeout, quiet, tracer, runs_dir, db, run_dir)?,
+        run: workload(
+            Workload::Command(argv),
+            gpu,
+            timeout,
+            quiet,
+            tracer,
+            runs_dir,
+            db,
+            run_dir,
+        )?,
         sample: sample
             .as_deref()
             .map(kopt_engine::trace::parse_sampling)
@@ -417,12 +466,12 @@ fn history(
 ) -> PyResult<String> {
     use kopt_engine::history;
     let (f, layout) = (format(format_name)?, Layout::default());
-    let db = db.unwrap_or_else(|| RecordPaths::current().db);
+    let db = db.as_deref();
     py.detach(|| match (run, runs, calibration) {
-        (None, None, false) => Ok(history::list(&db, limit)?.render(f, layout)),
-        (Some(id), None, false) => Ok(history::show(&db, id)?.render(f, layout)),
-        (None, Some((a, b)), false) => Ok(history::diff(&db, a, b)?.render(f, layout)),
-        (None, None, true) => Ok(history::calibration_report(&db)?.render(f, layout)),
+        (None, None, false) => Ok(history::list(db, limit)?.render(f, layout)),
+        (Some(id), None, false) => Ok(history::show(db, id)?.render(f, layout)),
+        (None, Some((a, b)), false) => Ok(history::diff(db, a, b)?.render(f, layout)),
+        (None, None, true) => Ok(history::calibration_report(db)?.render(f, layout)),
         _ => Err(kopt_engine::Error::Usage(
             "give at most one of run, runs and calibration".into(),
         )),
@@ -566,7 +615,8 @@ fn compare(
         atol,
         rtol,
         allow_dtype_change,
-        db,
+        // Python records a comparison only in a history it names.
+        db: db.map_or(HistoryDb::Off, HistoryDb::At),
     };
     let r = py
         .detach(|| kopt_engine::compare(&req, &kopt_engine::Silent))
@@ -618,39 +668,12 @@ fn render(
     })
 }
 
-/// Write a script into `run_dir` as kopt runs it: a module script with
-/// kopt's driver beside it (warm-up, then `steps` NVTX steps), else as it
-/// is. Returns the argv to run.
-#[pyfunction]
-#[pyo3(signature = (run_dir, script_content, module_name, python, warmup=3, steps=20, record_ops=false))]
-fn prepare_script(
-    run_dir: PathBuf,
-    script_content: &str,
-    module_name: &str,
-    python: &str,
-    warmup: u32,
-    steps: u32,
-    record_ops: bool,
-) -> PyResult<Vec<String>> {
-    kopt_engine::module_script::prepare(
-        &run_dir,
-        script_content,
-        module_name,
-        python,
-        warmup,
-        steps,
-        record_ops,
-    )
-    .map(|p| p.argv)
-    .map_err(engine_err)
-}
-
 /// A new run folder under `runs_dir` (default: `.kopt/runs` at the repository root).
 #[pyfunction]
 #[pyo3(signature = (runs_dir=None))]
 fn create_run_dir(runs_dir: Option<PathBuf>) -> PyResult<String> {
-    let dir = runs_dir.unwrap_or_else(|| RecordPaths::current().runs_dir);
-    let (_, path) = kopt_engine::run_folder::create_run_dir(&dir).map_err(engine_err)?;
+    let (_, path) =
+        kopt_engine::run_folder::new_run_dir(runs_dir.as_deref()).map_err(engine_err)?;
     Ok(path.display().to_string())
 }
 
@@ -716,7 +739,7 @@ fn conclusion(
         seed: seed.unwrap_or(defaults.seed),
         allow_precision,
         journal,
-        db: db.unwrap_or_else(|| RecordPaths::current().db),
+        db,
     }
 }
 
@@ -1046,7 +1069,6 @@ fn _kopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_tolerance, m)?)?;
     m.add_function(wrap_pyfunction!(render, m)?)?;
     m.add_function(wrap_pyfunction!(create_run_dir, m)?)?;
-    m.add_function(wrap_pyfunction!(prepare_script, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(tune, m)?)?;
     m.add_function(wrap_pyfunction!(tune_run_trial, m)?)?;

@@ -43,10 +43,8 @@ pub fn analyze(a: &AnalyzeArgs) -> Outcome {
 }
 
 pub fn profile(a: &ProfileArgs) -> Outcome {
-    // Outputs first: lowering a module script creates its run folder, and
-    // a refused output must leave nothing behind.
-    check_outputs(&ReportOptions::validate(&a.report, &[])?, None)?;
     let (req, report) = options::profile(a)?;
+    check_outputs(&report, None)?;
     let diagnosis = kopt_engine::profile(&req, &TerminalProgress::new(true))?;
     emit_diagnosis(&diagnosis, &report, Vec::new())
 }
@@ -177,15 +175,12 @@ pub fn optimize(a: &OptimizeArgs) -> Outcome {
 }
 
 pub fn journal(cmd: &JournalCommand) -> Outcome {
-    let cwd = std::env::current_dir().map_err(|e| Error::Input(format!("current folder: {e}")))?;
     match cmd {
         JournalCommand::Show { file } => {
-            let path = file
-                .clone()
-                .unwrap_or_else(|| kopt_engine::journal::default_file(&cwd));
             // The file is anyone's text: control characters (escape
             // sequences) are shown as visible escapes, line breaks kept.
-            match kopt_engine::journal::read(&path)? {
+            let (path, text) = kopt_engine::journal::read(file.as_deref())?;
+            match text {
                 Some(text) => print(kopt_report::escape::terminal_lines(&text).as_bytes()),
                 // Nothing written yet is not an error, as with `kopt history`.
                 None => print(
@@ -198,10 +193,6 @@ pub fn journal(cmd: &JournalCommand) -> Outcome {
             }
         }
         JournalCommand::Add(a) => {
-            let path = a
-                .file
-                .clone()
-                .unwrap_or_else(|| kopt_engine::journal::default_file(&cwd));
             let req = kopt_engine::journal::JournalEntryRequest {
                 hypothesis: a.hypothesis.clone(),
                 predict: a.predict.clone(),
@@ -209,7 +200,7 @@ pub fn journal(cmd: &JournalCommand) -> Outcome {
                 verdict: a.verdict.clone(),
                 run: a.run.clone(),
             };
-            kopt_engine::journal::add_entry(&path, &req)?;
+            let (path, _) = kopt_engine::journal::add_entry(a.file.as_deref(), &req)?;
             eprintln!("kopt: journal entry added to {}", path.display());
             Ok(())
         }
@@ -217,34 +208,21 @@ pub fn journal(cmd: &JournalCommand) -> Outcome {
 }
 
 pub fn history(a: &HistoryArgs) -> Outcome {
-    let db =
-        a.db.clone()
-            .unwrap_or_else(|| kopt_engine::RecordPaths::current().db);
+    let db = a.db.as_deref();
     let (terminal, layout) = (Format::Terminal, Layout::default());
     let text = match &a.command {
-        None => kopt_engine::history::list(&db, a.limit)?.render(terminal, layout),
+        None => kopt_engine::history::list(db, a.limit)?.render(terminal, layout),
         Some(HistoryCommand::Show { id }) => {
-            kopt_engine::history::show(&db, *id)?.render(terminal, layout)
+            kopt_engine::history::show(db, *id)?.render(terminal, layout)
         }
         Some(HistoryCommand::Diff { a: ia, b: ib }) => {
-            kopt_engine::history::diff(&db, *ia, *ib)?.render(terminal, layout)
+            kopt_engine::history::diff(db, *ia, *ib)?.render(terminal, layout)
         }
         Some(HistoryCommand::Calibration) => {
-            kopt_engine::history::calibration_report(&db)?.render(terminal, layout)
+            kopt_engine::history::calibration_report(db)?.render(terminal, layout)
         }
         Some(HistoryCommand::Stress { rows }) => {
-            let mut h = kopt_store::History::open(&db).map_err(Error::from)?;
-            for i in 0..*rows {
-                let mut row = kopt_engine::record::run_row(
-                    "stress",
-                    "kopt history stress".into(),
-                    format!("row {i}"),
-                );
-                row.started_utc = format!("row {i}");
-                row.git_rev = None;
-                row.report_json = Some("x".repeat(512));
-                h.record(&row).map_err(Error::from)?;
-            }
+            kopt_engine::history::fill_for_stress(db, *rows)?;
             String::new()
         }
     };
@@ -343,8 +321,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Outcome {
 
 fn tune_show(key: Option<&str>, db: Option<&Path>) -> Outcome {
     use std::fmt::Write as _;
-    let db = db.map_or_else(|| kopt_engine::RecordPaths::current().db, Path::to_path_buf);
-    let winners = kopt_engine::tune::cached_winners(&db, key)?;
+    let (db, winners) = kopt_engine::tune::cached_winners(db, key)?;
     let mut o = String::new();
     if winners.is_empty() {
         let _ = writeln!(o, "no tune results cached in {}", db.display());

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use kopt_engine::bench::VariantSpec;
 use kopt_engine::profile::timeout_from_secs;
 use kopt_engine::{
-    AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, Error, ProfileRequest,
-    RecordPaths, TraceRequest, WorkloadOptions,
+    AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, Error, HistoryDb,
+    ProfileRequest, TraceRequest, Workload, WorkloadOptions,
 };
 use kopt_model::Peaks;
 use kopt_report::Format;
@@ -85,24 +85,23 @@ fn analysis(a: &ReportArgs, top: Option<usize>) -> AnalysisOptions {
         },
         top,
         keep_warmup: a.keep_warmup,
-        calibration_db: Some(RecordPaths::current().db),
+        calibration: HistoryDb::Project,
     }
 }
 
 fn workload(
-    argv: Vec<String>,
+    workload: Workload,
     run: &RunArgs,
     tracer: Option<PathBuf>,
 ) -> Result<WorkloadOptions, Error> {
-    let paths = RecordPaths::current();
     Ok(WorkloadOptions {
-        argv,
+        workload,
         gpu: run.gpu.clone(),
         timeout: timeout_from_secs(run.timeout)?,
         quiet: run.quiet,
         tracer,
-        runs_dir: run.runs_dir.clone().unwrap_or(paths.runs_dir),
-        db: run.db.clone().unwrap_or(paths.db),
+        runs_dir: run.runs_dir.clone(),
+        db: run.db.clone(),
         run_dir: None,
     })
 }
@@ -126,11 +125,17 @@ pub fn analyze(a: &AnalyzeArgs) -> Result<(AnalyzeRequest, ReportOptions), Error
         }
     }
     let bare_run = (!a.command.is_empty())
-        .then(|| workload(a.command.clone(), &a.run, a.tracer.clone()))
+        .then(|| {
+            workload(
+                Workload::Command(a.command.clone()),
+                &a.run,
+                a.tracer.clone(),
+            )
+        })
         .transpose()?;
     let mut analysis = analysis(&a.report, a.top);
     if let Some(db) = &a.run.db {
-        analysis.calibration_db = Some(db.clone());
+        analysis.calibration = HistoryDb::At(db.clone());
     }
     let req = AnalyzeRequest {
         files: a.files.clone(),
@@ -144,35 +149,11 @@ pub fn analyze(a: &AnalyzeArgs) -> Result<(AnalyzeRequest, ReportOptions), Error
 
 pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error> {
     let report = ReportOptions::validate(&a.report, &[])?;
-    let mut run_dir = None;
-    let argv = match (&a.script, a.command.is_empty()) {
+    let target = match (&a.script, a.command.is_empty()) {
         (Some(script), true) => {
-            if !script.is_file() {
-                return Err(Error::Usage(format!("--script {}: no such file", script.display())));
-            }
-            let text = std::fs::read_to_string(script)
-                .map_err(|e| Error::Input(format!("{}: cannot read: {e}", script.display())))?;
-            if kopt_engine::module_script::is_module_script(&text) {
-                // A module script (Model, get_inputs): kopt drives it, so the
-                // profile's steps are exact; the script is copied into the run folder.
-                let runs = a.run.runs_dir.clone().unwrap_or(RecordPaths::current().runs_dir);
-                let (_, dir) = kopt_engine::run_folder::create_run_dir(&runs)?;
-                let module = a.module.clone().unwrap_or_else(|| {
-                    script
-                        .file_stem()
-                        .map_or("module".into(), |s| s.to_string_lossy().into_owned())
-                });
-                let prepared =
-                    kopt_engine::module_script::prepare(
-                        &dir, &text, &module, &a.python, 3, 20, a.ops,
-                    )?;
-                run_dir = Some(dir);
-                prepared.argv
-            } else {
-                vec![a.python.clone(), script.display().to_string()]
-            }
+            Workload::from_script_file(script, &a.python, a.module.as_deref(), a.ops)?
         }
-        (None, false) => a.command.clone(),
+        (None, false) => Workload::Command(a.command.clone()),
         (Some(_), false) => {
             return Err(Error::Usage("give either --script FILE or -- COMMAND, not both".into()))
         }
@@ -180,8 +161,7 @@ pub fn profile(a: &ProfileArgs) -> Result<(ProfileRequest, ReportOptions), Error
             return Err(Error::Usage("nothing to profile: give a command after `--` (kopt profile -- python3 bench.py) or --script FILE".into()))
         }
     };
-    let mut run = workload(argv, &a.run, a.tracer.clone())?;
-    run.run_dir = run_dir;
+    let run = workload(target, &a.run, a.tracer.clone())?;
     /// Kernels the counter pass covers at most when the timeline leaves it
     /// to kopt.
     const DEFAULT_PROFILE_TOP: usize = 20;
@@ -223,7 +203,11 @@ pub fn trace(a: &TraceArgs) -> Result<(TraceRequest, ReportOptions, Option<PathB
     };
     let report = ReportOptions::validate(&a.report, &[])?;
     let req = TraceRequest {
-        run: workload(a.command.clone(), &a.run, a.tracer.clone())?,
+        run: workload(
+            Workload::Command(a.command.clone()),
+            &a.run,
+            a.tracer.clone(),
+        )?,
         sample: a
             .sample
             .as_deref()
@@ -274,7 +258,7 @@ pub fn compare(a: &CompareArgs) -> Result<CompareRequest, Error> {
         atol: a.atol,
         rtol: a.rtol,
         allow_dtype_change: a.allow_dtype_change,
-        db: Some(a.db.clone().unwrap_or(RecordPaths::current().db)),
+        db: HistoryDb::project_or(a.db.clone()),
     };
     req.validate()?;
     Ok(req)
@@ -282,7 +266,6 @@ pub fn compare(a: &CompareArgs) -> Result<CompareRequest, Error> {
 
 pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error> {
     let mut req = kopt_engine::OptimizeRequest::new(a.script.clone());
-    let paths = RecordPaths::current();
     req.module = a.module.clone();
     req.python = a.python.clone();
     req.gpu = a.run.gpu.clone();
@@ -310,9 +293,17 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     req.min_samples = a.min_samples;
     req.max_time_s = a.max_time;
     req.steps = a.steps;
-    req.runs_dir = a.run.runs_dir.clone().unwrap_or(paths.runs_dir);
-    req.db = a.run.db.clone().unwrap_or(paths.db);
-    req.journal = (!a.no_journal).then(|| a.journal_file.clone().unwrap_or(paths.journal));
+    if let Some(dir) = &a.run.runs_dir {
+        req.runs_dir = dir.clone();
+    }
+    if let Some(db) = &a.run.db {
+        req.db = db.clone();
+    }
+    if a.no_journal {
+        req.journal = None;
+    } else if let Some(file) = &a.journal_file {
+        req.journal = Some(file.clone());
+    }
     req.validate()?;
     Ok(req)
 }
@@ -479,7 +470,10 @@ mod tests {
             unreachable!()
         };
         let (r, _) = profile(&a).unwrap();
-        assert_eq!(r.run.argv, ["python3", "bench.py"]);
+        assert_eq!(
+            r.run.workload,
+            Workload::Command(vec!["python3".into(), "bench.py".into()])
+        );
         assert_eq!(r.deep_top, None);
 
         let dir = tempfile::tempdir().unwrap();
@@ -497,7 +491,10 @@ mod tests {
             unreachable!()
         };
         let (r, _) = profile(&a).unwrap();
-        assert_eq!(r.run.argv, ["python3.12".to_string(), s]);
+        assert_eq!(
+            r.run.workload,
+            Workload::Command(vec!["python3.12".into(), s])
+        );
         assert_eq!(r.deep_top, Some(3));
     }
 

@@ -674,6 +674,45 @@ fn over_budget_is_refused_up_front() {
     s.close(Duration::from_secs(5));
 }
 
+/// `profile` takes a script (#37, #40): a module script is timed in a
+/// scratch folder for the estimate, so a failing one leaves no run folder;
+/// scripts outside the allowed folders and a script beside a command are
+/// refused.
+#[test]
+fn profile_takes_a_module_script() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    std::fs::write(
+        s.dir.path().join("m.py"),
+        "raise SystemExit(3)\nclass Model:\n    pass\ndef get_inputs():\n    return []\n",
+    )
+    .unwrap();
+    let r = s.call(1, "profile", json!({"script": "m.py", "budget_s": 60}));
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(
+        text.contains("the script of module m failed in its timing run"),
+        "{text}"
+    );
+    assert!(
+        !s.dir.path().join(".kopt/runs").exists(),
+        "an estimate left a run folder"
+    );
+    let r = s.call(
+        2,
+        "profile",
+        json!({"script": "m.py", "command": ["true"], "budget_s": 5}),
+    );
+    assert!(r.to_string().contains("not both"), "{r}");
+    let r = s.call(
+        3,
+        "profile",
+        json!({"script": "/etc/hostname", "budget_s": 5}),
+    );
+    assert!(r.to_string().contains("outside"), "{r}");
+    s.close(Duration::from_secs(5));
+}
+
 #[test]
 fn history_and_resources_of_an_empty_folder() {
     let mut s = Server::start(&[]);

@@ -65,9 +65,8 @@ fn verified(dir: &Path, wrong: &str, top: usize) -> kopt_model::Diagnosis {
     )
     .unwrap();
     let opts = kopt_engine::WorkloadOptions {
-        argv: prepared.argv.clone(),
         quiet: true,
-        ..Default::default()
+        ..kopt_engine::WorkloadOptions::command(prepared.argv.clone())
     };
     kopt_engine::optimize::verify_recommendations(
         &mut d,

@@ -2,7 +2,7 @@
 //! finishes (and found there by the next sweep), the run in the history,
 //! the cached winners.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kopt_model::tune::{TrialStatus, TuneReport};
 use kopt_store::{CachedTrial, TrialKey, TuneCache};
@@ -125,9 +125,14 @@ pub fn record(req: &TuneRequest, r: &TuneReport, progress: &dyn Progress) {
 }
 
 /// Cached winners per template, key and device (`kopt tune show`).
-pub fn cached_winners(db: &Path, key: Option<&str>) -> Result<Vec<kopt_store::CachedWinner>> {
+pub fn cached_winners(
+    db: Option<&Path>,
+    key: Option<&str>,
+) -> Result<(PathBuf, Vec<kopt_store::CachedWinner>)> {
+    let db = crate::record::RecordPaths::db_or(db);
     if !db.is_file() {
         return Err(Error::Input(format!("{}: no history yet", db.display())));
     }
-    Ok(TuneCache::open(db)?.winners(key)?)
+    let winners = TuneCache::open(&db)?.winners(key)?;
+    Ok((db, winners))
 }

@@ -14,15 +14,6 @@ class Diagnosis:
     def render(self, format_name: str, width: Optional[int] = None, verbose: bool = False) -> str: ...
 
 def diagnosis_from_json(report_json: str) -> Diagnosis: ...
-def prepare_script(
-    run_dir: str,
-    script_content: str,
-    module_name: str,
-    python: str,
-    warmup: int = 3,
-    steps: int = 20,
-    record_ops: bool = False,
-) -> List[str]: ...
 
 class KoptError(Exception): ...
 class UsageError(KoptError): ...
@@ -46,8 +37,13 @@ def analyze(
     runs_dir: Optional[str] = None,
 ) -> Diagnosis: ...
 def profile(
-    argv: Sequence[str],
+    argv: Optional[Sequence[str]] = None,
     *,
+    script: Optional[str] = None,
+    python: Optional[str] = None,
+    warmup: int = 3,
+    steps: int = 20,
+    ops: bool = False,
     module: Optional[str] = None,
     gpu: Optional[str] = None,
     timeout: Optional[float] = None,

@@ -82,13 +82,13 @@ def profile_module(
     tracer = tracer_path()
     if tracer is None and timing_pass == "tracer":
         warn_tracer_missing("profile_module")
-    run_dir = _kopt.create_run_dir(None if runs_dir is None else os.fspath(runs_dir))
-    argv = _kopt.prepare_script(
-        run_dir, script_content, module_name, sys.executable, warmup, steps, record_ops=ops
-    )
     return Analysis(
         _kopt.profile(
-            argv,
+            script=script_content,
+            python=sys.executable,
+            warmup=warmup,
+            steps=steps,
+            ops=ops,
             module=module_name,
             gpu=str(gpu_id),
             timeout=timeout,
@@ -99,7 +99,7 @@ def profile_module(
             quiet=quiet,
             tracer=tracer,
             ncu=None if ncu is None else os.fspath(ncu),
-            run_dir=run_dir,
+            runs_dir=None if runs_dir is None else os.fspath(runs_dir),
             db=None if db is None else os.fspath(db),
             verify=verify,
         )

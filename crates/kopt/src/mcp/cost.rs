@@ -27,14 +27,15 @@ pub enum TimingError {
 /// through the engine's runner: its own process group, stopped past
 /// `limit` or once `cancel` is set.
 pub fn timing_run(
-    argv: &[String],
+    workload: &kopt_engine::Workload,
     limit: f64,
     cancel: &Arc<AtomicBool>,
 ) -> Result<f64, TimingError> {
-    use kopt_engine::workload::{time_once, TimedRun};
+    use kopt_engine::workload::{time_workload_once, TimedRun};
     let limit_d = kopt_engine::workload::secs(limit);
-    let run =
-        kopt_engine::progress::cancellable(Some(Arc::clone(cancel)), || time_once(argv, limit_d));
+    let run = kopt_engine::progress::cancellable(Some(Arc::clone(cancel)), || {
+        time_workload_once(workload, limit_d)
+    });
     match run.map_err(|e| TimingError::Failed(e.to_string()))? {
         TimedRun::Finished {
             seconds,
@@ -44,8 +45,8 @@ pub fn timing_run(
             failure: Some(status),
             ..
         } => Err(TimingError::Failed(format!(
-            "`{}` failed in its timing run ({status})",
-            argv.join(" ")
+            "{} failed in its timing run ({status})",
+            workload.describe()
         ))),
         TimedRun::OverLimit => Err(TimingError::OverBudget(limit)),
         TimedRun::Cancelled => Err(TimingError::Stopped),
@@ -54,7 +55,7 @@ pub fn timing_run(
 
 /// The newest profile or trace run of the same argv in the history: the sum
 /// of its passes (run.json) is what the next one costs.
-pub fn from_history(db: &Path, kind: &str, argv: &[String]) -> Option<Estimate> {
+pub fn from_history(db: Option<&Path>, kind: &str, argv: &[String]) -> Option<Estimate> {
     let rows = kopt_engine::history::list(db, 200).ok()?;
     rows.rows.iter().filter(|r| r.kind == kind).find_map(|r| {
         let dir = Path::new(r.run_dir.as_deref()?);

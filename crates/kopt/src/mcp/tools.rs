@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use kopt_engine::progress::{Progress, Stream};
-use kopt_engine::{Error, RecordPaths};
+use kopt_engine::{Error, HistoryDb, Workload};
 use kopt_model::{format_duration_ns, BenchReport, Diagnosis};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -199,12 +199,13 @@ pub enum Section {
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
     /// The workload's argv, run as given in the server's folder (no shell).
+    #[serde(default)]
     pub command: Vec<String>,
     /// Run `command` (then one string) through /bin/sh -c.
     #[serde(default)]
     pub shell: bool,
-    /// Device seconds this call may spend: refused up front when the
-    /// estimate is larger, stopped when it is spent.
+    /// Device seconds this call may spend: refused when the estimate is
+    /// larger, stopped when spent.
     pub budget_s: f64,
     /// CUDA_VISIBLE_DEVICES for the workload.
     #[serde(default)]
@@ -220,6 +221,12 @@ pub struct RunArgs {
 pub struct ProfileArgs {
     #[serde(flatten)]
     pub run: RunArgs,
+    /// A script file instead of `command`; kopt drives a module script.
+    #[serde(default)]
+    pub script: Option<String>,
+    /// The module's name (default: the file's).
+    #[serde(default)]
+    pub module: Option<String>,
     /// Only kernels whose name matches this regex.
     #[serde(default)]
     pub kernel: Option<String>,
@@ -814,7 +821,7 @@ fn analysis_options(top: Option<usize>, device: Option<String>) -> kopt_engine::
         measured_peaks: Default::default(),
         top,
         keep_warmup: false,
-        calibration_db: Some(RecordPaths::current().db),
+        calibration: HistoryDb::Project,
     }
 }
 
@@ -829,16 +836,11 @@ fn argv(run: &RunArgs) -> Result<Vec<String>, String> {
 }
 
 fn workload(run: &RunArgs, argv: Vec<String>) -> Result<kopt_engine::WorkloadOptions, String> {
-    let paths = RecordPaths::current();
     Ok(kopt_engine::WorkloadOptions {
-        argv,
         gpu: run.gpu.clone(),
         timeout: kopt_engine::profile::timeout_from_secs(run.timeout_s).map_err(engine)?,
         quiet: true,
-        tracer: None,
-        runs_dir: paths.runs_dir,
-        db: paths.db,
-        run_dir: None,
+        ..kopt_engine::WorkloadOptions::command(argv)
     })
 }
 
@@ -851,12 +853,12 @@ fn check_budget(budget: f64) -> Result<(), String> {
 }
 
 /// The timing pass of a command, as an estimate source.
-fn timed(argv: &[String], budget: f64, ctx: &Context) -> Result<f64, Result<Value, String>> {
+fn timed(what: &Workload, budget: f64, ctx: &Context) -> Result<f64, Result<Value, String>> {
     ctx.notify(&format!(
-        "timing pass: `{}` once, to estimate the cost",
-        argv.join(" ")
+        "timing pass: {} once, to estimate the cost",
+        what.describe()
     ));
-    match cost::timing_run(argv, budget, &ctx.cancel) {
+    match cost::timing_run(what, budget, &ctx.cancel) {
         Ok(s) => Ok(s),
         Err(TimingError::Stopped) => Err(Err("cancelled".into())),
         Err(TimingError::OverBudget(b)) => Err(Ok(tool_error(
@@ -939,22 +941,42 @@ fn with_cost(text: String, meta: &Value) -> String {
 }
 
 fn profile(a: ProfileArgs, ctx: &Context) -> Result<Value, String> {
-    let argv = argv(&a.run)?;
-    let mut req = kopt_engine::ProfileRequest::new(argv.clone());
-    req.run = workload(&a.run, argv.clone())?;
+    let what = match (&a.script, a.run.command.is_empty()) {
+        (Some(script), true) => {
+            let path = allowed_path(ctx.config, script)?;
+            Workload::from_script_file(&path, "python3", a.module.as_deref(), false)
+                .map_err(engine)?
+        }
+        (None, _) => Workload::Command(argv(&a.run)?),
+        (Some(_), false) => {
+            return Err("invalid arguments: give command or script, not both".into())
+        }
+    };
+    let mut req = kopt_engine::ProfileRequest::new(Vec::new());
+    req.run = kopt_engine::WorkloadOptions {
+        workload: what.clone(),
+        ..workload(&a.run, Vec::new())?
+    };
+    req.module = a.module.clone();
     req.kernel_regex = a.kernel.clone();
     req.deep_top = a.deep.then_some(3);
     req.analysis = analysis_options(a.top, None);
     req.validate().map_err(engine)?;
     let passes = if a.deep { 4.0 } else { 3.0 };
     let db = req.run.db.clone();
+    // A script's command is its driver's in a run folder not made yet: no
+    // earlier run has the same one.
+    let what_argv = match &what {
+        Workload::Command(argv) => Some(argv),
+        Workload::Script(_) => None,
+    };
     long_run(
         ctx,
         a.run.budget_s,
-        || match cost::from_history(&db, "profile", &argv) {
+        || match what_argv.and_then(|argv| cost::from_history(db.as_deref(), "profile", argv)) {
             Some(e) => Ok(e),
             None => {
-                let t = timed(&argv, a.run.budget_s, ctx)?;
+                let t = timed(&what, a.run.budget_s, ctx)?;
                 Ok(Estimate {
                     seconds: t * passes,
                     basis: format!("timing pass {t:.1} s x {passes} passes"),
@@ -980,10 +1002,10 @@ fn trace(a: TraceArgs, ctx: &Context) -> Result<Value, String> {
     long_run(
         ctx,
         a.run.budget_s,
-        || match cost::from_history(&db, "trace", &argv) {
+        || match cost::from_history(db.as_deref(), "trace", &argv) {
             Some(e) => Ok(e),
             None => {
-                let t = timed(&argv, a.run.budget_s, ctx)?;
+                let t = timed(&Workload::Command(argv.clone()), a.run.budget_s, ctx)?;
                 Ok(Estimate {
                     seconds: t * 3.0,
                     basis: format!("timing pass {t:.1} s x 3 runs (traced, bare twice)"),
@@ -1069,7 +1091,7 @@ fn bench(a: BenchArgs, ctx: &Context) -> Result<Value, String> {
             let mut parts = Vec::new();
             for line in [&baseline, &candidate] {
                 let argv = vec!["/bin/sh".to_string(), "-c".into(), line.clone()];
-                let t = timed(&argv, a.budget_s, ctx)?;
+                let t = timed(&Workload::Command(argv.clone()), a.budget_s, ctx)?;
                 seconds += variant_cost(t, &req.measure);
                 parts.push(format!("{t:.2} s"));
             }
@@ -1121,7 +1143,7 @@ fn compare(a: CompareArgs, ctx: &Context) -> Result<Value, String> {
         atol: a.atol,
         rtol: a.rtol,
         allow_dtype_change: a.allow_dtype_change,
-        db: Some(RecordPaths::current().db),
+        db: HistoryDb::Project,
     };
     req.validate().map_err(engine)?;
     let r = kopt_engine::compare(&req, ctx).map_err(engine)?;
@@ -1223,7 +1245,7 @@ fn tune(a: TuneArgs, ctx: &Context) -> Result<Value, String> {
         a.budget_s,
         || {
             let argv = vec!["/bin/sh".to_string(), "-c".into(), first.clone()];
-            let t = timed(&argv, a.budget_s, ctx)?;
+            let t = timed(&Workload::Command(argv.clone()), a.budget_s, ctx)?;
             let runs = configs + req.top + 1;
             Ok(Estimate {
                 seconds: runs as f64 * variant_cost(t, &req.measure),
@@ -1246,27 +1268,23 @@ fn tune(a: TuneArgs, ctx: &Context) -> Result<Value, String> {
 }
 
 fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
-    let db = RecordPaths::current().db;
+    let listing = kopt_engine::history::list(None, a.limit.unwrap_or(20)).map_err(engine)?;
     let mut result = HistoryResult {
-        db: db.display().to_string(),
+        db: listing.db.clone(),
         runs: Vec::new(),
         report: None,
     };
-    if db.exists() {
+    if Path::new(&listing.db).exists() {
         let rows = match a.id {
             Some(id) => {
-                let row = kopt_engine::history::show(&db, id).map_err(engine)?.row;
+                let row = kopt_engine::history::show(None, id).map_err(engine)?.row;
                 result.report = row
                     .report_json
                     .as_deref()
                     .and_then(|j| serde_json::from_str(j).ok());
                 vec![row]
             }
-            None => {
-                kopt_engine::history::list(&db, a.limit.unwrap_or(20))
-                    .map_err(engine)?
-                    .rows
-            }
+            None => listing.rows,
         };
         result.runs = rows
             .into_iter()
@@ -1295,7 +1313,7 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
             })
             .collect();
     } else if a.id.is_some() {
-        return Err(format!("no history yet ({})", db.display()));
+        return Err(format!("no history yet ({})", listing.db));
     }
     let _ = ctx;
     let mut text = if result.runs.is_empty() {
@@ -1313,7 +1331,6 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
 }
 
 fn journal_add(a: JournalAddArgs, _ctx: &Context) -> Result<Value, String> {
-    let path = RecordPaths::current().journal;
     let req = kopt_engine::journal::JournalEntryRequest {
         hypothesis: a.hypothesis,
         predict: a.predict,
@@ -1321,7 +1338,7 @@ fn journal_add(a: JournalAddArgs, _ctx: &Context) -> Result<Value, String> {
         verdict: a.verdict,
         run: a.run,
     };
-    kopt_engine::journal::add_entry(&path, &req).map_err(engine)?;
+    let (path, _) = kopt_engine::journal::add_entry(None, &req).map_err(engine)?;
     let result = JournalResult {
         file: path.display().to_string(),
     };
