@@ -14,6 +14,7 @@ import contextlib
 import copy
 import json
 import os
+import signal
 import struct
 import sys
 import time
@@ -56,6 +57,28 @@ RESTART_EXIT = 75
 
 class Broken(Exception):
     """The process's CUDA state no longer runs eager: start afresh."""
+
+
+# Set by SIGTERM (kopt stopping its run: Ctrl-C, a timeout, a spent budget):
+# timing ends at the next step and result.json keeps the samples so far.
+STOP = {"signal": None}
+
+# How often result.json is rewritten while timing runs, in seconds: what a
+# stop, even a SIGKILL, leaves behind is at most this old.
+CHECKPOINT_EVERY_S = 1.0
+
+
+def on_stop_signal(signum, _frame):
+    STOP["signal"] = signal.Signals(signum).name
+
+
+def write_result(out_dir, result, partial):
+    """result.json, whole (a temporary file renamed over it): "partial"
+    while the harness still runs, so a reader knows it did not finish."""
+    path = os.path.join(out_dir, "result.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(dict(result, partial=partial), f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def eager_runs(model, make_inputs):
@@ -357,23 +380,29 @@ def time_inputs(fns, inputs):
     return {n: (f.prepare(inputs) if isinstance(f, Variant) else inputs) for n, f in fns.items()}
 
 
-def time_variants(fns, inputs, min_samples, max_time_s, noise_target):
+def time_variants(fns, inputs, min_samples, max_time_s, noise_target, checkpoint=None):
     """Interleaved rounds (the order rotates), one CUDA-event-timed step per
     variant per round, until every variant has min_samples and its noise is
-    under the target, or max_time_s passes."""
+    under the target, or max_time_s passes, or a stop signal arrives (the
+    round in progress is dropped so every variant keeps as many samples).
+    ``checkpoint(samples, rounds)`` is called about every
+    CHECKPOINT_EVERY_S seconds."""
     names = list(fns)
     own = time_inputs(fns, inputs)
     samples = {n: [] for n in names}
     start_ev = torch.cuda.Event(enable_timing=True)
     end_ev = torch.cuda.Event(enable_timing=True)
-    t0 = time.perf_counter()
+    t0 = last = time.perf_counter()
     rnd = 0
     while True:
         done = all(
             len(samples[n]) >= min_samples and relative_noise(samples[n]) <= noise_target for n in names
         )
-        if done or time.perf_counter() - t0 > max_time_s:
+        if done or STOP["signal"] or time.perf_counter() - t0 > max_time_s:
             break
+        if checkpoint is not None and time.perf_counter() - last >= CHECKPOINT_EVERY_S:
+            checkpoint(samples, rnd)
+            last = time.perf_counter()
         for k in range(len(names)):
             n = names[(k + rnd) % len(names)]
             torch.cuda.synchronize()
@@ -384,8 +413,29 @@ def time_variants(fns, inputs, min_samples, max_time_s, noise_target):
             torch.cuda.nvtx.range_pop()
             end_ev.synchronize()
             samples[n].append(start_ev.elapsed_time(end_ev) * 1e6)  # ms -> ns
+            if STOP["signal"]:
+                for m in names:
+                    del samples[m][rnd:]
+                return samples, rnd
         rnd += 1
     return samples, rnd
+
+
+def timed_into(result, out_dir):
+    """The checkpoint for time_variants: result.json with the samples so far."""
+
+    def checkpoint(samples, rounds):
+        write_result(out_dir, dict(result, samples_ns=samples, rounds=rounds), partial=True)
+
+    return checkpoint
+
+
+def finish(result, out_dir, samples, rounds):
+    """The timing's end in result.json; a stop signal is said in it."""
+    result["samples_ns"], result["rounds"] = samples, rounds
+    if STOP["signal"]:
+        result["stopped"] = f"stopped by {STOP['signal']} after {rounds} timing round(s)"
+    write_result(out_dir, result, partial=False)
 
 
 def as_reference(pairs, reference):
@@ -397,8 +447,8 @@ def as_reference(pairs, reference):
 
 def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target, restart_exit=False):
     """Build each wanted candidate of `model`, check it against eager on
-    fresh inputs, time all interleaved; write result.json and the outputs
-    into out_dir. Returns the result and the callables that ran. A build
+    fresh inputs and time it interleaved with eager, one candidate after
+    the other; write result.json (after each) and the outputs into out_dir. Returns the result and the callables that ran. A build
     that breaks the process's CUDA state ends the run early: result.json
     then asks for a restart (``RESTART_EXIT``) without the failed ones, or,
     in the caller's own process (``restart_exit`` False), it is an error."""
@@ -412,9 +462,40 @@ def run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s,
                 f"candidate {b} failed and left this process's CUDA state broken ({failed[str(b)]['error']}); "
                 f"leave it out (force/skip) or run `kopt optimize`, which retries the rest in a fresh process"
             ) from None
-        with open(os.path.join(out_dir, "result.json"), "w") as f:
-            json.dump({"restart": True, "candidates": failed, "samples_ns": {}}, f, indent=1)
+        write_result(out_dir, {"restart": True, "candidates": failed, "samples_ns": {}}, partial=False)
         sys.exit(RESTART_EXIT)
+
+
+def build_candidate(name, model, make_inputs, capture_inputs, state, result):
+    """Build one candidate into result["candidates"][name]; returns its
+    callable, or None when it was skipped or failed. A failure that leaves
+    CUDA's state broken raises Broken."""
+    entry = {"description": "; then ".join(CANDIDATES.get(p, p) for p in name.split("+")), "status": "ok"}
+    result["candidates"][name] = entry
+    t = time.perf_counter()
+    fn = None
+    try:
+        why_not = applicable(name.split("+"), model, state) if isinstance(model, torch.nn.Module) else None
+        if why_not:
+            raise NotApplicable(why_not)
+        fn = build(name, model, capture_inputs)
+        torch.cuda.synchronize()
+    except NotApplicable as e:  # said, not tried: the model has nothing for it
+        entry.update(status="skipped", reason=str(e))
+    except Exception as e:  # a candidate that cannot be built is FAIL, the run goes on
+        phase = e.phase if isinstance(e, BuildError) else "build"
+        entry.update(status="failed", phase=phase, error=str(e) if isinstance(e, BuildError) else one_line(e))
+        try:
+            torch.cuda.synchronize()
+        except Exception as after:  # a failed capture can poison what follows: say so
+            entry["error"] += f" (then: {one_line(after)})"
+        broken = eager_runs(model, make_inputs)
+        if broken:
+            entry["error"] += f" (it left CUDA's state broken: eager then raised {broken}; the rest ran in a fresh process)"
+            entry["build_s"] = round(time.perf_counter() - t, 3)
+            raise Broken(name)
+    entry["build_s"] = round(time.perf_counter() - t, 3)
+    return fn
 
 
 def _run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s, noise_target, result):
@@ -441,52 +522,54 @@ def _run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s
             model(*capture_inputs)
         torch.cuda.synchronize()
         fns["eager"] = model
-        for name in [c for c in wanted if c]:
-            entry = {"description": "; then ".join(CANDIDATES.get(p, p) for p in name.split("+")), "status": "ok"}
-            t = time.perf_counter()
-            try:
-                why_not = applicable(name.split("+"), model, state) if isinstance(model, torch.nn.Module) else None
-                if why_not:
-                    raise NotApplicable(why_not)
-                fns[name] = build(name, model, capture_inputs)
-                torch.cuda.synchronize()
-            except NotApplicable as e:  # said, not tried: the model has nothing for it
-                entry.update(status="skipped", reason=str(e))
-            except Exception as e:  # a candidate that cannot be built is FAIL, the run goes on
-                phase = e.phase if isinstance(e, BuildError) else "build"
-                entry.update(status="failed", phase=phase, error=str(e) if isinstance(e, BuildError) else one_line(e))
-                try:
-                    torch.cuda.synchronize()
-                except Exception as after:  # a failed capture can poison what follows: say so
-                    entry["error"] += f" (then: {one_line(after)})"
-                broken = eager_runs(model, make_inputs)
-                if broken:
-                    entry["error"] += f" (it left CUDA's state broken: eager then raised {broken}; the rest ran in a fresh process)"
-                    entry["build_s"] = round(time.perf_counter() - t, 3)
-                    result["candidates"][name] = entry
-                    raise Broken(name)
-            entry["build_s"] = round(time.perf_counter() - t, 3)
-            result["candidates"][name] = entry
-        # Correctness on fresh inputs, not the ones captured.
+        # Correctness on fresh inputs, not the ones captured; eager's
+        # outputs before any candidate is built.
         fresh = make_inputs()
         reference = clone_outputs(model(*fresh))
         save_safetensors(os.path.join(out_dir, "reference.safetensors"), reference)
-        own = time_inputs(fns, fresh)
-        for name in list(fns):
-            if name == "eager":
+        names = [c for c in wanted if c]
+        samples, rounds = {"eager": []}, 0
+        # Each candidate is built, checked and timed against eager before the
+        # next is built: a stop keeps every verdict measured so far. Each pair
+        # gets its share of max_time_s, as many samples a variant as one
+        # interleaved loop over all of them would take.
+        pair_time_s = max_time_s * 2 / (len(names) + 1) if names else max_time_s
+        for name in names:
+            if STOP["signal"]:
+                result["candidates"][name] = {
+                    "description": "; then ".join(CANDIDATES.get(p, p) for p in name.split("+")),
+                    "status": "skipped",
+                    "reason": f"not tried: stopped by {STOP['signal']}",
+                }
                 continue
+            fn = build_candidate(name, model, make_inputs, capture_inputs, state, result)
+            if fn is None:
+                write_result(out_dir, dict(result, samples_ns=samples, rounds=rounds), partial=True)
+                continue
+            pair = {"eager": model, name: fn}
             try:
-                out = as_reference(clone_outputs(fns[name](*own[name])), reference)
+                own = time_inputs(pair, fresh)
+                out = as_reference(clone_outputs(fn(*own[name])), reference)
                 torch.cuda.synchronize()
                 save_safetensors(os.path.join(out_dir, f"{name}.safetensors"), out)
             except Exception as e:
                 result["candidates"][name].update(status="failed", phase="run", error=one_line(e))
-                del fns[name]
-        samples, rounds = time_variants(fns, fresh, min_samples, max_time_s, noise_target)
-    result["samples_ns"] = samples
-    result["rounds"] = rounds
-    with open(os.path.join(out_dir, "result.json"), "w") as f:
-        json.dump(result, f, indent=1)
+                continue
+            fns[name] = fn
+            so_far = {n: list(v) for n, v in samples.items()}
+
+            def checkpoint(pair_samples, pair_rounds):
+                merged = dict(so_far)
+                merged["eager"] = so_far["eager"] + pair_samples["eager"]
+                merged[name] = pair_samples[name]
+                write_result(out_dir, dict(result, samples_ns=merged, rounds=rounds + pair_rounds), partial=True)
+
+            got, n = time_variants(pair, fresh, min_samples, pair_time_s, noise_target, checkpoint=checkpoint)
+            samples["eager"].extend(got["eager"])
+            samples[name] = got[name]
+            rounds += n
+            write_result(out_dir, dict(result, samples_ns=samples, rounds=rounds), partial=True)
+    finish(result, out_dir, samples, rounds)
     return result, fns
 
 
@@ -593,10 +676,15 @@ def run_training_candidates(script, module_name, wanted, out_dir, min_samples, m
         return call
 
     with torch.enable_grad():
-        samples, rounds = time_variants({n: timed(s) for n, s in steps.items()}, [], min_samples, max_time_s, noise_target)
-    result["samples_ns"], result["rounds"] = samples, rounds
-    with open(os.path.join(out_dir, "result.json"), "w") as f:
-        json.dump(result, f, indent=1)
+        samples, rounds = time_variants(
+            {n: timed(s) for n, s in steps.items()},
+            [],
+            min_samples,
+            max_time_s,
+            noise_target,
+            checkpoint=timed_into(result, out_dir),
+        )
+    finish(result, out_dir, samples, rounds)
     return result
 
 
@@ -605,6 +693,8 @@ def main():
     min_samples, max_time_s, noise_target = int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7])
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import kopt_module
+
+    signal.signal(signal.SIGTERM, on_stop_signal)
 
     if kopt_module.is_training(kopt_module.load(script, module_name)):
         run_training_candidates(script, module_name, wanted.split(","), out_dir, min_samples, max_time_s, noise_target)

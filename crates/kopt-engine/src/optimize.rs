@@ -379,6 +379,23 @@ pub(crate) struct HarnessResult {
     restart: bool,
     #[serde(default)]
     precision: HarnessPrecision,
+    /// Written while the harness still ran (a checkpoint): it was stopped
+    /// or killed before its end.
+    #[serde(default)]
+    partial: bool,
+    /// Why timing ended early (a stop signal, a timeout), in words.
+    #[serde(default)]
+    stopped: Option<String>,
+    #[serde(default)]
+    rounds: Option<u64>,
+}
+
+impl HarnessResult {
+    /// Whether eager and at least one other variant have samples to judge.
+    fn has_samples(&self) -> bool {
+        let timed = |n: &str| self.samples_ns.get(n).is_some_and(|s| !s.is_empty());
+        timed("eager") && self.samples_ns.keys().any(|n| n != "eager" && timed(n))
+    }
 }
 
 /// A variant the harness builds: one candidate, or several stacked.
@@ -490,6 +507,33 @@ fn singles_from_folder(
     ))
 }
 
+/// What a harness that did not exit cleanly (stopped by kopt, timed out,
+/// killed) left in result.json, when it holds samples to judge: the
+/// verdicts so far are kept rather than lost with the run. A checkpoint
+/// (`partial`) names how the timing was cut short.
+fn stopped_result(path: &Path, outcome: &runner::RunOutcome) -> Option<HarnessResult> {
+    let mut r = read_result(path).ok()?;
+    if r.restart || !r.has_samples() {
+        return None;
+    }
+    // A result written whole, without a stop, is the harness's end: its
+    // process was stopped on its way out (the timing had finished).
+    if r.partial {
+        let how = if runner::cancel_requested() {
+            "stopped by kopt"
+        } else if outcome.timed_out {
+            "stopped at --timeout"
+        } else {
+            "cut short (the harness was killed)"
+        };
+        let rounds = r
+            .rounds
+            .map_or(String::new(), |n| format!(" after {n} timing round(s)"));
+        r.stopped = Some(format!("{how}{rounds}"));
+    }
+    Some(r)
+}
+
 fn read_result(path: &Path) -> Result<HarnessResult> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
@@ -543,7 +587,7 @@ fn measure_run(
                 noise: setting.noise,
                 seed: setting.seed,
             },
-            "GPU time per step (CUDA events around each forward, one process, variants interleaved, no tracer)",
+            "GPU time per step (CUDA events around each forward, one process, each variant interleaved with eager, no tracer)",
             h.device.clone(),
         )
     });
@@ -677,6 +721,11 @@ pub(crate) fn judge_singles(
         ablation: None,
         kept_profile: None,
     };
+    if let Some(why) = harness.and_then(|h| h.stopped.as_ref()) {
+        report.baseline.notes.push(format!(
+            "The candidates' timing was {why}: the verdicts rest on the samples measured so far."
+        ));
+    }
     let variants: Vec<Variant> = choices
         .iter()
         .filter(|c| c.tried)
@@ -1038,6 +1087,14 @@ fn run_harness_once(
     let on_line = |s, l: &str| progress.workload_line(s, l, passthrough);
     let outcome = runner::run(&spec, &on_line)
         .map_err(|e| Error::WorkloadFailed(format!("cannot start {}: {e}", req.python)))?;
+    if !outcome.success() {
+        if let Some(kept) = stopped_result(&dir.join("result.json"), &outcome) {
+            if let Some(why) = &kept.stopped {
+                progress.note(why);
+            }
+            return Ok(kept);
+        }
+    }
     if outcome.timed_out {
         return Err(Error::WorkloadFailed(format!(
             "the optimize harness timed out; kopt killed its process group (log: {})",

@@ -100,8 +100,17 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     // The verdicts so far are on disk before the stacks and the kept
     // result's trace run: a stop or a timeout after this keeps them.
     checkpoint(&report)?;
+    // A stop (Ctrl-C, SIGTERM, the MCP budget) ends the run here: the
+    // verdicts so far are recorded, nothing more is started.
+    let stopped = kopt_collect::runner::cancel_requested();
+    if stopped {
+        report.baseline.notes.push(
+            "The run was stopped: no stacks were measured and the kept result was not traced again."
+                .into(),
+        );
+    }
     // 4. The kept ones stacked greedily, each stack gated and measured.
-    let stacks = if req.stack {
+    let stacks = if req.stack && !stopped {
         plan_stacks(&report)
     } else {
         Vec::new()
@@ -148,7 +157,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     if let Some(best) = report
         .best
         .clone()
-        .filter(|_| req.profile_kept && !budget_spent)
+        .filter(|_| req.profile_kept && !budget_spent && !stopped)
     {
         progress.note(&format!(
             "optimize 5/6: tracing the kept result ({best}) for its timeline and kernels"

@@ -559,3 +559,133 @@ fn a_candidate_that_breaks_cuda_state_fails_and_the_rest_are_judged() {
         .path();
     assert!(run.join("candidates/harness-2.log").exists());
 }
+
+/// The singles' run folder (`runs/<id>`) of an optimize run in `dir`.
+fn run_folder(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+/// #37: a harness that never finishes is stopped at --timeout, and the
+/// samples its last checkpoint holds are judged: verdicts, not an error.
+#[test]
+fn a_harness_stopped_at_its_timeout_keeps_the_verdicts_so_far() {
+    let d = tempfile::tempdir().unwrap();
+    let o = optimize_env(
+        d.path(),
+        &[
+            "--candidate",
+            "tf32",
+            "--candidate",
+            "graph",
+            "--timeout",
+            "4",
+            "--format",
+            "json",
+        ],
+        &[("FAKE_HANGS", "1")],
+    );
+    let v = json(&o);
+    assert!(
+        candidate(&v, "graph")["measured_speedup"].as_f64().unwrap() > 3.0,
+        "{v}"
+    );
+    let notes = v["baseline"]["notes"].to_string();
+    assert!(
+        notes.contains("stopped at --timeout after 40 timing round(s)"),
+        "{notes}"
+    );
+    assert!(run_folder(d.path()).join("optimize.json").is_file());
+}
+
+/// #37: SIGTERM to kopt (a kill, Ctrl-C) while the candidates are timed
+/// leaves the verdicts measured so far on disk: optimize.json and the
+/// history row.
+#[test]
+fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    // The command optimize_env runs, started instead of waited for.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    install(&bin, "tests/support/fake-ncu.sh", "ncu");
+    let python = install(dir, "tests/support/fake-python.sh", "fake-python");
+    safetensors(&dir.join("ref.safetensors"), &[1.0, 2.0, 3.0, 4.0]);
+    std::fs::write(dir.join("topk.py"), MODULE).unwrap();
+    let fixture = |rel: &str| repo("../../fixtures").join(rel);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "optimize", "--script", "topk.py", "--module", "topk", "--python",
+        ])
+        .arg(&python)
+        .args([
+            "--runs-dir",
+            "runs",
+            "--db",
+            "h.db",
+            "--journal-file",
+            "J.md",
+            "-q",
+        ])
+        .args(["--candidate", "tf32", "--candidate", "graph"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
+        .env(
+            "FAKE_PASS1",
+            fixture("labeled-suite-h200-profile/profile_pass1_timing.csv"),
+        )
+        .env(
+            "FAKE_PASS2",
+            fixture("labeled-suite-h200-profile/profile_pass2_targeted.csv"),
+        )
+        .env("FAKE_PASS3", fixture("labeled-suite-h100/ncu_details.csv"))
+        .env("FAKE_REF", dir.join("ref.safetensors"))
+        .env("FAKE_HANGS", "1")
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let checkpoint = loop {
+        let found = std::fs::read_dir(dir.join("runs"))
+            .ok()
+            .and_then(|mut r| r.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("candidates/result.json"))
+            .filter(|p| p.is_file());
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the harness wrote no checkpoint"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // The checkpoint is written before the fake harness starts sleeping.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: a signal to the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    let run = checkpoint.parent().unwrap().parent().unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("optimize.json")).unwrap()).unwrap();
+    assert!(
+        candidate(&report, "graph")["measured_speedup"]
+            .as_f64()
+            .unwrap()
+            > 3.0,
+        "{report}"
+    );
+    let notes = report["baseline"]["notes"].to_string();
+    assert!(notes.contains("stopped by kopt"), "{notes}");
+    assert!(notes.contains("The run was stopped"), "{notes}");
+    let h = kopt_store::History::open(&dir.join("h.db")).unwrap();
+    assert_eq!(h.list(5).unwrap()[0].kind, "optimize");
+}

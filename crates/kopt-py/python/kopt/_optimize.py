@@ -141,7 +141,8 @@ def optimize(
        random values shaped like ``example_inputs``) with the tolerance of
        what it changes; ``tf32`` and ``bf16_autocast`` change numerics and
        are kept only with ``allow_precision=True``.
-    4. All timed interleaved in this process (CUDA events per step).
+    4. Each timed interleaved with eager in this process, right after it
+       is built and checked (CUDA events per step).
     5. KEEP / MARGINAL / REVERT per candidate; with ``stack`` (default),
        the kept ones combined greedily as ``kopt optimize`` does (the
        engine's decision: best measured first, one graph form and one

@@ -18,6 +18,7 @@
 # variant runs a GEMM and one fused kernel.
 #   FAKE_KEPT_FAILS=1: the driver fails when it runs a variant
 #   FAKE_TIMES: comma list of candidate=ns overriding the step times below
+#   FAKE_HANGS=1: the harness writes a checkpoint (40 rounds), then never ends
 case "$1" in
   *kopt_optimize.py)
     out="$5"
@@ -60,6 +61,12 @@ for c in wanted:
     for p in parts:
         t *= base[p] / 100e3
     result["samples_ns"][c] = [t * (1 + 0.01 * rng.random()) for _ in range(40)]
+if os.environ.get("FAKE_HANGS") == "1":
+    # A checkpoint mid-timing, then timing that never ends: kopt stops it.
+    result.update(partial=True, rounds=40)
+    json.dump(result, open(os.path.join(out, "result.json"), "w"))
+    import time
+    time.sleep(600)
 json.dump(result, open(os.path.join(out, "result.json"), "w"))
 PY
     ;;
