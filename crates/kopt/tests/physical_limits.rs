@@ -74,7 +74,7 @@ fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
 fn no_report_shows_a_rate_above_the_device_peak() {
     let mut files = Vec::new();
     inputs(&fixtures(), &mut files);
-    let (mut accepted, mut with_rates, mut checked) = (0, 0, 0);
+    let (mut accepted, mut with_rates, mut checked, mut shares_checked) = (0, 0, 0, 0);
     for f in &files {
         let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
             .args(["analyze", "-f", "json"])
@@ -113,6 +113,35 @@ fn no_report_shows_a_rate_above_the_device_peak() {
                     f.display(),
                     fl / 1e12,
                     p / 1e12
+                );
+            }
+        }
+        // Shares are of a whole: a kernel's, the primary's, a finding's.
+        let shares = d["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| ("kernel", &k["pct_of_total"]))
+            .chain([("primary", &d["primary"]["pct_of_total"])])
+            .chain(
+                d["recommendations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|r| {
+                        [
+                            ("finding's kernel share", &r["gain"]["kernel_pct"]),
+                            ("finding's workload share", &r["gain"]["workload_pct"]),
+                        ]
+                    }),
+            );
+        for (what, v) in shares {
+            if let Some(pct) = v.as_f64() {
+                shares_checked += 1;
+                assert!(
+                    (0.0..=100.0 + 1e-9).contains(&pct),
+                    "{}: {what} {pct}% is not a share",
+                    f.display()
                 );
             }
         }
@@ -155,5 +184,6 @@ fn no_report_shows_a_rate_above_the_device_peak() {
         with_rates >= 5 && checked >= 50,
         "{with_rates} reports, {checked} figures"
     );
-    eprintln!("{accepted} fixtures accepted, {with_rates} with rates, {checked} figures checked");
+    assert!(shares_checked >= 500, "{shares_checked} shares");
+    eprintln!("{accepted} fixtures accepted, {with_rates} with rates, {checked} figures checked, {shares_checked} shares");
 }
