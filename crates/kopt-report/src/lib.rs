@@ -18,6 +18,7 @@ mod optimize_report;
 mod ranks_report;
 pub mod roofline;
 mod strip;
+mod summary;
 mod terminal;
 mod tune_report;
 
@@ -29,6 +30,7 @@ pub use format::evidence_line;
 pub use html::HtmlExporter;
 pub use json::JsonExporter;
 pub use markdown::MarkdownExporter;
+pub use summary::Summary;
 pub use terminal::TerminalExporter;
 
 /// A document kopt prints: a [`Diagnosis`], a bench, compare, tune or

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use kopt_engine::progress::{Progress, Stream};
 use kopt_engine::{Error, HistoryDb, Workload};
-use kopt_model::{format_duration_ns, BenchReport, Diagnosis};
+use kopt_model::Diagnosis;
+use kopt_report::Summary as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -620,88 +621,9 @@ fn allowed_path(config: &Config, given: &str) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-fn diagnosis_summary(d: &Diagnosis) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    match &d.primary {
-        Some(p) => {
-            // The share means what the primary is: the idle window for
-            // launch overhead, a kernel's time, else the workload's.
-            let of = if p.class == kopt_model::BottleneckClass::LaunchOverhead {
-                "of the steady-state window idle"
-            } else if d.kernels.iter().any(|k| k.name == p.component) {
-                "of kernel time"
-            } else {
-                "of the workload"
-            };
-            let _ = writeln!(
-                o,
-                "**Primary bottleneck:** {} is {} ({:.1}% {of})",
-                p.component_short, p.class, p.pct_of_total
-            );
-            if !p.insight.is_empty() {
-                let _ = writeln!(o, "{}", p.insight);
-            }
-        }
-        None => {
-            let _ = writeln!(o, "**No primary bottleneck** found.");
-        }
-    }
-    let _ = writeln!(
-        o,
-        "\n{} kernel(s), {} of kernel time on {}.",
-        d.kernels.len(),
-        format_duration_ns(d.total_kernel_ns),
-        d.device.name
-    );
-    if !d.recommendations.is_empty() {
-        let _ = writeln!(o, "\nWhat to change first:");
-    }
-    for r in d.recommendations.iter().take(3) {
-        let gain = match (&r.predicted_speedup, &r.gain) {
-            (Some(p), _) => format!(
-                ", predicted {:.2}x ({:.2}-{:.2}x)",
-                p.estimate, p.low, p.high
-            ),
-            (None, Some(g)) => format!(", up to {:.0}% of the workload", g.workload_pct),
-            (None, None) => ", no figure".into(),
-        };
-        let _ = writeln!(
-            o,
-            "{}. **{}** ({}{gain}): {}",
-            r.rank, r.title, r.kernel_short, r.action
-        );
-    }
-    // What the evidence did not cover: kernels whose cause is unknown
-    // because no counters were collected for them.
-    let unknown: Vec<&kopt_model::KernelVerdict> = d
-        .kernels
-        .iter()
-        .filter(|k| k.bottleneck.class == kopt_model::BottleneckClass::Unknown)
-        .collect();
-    if !unknown.is_empty() {
-        let pct: f64 = unknown.iter().map(|k| k.pct_of_total).sum();
-        let _ = writeln!(
-            o,
-            "\n**Missing evidence:** no hardware counters for {} kernel(s) ({pct:.1}% of kernel time): their time counts, their cause is unknown. Collect counters for them (`profile`, or ncu / rocprofv3 --pmc on the hot kernels) to get a class and a fix.",
-            unknown.len()
-        );
-    }
-    if let Some(run) = &d.run {
-        if let Some(id) = Path::new(&run.run_dir).file_name() {
-            let _ = writeln!(
-                o,
-                "\nRun folder: `kopt://runs/{}/report.json` (also report.md, report.html).",
-                id.to_string_lossy()
-            );
-        }
-    }
-    o
-}
-
 fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
     let d = diagnose_files(&a.files, analysis_options(a.top, a.device), ctx)?;
-    tool_ok(&d, diagnosis_summary(&d), None)
+    tool_ok(&d, d.summary(), None)
 }
 
 /// The diagnosis of files the client named (each inside the allowed folders).
@@ -984,7 +906,7 @@ fn profile(a: ProfileArgs, ctx: &Context) -> Result<Value, String> {
             }
         },
         || kopt_engine::profile(&req, ctx),
-        |d, meta| tool_ok(d, with_cost(diagnosis_summary(d), &meta), Some(meta)),
+        |d, meta| tool_ok(d, with_cost(d.summary(), &meta), Some(meta)),
     )
 }
 
@@ -1016,7 +938,7 @@ fn trace(a: TraceArgs, ctx: &Context) -> Result<Value, String> {
         |t, meta| {
             tool_ok(
                 &t.diagnosis,
-                with_cost(diagnosis_summary(&t.diagnosis), &meta),
+                with_cost(t.diagnosis.summary(), &meta),
                 Some(meta),
             )
         },
@@ -1107,31 +1029,8 @@ fn bench(a: BenchArgs, ctx: &Context) -> Result<Value, String> {
             })
         },
         || kopt_engine::bench(&req, ctx),
-        |r, meta| tool_ok(r, with_cost(bench_summary(r), &meta), Some(meta)),
+        |r, meta| tool_ok(r, with_cost(r.summary(), &meta), Some(meta)),
     )
-}
-
-fn bench_summary(r: &BenchReport) -> String {
-    use std::fmt::Write as _;
-    let mut o = format!("**Verdict: {}**\n\n", r.verdict);
-    for v in &r.variants {
-        let _ = write!(
-            o,
-            "- {}: median {} over {} samples",
-            v.name,
-            format_duration_ns(v.median_s * 1e9),
-            v.samples
-        );
-        if let Some(verdict) = &v.verdict {
-            let _ = write!(
-                o,
-                ", {:.3}x: {} {}",
-                v.speedup_vs_first, verdict.kind, verdict.reason
-            );
-        }
-        o.push('\n');
-    }
-    o
 }
 
 fn compare(a: CompareArgs, ctx: &Context) -> Result<Value, String> {
@@ -1147,20 +1046,7 @@ fn compare(a: CompareArgs, ctx: &Context) -> Result<Value, String> {
     };
     req.validate().map_err(engine)?;
     let r = kopt_engine::compare(&req, ctx).map_err(engine)?;
-    let mut text = if r.passed {
-        format!(
-            "**PASSED**: {} tensor(s) within tolerance.\n",
-            r.tensors.len()
-        )
-    } else {
-        "**FAILED** (REVERT):\n".to_string()
-    };
-    for t in r.tensors.iter().filter(|t| !t.passed) {
-        text.push_str(&format!("- {}: {}\n", t.name, t.problems.join("; ")));
-    }
-    for p in &r.problems {
-        text.push_str(&format!("- {p}\n"));
-    }
+    let text = r.summary();
     tool_ok(&r, text, None)
 }
 
