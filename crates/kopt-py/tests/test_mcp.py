@@ -112,6 +112,9 @@ def test_bench_two_sleeps_keeps_the_faster(tmp_path):
         assert r.structured_content["verdict"] == "KEEP"
         assert r.structured_content["schema"] == "kopt/1"
         assert r.meta["kopt/device_s"] > 0 and r.meta["kopt/estimate_s"] <= 60
+        # #37: the estimate an agent budgets with is within 2x of the cost.
+        ratio = r.meta["kopt/estimate_s"] / r.meta["kopt/device_s"]
+        assert 0.5 <= ratio <= 2.0, r.meta
         assert "KEEP" in _text(r)
 
     _run(body, tmp_path)

@@ -713,6 +713,30 @@ fn profile_takes_a_module_script() {
     s.close(Duration::from_secs(5));
 }
 
+/// #37: the estimate is an upper bound; when only the sampling time is too
+/// long for the budget, it is capped to fit (and said) rather than refused,
+/// and the verdict comes within the budget.
+#[test]
+fn a_bench_too_long_for_its_budget_samples_less_instead() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let r = s.call(
+        1,
+        "bench",
+        json!({"baseline": ["sleep", "0.05"], "candidate": ["sleep", "0.05"], "budget_s": 5}),
+    );
+    assert_eq!(r["isError"], false, "{r}");
+    let basis = r["_meta"]["kopt/estimate_basis"].as_str().unwrap();
+    assert!(basis.contains("max_time_s capped to"), "{basis}");
+    let (estimate, spent) = (
+        r["_meta"]["kopt/estimate_s"].as_f64().unwrap(),
+        r["_meta"]["kopt/device_s"].as_f64().unwrap(),
+    );
+    assert!(estimate <= 5.0 && spent <= 5.0, "{r}");
+    assert!(estimate >= spent * 0.5, "estimate {estimate} s, spent {spent} s");
+    s.close(Duration::from_secs(5));
+}
+
 #[test]
 fn history_and_resources_of_an_empty_folder() {
     let mut s = Server::start(&[]);

@@ -969,11 +969,32 @@ fn shell_line(words: &[String], shell: bool) -> Result<String, String> {
 }
 
 /// The stop rule's cost of one variant whose run takes `t` seconds.
+/// What measuring one variant of a run time `t` costs at most under `m`:
+/// a probe run and the warm-up runs, then sampling until `max_time_s` (a
+/// noisy variant never meets the noise target sooner), or `min_samples`
+/// runs when they take longer, and the run in progress at the limit.
 fn variant_cost(t: f64, m: &kopt_engine::Measurement) -> f64 {
-    let timed = (m.stop.min_samples as f64 * t)
-        .clamp(m.stop.min_time_s, m.stop.max_time_s.max(m.stop.min_time_s));
-    // One probe run, the warm-up runs, then the timed ones.
-    t * (1.0 + m.warmup as f64) + timed
+    t * (2.0 + m.warmup as f64) + sampling_cost(t, m)
+}
+
+/// The sampling part of [`variant_cost`].
+fn sampling_cost(t: f64, m: &kopt_engine::Measurement) -> f64 {
+    (m.stop.min_samples as f64 * t).max(m.stop.max_time_s.max(m.stop.min_time_s))
+}
+
+/// The `max_time_s` that makes `variants` variants of run times `times`
+/// fit `budget` seconds, when a shorter sampling time (not below
+/// `min_time_s` nor `min_samples` runs) can: an estimate capped to the
+/// budget, said in its basis, instead of a refusal.
+fn max_time_to_fit(times: &[f64], m: &kopt_engine::Measurement, budget: f64) -> Option<f64> {
+    let fixed: f64 = times.iter().map(|t| t * (2.0 + m.warmup as f64)).sum();
+    // A fifth of the budget left for the process starts the estimate leaves out.
+    let per_variant = (budget * 0.8 - fixed) / times.len() as f64;
+    let floor = times
+        .iter()
+        .map(|t| m.stop.min_samples as f64 * t)
+        .fold(m.stop.min_time_s, f64::max);
+    (per_variant >= floor && per_variant < m.stop.max_time_s).then_some(per_variant)
 }
 
 fn bench(a: BenchArgs, ctx: &Context) -> Result<Value, String> {
@@ -1005,30 +1026,47 @@ fn bench(a: BenchArgs, ctx: &Context) -> Result<Value, String> {
         req.measure.seed = s;
     }
     req.validate().map_err(engine)?;
+    let capped = std::cell::Cell::new(None);
     long_run(
         ctx,
         a.budget_s,
         || {
-            let mut seconds = 0.0;
-            let mut parts = Vec::new();
+            let mut times = Vec::new();
             for line in [&baseline, &candidate] {
                 let argv = vec!["/bin/sh".to_string(), "-c".into(), line.clone()];
-                let t = timed(&Workload::Command(argv.clone()), a.budget_s, ctx)?;
-                seconds += variant_cost(t, &req.measure);
-                parts.push(format!("{t:.2} s"));
+                times.push(timed(&Workload::Command(argv), a.budget_s, ctx)?);
+            }
+            let parts: Vec<String> = times.iter().map(|t| format!("{t:.2} s")).collect();
+            let mut m = req.measure.clone();
+            let mut cap = String::new();
+            let bound = |m: &kopt_engine::Measurement| -> f64 {
+                times.iter().map(|t| variant_cost(*t, m)).sum()
+            };
+            if bound(&m) > a.budget_s {
+                if let Some(max_time) = max_time_to_fit(&times, &m, a.budget_s) {
+                    m.stop.max_time_s = max_time;
+                    capped.set(Some(max_time));
+                    cap = format!(", max_time_s capped to {max_time:.1} s to fit the budget");
+                }
             }
             Ok(Estimate {
-                seconds,
+                seconds: bound(&m),
                 basis: format!(
-                    "timing pass ({}) under the stop rule: {} samples, {:.1} to {:.1} s a variant",
+                    "timing pass ({}), an upper bound under the stop rule: {} samples, {:.1} to {:.1} s a variant{cap}",
                     parts.join(", "),
-                    req.measure.stop.min_samples,
-                    req.measure.stop.min_time_s,
-                    req.measure.stop.max_time_s
+                    m.stop.min_samples,
+                    m.stop.min_time_s,
+                    m.stop.max_time_s
                 ),
             })
         },
-        || kopt_engine::bench(&req, ctx),
+        || {
+            let mut req = req.clone();
+            if let Some(max_time) = capped.get() {
+                req.measure.stop.max_time_s = max_time;
+            }
+            kopt_engine::bench(&req, ctx)
+        },
         |r, meta| tool_ok(r, with_cost(r.summary(), &meta), Some(meta)),
     )
 }
