@@ -733,7 +733,10 @@ fn a_bench_too_long_for_its_budget_samples_less_instead() {
         r["_meta"]["kopt/device_s"].as_f64().unwrap(),
     );
     assert!(estimate <= 5.0 && spent <= 5.0, "{r}");
-    assert!(estimate >= spent * 0.5, "estimate {estimate} s, spent {spent} s");
+    assert!(
+        estimate >= spent * 0.5,
+        "estimate {estimate} s, spent {spent} s"
+    );
     s.close(Duration::from_secs(5));
 }
 

@@ -1245,10 +1245,16 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
     } else {
         String::new()
     };
+    // Read back from the history: anyone's text, escaped as table cells.
+    let cell = kopt_report::escape::markdown_cell;
     for r in &result.runs {
         text.push_str(&format!(
             "- run {} ({}, {}): {} | `{}`\n",
-            r.id, r.kind, r.started_utc, r.summary, r.command
+            r.id,
+            cell(&r.kind),
+            cell(&r.started_utc),
+            cell(&r.summary),
+            cell(&r.command)
         ));
     }
     tool_ok(&result, text, None)
