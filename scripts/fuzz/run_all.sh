@@ -12,6 +12,7 @@
 #   FUZZ_CORPUS       the seed folders, one per target (fuzz/corpus)
 #   FUZZ_REGRESSIONS  inputs that once failed, one folder per target (fuzz/regressions)
 #   FUZZ_TARGETS      the targets, space-separated (every binary named after fuzz/fuzz_targets/*.rs)
+#   FUZZ_EVERY        one `every` binary instead, run with KOPT_FUZZ_TARGET=<target>
 # OUT gets summary.txt (one line per target: seconds, executions, corpus
 # size, peak RSS, result), fuzz-results.tar.gz (the summary, each
 # target's log tails and the inputs of its findings) and corpus.tar.gz
@@ -22,7 +23,7 @@
 set -uo pipefail
 
 if [ $# -ne 2 ] || ! [ "$2" -gt 0 ] 2>/dev/null; then
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 out=$1
@@ -36,11 +37,14 @@ if [ -n "${FUZZ_TARGETS:-}" ]; then
 else
   targets=()
   for f in "$root"/fuzz/fuzz_targets/*.rs; do
-    targets+=("$(basename "$f" .rs)")
+    [ "$(basename "$f")" = every.rs ] || targets+=("$(basename "$f" .rs)")
   done
 fi
+# FUZZ_EVERY: the `every` binary, which runs the target KOPT_FUZZ_TARGET
+# names (one file to carry instead of one per target).
+bin_of() { echo "${FUZZ_EVERY:-$bin_dir/$1}"; }
 for t in "${targets[@]}"; do
-  [ -x "$bin_dir/$t" ] || { echo "run_all.sh: no fuzz binary $bin_dir/$t" >&2; exit 2; }
+  [ -x "$(bin_of "$t")" ] || { echo "run_all.sh: no fuzz binary $(bin_of "$t")" >&2; exit 2; }
 done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -60,7 +64,7 @@ run_target() {
     left=$((secs - ($(now) - start)))
     [ "$left" -gt 0 ] || break
     runs=$((runs + 1))
-    RUST_BACKTRACE=1 "$bin_dir/$t" "${seeds[@]}" -max_total_time="$left" \
+    KOPT_FUZZ_TARGET=$t RUST_BACKTRACE=1 "$(bin_of "$t")" "${seeds[@]}" -max_total_time="$left" \
       -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
       -artifact_prefix="$dir/artifacts/" >"$dir/run$runs.log" 2>&1
     n=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$dir/run$runs.log" | tail -1 | awk '{print $2}')

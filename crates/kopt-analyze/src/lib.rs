@@ -324,20 +324,25 @@ fn syncs_and_copies(
         .and_then(|t| t.host_copies.as_ref())
         .and_then(|c| copies::recommend_prefetch(c, base.wall_ns));
     // The recorder slows the optimizer's launches as it slows the step.
-    let fused_optimizer = timeline.and_then(|t| {
-        let o = t.optimizer.as_ref()?;
+    let optimizer_findings = timeline.map_or(Vec::new(), |t| {
+        let Some(o) = t.optimizer.as_ref() else {
+            return Vec::new();
+        };
         let recorded = t
             .graph_prediction
             .as_ref()
             .filter(|p| p.eager_per_step_ns > 0.0)
             .map_or(1.0, |p| p.eager_corrected_per_step_ns / p.eager_per_step_ns);
         optimizer::recommend(o, base.wall_ns, recorded)
+            .into_iter()
+            .chain(optimizer::recommend_set_to_none(o, base.wall_ns, recorded))
+            .collect()
     });
     host_syncs
         .into_iter()
         .chain(pinned_copies)
         .chain(prefetch)
-        .chain(fused_optimizer)
+        .chain(optimizer_findings)
         .collect()
 }
 

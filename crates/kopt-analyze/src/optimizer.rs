@@ -11,6 +11,12 @@ use kopt_model::{
 /// Id of the finding.
 pub const ID: &str = "use_fused_optimizer";
 
+/// Id of the zero_grad finding.
+pub const ZERO_GRAD_ID: &str = "zero_grad_set_to_none";
+
+/// torch's annotation around `optimizer.zero_grad()`.
+const ZERO_GRAD_RANGE: &str = "Optimizer.zero_grad#";
+
 /// The module driver's range around the optimizer's step, before its class.
 const DRIVER_PHASE: &str = "kopt:optimizer#";
 
@@ -104,6 +110,124 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> 
         host_ns_per_step: host / n,
         kernels_per_step: kernels as f64 / n,
         gpu_ns_per_step: gpu / n,
+        zero_grad_fill: zero_grad_fill(t, &in_window, &launched, steps.len()),
+    })
+}
+
+/// `zero_grad` inside the steady steps, when it launches kernels: it fills
+/// the gradients with zeros (`set_to_none=False`, or a loop of
+/// `p.grad.zero_()` under the annotation). Per training step, over the
+/// optimizer's `steps` steps.
+fn zero_grad_fill(
+    t: &Timeline,
+    in_window: &dyn Fn(&&kopt_model::Range) -> bool,
+    launched: &rustc_hash::FxHashMap<u64, i64>,
+    steps: usize,
+) -> Option<kopt_model::ZeroGradFill> {
+    let mut spans: Vec<(i64, i64)> = t
+        .phase_ranges
+        .iter()
+        .filter(|r| r.name.starts_with(ZERO_GRAD_RANGE))
+        .filter(in_window)
+        .map(|r| (r.start_ns, r.end_ns))
+        .collect();
+    spans.sort_unstable();
+    // Nested or repeated annotations of one call count once.
+    spans.dedup_by(|b, a| b.0 < a.1);
+    if spans.is_empty() || steps == 0 {
+        return None;
+    }
+    let (kernels, gpu) = kernels_in(t, &spans, launched);
+    if kernels == 0 {
+        return None;
+    }
+    let n = steps as f64;
+    let host: f64 = spans.iter().map(|s| (s.1 - s.0).max(0) as f64).sum();
+    Some(kopt_model::ZeroGradFill {
+        host_ns_per_step: host / n,
+        kernels_per_step: kernels as f64 / n,
+        gpu_ns_per_step: gpu / n,
+    })
+}
+
+/// The kernels launched inside `spans` (sorted): how many, and their GPU time.
+fn kernels_in(
+    t: &Timeline,
+    spans: &[(i64, i64)],
+    launched: &rustc_hash::FxHashMap<u64, i64>,
+) -> (usize, f64) {
+    let (mut kernels, mut gpu) = (0usize, 0.0);
+    for a in t
+        .activities
+        .iter()
+        .filter(|a| a.kind == ActivityKind::Kernel)
+    {
+        let Some(at) = launched.get(&a.correlation) else {
+            continue;
+        };
+        let i = spans.partition_point(|s| s.0 <= *at);
+        if i.checked_sub(1).is_some_and(|j| *at <= spans[j].1) {
+            kernels += 1;
+            gpu += (a.end_ns - a.start_ns).max(0) as f64;
+        }
+    }
+    (kernels, gpu)
+}
+
+/// The finding for a `zero_grad` that fills the gradients with zeros,
+/// priced on the step as [`recommend`] prices the optimizer's: the call's
+/// time now (its host time less the recorder's share, at least its
+/// kernels') comes off the step.
+pub fn recommend_set_to_none(
+    o: &OptimizerStep,
+    wall_ns: f64,
+    recorded: f64,
+) -> Option<Recommendation> {
+    let fmt = kopt_model::format_duration_ns;
+    let z = o.zero_grad_fill.as_ref()?;
+    if wall_ns <= 0.0 {
+        return None;
+    }
+    let now = (z.host_ns_per_step * recorded.clamp(0.05, 1.0)).max(z.gpu_ns_per_step);
+    // The range: all of it, or only its kernels' GPU time.
+    let after = |saved: f64| (wall_ns - saved).max(0.05 * wall_ns);
+    let estimate = wall_ns / after(now);
+    if estimate < 1.005 {
+        return None;
+    }
+    let model = format!(
+        "step after = step - zero_grad's time now: {} - {} (its annotation's host time, less the recorder's share, at least its kernels' {}); low: only the kernels' GPU time saved",
+        fmt(wall_ns),
+        fmt(now),
+        fmt(z.gpu_ns_per_step),
+    );
+    Some(Recommendation {
+        rank: 0,
+        id: ZERO_GRAD_ID.into(),
+        title: "Let zero_grad drop the gradients instead of zeroing them".into(),
+        kernel: format!("torch.optim.{}'s zero_grad", o.name),
+        kernel_short: format!("{} zero_grad (fills)", o.name),
+        class: kopt_model::BottleneckClass::LaunchOverhead,
+        evidence: format!(
+            "optimizer.zero_grad() launches {:.0} kernels a step ({} of host time, {} on the GPU): it fills every gradient with zeros, which the next backward then adds to.",
+            z.kernels_per_step,
+            fmt(z.host_ns_per_step),
+            fmt(z.gpu_ns_per_step)
+        ),
+        action: "Call optimizer.zero_grad(set_to_none=True) (the default since PyTorch 2.0; model.zero_grad() too): the gradients are dropped, and backward writes them instead of adding to zeros. Code that reads .grad before backward must then expect None.".into(),
+        source: "PyTorch's torch.optim.Optimizer.zero_grad documentation (set_to_none)".into(),
+        gain: Some(kopt_model::GainEstimate {
+            kernel_pct: 0.0,
+            workload_pct: 100.0 * (1.0 - 1.0 / estimate),
+            saved_ns: wall_ns - after(now),
+            method: model.clone(),
+        }),
+        predicted_speedup: Some(PredictedSpeedup {
+            estimate,
+            low: wall_ns / after(z.gpu_ns_per_step.min(now)),
+            high: estimate,
+            model,
+        }),
     })
 }
 
@@ -332,6 +456,83 @@ mod tests {
         let ids = launch_ids(&t);
         assert_eq!(ids.len(), 12, "3 kernels in each of 4 steps");
         assert!(launch_ids(&Timeline::default()).is_empty());
+    }
+
+    /// #35: a zero_grad that launches kernels fills the gradients with
+    /// zeros; one that launches none (set_to_none) gets no finding.
+    #[test]
+    fn a_zero_filling_zero_grad_is_found_and_priced() {
+        let mut t = timeline(
+            "void at::native::multi_tensor_apply_kernel<AdamFunctor<float>>",
+            2,
+        );
+        let mut c = 1_000;
+        for s in 0..4i64 {
+            let at = s * 10_000_000 + 1_000_000;
+            t.phase_ranges.push(Range {
+                name: "Optimizer.zero_grad#Adam.zero_grad".into(),
+                start_ns: at,
+                end_ns: at + 500_000,
+            });
+            if s == 3 {
+                // The last step's zero_grad drops the gradients: no kernel.
+                continue;
+            }
+            for k in 0..3 {
+                c += 1;
+                let host = at + 10_000 + k * 100_000;
+                t.api_calls.push(ApiCall {
+                    kind: ApiKind::KernelLaunch,
+                    name: "cudaLaunchKernel".into(),
+                    start_ns: host,
+                    end_ns: host + 5_000,
+                    thread: 1,
+                    correlation: c,
+                    frame: None,
+                    op: None,
+                    op_span: None,
+                });
+                t.activities.push(GpuActivity {
+                    kind: ActivityKind::Kernel,
+                    name: "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>".into(),
+                    start_ns: host + 7_000,
+                    end_ns: host + 17_000,
+                    device: 0,
+                    stream: 7,
+                    correlation: c,
+                    grid: None,
+                    block: None,
+                    bytes: None,
+                    copy: None,
+                });
+            }
+        }
+        let o = summarize(&t, &windows()).unwrap();
+        let z = o.zero_grad_fill.clone().unwrap();
+        // 9 fills over 4 steps; 0.5 ms of host time a step.
+        assert_eq!(z.kernels_per_step, 2.25);
+        assert_eq!(z.host_ns_per_step, 500_000.0);
+        assert_eq!(z.gpu_ns_per_step, 22_500.0);
+        let r = recommend_set_to_none(&o, 10e6, 1.0).unwrap();
+        let sp = r.predicted_speedup.unwrap();
+        // 10 ms less 0.5 ms: 1.053x; low: only the 22.5 us of fills.
+        assert!((sp.estimate - 10.0 / 9.5).abs() < 1e-9, "{sp:?}");
+        assert!(sp.low < 1.003 && sp.low > 1.0, "{sp:?}");
+        assert!(r.action.contains("set_to_none=True"));
+        // A zero_grad that launches nothing: no fill, no finding.
+        let none = OptimizerStep {
+            zero_grad_fill: None,
+            ..o
+        };
+        assert!(recommend_set_to_none(&none, 10e6, 1.0).is_none());
+        let dropped = timeline(
+            "void at::native::multi_tensor_apply_kernel<AdamFunctor<float>>",
+            2,
+        );
+        assert!(summarize(&dropped, &windows())
+            .unwrap()
+            .zero_grad_fill
+            .is_none());
     }
 
     #[test]

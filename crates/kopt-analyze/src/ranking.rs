@@ -203,6 +203,7 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
             || r.id == crate::copies::ID
             || r.id == crate::copies::PREFETCH_ID
             || r.id == crate::optimizer::ID
+            || r.id == crate::optimizer::ZERO_GRAD_ID
         {
             r.predicted_speedup.clone()
         } else {

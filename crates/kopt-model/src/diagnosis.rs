@@ -661,6 +661,21 @@ pub struct OptimizerStep {
     pub host_ns_per_step: f64,
     pub kernels_per_step: f64,
     pub gpu_ns_per_step: f64,
+    /// `zero_grad` launching kernels (filling the gradients with zeros,
+    /// `set_to_none=False`), when it does; `set_to_none=True` launches none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_grad_fill: Option<ZeroGradFill>,
+}
+
+/// What `optimizer.zero_grad()` costs a step when it fills the gradients
+/// with zeros instead of dropping them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ZeroGradFill {
+    /// Host time of its annotation, per training step (as recorded).
+    pub host_ns_per_step: f64,
+    pub kernels_per_step: f64,
+    pub gpu_ns_per_step: f64,
 }
 
 /// The host waiting for the GPU inside a step: every sync whose step

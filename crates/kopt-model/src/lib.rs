@@ -32,7 +32,7 @@ pub use diagnosis::{
     PrimaryBottleneck, Recommendation, RunInfo, SampledCoverage, StallShare, SteadyState,
     SteadyStrip, StepDetection, StepPhase, StepPhases, StepSource, StripLane, SyncSite,
     TimelineStrip, TimelineSummary, Verification, WarmupEvidence, WarmupKernel, WarmupTrials,
-    FIGURE_WITHHELD,
+    ZeroGradFill, FIGURE_WITHHELD,
 };
 pub use launch::{Dim3, KernelLaunch, Metrics, NcuRule, Profile, Source, StallReason};
 pub use names::{
