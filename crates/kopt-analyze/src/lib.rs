@@ -85,16 +85,13 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         padding,
         total_ns,
     );
-    let mut pointwise = fusion::members(&groups);
-    if folded.is_some() {
-        pointwise.retain(|m| !bn_members.contains(m));
-    }
-    let fused = fusion::recommend(
+    let (pointwise, fused) = fusion_finding(
+        &groups,
         launches,
-        &pointwise,
-        total_ns,
+        folded.is_some().then_some(bn_members.as_slice()),
         profile.device.peaks.dram_bytes_per_s,
-        attribution.as_ref().map(|a| &a.by_kernel),
+        attribution.as_ref(),
+        total_ns,
     );
     // Graph capture, from the timeline.
     let graph = timeline
@@ -160,19 +157,21 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         total_ns,
         profile.device.amd.is_some(),
     );
-    let mut notes = notes(profile, &groups, timeline.is_some(), total_ns);
-    let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
-    let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
-    notes.extend(timeline_only_note(profile, counters_collected, &kernels));
     let covering = Covering {
         padding: &padding,
         folded: folded.as_ref(),
         compiled: compiled.as_ref(),
         fused: fused.as_ref(),
     };
-    for k in &mut kernels {
-        explain_kernel(k, counters_collected, &covering, timeline.as_ref());
-    }
+    let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
+    let (mut kernels, notes) = explained_kernels(
+        profile,
+        groups,
+        counters_collected,
+        &covering,
+        timeline.as_ref(),
+        total_ns,
+    );
     if let Some(n) = options.top {
         kernels.truncate(n);
     }
@@ -197,6 +196,49 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         }),
         verified: Vec::new(),
     }
+}
+
+/// The pointwise kernels a fusion would cover (less the batch-norm
+/// members folding already covers, when it stands) and the fusion finding.
+fn fusion_finding(
+    groups: &[rollup::KernelGroup],
+    launches: &[kopt_model::KernelLaunch],
+    folded_members: Option<&[String]>,
+    peak_dram: Option<f64>,
+    attribution: Option<&ops::Attribution>,
+    total_ns: f64,
+) -> (Vec<String>, Option<kopt_model::Recommendation>) {
+    let mut pointwise = fusion::members(groups);
+    if let Some(folded) = folded_members {
+        pointwise.retain(|m| !folded.contains(m));
+    }
+    let fused = fusion::recommend(
+        launches,
+        &pointwise,
+        total_ns,
+        peak_dram,
+        attribution.map(|a| &a.by_kernel),
+    );
+    (pointwise, fused)
+}
+
+/// The kernel table, each verdict's root cause completed (counters,
+/// covering finding, launch overhead), with the profile's notes.
+fn explained_kernels(
+    profile: &Profile,
+    groups: Vec<rollup::KernelGroup>,
+    counters_collected: bool,
+    covering: &Covering,
+    timeline: Option<&kopt_model::TimelineSummary>,
+    total_ns: f64,
+) -> (Vec<kopt_model::KernelVerdict>, Vec<String>) {
+    let mut notes = notes(profile, &groups, timeline.is_some(), total_ns);
+    let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
+    notes.extend(timeline_only_note(profile, counters_collected, &kernels));
+    for k in &mut kernels {
+        explain_kernel(k, counters_collected, covering, timeline);
+    }
+    (kernels, notes)
 }
 
 /// GEMMs with a dimension not a multiple of 8 and the padding finding;
@@ -1154,7 +1196,51 @@ fn lowercase_first(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::lowercase_first;
+    use super::{fusion_finding, lowercase_first, rollup};
+    use kopt_model::{Dim3, KernelLaunch, Metrics};
+
+    fn launch(id: u64, name: &str, ns: f64) -> KernelLaunch {
+        KernelLaunch {
+            id,
+            name: name.into(),
+            grid: Dim3 {
+                x: 4096,
+                y: 1,
+                z: 1,
+            },
+            block: Dim3 { x: 256, y: 1, z: 1 },
+            stream: Some(7),
+            metrics: Metrics {
+                duration_ns: Some(ns),
+                ..Default::default()
+            },
+            ncu_rules: Vec::new(),
+        }
+    }
+
+    /// The fusion step on its own: eager pointwise kernels back to back are
+    /// fusion members; those batch-norm folding already covers are not,
+    /// and a chain left of one member fuses nothing.
+    #[test]
+    fn fusion_leaves_out_the_members_folding_covers() {
+        let add =
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)";
+        let mul =
+            "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>(int)";
+        let launches: Vec<KernelLaunch> = (0..40)
+            .map(|i| launch(i, if i % 2 == 0 { add } else { mul }, 50_000.0))
+            .collect();
+        let total: f64 = 40.0 * 50_000.0;
+        let groups = rollup::group(&launches, total);
+        let (pointwise, fused) = fusion_finding(&groups, &launches, None, None, None, total);
+        assert_eq!(pointwise.len(), 2, "{pointwise:?}");
+        assert!(fused.is_some());
+        let folded = vec![add.to_string()];
+        let (pointwise, fused) =
+            fusion_finding(&groups, &launches, Some(&folded), None, None, total);
+        assert_eq!(pointwise, vec![mul.to_string()]);
+        assert!(fused.is_none(), "one member left: no chain to fuse");
+    }
 
     #[test]
     fn acronyms_and_unit_names_keep_their_case() {
