@@ -98,7 +98,6 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         .as_ref()
         .and_then(|t| graph_finding(t, profile.device.amd.is_some()));
     let base = step_base;
-    let syncs_and_copies = syncs_and_copies(timeline.as_ref(), &base);
     let (compiled, compile_members) = compile_finding(&CompileInputs {
         groups: &groups,
         launches,
@@ -127,48 +126,30 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         &compile_members,
         &pointwise,
     );
-    let compiled = compiled.map(|r| name_compile_kernels(r, &groups));
-    let tiny_groups: Vec<&rollup::KernelGroup> = groups
-        .iter()
-        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
-        .collect();
-    let whole_model = [
-        fused.as_ref(),
-        compiled.as_ref(),
-        folded.as_ref(),
-        relaid.as_ref(),
-        tf32.as_ref(),
-        fused_attention.as_ref(),
-    ];
-    let recommendations = ranked_recommendations(
+    let whole_model = WholeModel {
+        padding,
+        fused,
+        compiled: compiled.map(|r| name_compile_kernels(r, &groups)),
+        folded,
+        relaid,
+        tf32,
+        fused_attention,
+    };
+    let (recommendations, primary) = ranked_with_primary(
         &groups,
-        &tiny_groups,
-        padding.iter().chain(whole_model.into_iter().flatten()),
-        graph.into_iter().chain(syncs_and_copies),
+        &whole_model,
+        graph,
         timeline.as_ref(),
         &base,
         total_ns,
-    );
-    let primary = primary_bottleneck(
-        &recommendations,
-        &groups,
-        &tiny_groups,
-        timeline.as_ref(),
-        total_ns,
         profile.device.amd.is_some(),
     );
-    let covering = Covering {
-        padding: &padding,
-        folded: folded.as_ref(),
-        compiled: compiled.as_ref(),
-        fused: fused.as_ref(),
-    };
     let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
     let (mut kernels, notes) = explained_kernels(
         profile,
         groups,
         counters_collected,
-        &covering,
+        &whole_model.covering(),
         timeline.as_ref(),
         total_ns,
     );
@@ -196,6 +177,79 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         }),
         verified: Vec::new(),
     }
+}
+
+/// The findings that cover kernels across the whole model, in the order
+/// the ranking takes them.
+struct WholeModel {
+    padding: Vec<kopt_model::Recommendation>,
+    fused: Option<kopt_model::Recommendation>,
+    compiled: Option<kopt_model::Recommendation>,
+    folded: Option<kopt_model::Recommendation>,
+    relaid: Option<kopt_model::Recommendation>,
+    tf32: Option<kopt_model::Recommendation>,
+    fused_attention: Option<kopt_model::Recommendation>,
+}
+
+impl WholeModel {
+    fn findings(&self) -> impl Iterator<Item = &kopt_model::Recommendation> {
+        let rest = [
+            self.fused.as_ref(),
+            self.compiled.as_ref(),
+            self.folded.as_ref(),
+            self.relaid.as_ref(),
+            self.tf32.as_ref(),
+            self.fused_attention.as_ref(),
+        ];
+        self.padding.iter().chain(rest.into_iter().flatten())
+    }
+
+    /// The findings a kernel's root cause may name as covering it.
+    fn covering(&self) -> Covering<'_> {
+        Covering {
+            padding: &self.padding,
+            folded: self.folded.as_ref(),
+            compiled: self.compiled.as_ref(),
+            fused: self.fused.as_ref(),
+        }
+    }
+}
+
+/// Every recommendation ranked (per-kernel, whole-model, and the
+/// timeline's: graph capture, host syncs, copies) and the primary
+/// bottleneck named from the ranking.
+fn ranked_with_primary(
+    groups: &[rollup::KernelGroup],
+    whole_model: &WholeModel,
+    graph: Option<kopt_model::Recommendation>,
+    timeline: Option<&kopt_model::TimelineSummary>,
+    base: &ranking::Base,
+    total_ns: f64,
+    amd: bool,
+) -> (Vec<kopt_model::Recommendation>, Option<PrimaryBottleneck>) {
+    let tiny_groups: Vec<&rollup::KernelGroup> = groups
+        .iter()
+        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
+        .collect();
+    let from_timeline = graph.into_iter().chain(syncs_and_copies(timeline, base));
+    let recommendations = ranked_recommendations(
+        groups,
+        &tiny_groups,
+        whole_model.findings(),
+        from_timeline,
+        timeline,
+        base,
+        total_ns,
+    );
+    let primary = primary_bottleneck(
+        &recommendations,
+        groups,
+        &tiny_groups,
+        timeline,
+        total_ns,
+        amd,
+    );
+    (recommendations, primary)
 }
 
 /// The pointwise kernels a fusion would cover (less the batch-norm
