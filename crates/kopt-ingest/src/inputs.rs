@@ -192,7 +192,7 @@ pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
         path: label.clone(),
         source,
     };
-    let max = KOPT_REPORT_MAX_BYTES.get();
+    let max = KOPT_REPORT_MAX_BYTES.checked()?;
     let mut bytes = Vec::new();
     crate::open_regular(path, &label)?
         .take(max.saturating_add(1))
