@@ -99,6 +99,21 @@ pub(crate) fn check_activities(
     Ok(())
 }
 
+/// The largest bare-run step file (`bare_steps.jsonl`) read, in bytes: a
+/// line is about 60 bytes, and a bare run times a few thousand steps.
+pub const BARE_STEPS_MAX_BYTES: Budget = Budget {
+    var: "KOPT_BARE_STEPS_MAX_BYTES",
+    default: 64 << 20,
+    unit: "bytes",
+};
+
+/// The most step, sync and launch records one bare-run step file may hold.
+pub const BARE_STEPS_MAX_RECORDS: Budget = Budget {
+    var: "KOPT_BARE_STEPS_MAX_RECORDS",
+    default: 1_000_000,
+    unit: "records",
+};
+
 /// The most a gzipped input may decompress to, in bytes, whatever its size.
 pub const GZIP_MAX_BYTES: Budget = Budget {
     var: "KOPT_GZIP_MAX_BYTES",

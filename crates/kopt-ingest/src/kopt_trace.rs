@@ -965,6 +965,53 @@ struct BareLaunchLine {
     e: i64,
 }
 
+/// The longest step a bare run may time: a day. A training or inference
+/// step runs milliseconds to minutes; more is a broken clock or an edited file.
+pub const MAX_BARE_STEP_NS: i64 = 86_400 * 1_000_000_000;
+
+/// Why a bare step's start and end cannot be one step's, if they cannot.
+fn implausible_step(s: i64, e: i64) -> Option<String> {
+    if !(usable_ns(s) && usable_ns(e)) {
+        Some("a time outside the clock's range".into())
+    } else if e < s {
+        Some("it ends before it starts".into())
+    } else if e == s {
+        Some("a step of no time".into())
+    } else if e - s > MAX_BARE_STEP_NS {
+        Some(format!("{} s, longer than a day", (e - s) / 1_000_000_000))
+    } else {
+        None
+    }
+}
+
+/// A regular file read whole, refused past `budget` bytes.
+fn read_within(
+    path: &Path,
+    label: &str,
+    budget: &crate::budget::Budget,
+) -> Result<Vec<u8>, IngestError> {
+    use std::io::Read;
+    let max = budget.checked()?;
+    let mut bytes = Vec::new();
+    crate::open_regular(path, label)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| IngestError::Io {
+            path: label.to_string(),
+            source,
+        })?;
+    if bytes.len() as u64 > max {
+        return Err(IngestError::format(
+            label,
+            format!(
+                "more than {max} bytes: not read (size budget); {}",
+                budget.how_to_raise()
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Read the step ranges a bare run timed (kopt's tracer as NVTX injection
 /// only, no CUPTI), or the ends of the synchronising calls a sync-only bare
 /// run timed (range `BARE_SYNC_RANGE`). Lines of other kinds are skipped; a
@@ -977,7 +1024,9 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
         t: String,
     }
     let label = path.display().to_string();
-    let bytes = crate::read_regular(path, &label)?;
+    let bytes = read_within(path, &label, &crate::budget::BARE_STEPS_MAX_BYTES)?;
+    let max_records = crate::budget::BARE_STEPS_MAX_RECORDS.checked()?;
+    let mut records = 0u64;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         IngestError::at(
             &label,
@@ -994,6 +1043,19 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
             IngestError::at(&label, i as u64 + 1, format!("not a bare-step line: {e}"))
         };
         let kind = serde_json::from_str::<Kind>(line).map_err(at)?.t;
+        if matches!(kind.as_str(), "bare_sync" | "bare_launch" | "bare_step") {
+            records += 1;
+            if records > max_records {
+                return Err(IngestError::at(
+                    &label,
+                    i as u64 + 1,
+                    format!(
+                        "more than {max_records} bare-run records: not read (a bare run times a few thousand steps); {}",
+                        crate::budget::BARE_STEPS_MAX_RECORDS.how_to_raise()
+                    ),
+                ));
+            }
+        }
         if kind == "bare_sync" {
             let l: BareSyncLine = serde_json::from_str(line).map_err(at)?;
             if !usable_ns(l.e) {
@@ -1032,11 +1094,14 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
             continue;
         }
         let l: BareStepLine = serde_json::from_str(line).map_err(at)?;
-        if !(usable_ns(l.s) && usable_ns(l.e)) || l.e < l.s {
+        if let Some(why) = implausible_step(l.s, l.e) {
             return Err(IngestError::at(
                 &label,
                 i as u64 + 1,
-                format!("step times out of range: start {} ns, end {} ns", l.s, l.e),
+                format!(
+                    "step times out of range: start {} ns, end {} ns ({why})",
+                    l.s, l.e
+                ),
             ));
         }
         let family = kopt_model::range_family(&l.name).to_string();
