@@ -763,6 +763,10 @@ fn primary_bottleneck(
     total_ns: f64,
     amd: bool,
 ) -> Option<PrimaryBottleneck> {
+    let launch_bound = timeline.filter(|t| t.launch_bound);
+    let graph = recommendations
+        .iter()
+        .find(|r| r.id == "capture_cuda_graph");
     let primary = match recommendations.first() {
         Some(r)
             if r.id == fusion::ID
@@ -775,7 +779,7 @@ fn primary_bottleneck(
             Some(fusion_primary(r, groups))
         }
         Some(r) if r.id == "capture_cuda_graph" => timeline
-            .map(|t| launch_primary(t, r))
+            .map(|t| launch_primary(t, Some(r)))
             .or_else(|| primary(groups, total_ns)),
         Some(r)
             if r.gain
@@ -785,10 +789,22 @@ fn primary_bottleneck(
             let gain = r.gain.as_ref().map(|g| g.workload_pct);
             match groups.iter().find(|g| g.verdict.name == r.kernel) {
                 Some(g) => primary_of(g, gain, groups),
-                None => Some(aggregate_primary(r, tiny_groups)),
+                // The tiny launches together: where the timeline measured
+                // launches setting the pace, that is what they cost.
+                None => Some(match launch_bound {
+                    Some(t) => launch_primary(t, graph),
+                    None => aggregate_primary(r, tiny_groups),
+                }),
             }
         }
-        _ => primary(groups, total_ns),
+        // No finding with a measured gain: the timeline's verdict, a
+        // measurement, names the primary where it says launches set the
+        // pace (the key insight and the verdict say the same); else the
+        // kernel with the most time.
+        _ => match launch_bound {
+            Some(t) => Some(launch_primary(t, graph)),
+            None => primary(groups, total_ns),
+        },
     };
     let mut primary = primary;
     if let (Some(p), true) = (primary.as_mut(), amd) {
@@ -984,13 +1000,15 @@ fn graph_recommendation(t: &kopt_model::TimelineSummary) -> Option<kopt_model::R
 const GRAPH_MIN_SPEEDUP: f64 = 1.1;
 
 /// The primary bottleneck when launches set the pace (the graph-capture
-/// recommendation tops the list).
+/// recommendation tops the list, or the timeline says so and no finding
+/// has a measured gain); the graph-capture prediction quoted where there
+/// is one.
 fn launch_primary(
     t: &kopt_model::TimelineSummary,
-    r: &kopt_model::Recommendation,
+    graph: Option<&kopt_model::Recommendation>,
 ) -> PrimaryBottleneck {
     let fmt = kopt_model::format_duration_ns;
-    let predicted = match (&r.predicted_speedup, &t.graph_prediction) {
+    let predicted = match (graph.and_then(|r| r.predicted_speedup.as_ref()), &t.graph_prediction) {
         (Some(sp), Some(p)) => format!(
             " Capturing the steady-state step in a CUDA graph is predicted to run it {:.1}x faster (range {:.1}-{:.1}x): {} per step now, {} after capture.",
             sp.estimate,
