@@ -243,6 +243,7 @@ mod tests {
                 name: "Optimizer.step#Adam.step".into(),
                 start_ns: at + 5_000_000,
                 end_ns: at + 9_000_000,
+                thread: None,
             });
             for k in 0..per_step as i64 {
                 c += 1;

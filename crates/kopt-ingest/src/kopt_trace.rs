@@ -443,7 +443,7 @@ struct TraceBuilder {
     /// Devices by id; the report names the one the kernels ran on.
     devices: std::collections::HashMap<u64, DeviceRecord>,
     /// NVTX ranges open by id until their end record arrives.
-    open: std::collections::HashMap<u64, (String, i64)>,
+    open: std::collections::HashMap<u64, (String, i64, Option<u64>)>,
     /// Sampled windows closed so far: correlation ids (CUPTI's are 32-bit)
     /// carry the window in bits 32..48 (processes use the bits above).
     window: u64,
@@ -530,7 +530,7 @@ impl TraceBuilder {
                     return true;
                 }
                 self.open_window.saw(s, s, false);
-                self.open.insert(id, (owned_name(), s));
+                self.open.insert(id, (owned_name(), s, line.tid));
             }
             ("device", Some(id), _) => {
                 self.devices
@@ -551,12 +551,13 @@ impl TraceBuilder {
                 self.open.clear();
             }
             ("range_end", Some(id), Some(e)) => {
-                if let Some((name, start_ns)) = self.open.remove(&id) {
+                if let Some((name, start_ns, thread)) = self.open.remove(&id) {
                     if usable_ns(e) && e >= start_ns {
                         self.t.ranges.push(Range {
                             name,
                             start_ns,
                             end_ns: e,
+                            thread,
                         });
                     } else {
                         let why = format!("range end {e} ns (its start: {start_ns} ns)");
@@ -1200,6 +1201,18 @@ mod tests {
             b.record(&serde_json::from_str(l).unwrap(), 1);
         }
         assert_eq!(b.main_device().map(|d| d.name.as_str()), Some("first"));
+    }
+
+    #[test]
+    fn ranges_keep_the_thread_that_opened_them() {
+        let text = r#"{"t":"range_start","id":1,"s":100,"tid":42,"name":"step"}
+{"t":"range_end","id":1,"s":200}
+{"t":"range_start","id":2,"s":300,"name":"step"}
+{"t":"range_end","id":2,"s":400}
+"#;
+        let t = parse_kopt_trace(text, "r.jsonl").unwrap().timeline;
+        let threads: Vec<Option<u64>> = t.ranges.iter().map(|r| r.thread).collect();
+        assert_eq!(threads, vec![Some(42), None]);
     }
 
     #[test]
