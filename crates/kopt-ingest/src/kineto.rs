@@ -480,6 +480,23 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
     collector.finish_frames();
     let (outside, first_outside) = collector.drop_outside_span();
     if collector.timeline.activities.is_empty() {
+        let left_out = collector.skipped.saturating_add(outside);
+        if left_out > 0 {
+            // Events were there, their times were not usable: that, not a
+            // profiler without CUDA activities, is what to say.
+            let first = collector
+                .first_skipped
+                .as_ref()
+                .map(|(i, why)| format!("event {i} of traceEvents: {why}"))
+                .or(first_outside)
+                .unwrap_or_default();
+            return Err(IngestError::Format {
+                path: path.into(),
+                message: format!(
+                    "no usable GPU activity: {left_out} event(s) left out for a ts or dur that is implausible (unusable, or outside the profiler's span), the first: {first}"
+                ),
+            });
+        }
         return Err(IngestError::NoGpuActivity {
             path: path.into(),
             events: collector.events,
