@@ -148,6 +148,13 @@ impl KoptTrace {
         if let Some(file) = &self.bare_steps_file {
             notes.push(format!("bare run's steps from {file}"));
         }
+        if self.invalid_records > 0 {
+            notes.push(format!(
+                "{} record(s) left out for impossible times (outside the clock's range, or ending before they start), the first: {}",
+                self.invalid_records,
+                self.first_invalid.as_deref().unwrap_or("")
+            ));
+        }
         if self.impossible_geometry > 0 {
             notes.push(format!(
                 "{} kernel(s) with a launch geometry no GPU runs, their grid and block left unknown, the first: {}",
@@ -1213,6 +1220,26 @@ mod tests {
         let t = parse_kopt_trace(text, "r.jsonl").unwrap().timeline;
         let threads: Vec<Option<u64>> = t.ranges.iter().map(|r| r.thread).collect();
         assert_eq!(threads, vec![Some(42), None]);
+    }
+
+    /// #39: records with impossible times (a range ending before it
+    /// starts) were counted and then never said: a note names them.
+    #[test]
+    fn ranges_ending_before_they_start_are_said() {
+        let text = r#"{"t":"range_start","id":1,"s":500,"tid":1,"name":"step"}
+{"t":"range_end","id":1,"s":200}
+{"t":"range_start","id":2,"s":600,"tid":1,"name":"step"}
+{"t":"range_end","id":2,"s":900}
+{"t":"kernel","name":"k","s":610,"e":620,"dev":0,"str":7,"c":1}
+"#;
+        let t = parse_kopt_trace(text, "r.jsonl").unwrap();
+        assert_eq!(t.timeline.ranges.len(), 1);
+        let f = t.source_format();
+        assert!(
+            f.contains("1 record(s) left out for impossible times")
+                && f.contains("line 2: range end 200 ns (its start: 500 ns)"),
+            "{f}"
+        );
     }
 
     #[test]
