@@ -289,6 +289,11 @@ fn explained_kernels(
     let mut notes = notes(profile, &groups, timeline.is_some(), total_ns);
     let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
     notes.extend(timeline_only_note(profile, counters_collected, &kernels));
+    notes.extend(
+        timeline
+            .and_then(|t| t.steps.as_ref())
+            .and_then(|s| s.other_threads.clone()),
+    );
     for k in &mut kernels {
         explain_kernel(k, counters_collected, covering, timeline);
     }

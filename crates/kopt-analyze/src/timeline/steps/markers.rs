@@ -14,6 +14,16 @@ pub(super) struct OtherThreads {
 }
 
 impl OtherThreads {
+    /// The report's note on the markers left out, where any were.
+    pub fn sentence(&self, family: &str) -> Option<String> {
+        (self.ranges > 0).then(|| {
+            format!(
+                "Steps come from one host thread: {} \"{family}\" range(s) of {} other thread(s) were left out of the step list (another thread's markers, a data loader's or a logger's, are not the loop's steps).",
+                self.ranges, self.threads
+            )
+        })
+    }
+
     /// What the step detail adds: nothing when no range was left out.
     pub fn note(&self) -> String {
         if self.ranges == 0 {
@@ -86,6 +96,7 @@ pub(super) fn profiler_steps(t: &Timeline) -> Option<Steps> {
         starts: spans.iter().map(|s| s.0).collect(),
         ends: spans.iter().map(|s| s.1).collect(),
         contiguous: false,
+        other_threads: others.sentence("ProfilerStep"),
     })
 }
 
@@ -160,16 +171,18 @@ pub(super) fn nvtx_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> 
     } else {
         format!("; {} nest inside it", nested.join(", "))
     };
+    let left = others.get(name).copied().unwrap_or_default();
     Some(Steps {
         source: StepSource::Nvtx,
         family: Some(name.to_string()),
         detail: format!(
             "the NVTX range \"{name}\" ({} ranges, the outermost repeated range{nested}){}",
             spans.len(),
-            others.get(name).copied().unwrap_or_default().note()
+            left.note()
         ),
         starts: spans.iter().map(|s| s.0).collect(),
         ends: spans.iter().map(|s| s.1).collect(),
         contiguous: false,
+        other_threads: left.sentence(name),
     })
 }

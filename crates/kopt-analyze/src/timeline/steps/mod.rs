@@ -29,6 +29,9 @@ pub struct Steps {
     /// True when steps tile the time between them (sync, gaps, pattern):
     /// an activity launched between a step's end and the next start is not lost.
     pub contiguous: bool,
+    /// Where step markers of other host threads were left out: a note
+    /// saying so.
+    pub other_threads: Option<String>,
 }
 
 impl Steps {
@@ -264,10 +267,17 @@ mod tests {
                 "{family}: {}",
                 s.detail
             );
+            // The report's note says it in words.
+            let note = s.other_threads.as_deref().unwrap_or_default();
+            assert!(
+                note.contains(&format!("5 \"{family}\" range(s) of 1 other thread(s)")),
+                "{note}"
+            );
             // One thread only: nothing said.
             t.ranges.retain(|r| r.thread == Some(1));
             let s = find_steps(&t).unwrap();
             assert!(!s.detail.contains("left out"), "{}", s.detail);
+            assert_eq!(s.other_threads, None);
         }
     }
 }
