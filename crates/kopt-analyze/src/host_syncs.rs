@@ -91,117 +91,160 @@ pub fn what(op: Option<&str>, api: &str) -> String {
     }
 }
 
-/// The host syncs inside `windows` (the steady steps' host spans, in
-/// order): each blocking call with a kernel launch after it in its step.
-pub fn summarize(
-    t: &Timeline,
-    windows: &[(i64, i64)],
-    step_ns: f64,
-    busy_per_step_ns: f64,
-    recorder_overhead_per_step_ns: f64,
-) -> Option<HostSyncs> {
-    if windows.is_empty() {
-        return None;
-    }
-    let copies: rustc_hash::FxHashMap<u64, &GpuActivity> = t
-        .activities
-        .iter()
-        .filter(|a| a.kind == ActivityKind::Memcpy)
-        .map(|a| (a.correlation, a))
-        .collect();
-    let mut launches: Vec<i64> = t
-        .api_calls
-        .iter()
-        .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
-        .map(|c| c.start_ns)
-        .collect();
-    launches.sort_unstable();
-    let mut gpu_starts: Vec<i64> = t.activities.iter().map(|a| a.start_ns).collect();
-    gpu_starts.sort_unstable();
-    // Blocking calls in order; those with no launch between them are one
-    // sync (`.item()` is a copy into pageable memory, then a stream sync).
-    let mut blocking: Vec<&ApiCall> = t
-        .api_calls
-        .iter()
-        .filter(|c| blocks(c, copies.get(&c.correlation).copied()))
-        .collect();
-    blocking.sort_by_key(|c| c.start_ns);
-    let mut groups: Vec<Vec<&ApiCall>> = Vec::new();
-    for c in blocking {
-        let joins = groups.last().and_then(|g| g.last()).is_some_and(|prev| {
-            let after_prev = launches.partition_point(|s| *s < prev.end_ns);
-            launches.get(after_prev).is_none_or(|s| *s > c.start_ns)
-        });
-        match groups.last_mut() {
-            Some(g) if joins => g.push(c),
-            _ => groups.push(vec![c]),
+/// The timeline's calls and GPU work in time order, as the sync search
+/// looks them up.
+struct SyncIndex<'t> {
+    /// Copies by correlation id.
+    copies: rustc_hash::FxHashMap<u64, &'t GpuActivity>,
+    /// Kernel and graph launch starts, sorted.
+    launches: Vec<i64>,
+    /// Every GPU activity's start, sorted.
+    gpu_starts: Vec<i64>,
+    /// Host-to-device copy calls' starts, sorted.
+    input_copies: Vec<i64>,
+}
+
+impl<'t> SyncIndex<'t> {
+    fn new(t: &'t Timeline) -> Self {
+        let copies: rustc_hash::FxHashMap<u64, &GpuActivity> = t
+            .activities
+            .iter()
+            .filter(|a| a.kind == ActivityKind::Memcpy)
+            .map(|a| (a.correlation, a))
+            .collect();
+        let mut launches: Vec<i64> = t
+            .api_calls
+            .iter()
+            .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
+            .map(|c| c.start_ns)
+            .collect();
+        launches.sort_unstable();
+        let mut gpu_starts: Vec<i64> = t.activities.iter().map(|a| a.start_ns).collect();
+        gpu_starts.sort_unstable();
+        // Copies to the device: a blocking copy's own sync is the copies
+        // finding's (`copies.rs`), not a read the user wrote.
+        let mut input_copies: Vec<i64> = t
+            .api_calls
+            .iter()
+            .filter(|c| c.kind == ApiKind::Memory && c.correlation != 0)
+            .filter(|c| {
+                copies.get(&c.correlation).is_some_and(|a| {
+                    a.copy
+                        .is_some_and(|k| k.direction == kopt_model::CopyDirection::HostToDevice)
+                })
+            })
+            .map(|c| c.start_ns)
+            .collect();
+        input_copies.sort_unstable();
+        SyncIndex {
+            copies,
+            launches,
+            gpu_starts,
+            input_copies,
         }
     }
-    // Copies to the device: a blocking copy's own sync is the copies
-    // finding's (`copies.rs`), not a read the user wrote.
-    let mut input_copies: Vec<i64> = t
-        .api_calls
-        .iter()
-        .filter(|c| c.kind == ApiKind::Memory && c.correlation != 0)
-        .filter(|c| {
-            copies.get(&c.correlation).is_some_and(|a| {
-                a.copy
-                    .is_some_and(|k| k.direction == kopt_model::CopyDirection::HostToDevice)
-            })
-        })
-        .map(|c| c.start_ns)
-        .collect();
-    input_copies.sort_unstable();
-    let follows_input_copy = |at: i64| {
-        let i = input_copies.partition_point(|s| *s <= at);
+
+    /// Blocking calls in order, grouped: those with no launch between them
+    /// are one sync (`.item()` is a copy into pageable memory, then a
+    /// stream sync).
+    fn blocking_groups<'c>(&self, calls: &'c [ApiCall]) -> Vec<Vec<&'c ApiCall>> {
+        let mut blocking: Vec<&ApiCall> = calls
+            .iter()
+            .filter(|c| blocks(c, self.copies.get(&c.correlation).copied()))
+            .collect();
+        blocking.sort_by_key(|c| c.start_ns);
+        let mut groups: Vec<Vec<&ApiCall>> = Vec::new();
+        for c in blocking {
+            let joins = groups.last().and_then(|g| g.last()).is_some_and(|prev| {
+                let after_prev = self.launches.partition_point(|s| *s < prev.end_ns);
+                self.launches
+                    .get(after_prev)
+                    .is_none_or(|s| *s > c.start_ns)
+            });
+            match groups.last_mut() {
+                Some(g) if joins => g.push(c),
+                _ => groups.push(vec![c]),
+            }
+        }
+        groups
+    }
+
+    /// Whether a host-to-device copy came before `at` with no launch between.
+    fn follows_input_copy(&self, at: i64) -> bool {
+        let i = self.input_copies.partition_point(|s| *s <= at);
         i.checked_sub(1).is_some_and(|j| {
-            let copy = input_copies[j];
-            let after = launches.partition_point(|s| *s < copy);
-            launches.get(after).is_none_or(|s| *s > at)
+            let copy = self.input_copies[j];
+            let after = self.launches.partition_point(|s| *s < copy);
+            self.launches.get(after).is_none_or(|s| *s > at)
         })
-    };
-    let mut sites: BTreeMap<(Option<String>, Option<String>, String), [f64; 3]> = BTreeMap::new();
-    let (mut n, mut wait, mut idle, mut op_host) = (0usize, 0.0, 0.0, 0.0);
-    let mut frames_known = false;
-    let mut last_op_span = None;
-    for g in &groups {
+    }
+
+    /// For a group that stops the host mid-step (inside a steady step, not
+    /// after an input copy, with more work launched after it in the same
+    /// step): how long the GPU then sat idle. None: not mid-step.
+    fn mid_step_idle(&self, g: &[&ApiCall], windows: &[(i64, i64)]) -> Option<f64> {
         let (first, last) = (g[0], g[g.len() - 1]);
-        if follows_input_copy(first.start_ns) {
-            continue;
+        if self.follows_input_copy(first.start_ns) {
+            return None;
         }
         // Its step: the window holding its start.
         let w = windows.partition_point(|w| w.0 <= first.start_ns);
-        let Some(&(_, step_end)) = w.checked_sub(1).map(|i| &windows[i]) else {
-            continue;
-        };
+        let &(_, step_end) = w.checked_sub(1).map(|i| &windows[i])?;
         // A step runs up to (not including) the next one's start.
         if first.start_ns >= step_end {
-            continue;
+            return None;
         }
         // More work launched after it in the same step: mid-step.
-        let next_launch = launches.partition_point(|s| *s < last.end_ns);
-        if launches.get(next_launch).is_none_or(|s| *s >= step_end) {
-            continue;
+        let next_launch = self.launches.partition_point(|s| *s < last.end_ns);
+        if self
+            .launches
+            .get(next_launch)
+            .is_none_or(|s| *s >= step_end)
+        {
+            return None;
         }
-        let next_gpu = gpu_starts.partition_point(|s| *s < last.end_ns);
-        let idle_after = gpu_starts
-            .get(next_gpu)
-            .map_or(0.0, |s| (s - last.end_ns).max(0) as f64);
+        let next_gpu = self.gpu_starts.partition_point(|s| *s < last.end_ns);
+        Some(
+            self.gpu_starts
+                .get(next_gpu)
+                .map_or(0.0, |s| (s - last.end_ns).max(0) as f64),
+        )
+    }
+}
+
+/// Sites keyed by (user frame, op, API call): count, wait, idle after.
+type SiteTotals = BTreeMap<(Option<String>, Option<String>, String), [f64; 3]>;
+
+/// The mid-step syncs' totals over every steady step.
+#[derive(Default)]
+struct SyncTotals {
+    n: usize,
+    wait: f64,
+    idle: f64,
+    op_host: f64,
+    frames_known: bool,
+    last_op_span: Option<(i64, i64)>,
+    sites: SiteTotals,
+}
+
+impl SyncTotals {
+    /// One mid-step sync (a group of blocking calls) and the GPU idle after it.
+    fn add(&mut self, g: &[&ApiCall], idle_after: f64) {
         let w_ns: f64 = g
             .iter()
             .map(|c| (c.end_ns - c.start_ns).max(0) as f64)
             .sum();
-        n += 1;
-        wait += w_ns;
-        idle += idle_after;
+        self.n += 1;
+        self.wait += w_ns;
+        self.idle += idle_after;
         // The op's own host time, once per op (its calls share it).
         let span = g.iter().find_map(|c| c.op_span);
-        op_host += match span {
-            Some(s) if Some(s) != last_op_span => (s.1 - s.0).max(0) as f64,
+        self.op_host += match span {
+            Some(s) if Some(s) != self.last_op_span => (s.1 - s.0).max(0) as f64,
             Some(_) => 0.0,
             None => w_ns,
         };
-        last_op_span = span.or(last_op_span);
+        self.last_op_span = span.or(self.last_op_span);
         // The site: the user's line and the op where any call of the group
         // has them; the call that waited longest.
         let frame = g.iter().find_map(|c| c.frame.clone());
@@ -209,23 +252,23 @@ pub fn summarize(
         let longest = g
             .iter()
             .max_by_key(|c| c.end_ns - c.start_ns)
-            .unwrap_or(&first);
-        frames_known |= frame.is_some();
+            .unwrap_or(&g[0]);
+        self.frames_known |= frame.is_some();
         let api = longest
             .name
             .split("_v")
             .next()
             .unwrap_or(&longest.name)
             .to_string();
-        let e = sites.entry((frame, op, api)).or_insert([0.0; 3]);
+        let e = self.sites.entry((frame, op, api)).or_insert([0.0; 3]);
         e[0] += 1.0;
         e[1] += w_ns;
         e[2] += idle_after;
     }
-    if n == 0 {
-        return None;
-    }
-    let steps = windows.len() as f64;
+}
+
+/// Sites per step, the costliest (wait and idle after) first.
+fn sites_per_step(sites: SiteTotals, steps: f64) -> Vec<SyncSite> {
     let mut sites: Vec<SyncSite> = sites
         .into_iter()
         .map(|((frame, op, api), [count, w, i])| SyncSite {
@@ -242,14 +285,40 @@ pub fn summarize(
         (b.gpu_idle_after_per_step_ns + b.wait_per_step_ns)
             .total_cmp(&(a.gpu_idle_after_per_step_ns + a.wait_per_step_ns))
     });
+    sites
+}
+
+/// The host syncs inside `windows` (the steady steps' host spans, in
+/// order): each blocking call with a kernel launch after it in its step.
+pub fn summarize(
+    t: &Timeline,
+    windows: &[(i64, i64)],
+    step_ns: f64,
+    busy_per_step_ns: f64,
+    recorder_overhead_per_step_ns: f64,
+) -> Option<HostSyncs> {
+    if windows.is_empty() {
+        return None;
+    }
+    let index = SyncIndex::new(t);
+    let mut totals = SyncTotals::default();
+    for g in &index.blocking_groups(&t.api_calls) {
+        if let Some(idle_after) = index.mid_step_idle(g, windows) {
+            totals.add(g, idle_after);
+        }
+    }
+    if totals.n == 0 {
+        return None;
+    }
+    let steps = windows.len() as f64;
     let (wait, idle, op_host) = (
-        wait / steps,
-        idle / steps,
-        (op_host / steps).max(wait / steps),
+        totals.wait / steps,
+        totals.idle / steps,
+        (totals.op_host / steps).max(totals.wait / steps),
     );
     Some(HostSyncs {
         steps: windows.len() as u64,
-        mid_step_per_step: n as f64 / steps,
+        mid_step_per_step: totals.n as f64 / steps,
         wait_per_step_ns: wait,
         gpu_idle_after_per_step_ns: idle,
         op_host_per_step_ns: op_host,
@@ -257,8 +326,8 @@ pub fn summarize(
         gpu_busy_per_step_ns: busy_per_step_ns,
         recorder_overhead_per_step_ns: recorder_overhead_per_step_ns.clamp(0.0, 0.9 * step_ns),
         serialized: step_ns > 0.0 && idle / step_ns >= SERIALIZED_SHARE,
-        sites,
-        frames_known,
+        sites: sites_per_step(totals.sites, steps),
+        frames_known: totals.frames_known,
     })
 }
 
@@ -451,6 +520,38 @@ mod tests {
             }
         }
         host + 40_000
+    }
+
+    /// The grouping and mid-step steps on their own: a pageable read then a
+    /// sync with no launch between are one sync; a launch between starts a
+    /// new one; a sync with nothing launched after it in its step (its
+    /// end) is not mid-step.
+    #[test]
+    fn blocking_calls_group_until_a_launch_and_count_mid_step_only() {
+        let t = Timeline {
+            api_calls: vec![
+                api(ApiKind::KernelLaunch, "cudaLaunchKernel", 0, 10, 1),
+                api(ApiKind::Memory, "cudaMemcpy", 100, 150, 0),
+                api(ApiKind::Synchronize, "cudaStreamSynchronize", 160, 200, 0),
+                api(ApiKind::KernelLaunch, "cudaLaunchKernel", 300, 310, 2),
+                api(ApiKind::Synchronize, "cudaDeviceSynchronize", 400, 500, 0),
+            ],
+            activities: vec![kernel(20, 90, 1), kernel(320, 390, 2)],
+            ..Timeline::default()
+        };
+        let index = SyncIndex::new(&t);
+        let groups = index.blocking_groups(&t.api_calls);
+        let starts: Vec<Vec<i64>> = groups
+            .iter()
+            .map(|g| g.iter().map(|c| c.start_ns).collect())
+            .collect();
+        assert_eq!(starts, vec![vec![100, 160], vec![400]]);
+        let windows = [(0, 600)];
+        // The GPU waits from the sync's end (200) to the next kernel (320).
+        assert_eq!(index.mid_step_idle(&groups[0], &windows), Some(120.0));
+        assert_eq!(index.mid_step_idle(&groups[1], &windows), None);
+        // Outside every step: not counted.
+        assert_eq!(index.mid_step_idle(&groups[0], &[(1_000, 2_000)]), None);
     }
 
     #[test]

@@ -85,23 +85,19 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         padding,
         total_ns,
     );
-    let mut pointwise = fusion::members(&groups);
-    if folded.is_some() {
-        pointwise.retain(|m| !bn_members.contains(m));
-    }
-    let fused = fusion::recommend(
+    let (pointwise, fused) = fusion_finding(
+        &groups,
         launches,
-        &pointwise,
-        total_ns,
+        folded.is_some().then_some(bn_members.as_slice()),
         profile.device.peaks.dram_bytes_per_s,
-        attribution.as_ref().map(|a| &a.by_kernel),
+        attribution.as_ref(),
+        total_ns,
     );
     // Graph capture, from the timeline.
     let graph = timeline
         .as_ref()
         .and_then(|t| graph_finding(t, profile.device.amd.is_some()));
     let base = step_base;
-    let syncs_and_copies = syncs_and_copies(timeline.as_ref(), &base);
     let (compiled, compile_members) = compile_finding(&CompileInputs {
         groups: &groups,
         launches,
@@ -130,49 +126,33 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         &compile_members,
         &pointwise,
     );
-    let compiled = compiled.map(|r| name_compile_kernels(r, &groups));
-    let tiny_groups: Vec<&rollup::KernelGroup> = groups
-        .iter()
-        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
-        .collect();
-    let whole_model = [
-        fused.as_ref(),
-        compiled.as_ref(),
-        folded.as_ref(),
-        relaid.as_ref(),
-        tf32.as_ref(),
-        fused_attention.as_ref(),
-    ];
-    let recommendations = ranked_recommendations(
+    let whole_model = WholeModel {
+        padding,
+        fused,
+        compiled: compiled.map(|r| name_compile_kernels(r, &groups)),
+        folded,
+        relaid,
+        tf32,
+        fused_attention,
+    };
+    let (recommendations, primary) = ranked_with_primary(
         &groups,
-        &tiny_groups,
-        padding.iter().chain(whole_model.into_iter().flatten()),
-        graph.into_iter().chain(syncs_and_copies),
+        &whole_model,
+        graph,
         timeline.as_ref(),
         &base,
         total_ns,
-    );
-    let primary = primary_bottleneck(
-        &recommendations,
-        &groups,
-        &tiny_groups,
-        timeline.as_ref(),
-        total_ns,
         profile.device.amd.is_some(),
     );
-    let mut notes = notes(profile, &groups, timeline.is_some(), total_ns);
     let counters_collected = launches.iter().any(|l| !rules::has_no_counters(&l.metrics));
-    let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
-    notes.extend(timeline_only_note(profile, counters_collected, &kernels));
-    let covering = Covering {
-        padding: &padding,
-        folded: folded.as_ref(),
-        compiled: compiled.as_ref(),
-        fused: fused.as_ref(),
-    };
-    for k in &mut kernels {
-        explain_kernel(k, counters_collected, &covering, timeline.as_ref());
-    }
+    let (mut kernels, notes) = explained_kernels(
+        profile,
+        groups,
+        counters_collected,
+        &whole_model.covering(),
+        timeline.as_ref(),
+        total_ns,
+    );
     if let Some(n) = options.top {
         kernels.truncate(n);
     }
@@ -197,6 +177,127 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
         }),
         verified: Vec::new(),
     }
+}
+
+/// The findings that cover kernels across the whole model, in the order
+/// the ranking takes them.
+struct WholeModel {
+    padding: Vec<kopt_model::Recommendation>,
+    fused: Option<kopt_model::Recommendation>,
+    compiled: Option<kopt_model::Recommendation>,
+    folded: Option<kopt_model::Recommendation>,
+    relaid: Option<kopt_model::Recommendation>,
+    tf32: Option<kopt_model::Recommendation>,
+    fused_attention: Option<kopt_model::Recommendation>,
+}
+
+impl WholeModel {
+    fn findings(&self) -> impl Iterator<Item = &kopt_model::Recommendation> {
+        let rest = [
+            self.fused.as_ref(),
+            self.compiled.as_ref(),
+            self.folded.as_ref(),
+            self.relaid.as_ref(),
+            self.tf32.as_ref(),
+            self.fused_attention.as_ref(),
+        ];
+        self.padding.iter().chain(rest.into_iter().flatten())
+    }
+
+    /// The findings a kernel's root cause may name as covering it.
+    fn covering(&self) -> Covering<'_> {
+        Covering {
+            padding: &self.padding,
+            folded: self.folded.as_ref(),
+            compiled: self.compiled.as_ref(),
+            fused: self.fused.as_ref(),
+        }
+    }
+}
+
+/// Every recommendation ranked (per-kernel, whole-model, and the
+/// timeline's: graph capture, host syncs, copies) and the primary
+/// bottleneck named from the ranking.
+fn ranked_with_primary(
+    groups: &[rollup::KernelGroup],
+    whole_model: &WholeModel,
+    graph: Option<kopt_model::Recommendation>,
+    timeline: Option<&kopt_model::TimelineSummary>,
+    base: &ranking::Base,
+    total_ns: f64,
+    amd: bool,
+) -> (Vec<kopt_model::Recommendation>, Option<PrimaryBottleneck>) {
+    let tiny_groups: Vec<&rollup::KernelGroup> = groups
+        .iter()
+        .filter(|g| g.tiny && g.verdict.covered_by.is_none())
+        .collect();
+    let from_timeline = graph.into_iter().chain(syncs_and_copies(timeline, base));
+    let recommendations = ranked_recommendations(
+        groups,
+        &tiny_groups,
+        whole_model.findings(),
+        from_timeline,
+        timeline,
+        base,
+        total_ns,
+    );
+    let primary = primary_bottleneck(
+        &recommendations,
+        groups,
+        &tiny_groups,
+        timeline,
+        total_ns,
+        amd,
+    );
+    (recommendations, primary)
+}
+
+/// The pointwise kernels a fusion would cover (less the batch-norm
+/// members folding already covers, when it stands) and the fusion finding.
+fn fusion_finding(
+    groups: &[rollup::KernelGroup],
+    launches: &[kopt_model::KernelLaunch],
+    folded_members: Option<&[String]>,
+    peak_dram: Option<f64>,
+    attribution: Option<&ops::Attribution>,
+    total_ns: f64,
+) -> (Vec<String>, Option<kopt_model::Recommendation>) {
+    let mut pointwise = fusion::members(groups);
+    if let Some(folded) = folded_members {
+        pointwise.retain(|m| !folded.contains(m));
+    }
+    let fused = fusion::recommend(
+        launches,
+        &pointwise,
+        total_ns,
+        peak_dram,
+        attribution.map(|a| &a.by_kernel),
+    );
+    (pointwise, fused)
+}
+
+/// The kernel table, each verdict's root cause completed (counters,
+/// covering finding, launch overhead), with the profile's notes.
+fn explained_kernels(
+    profile: &Profile,
+    groups: Vec<rollup::KernelGroup>,
+    counters_collected: bool,
+    covering: &Covering,
+    timeline: Option<&kopt_model::TimelineSummary>,
+    total_ns: f64,
+) -> (Vec<kopt_model::KernelVerdict>, Vec<String>) {
+    let mut notes = notes(profile, &groups, timeline.is_some(), total_ns);
+    let mut kernels: Vec<_> = groups.into_iter().map(|g| g.verdict).collect();
+    notes.extend(timeline_only_note(profile, counters_collected, &kernels));
+    notes.extend(
+        timeline
+            .and_then(|t| t.steps.as_ref())
+            .and_then(|s| s.other_threads.clone()),
+    );
+    for k in &mut kernels {
+        explain_kernel(k, counters_collected, covering, timeline);
+    }
+    (kernels, notes)
 }
 
 /// GEMMs with a dimension not a multiple of 8 and the padding finding;
@@ -672,6 +773,10 @@ fn primary_bottleneck(
     total_ns: f64,
     amd: bool,
 ) -> Option<PrimaryBottleneck> {
+    let launch_bound = timeline.filter(|t| t.launch_bound);
+    let graph = recommendations
+        .iter()
+        .find(|r| r.id == "capture_cuda_graph");
     let primary = match recommendations.first() {
         Some(r)
             if r.id == fusion::ID
@@ -684,7 +789,7 @@ fn primary_bottleneck(
             Some(fusion_primary(r, groups))
         }
         Some(r) if r.id == "capture_cuda_graph" => timeline
-            .map(|t| launch_primary(t, r))
+            .map(|t| launch_primary(t, Some(r)))
             .or_else(|| primary(groups, total_ns)),
         Some(r)
             if r.gain
@@ -694,10 +799,22 @@ fn primary_bottleneck(
             let gain = r.gain.as_ref().map(|g| g.workload_pct);
             match groups.iter().find(|g| g.verdict.name == r.kernel) {
                 Some(g) => primary_of(g, gain, groups),
-                None => Some(aggregate_primary(r, tiny_groups)),
+                // The tiny launches together: where the timeline measured
+                // launches setting the pace, that is what they cost.
+                None => Some(match launch_bound {
+                    Some(t) => launch_primary(t, graph),
+                    None => aggregate_primary(r, tiny_groups),
+                }),
             }
         }
-        _ => primary(groups, total_ns),
+        // No finding with a measured gain: the timeline's verdict, a
+        // measurement, names the primary where it says launches set the
+        // pace (the key insight and the verdict say the same); else the
+        // kernel with the most time.
+        _ => match launch_bound {
+            Some(t) => Some(launch_primary(t, graph)),
+            None => primary(groups, total_ns),
+        },
     };
     let mut primary = primary;
     if let (Some(p), true) = (primary.as_mut(), amd) {
@@ -893,13 +1010,15 @@ fn graph_recommendation(t: &kopt_model::TimelineSummary) -> Option<kopt_model::R
 const GRAPH_MIN_SPEEDUP: f64 = 1.1;
 
 /// The primary bottleneck when launches set the pace (the graph-capture
-/// recommendation tops the list).
+/// recommendation tops the list, or the timeline says so and no finding
+/// has a measured gain); the graph-capture prediction quoted where there
+/// is one.
 fn launch_primary(
     t: &kopt_model::TimelineSummary,
-    r: &kopt_model::Recommendation,
+    graph: Option<&kopt_model::Recommendation>,
 ) -> PrimaryBottleneck {
     let fmt = kopt_model::format_duration_ns;
-    let predicted = match (&r.predicted_speedup, &t.graph_prediction) {
+    let predicted = match (graph.and_then(|r| r.predicted_speedup.as_ref()), &t.graph_prediction) {
         (Some(sp), Some(p)) => format!(
             " Capturing the steady-state step in a CUDA graph is predicted to run it {:.1}x faster (range {:.1}-{:.1}x): {} per step now, {} after capture.",
             sp.estimate,
@@ -1162,7 +1281,51 @@ fn lowercase_first(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::lowercase_first;
+    use super::{fusion_finding, lowercase_first, rollup};
+    use kopt_model::{Dim3, KernelLaunch, Metrics};
+
+    fn launch(id: u64, name: &str, ns: f64) -> KernelLaunch {
+        KernelLaunch {
+            id,
+            name: name.into(),
+            grid: Dim3 {
+                x: 4096,
+                y: 1,
+                z: 1,
+            },
+            block: Dim3 { x: 256, y: 1, z: 1 },
+            stream: Some(7),
+            metrics: Metrics {
+                duration_ns: Some(ns),
+                ..Default::default()
+            },
+            ncu_rules: Vec::new(),
+        }
+    }
+
+    /// The fusion step on its own: eager pointwise kernels back to back are
+    /// fusion members; those batch-norm folding already covers are not,
+    /// and a chain left of one member fuses nothing.
+    #[test]
+    fn fusion_leaves_out_the_members_folding_covers() {
+        let add =
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)";
+        let mul =
+            "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>(int)";
+        let launches: Vec<KernelLaunch> = (0..40)
+            .map(|i| launch(i, if i % 2 == 0 { add } else { mul }, 50_000.0))
+            .collect();
+        let total: f64 = 40.0 * 50_000.0;
+        let groups = rollup::group(&launches, total);
+        let (pointwise, fused) = fusion_finding(&groups, &launches, None, None, None, total);
+        assert_eq!(pointwise.len(), 2, "{pointwise:?}");
+        assert!(fused.is_some());
+        let folded = vec![add.to_string()];
+        let (pointwise, fused) =
+            fusion_finding(&groups, &launches, Some(&folded), None, None, total);
+        assert_eq!(pointwise, vec![mul.to_string()]);
+        assert!(fused.is_none(), "one member left: no chain to fuse");
+    }
 
     #[test]
     fn acronyms_and_unit_names_keep_their_case() {

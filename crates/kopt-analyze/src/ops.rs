@@ -611,6 +611,7 @@ mod tests {
             name: name.into(),
             start_ns: s,
             end_ns: e,
+            thread: None,
         }
     }
 

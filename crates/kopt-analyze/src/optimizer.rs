@@ -367,6 +367,7 @@ mod tests {
                 name: "Optimizer.step#Adam.step".into(),
                 start_ns: at + 5_000_000,
                 end_ns: at + 9_000_000,
+                thread: None,
             });
             for k in 0..per_step as i64 {
                 c += 1;
@@ -473,6 +474,7 @@ mod tests {
                 name: "Optimizer.zero_grad#Adam.zero_grad".into(),
                 start_ns: at,
                 end_ns: at + 500_000,
+                thread: None,
             });
             if s == 3 {
                 // The last step's zero_grad drops the gradients: no kernel.

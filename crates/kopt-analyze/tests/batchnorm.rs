@@ -151,6 +151,7 @@ fn with_ops(backward: bool) -> Profile {
             name: op.into(),
             start_ns: now,
             end_ns: now + 5_000,
+            thread: None,
         });
         t.api_calls.push(ApiCall {
             kind: ApiKind::KernelLaunch,

@@ -76,6 +76,7 @@ impl Builder {
             name: name.into(),
             start_ns: start,
             end_ns: self.now,
+            thread: None,
         });
         self.now += 10_000;
     }

@@ -795,6 +795,11 @@ fn record(req: &BenchRequest, r: &BenchReport, progress: &dyn Progress) -> Resul
     Ok(())
 }
 
+/// The longest sample a run may report: a day. A timed step or run is
+/// milliseconds to minutes; 1e308 is no measurement, and medians and
+/// ratios computed from it would not be finite.
+pub const MAX_SAMPLE_S: f64 = 86_400.0;
+
 /// Samples a run printed itself: `{"kopt_sample_ns": N}` or
 /// `{"kopt_sample_s": x}` lines, in seconds. A sample that is not a
 /// positive finite number is an error naming its line.
@@ -812,11 +817,11 @@ pub fn parse_sample_line(line: &str, line_no: u64) -> Result<Option<f64>> {
     let Some((x, scale)) = value else {
         return Ok(None);
     };
-    match x.as_f64() {
+    match x.as_f64().map(|n| (n, n / scale)) {
         // Divided, not multiplied by 1e-9: 1000 ns is exactly 1e-6 s.
-        Some(n) if n.is_finite() && n > 0.0 => Ok(Some(n / scale)),
+        Some((n, s)) if n.is_finite() && n > 0.0 && s <= MAX_SAMPLE_S => Ok(Some(s)),
         _ => Err(Error::WorkloadFailed(format!(
-            "stdout line {line_no}: {}: a sample must be a positive, finite number",
+            "stdout line {line_no}: {}: a sample must be a positive, finite number of at most a day ({MAX_SAMPLE_S} s)",
             kopt_model::clip_chars(line.trim(), 120)
         ))),
     }
@@ -1503,10 +1508,16 @@ mod tests {
             "{\"kopt_sample_ns\": -5}",
             "{\"kopt_sample_ns\": 0}",
             "{\"kopt_sample_s\": \"x\"}",
+            // #39: `--timing reported` took 1e308 s as a sample.
+            "{\"kopt_sample_s\": 1e308}",
+            "{\"kopt_sample_ns\": 1e300}",
+            "{\"kopt_sample_s\": 86401}",
         ] {
             let err = parse_sample_line(bad, 7).unwrap_err().to_string();
             assert!(err.contains("stdout line 7"), "{err}");
         }
+        let day = parse_sample_line("{\"kopt_sample_s\": 86400}", 1).unwrap();
+        assert_eq!(day, Some(86_400.0));
     }
 
     #[test]

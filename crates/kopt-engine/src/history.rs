@@ -7,7 +7,7 @@ use std::path::Path;
 use kopt_model::compare::CompareReport;
 pub use kopt_model::history::{
     Calibration, CalibrationPoint, DiffRow, DiffUnit, RuleCalibration, RunDiff, RunListing,
-    RunShow, StoredReport, CALIBRATION_MIN_POINTS,
+    RunShow, StoredReport, CALIBRATION_MIN_POINTS, PLAUSIBLE_SPEEDUP,
 };
 use kopt_model::{BenchReport, Diagnosis};
 use kopt_store::{History, RunRow};
@@ -21,9 +21,12 @@ pub fn read_report(row: &RunRow) -> StoredReport {
         return StoredReport::None;
     };
     let parsed = match row.kind.as_str() {
+        // A diagnosis with a figure kopt could not have written (an edited
+        // row) is not one this kopt reads back: it never reaches a renderer.
         "profile" | "trace" => serde_json::from_str(json)
-            .map(|d| StoredReport::Diagnosis(Box::new(d)))
-            .ok(),
+            .ok()
+            .filter(|d| kopt_ingest::stored::check_diagnosis(d).is_ok())
+            .map(|d| StoredReport::Diagnosis(Box::new(d))),
         "bench" => serde_json::from_str(json)
             .map(|b| StoredReport::Bench(Box::new(b)))
             .ok(),
@@ -164,9 +167,26 @@ fn rule_of(candidate: &str) -> Option<&'static str> {
 /// Every checked prediction in the history (optimize runs: a candidate
 /// that ran, passed its correctness check and carried a prediction).
 pub fn calibration_points(db: &Path) -> Result<Vec<CalibrationPoint>> {
-    let mut points = Vec::new();
+    Ok(checked_points(db)?.0)
+}
+
+/// A figure as typed, in scientific notation when far from 1 (1e308 is
+/// not 309 digits).
+fn shown(x: f64) -> String {
+    if x != 0.0 && !(1e-3..1e6).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// The checked predictions, and those left out for a predicted or measured
+/// speed-up outside [`PLAUSIBLE_SPEEDUP`] (each said with its run): a
+/// stored 0 or 1e308 would make every ratio of its rule 0 or infinite.
+fn checked_points(db: &Path) -> Result<(Vec<CalibrationPoint>, Vec<String>)> {
+    let (mut points, mut left_out) = (Vec::new(), Vec::new());
     let Some(h) = open_for_reading(db)? else {
-        return Ok(points);
+        return Ok((points, left_out));
     };
     for row in h.list(usize::MAX)? {
         let StoredReport::Optimize(r) = read_report(&row) else {
@@ -178,29 +198,44 @@ pub fn calibration_points(db: &Path) -> Result<Vec<CalibrationPoint>> {
             else {
                 continue;
             };
-            if c.correctness.as_ref().is_some_and(|k| k.passed) && predicted > 0.0 {
-                points.push(CalibrationPoint {
-                    rule: rule.into(),
-                    predicted,
-                    measured,
-                    run: row.id,
-                });
+            if !c.correctness.as_ref().is_some_and(|k| k.passed) {
+                continue;
             }
+            if !(PLAUSIBLE_SPEEDUP.contains(&predicted) && PLAUSIBLE_SPEEDUP.contains(&measured)) {
+                left_out.push(format!(
+                    "run {}: {} predicted {}x, measured {}x: not a speed-up kopt measures (1/1000 to 1000)",
+                    row.id,
+                    kopt_model::text::one_line(&c.name),
+                    shown(predicted),
+                    shown(measured)
+                ));
+                continue;
+            }
+            points.push(CalibrationPoint {
+                rule: rule.into(),
+                predicted,
+                measured,
+                run: row.id,
+            });
         }
     }
-    Ok(points)
+    Ok((points, left_out))
 }
 
 /// The points grouped per rule.
 pub fn calibration(db: &Path) -> Result<Vec<RuleCalibration>> {
+    Ok(per_rule(calibration_points(db)?))
+}
+
+fn per_rule(points: Vec<CalibrationPoint>) -> Vec<RuleCalibration> {
     let mut by_rule: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for p in calibration_points(db)? {
+    for p in points {
         by_rule
             .entry(p.rule)
             .or_default()
             .push(p.measured / p.predicted);
     }
-    Ok(by_rule
+    by_rule
         .into_iter()
         .map(|(rule, mut r)| {
             r.sort_by(f64::total_cmp);
@@ -212,7 +247,7 @@ pub fn calibration(db: &Path) -> Result<Vec<RuleCalibration>> {
                 max_ratio: r[r.len() - 1],
             }
         })
-        .collect())
+        .collect()
 }
 
 /// `rows` filler runs recorded in `db` (default: the project's history):
@@ -234,10 +269,12 @@ pub fn fill_for_stress(db: Option<&Path>, rows: u64) -> Result<()> {
 /// calibration` shows them.
 pub fn calibration_report(db: Option<&Path>) -> Result<Calibration> {
     let db = &RecordPaths::db_or(db);
+    let (points, left_out) = checked_points(db)?;
     Ok(Calibration {
         db: db.display().to_string(),
-        rules: calibration(db)?,
-        points: calibration_points(db)?,
+        rules: per_rule(points.clone()),
+        points,
+        left_out,
     })
 }
 
@@ -312,6 +349,55 @@ mod tests {
         let mut row = crate::record::run_row("optimize", "kopt optimize".into(), "s".into());
         row.report_json = Some(serde_json::to_string(&r).unwrap());
         row
+    }
+
+    /// #39: a stored speed-up of 0, 1e308 or 1e-308 made a rule's ratios
+    /// 0 or infinite, printed as `inf` in reports and `kopt history
+    /// calibration`. Such points are left out, each said with its run.
+    #[test]
+    fn implausible_stored_speedups_are_left_out_and_said() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("h.db");
+        let mut h = History::open(&db).unwrap();
+        for (p, m) in [
+            (6.0, 5.0),
+            (1e-308, 4.0),
+            (4.0, 1e308),
+            (4.0, 0.0),
+            (8.0, 4.0),
+        ] {
+            h.record(&optimize_row(p, m)).unwrap();
+        }
+        let report = calibration_report(Some(&db)).unwrap();
+        assert_eq!(report.points.len(), 2);
+        assert_eq!(report.left_out.len(), 3, "{:?}", report.left_out);
+        for figure in ["predicted 1e-308x", "measured 1e308x", "measured 0x"] {
+            assert!(
+                report.left_out.iter().any(|l| l.contains(figure)),
+                "{figure}: {:?}",
+                report.left_out
+            );
+        }
+        let c = &report.rules[0];
+        for r in [c.median_ratio, c.min_ratio, c.max_ratio] {
+            assert!(r.is_finite() && r > 0.0, "{c:?}");
+        }
+    }
+
+    /// #39: a stored diagnosis with a figure kopt could not have written
+    /// (an edited history row) is not read back into a renderer.
+    #[test]
+    fn a_stored_diagnosis_with_an_implausible_figure_is_not_read_back() {
+        let stored = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/profile-module-h200/run/report.json");
+        let mut d: kopt_model::Diagnosis =
+            serde_json::from_str(&std::fs::read_to_string(stored).unwrap()).unwrap();
+        let mut row = crate::record::run_row("profile", "kopt profile".into(), "s".into());
+        row.report_json = Some(serde_json::to_string(&d).unwrap());
+        assert!(matches!(read_report(&row), StoredReport::Diagnosis(_)));
+        d.total_kernel_ns = -1.0;
+        row.report_json = Some(serde_json::to_string(&d).unwrap());
+        assert!(matches!(read_report(&row), StoredReport::None));
     }
 
     #[test]

@@ -83,6 +83,17 @@ impl HistoryDb {
     }
 }
 
+/// A kopt/1 diagnosis given as JSON (a stored `report.json`, a client's
+/// text), read and its figures checked as a fresh input's are: a negative
+/// duration or a 1e308 never reaches a renderer.
+pub fn diagnosis_from_json(text: &str, label: &str) -> Result<Diagnosis> {
+    let d: Diagnosis = serde_json::from_str(text)
+        .map_err(|e| Error::Input(format!("{label}: not a kopt/1 diagnosis: {e}")))?;
+    kopt_ingest::stored::check_diagnosis(&d)
+        .map_err(|why| Error::Input(format!("{label}: {why}")))?;
+    Ok(d)
+}
+
 /// Record a finished run. Its results are already printed or written: a
 /// history that cannot be written is a note, not a failure.
 pub fn record_run(db: &Path, row: &RunRow, progress: &dyn Progress) {
@@ -144,6 +155,29 @@ pub(crate) fn finish_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #39: a stored report read back by MCP's resources or Python is
+    /// checked as fresh input: a negative duration is named, not rendered.
+    #[test]
+    fn a_stored_diagnosis_is_checked_when_read_back() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/profile-module-h200/run/report.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(diagnosis_from_json(&text, "report.json").is_ok());
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["kernels"][0]["total_ns"] = serde_json::json!(-5.0);
+        let err = diagnosis_from_json(&v.to_string(), "report.json")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("report.json") && err.contains("kernels[0]"),
+            "{err}"
+        );
+        let err = diagnosis_from_json("{", "report_json")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a kopt/1 diagnosis"), "{err}");
+    }
 
     #[test]
     fn records_live_at_the_repository_root_else_here() {

@@ -14,13 +14,36 @@ pub struct Budget {
 
 impl Budget {
     /// The value in force: the variable when it holds a positive whole
-    /// number, else the default.
+    /// number, else the default. Readers check it first with
+    /// [`Budget::checked`]; this is for messages after that.
     pub fn get(&self) -> u64 {
         std::env::var(self.var)
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
             .filter(|v| *v > 0)
             .unwrap_or(self.default)
+    }
+
+    /// The value in force, where a set variable that is not a positive
+    /// whole number is an error naming it (a typo must not silently give
+    /// the default).
+    pub fn checked(&self) -> Result<u64, crate::IngestError> {
+        let Ok(raw) = std::env::var(self.var) else {
+            return Ok(self.default);
+        };
+        match raw.trim().parse::<u64>() {
+            Ok(v) if v > 0 => Ok(v),
+            _ => Err(crate::IngestError::format(
+                self.var,
+                format!(
+                    "{}=\"{}\" is not a positive whole number of {} (unset, it is {})",
+                    self.var,
+                    crate::echo(&raw),
+                    self.unit,
+                    self.default
+                ),
+            )),
+        }
     }
 
     /// `(raise it with KOPT_X=N)`: how to go past it, with a suggestion of
@@ -62,7 +85,7 @@ pub(crate) fn check_activities(
     path: &str,
 ) -> Result<(), crate::IngestError> {
     let max = TIMELINE_MAX_ACTIVITIES;
-    if t.activities.len() as u64 > max.get() {
+    if t.activities.len() as u64 > max.checked()? {
         return Err(crate::IngestError::format(
             path,
             format!(
@@ -75,6 +98,21 @@ pub(crate) fn check_activities(
     }
     Ok(())
 }
+
+/// The largest bare-run step file (`bare_steps.jsonl`) read, in bytes: a
+/// line is about 60 bytes, and a bare run times a few thousand steps.
+pub const BARE_STEPS_MAX_BYTES: Budget = Budget {
+    var: "KOPT_BARE_STEPS_MAX_BYTES",
+    default: 64 << 20,
+    unit: "bytes",
+};
+
+/// The most step, sync and launch records one bare-run step file may hold.
+pub const BARE_STEPS_MAX_RECORDS: Budget = Budget {
+    var: "KOPT_BARE_STEPS_MAX_RECORDS",
+    default: 1_000_000,
+    unit: "records",
+};
 
 /// The most a gzipped input may decompress to, in bytes, whatever its size.
 pub const GZIP_MAX_BYTES: Budget = Budget {

@@ -192,7 +192,7 @@ pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
         path: label.clone(),
         source,
     };
-    let max = KOPT_REPORT_MAX_BYTES.get();
+    let max = KOPT_REPORT_MAX_BYTES.checked()?;
     let mut bytes = Vec::new();
     crate::open_regular(path, &label)?
         .take(max.saturating_add(1))
@@ -244,7 +244,7 @@ pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
             ),
         ));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let d: Diagnosis = serde_json::from_slice(&bytes).map_err(|e| {
         IngestError::format(
             &label,
             format!(
@@ -252,5 +252,12 @@ pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
                 kopt_model::SCHEMA
             ),
         )
-    })
+    })?;
+    crate::stored::check_diagnosis(&d).map_err(|why| {
+        IngestError::format(
+            &label,
+            format!("{why} (an edited or damaged report?): not read"),
+        )
+    })?;
+    Ok(d)
 }

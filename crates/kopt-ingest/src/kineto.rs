@@ -313,14 +313,31 @@ fn repair(bytes: &[u8]) -> (Vec<u8>, usize) {
 /// The first two bytes of a gzip stream.
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+/// A reader that counts the bytes read through it: the compressed bytes
+/// a decoder has taken so far.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
 /// Decompress a gzip stream (several members, as `cat a.gz b.gz` makes,
 /// included) as it is read, within the gzip budgets: at most
-/// [`crate::budget::GZIP_MAX_RATIO`] times `compressed_len` (and at least
-/// [`crate::budget::GZIP_RATIO_FLOOR_BYTES`]), never more than
-/// [`crate::budget::GZIP_MAX_BYTES`]. A stream that holds gzip again (a
-/// double-compressed file, 25 KB that would inflate to 10 GiB) is refused
-/// after its first bytes. The output is allocated once when the stream's
-/// trailer says its size.
+/// [`crate::budget::GZIP_MAX_RATIO`] times the compressed bytes read so
+/// far (and at least [`crate::budget::GZIP_RATIO_FLOOR_BYTES`]), never
+/// more than [`crate::budget::GZIP_MAX_BYTES`]. The ratio is checked as
+/// the stream inflates, so a bomb stops a little past the floor, whatever
+/// the file's size, rather than at its whole-file allowance. A stream that
+/// holds gzip again (a double-compressed file, 25 KB that would inflate to
+/// 10 GiB) is refused after its first bytes. The output is allocated once
+/// when the stream's trailer says its size.
 pub(crate) fn gunzip(
     r: impl std::io::Read,
     compressed_len: u64,
@@ -329,17 +346,27 @@ pub(crate) fn gunzip(
 ) -> Result<Vec<u8>, IngestError> {
     use crate::budget::{GZIP_MAX_BYTES, GZIP_MAX_RATIO, GZIP_RATIO_FLOOR_BYTES};
     use std::io::Read;
-    let by_ratio = compressed_len
-        .saturating_mul(GZIP_MAX_RATIO.get())
-        .max(GZIP_RATIO_FLOOR_BYTES);
-    let limit = by_ratio.min(GZIP_MAX_BYTES.get());
+    let ratio = GZIP_MAX_RATIO.checked()?;
+    let max_bytes = GZIP_MAX_BYTES.checked()?;
+    let by_ratio = |compressed: u64| compressed.saturating_mul(ratio).max(GZIP_RATIO_FLOOR_BYTES);
+    let limit = by_ratio(compressed_len).min(max_bytes);
     let broken = |got: usize, e: std::io::Error| {
         IngestError::format(
             path,
             format!("gzip data broken after {got} decompressed bytes (truncated download?): {e}"),
         )
     };
-    let mut stream = flate2::read::MultiGzDecoder::new(r).take(limit.saturating_add(1));
+    let over = |size: &str, budget: crate::budget::Budget| {
+        IngestError::format(
+            path,
+            format!(
+                "gzip budget: decompresses to more than {size} (a decompression bomb?): not read; {}",
+                budget.how_to_raise()
+            ),
+        )
+    };
+    let counted = Counted { inner: r, read: 0 };
+    let mut stream = flate2::read::MultiGzDecoder::new(counted).take(limit.saturating_add(1));
     let mut head = [0u8; 2];
     let got = crate::read_up_to(&mut stream, &mut head).map_err(|e| broken(0, e))?;
     if got == 2 && head == GZIP_MAGIC {
@@ -356,28 +383,33 @@ pub(crate) fn gunzip(
         let _ = out.try_reserve_exact(usize::try_from(n).unwrap_or(0));
     }
     out.extend_from_slice(&head[..got]);
-    stream
-        .read_to_end(&mut out)
-        .map_err(|e| broken(out.len(), e))?;
-    if out.len() as u64 > limit {
-        let (budget, detail) = if limit == by_ratio {
-            (
-                GZIP_MAX_RATIO,
-                format!(
-                    "{}x its {compressed_len} compressed bytes",
-                    GZIP_MAX_RATIO.get()
-                ),
-            )
-        } else {
-            (GZIP_MAX_BYTES, format!("{limit} bytes"))
+    let mut chunk = vec![0u8; 256 << 10];
+    loop {
+        let n = match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(broken(out.len(), e)),
         };
-        return Err(IngestError::format(
-            path,
-            format!(
-                "gzip budget: decompresses to more than {detail} (a decompression bomb?): not read; {}",
-                budget.how_to_raise()
-            ),
-        ));
+        out.extend_from_slice(&chunk[..n]);
+        let inflated = out.len() as u64;
+        if inflated > limit {
+            return Err(if limit == max_bytes && limit < by_ratio(compressed_len) {
+                over(&format!("{limit} bytes"), GZIP_MAX_BYTES)
+            } else {
+                over(
+                    &format!("{ratio}x its {compressed_len} compressed bytes"),
+                    GZIP_MAX_RATIO,
+                )
+            });
+        }
+        let taken = stream.get_ref().get_ref().read;
+        if inflated > by_ratio(taken) {
+            return Err(over(
+                &format!("{ratio}x the {taken} compressed bytes read so far"),
+                GZIP_MAX_RATIO,
+            ));
+        }
     }
     Ok(out)
 }
@@ -448,6 +480,23 @@ pub fn parse_kineto(bytes: &[u8], path: &str) -> Result<KinetoTrace, IngestError
     collector.finish_frames();
     let (outside, first_outside) = collector.drop_outside_span();
     if collector.timeline.activities.is_empty() {
+        let left_out = collector.skipped.saturating_add(outside);
+        if left_out > 0 {
+            // Events were there, their times were not usable: that, not a
+            // profiler without CUDA activities, is what to say.
+            let first = collector
+                .first_skipped
+                .as_ref()
+                .map(|(i, why)| format!("event {i} of traceEvents: {why}"))
+                .or(first_outside)
+                .unwrap_or_default();
+            return Err(IngestError::Format {
+                path: path.into(),
+                message: format!(
+                    "no usable GPU activity: {left_out} event(s) left out for a ts or dur that is implausible (unusable, or outside the profiler's span), the first: {first}"
+                ),
+            });
+        }
         return Err(IngestError::NoGpuActivity {
             path: path.into(),
             events: collector.events,

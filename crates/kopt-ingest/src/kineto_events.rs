@@ -276,6 +276,7 @@ fn backward_ranges(mut v: Vec<(u64, i64, i64)>) -> Vec<Range> {
                         name: BACKWARD_PHASE.into(),
                         start_ns: cs,
                         end_ns: ce,
+                        thread: None,
                     });
                 }
                 cur = Some((tid, s, e));
@@ -287,6 +288,7 @@ fn backward_ranges(mut v: Vec<(u64, i64, i64)>) -> Vec<Range> {
             name: BACKWARD_PHASE.into(),
             start_ns: cs,
             end_ns: ce,
+            thread: None,
         });
     }
     out
@@ -789,6 +791,7 @@ impl Collector {
                         name,
                         start_ns: ts,
                         end_ns: end,
+                        thread: None,
                     });
                 } else if let Some(f) = user_frame(&name) {
                     self.frames.push(span(f));
@@ -818,12 +821,14 @@ impl Collector {
                     name,
                     start_ns: ts,
                     end_ns: end,
+                    thread: None,
                 })
             }
             Keep::Step => self.timeline.ranges.push(Range {
                 name,
                 start_ns: ts,
                 end_ns: end,
+                thread: text_u64(e.tid),
             }),
         }
     }

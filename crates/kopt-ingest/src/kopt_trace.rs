@@ -148,6 +148,13 @@ impl KoptTrace {
         if let Some(file) = &self.bare_steps_file {
             notes.push(format!("bare run's steps from {file}"));
         }
+        if self.invalid_records > 0 {
+            notes.push(format!(
+                "{} record(s) left out for impossible times (outside the clock's range, or ending before they start), the first: {}",
+                self.invalid_records,
+                self.first_invalid.as_deref().unwrap_or("")
+            ));
+        }
         if self.impossible_geometry > 0 {
             notes.push(format!(
                 "{} kernel(s) with a launch geometry no GPU runs, their grid and block left unknown, the first: {}",
@@ -263,6 +270,24 @@ struct DeviceRecord {
     cc: Option<String>,
     mem_bw: Option<f64>,
     clock_hz: Option<f64>,
+}
+
+impl DeviceRecord {
+    fn of(line: &Line, name: String) -> Self {
+        let cc = match line.cc.as_deref() {
+            Some([major, minor, ..]) => Some(format!("{major}.{minor}")),
+            Some([major]) => Some(format!("{major}.0")),
+            _ => None,
+        };
+        DeviceRecord {
+            name,
+            sms: line.sms.filter(|n| *n > 0),
+            cc,
+            // CUPTI reports global memory bandwidth in KB/s, the clock in kHz.
+            mem_bw: line.mem_bw_kbs.filter(|b| *b > 0).map(|b| b as f64 * 1e3),
+            clock_hz: line.clock_khz.filter(|c| *c > 0).map(|c| c as f64 * 1e3),
+        }
+    }
 }
 
 /// CUPTI's `CUpti_ActivityMemcpyKind`, named as Kineto names copies.
@@ -403,42 +428,327 @@ fn usable_ns(t: i64) -> bool {
     (0..=crate::kineto_events::MAX_TIME_NS).contains(&t)
 }
 
+/// What a kopt trace's records build up, one line at a time: the timeline,
+/// the counts of records left out, and the state that spans lines (open
+/// ranges, the sampled window, the devices seen, names already demangled).
+struct TraceBuilder {
+    t: Timeline,
+    ended: bool,
+    dropped: u64,
+    lost_buffers: u64,
+    incomplete: u64,
+    invalid: u64,
+    first_invalid: Option<String>,
+    names_cut: u64,
+    impossible_geometry: u64,
+    first_impossible_geometry: Option<String>,
+    names_left_mangled: u64,
+    run: Option<String>,
+    /// Each distinct name is demangled once: a trace repeats its kernels.
+    demangled: std::collections::HashMap<String, String>,
+    records: u64,
+    /// Devices by id; the report names the one the kernels ran on.
+    devices: std::collections::HashMap<u64, DeviceRecord>,
+    /// NVTX ranges open by id until their end record arrives.
+    open: std::collections::HashMap<u64, (String, i64, Option<u64>)>,
+    /// Sampled windows closed so far: correlation ids (CUPTI's are 32-bit)
+    /// carry the window in bits 32..48 (processes use the bits above).
+    window: u64,
+    open_window: OpenWindow,
+}
+
+impl TraceBuilder {
+    fn new() -> Self {
+        TraceBuilder {
+            t: Timeline {
+                whole_program: true,
+                recorder: kopt_model::Recorder::KoptTracer,
+                ..Timeline::default()
+            },
+            ended: false,
+            dropped: 0,
+            lost_buffers: 0,
+            incomplete: 0,
+            invalid: 0,
+            first_invalid: None,
+            names_cut: 0,
+            impossible_geometry: 0,
+            first_impossible_geometry: None,
+            names_left_mangled: 0,
+            run: None,
+            demangled: std::collections::HashMap::new(),
+            records: 0,
+            devices: std::collections::HashMap::new(),
+            open: std::collections::HashMap::new(),
+            window: 0,
+            open_window: OpenWindow::default(),
+        }
+    }
+
+    fn reject(&mut self, line_no: u64, why: String) {
+        self.invalid += 1;
+        if self.first_invalid.is_none() {
+            self.first_invalid = Some(format!("line {line_no}: {why}"));
+        }
+    }
+
+    /// A correlation id moved into the current window's range.
+    fn scoped(&self, c: Option<u64>) -> u64 {
+        match c.unwrap_or(0) {
+            0 => 0,
+            c => (c & 0xFFFF_FFFF) | (self.window.min(0xFFFF) << 32),
+        }
+    }
+
+    /// One parsed record.
+    fn record(&mut self, line: &Line, line_no: u64) {
+        self.records += 1;
+        let name = line.name.as_deref().map(|n| {
+            let (capped, cut) = crate::cap_name(n);
+            self.names_cut += u64::from(cut);
+            capped
+        });
+        if !self.control_record(line, name.as_deref(), line_no) {
+            self.timed_record(line, name, line_no);
+        }
+    }
+
+    /// Records that describe rather than time: the process, devices, NVTX
+    /// range bounds and window closings. False: not one of them.
+    fn control_record(&mut self, line: &Line, name: Option<&str>, line_no: u64) -> bool {
+        let owned_name = || name.unwrap_or_default().to_string();
+        match (line.t.as_ref(), line.id, line.s) {
+            ("process", _, _) => {
+                if self.run.is_none() {
+                    self.run = line.run.as_deref().map(crate::echo);
+                }
+                if let (None, Some(rank)) = (self.t.rank, line.rank) {
+                    if line.world_size.is_none_or(|w| rank < w) {
+                        self.t.rank = Some(kopt_model::RankInfo {
+                            rank,
+                            world_size: line.world_size,
+                        });
+                    }
+                }
+            }
+            ("range_start", Some(id), Some(s)) => {
+                if !usable_ns(s) {
+                    self.reject(line_no, format!("range start {s} ns"));
+                    return true;
+                }
+                self.open_window.saw(s, s, false);
+                self.open.insert(id, (owned_name(), s, line.tid));
+            }
+            ("device", Some(id), _) => {
+                self.devices
+                    .insert(id, DeviceRecord::of(line, owned_name()));
+            }
+            ("window", _, Some(s)) => {
+                let e = line.e.unwrap_or(s);
+                let bounds = if usable_ns(s) && usable_ns(e) && s <= e {
+                    Some((s, e))
+                } else {
+                    self.reject(line_no, format!("window {s}..{e} ns"));
+                    None
+                };
+                let left_out = self.open_window.close(&mut self.t, bounds);
+                self.incomplete = self.incomplete.saturating_add(left_out);
+                self.window += 1;
+                // A range still open when its window closed never gets its end here.
+                self.open.clear();
+            }
+            ("range_end", Some(id), Some(e)) => {
+                if let Some((name, start_ns, thread)) = self.open.remove(&id) {
+                    if usable_ns(e) && e >= start_ns {
+                        self.t.ranges.push(Range {
+                            name,
+                            start_ns,
+                            end_ns: e,
+                            thread,
+                        });
+                    } else {
+                        let why = format!("range end {e} ns (its start: {start_ns} ns)");
+                        self.reject(line_no, why);
+                    }
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Kernels, copies, memsets and API calls (and the closing `end`).
+    fn timed_record(&mut self, line: &Line, name: Option<Cow<'_, str>>, line_no: u64) {
+        let (Some(s), Some(e)) = (line.s, line.e) else {
+            if line.t == "end" {
+                self.ended = true;
+                self.dropped = line.dropped.unwrap_or(0);
+                self.lost_buffers = line.lost_buffers.unwrap_or(0);
+            }
+            return;
+        };
+        let kind = match line.t.as_ref() {
+            "kernel" => Some(ActivityKind::Kernel),
+            "memcpy" => Some(ActivityKind::Memcpy),
+            "memset" => Some(ActivityKind::Memset),
+            _ => None,
+        };
+        if kind.is_some() && (s <= 0 || e < s) {
+            // CUPTI flushed the record before the GPU wrote its timestamps
+            // (a sampled window closing under running kernels).
+            self.incomplete += 1;
+            return;
+        }
+        if (kind.is_some() || line.t == "api") && !(usable_ns(s) && usable_ns(e) && s <= e) {
+            self.reject(
+                line_no,
+                format!("{} from {s} to {e} ns", crate::echo(&line.t)),
+            );
+            return;
+        }
+        if kind.is_some() || line.t == "api" {
+            self.open_window.saw(s, e, line.t == "api");
+        }
+        let name = name.unwrap_or_default();
+        if let Some(kind) = kind {
+            self.activity(line, kind, name, (s, e), line_no);
+        } else if line.t == "api" {
+            self.t.api_calls.push(ApiCall {
+                kind: ApiKind::of(&name),
+                name: name.into_owned(),
+                start_ns: s,
+                end_ns: e,
+                thread: line.tid.unwrap_or(0),
+                correlation: self.scoped(line.c),
+                frame: None,
+                op: None,
+                op_span: None,
+            });
+        }
+    }
+
+    /// A kernel, copy or memset, its geometry checked.
+    fn activity(
+        &mut self,
+        line: &Line,
+        kind: ActivityKind,
+        name: Cow<'_, str>,
+        (s, e): (i64, i64),
+        line_no: u64,
+    ) {
+        let copy = (kind == ActivityKind::Memcpy)
+            .then(|| tracer_copy(&name, line.sk, line.dk))
+            .flatten();
+        let (mut grid, mut block) = (dim(line.g), dim(line.b));
+        if let Some(why) = crate::kineto_events::implausible_dims(grid, block) {
+            self.impossible_geometry += 1;
+            self.first_impossible_geometry
+                .get_or_insert(format!("line {line_no}: {why}"));
+            (grid, block) = (None, None);
+        }
+        let correlation = self.scoped(line.c);
+        let name = self.display_name(kind, name);
+        self.t.activities.push(GpuActivity {
+            kind,
+            name,
+            start_ns: s,
+            end_ns: e,
+            device: line.dev.unwrap_or(0),
+            stream: line.stream.unwrap_or(0),
+            correlation,
+            grid,
+            block,
+            bytes: line.bytes,
+            copy,
+        });
+    }
+
+    /// A kernel's name demangled (once per distinct name), a copy's named
+    /// by its direction; a cut name is kept as it is: it is no longer a
+    /// whole symbol.
+    fn display_name(&mut self, kind: ActivityKind, name: Cow<'_, str>) -> String {
+        if kind == ActivityKind::Kernel && name.len() <= crate::MAX_NAME_BYTES {
+            if let Some(d) = self.demangled.get(name.as_ref()) {
+                return d.clone();
+            }
+            let (d, over_budget) = demangle_bounded(&name);
+            self.names_left_mangled += u64::from(over_budget);
+            self.demangled.insert(name.into_owned(), d.clone());
+            d
+        } else if let Some(named) = copy_name(&name).filter(|_| kind == ActivityKind::Memcpy) {
+            named.to_string()
+        } else {
+            name.into_owned()
+        }
+    }
+
+    /// The device the most kernels ran on (the lowest id on a tie), or the
+    /// first device recorded where no kernel names one.
+    fn main_device(&self) -> Option<&DeviceRecord> {
+        let mut per: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+        for a in self
+            .t
+            .activities
+            .iter()
+            .filter(|a| a.kind == ActivityKind::Kernel)
+        {
+            *per.entry(a.device).or_default() += 1;
+        }
+        let busiest = per
+            .into_iter()
+            .max_by_key(|(d, n)| (*n, std::cmp::Reverse(*d)))
+            .map(|(d, _)| d);
+        busiest
+            .and_then(|d| self.devices.get(&u64::from(d)))
+            .or_else(|| {
+                self.devices
+                    .iter()
+                    .min_by_key(|(id, _)| **id)
+                    .map(|(_, d)| d)
+            })
+    }
+
+    fn finish(mut self) -> KoptTrace {
+        self.t.ranges.sort_by_key(|r| r.start_ns);
+        // Records of a window the run ended in without closing it (no exit handler).
+        if !self.t.sampled_windows.is_empty() {
+            let left_out = self.open_window.close(&mut self.t, None);
+            self.incomplete = self.incomplete.saturating_add(left_out);
+        }
+        if let Some(d) = self.main_device().cloned() {
+            self.t.device_name = Some(d.name).filter(|n| !n.trim().is_empty());
+            self.t.sm_count = d.sms;
+            self.t.compute_capability = d.cc;
+            self.t.mem_bandwidth_bytes_per_s = d.mem_bw;
+            self.t.sm_clock_hz = d.clock_hz;
+        }
+        KoptTrace {
+            timeline: self.t,
+            ended: self.ended,
+            dropped_records: self.dropped,
+            incomplete_records: self.incomplete,
+            lost_buffers: self.lost_buffers,
+            processes: 1,
+            invalid_records: self.invalid,
+            first_invalid: self.first_invalid,
+            names_cut: self.names_cut,
+            impossible_geometry: self.impossible_geometry,
+            first_impossible_geometry: self.first_impossible_geometry,
+            names_left_mangled: self.names_left_mangled,
+            run: self.run,
+            merged_files: Vec::new(),
+            bare_steps_file: None,
+            other_runs_left_out: Vec::new(),
+            other_ranks_left_out: Vec::new(),
+        }
+    }
+}
+
 pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError> {
     if text.trim().is_empty() {
         return Err(IngestError::Empty { path: path.into() });
     }
-    let mut t = Timeline {
-        whole_program: true,
-        recorder: kopt_model::Recorder::KoptTracer,
-        ..Timeline::default()
-    };
-    let mut ended = false;
-    let mut dropped = 0;
-    let mut lost_buffers = 0;
-    let mut incomplete: u64 = 0;
-    let mut invalid: u64 = 0;
-    let mut first_invalid: Option<String> = None;
-    let mut names_cut: u64 = 0;
-    let mut impossible_geometry: u64 = 0;
-    let mut first_impossible_geometry: Option<String> = None;
-    let mut names_left_mangled: u64 = 0;
-    let mut run: Option<String> = None;
-    // Each distinct name is demangled once: a trace repeats its kernels.
-    let mut demangled: std::collections::HashMap<String, String> = std::collections::HashMap::new();
-    let mut records: u64 = 0;
-    // Devices by id; the report names the one the kernels ran on.
-    let mut devices: std::collections::HashMap<u64, DeviceRecord> =
-        std::collections::HashMap::new();
-    // NVTX ranges open by id until their end record arrives.
-    let mut open: std::collections::HashMap<u64, (String, i64)> = std::collections::HashMap::new();
-    // Sampled windows closed so far: correlation ids (CUPTI's are 32-bit)
-    // carry the window in bits 32..48 (processes use the bits above).
-    let mut window: u64 = 0;
-    let mut open_window = OpenWindow::default();
-    let scoped = |c: Option<u64>, window: u64| match c.unwrap_or(0) {
-        0 => 0,
-        c => (c & 0xFFFF_FFFF) | (window.min(0xFFFF) << 32),
-    };
+    let mut builder = TraceBuilder::new();
     let mut at = 0usize;
     let mut line_no = 0u64;
     for raw in text.split_inclusive('\n') {
@@ -456,7 +766,7 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             // a file of one broken line is not a trace.
             Err(e)
                 if last_unterminated
-                    && records > 0
+                    && builder.records > 0
                     && raw.trim_start().starts_with('{')
                     && e.is_eof() =>
             {
@@ -471,221 +781,9 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
                 ));
             }
         };
-        records += 1;
-        let mut reject = |why: String| {
-            invalid += 1;
-            if first_invalid.is_none() {
-                first_invalid = Some(format!("line {line_no}: {why}"));
-            }
-        };
-        let name = line.name.as_deref().map(|n| {
-            let (capped, cut) = crate::cap_name(n);
-            names_cut += u64::from(cut);
-            capped
-        });
-        let owned_name = || name.as_deref().unwrap_or_default().to_string();
-        match (line.t.as_ref(), line.id, line.s) {
-            ("process", _, _) => {
-                if run.is_none() {
-                    run = line.run.as_deref().map(crate::echo);
-                }
-                if let (None, Some(rank)) = (t.rank, line.rank) {
-                    if line.world_size.is_none_or(|w| rank < w) {
-                        t.rank = Some(kopt_model::RankInfo {
-                            rank,
-                            world_size: line.world_size,
-                        });
-                    }
-                }
-                continue;
-            }
-            ("range_start", Some(id), Some(s)) => {
-                if !usable_ns(s) {
-                    reject(format!("range start {s} ns"));
-                    continue;
-                }
-                open_window.saw(s, s, false);
-                open.insert(id, (owned_name(), s));
-                continue;
-            }
-            ("device", Some(id), _) => {
-                let cc = match line.cc.as_deref() {
-                    Some([major, minor, ..]) => Some(format!("{major}.{minor}")),
-                    Some([major]) => Some(format!("{major}.0")),
-                    _ => None,
-                };
-                devices.insert(
-                    id,
-                    DeviceRecord {
-                        name: owned_name(),
-                        sms: line.sms.filter(|n| *n > 0),
-                        cc,
-                        // CUPTI reports global memory bandwidth in KB/s, the clock in kHz.
-                        mem_bw: line.mem_bw_kbs.filter(|b| *b > 0).map(|b| b as f64 * 1e3),
-                        clock_hz: line.clock_khz.filter(|c| *c > 0).map(|c| c as f64 * 1e3),
-                    },
-                );
-                continue;
-            }
-            ("window", _, Some(s)) => {
-                let e = line.e.unwrap_or(s);
-                let bounds = if usable_ns(s) && usable_ns(e) && s <= e {
-                    Some((s, e))
-                } else {
-                    reject(format!("window {s}..{e} ns"));
-                    None
-                };
-                incomplete = incomplete.saturating_add(open_window.close(&mut t, bounds));
-                window += 1;
-                // A range still open when its window closed never gets its end here.
-                open.clear();
-                continue;
-            }
-            ("range_end", Some(id), Some(e)) => {
-                if let Some((name, start_ns)) = open.remove(&id) {
-                    if usable_ns(e) && e >= start_ns {
-                        t.ranges.push(Range {
-                            name,
-                            start_ns,
-                            end_ns: e,
-                        });
-                    } else {
-                        reject(format!("range end {e} ns (its start: {start_ns} ns)"));
-                    }
-                }
-                continue;
-            }
-            _ => {}
-        }
-        let (Some(s), Some(e)) = (line.s, line.e) else {
-            if line.t == "end" {
-                ended = true;
-                dropped = line.dropped.unwrap_or(0);
-                lost_buffers = line.lost_buffers.unwrap_or(0);
-            }
-            continue;
-        };
-        let kind = match line.t.as_ref() {
-            "kernel" => Some(ActivityKind::Kernel),
-            "memcpy" => Some(ActivityKind::Memcpy),
-            "memset" => Some(ActivityKind::Memset),
-            _ => None,
-        };
-        if kind.is_some() && (s <= 0 || e < s) {
-            // CUPTI flushed the record before the GPU wrote its timestamps
-            // (a sampled window closing under running kernels).
-            incomplete += 1;
-            continue;
-        }
-        if (kind.is_some() || line.t == "api") && !(usable_ns(s) && usable_ns(e) && s <= e) {
-            reject(format!("{} from {s} to {e} ns", crate::echo(&line.t)));
-            continue;
-        }
-        if kind.is_some() || line.t == "api" {
-            open_window.saw(s, e, line.t == "api");
-        }
-        if let Some(kind) = kind {
-            let name = name.unwrap_or_default();
-            let copy = (kind == ActivityKind::Memcpy)
-                .then(|| tracer_copy(&name, line.sk, line.dk))
-                .flatten();
-            let (mut grid, mut block) = (dim(line.g), dim(line.b));
-            if let Some(why) = crate::kineto_events::implausible_dims(grid, block) {
-                impossible_geometry += 1;
-                first_impossible_geometry.get_or_insert(format!("line {line_no}: {why}"));
-                (grid, block) = (None, None);
-            }
-            t.activities.push(GpuActivity {
-                kind,
-                // A cut name is not demangled: it is no longer a whole symbol.
-                name: if kind == ActivityKind::Kernel && name.len() <= crate::MAX_NAME_BYTES {
-                    if let Some(d) = demangled.get(name.as_ref()) {
-                        d.clone()
-                    } else {
-                        let (d, over_budget) = demangle_bounded(&name);
-                        names_left_mangled += u64::from(over_budget);
-                        demangled.insert(name.into_owned(), d.clone());
-                        d
-                    }
-                } else if let Some(named) =
-                    copy_name(&name).filter(|_| kind == ActivityKind::Memcpy)
-                {
-                    named.to_string()
-                } else {
-                    name.into_owned()
-                },
-                start_ns: s,
-                end_ns: e,
-                device: line.dev.unwrap_or(0),
-                stream: line.stream.unwrap_or(0),
-                correlation: scoped(line.c, window),
-                grid,
-                block,
-                bytes: line.bytes,
-                copy,
-            });
-        } else if line.t == "api" {
-            let name = name.unwrap_or_default();
-            t.api_calls.push(ApiCall {
-                kind: ApiKind::of(&name),
-                name: name.into_owned(),
-                start_ns: s,
-                end_ns: e,
-                thread: line.tid.unwrap_or(0),
-                correlation: scoped(line.c, window),
-                frame: None,
-                op: None,
-                op_span: None,
-            });
-        }
+        builder.record(&line, line_no);
     }
-    t.ranges.sort_by_key(|r| r.start_ns);
-    // Records of a window the run ended in without closing it (no exit handler).
-    if !t.sampled_windows.is_empty() {
-        incomplete = incomplete.saturating_add(open_window.close(&mut t, None));
-    }
-    let busiest = {
-        let mut per: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
-        for a in t
-            .activities
-            .iter()
-            .filter(|a| a.kind == ActivityKind::Kernel)
-        {
-            *per.entry(a.device).or_default() += 1;
-        }
-        per.into_iter()
-            .max_by_key(|(d, n)| (*n, std::cmp::Reverse(*d)))
-            .map(|(d, _)| d)
-    };
-    if let Some(d) = busiest
-        .and_then(|d| devices.get(&u64::from(d)))
-        .or_else(|| devices.iter().min_by_key(|(id, _)| **id).map(|(_, d)| d))
-    {
-        t.device_name = Some(d.name.clone()).filter(|n| !n.trim().is_empty());
-        t.sm_count = d.sms;
-        t.compute_capability = d.cc.clone();
-        t.mem_bandwidth_bytes_per_s = d.mem_bw;
-        t.sm_clock_hz = d.clock_hz;
-    }
-    Ok(KoptTrace {
-        timeline: t,
-        ended,
-        dropped_records: dropped,
-        incomplete_records: incomplete,
-        lost_buffers,
-        processes: 1,
-        invalid_records: invalid,
-        first_invalid,
-        names_cut,
-        impossible_geometry,
-        first_impossible_geometry,
-        names_left_mangled,
-        run,
-        merged_files: Vec::new(),
-        bare_steps_file: None,
-        other_runs_left_out: Vec::new(),
-        other_ranks_left_out: Vec::new(),
-    })
+    Ok(builder.finish())
 }
 
 /// The trace at `path` and those other processes of the same workload wrote
@@ -875,6 +973,53 @@ struct BareLaunchLine {
     e: i64,
 }
 
+/// The longest step a bare run may time: a day. A training or inference
+/// step runs milliseconds to minutes; more is a broken clock or an edited file.
+pub const MAX_BARE_STEP_NS: i64 = 86_400 * 1_000_000_000;
+
+/// Why a bare step's start and end cannot be one step's, if they cannot.
+fn implausible_step(s: i64, e: i64) -> Option<String> {
+    if !(usable_ns(s) && usable_ns(e)) {
+        Some("a time outside the clock's range".into())
+    } else if e < s {
+        Some("it ends before it starts".into())
+    } else if e == s {
+        Some("a step of no time".into())
+    } else if e - s > MAX_BARE_STEP_NS {
+        Some(format!("{} s, longer than a day", (e - s) / 1_000_000_000))
+    } else {
+        None
+    }
+}
+
+/// A regular file read whole, refused past `budget` bytes.
+fn read_within(
+    path: &Path,
+    label: &str,
+    budget: &crate::budget::Budget,
+) -> Result<Vec<u8>, IngestError> {
+    use std::io::Read;
+    let max = budget.checked()?;
+    let mut bytes = Vec::new();
+    crate::open_regular(path, label)?
+        .take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| IngestError::Io {
+            path: label.to_string(),
+            source,
+        })?;
+    if bytes.len() as u64 > max {
+        return Err(IngestError::format(
+            label,
+            format!(
+                "more than {max} bytes: not read (size budget); {}",
+                budget.how_to_raise()
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// Read the step ranges a bare run timed (kopt's tracer as NVTX injection
 /// only, no CUPTI), or the ends of the synchronising calls a sync-only bare
 /// run timed (range `BARE_SYNC_RANGE`). Lines of other kinds are skipped; a
@@ -887,7 +1032,9 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
         t: String,
     }
     let label = path.display().to_string();
-    let bytes = crate::read_regular(path, &label)?;
+    let bytes = read_within(path, &label, &crate::budget::BARE_STEPS_MAX_BYTES)?;
+    let max_records = crate::budget::BARE_STEPS_MAX_RECORDS.checked()?;
+    let mut records = 0u64;
     let text = std::str::from_utf8(&bytes).map_err(|e| {
         IngestError::at(
             &label,
@@ -904,6 +1051,19 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
             IngestError::at(&label, i as u64 + 1, format!("not a bare-step line: {e}"))
         };
         let kind = serde_json::from_str::<Kind>(line).map_err(at)?.t;
+        if matches!(kind.as_str(), "bare_sync" | "bare_launch" | "bare_step") {
+            records += 1;
+            if records > max_records {
+                return Err(IngestError::at(
+                    &label,
+                    i as u64 + 1,
+                    format!(
+                        "more than {max_records} bare-run records: not read (a bare run times a few thousand steps); {}",
+                        crate::budget::BARE_STEPS_MAX_RECORDS.how_to_raise()
+                    ),
+                ));
+            }
+        }
         if kind == "bare_sync" {
             let l: BareSyncLine = serde_json::from_str(line).map_err(at)?;
             if !usable_ns(l.e) {
@@ -942,11 +1102,14 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
             continue;
         }
         let l: BareStepLine = serde_json::from_str(line).map_err(at)?;
-        if !(usable_ns(l.s) && usable_ns(l.e)) || l.e < l.s {
+        if let Some(why) = implausible_step(l.s, l.e) {
             return Err(IngestError::at(
                 &label,
                 i as u64 + 1,
-                format!("step times out of range: start {} ns, end {} ns", l.s, l.e),
+                format!(
+                    "step times out of range: start {} ns, end {} ns ({why})",
+                    l.s, l.e
+                ),
             ));
         }
         let family = kopt_model::range_family(&l.name).to_string();
@@ -1005,6 +1168,79 @@ mod tests {
 {"t":"memset","name":"Memset","s":12000,"e":12600,"dev":0,"str":7,"c":8,"bytes":4}
 {"t":"end","records":3,"dropped":0}
 "#;
+
+    /// The builder's steps on their own: the scoped correlation id carries
+    /// the window, the main device is the one most kernels ran on, and a
+    /// kernel name is demangled once however often it repeats.
+    #[test]
+    fn builder_steps_scope_ids_pick_the_busiest_device_and_demangle_once() {
+        let mut b = TraceBuilder::new();
+        let lines = [
+            r#"{"t":"device","id":0,"name":"GPU zero","sms":10}"#,
+            r#"{"t":"device","id":1,"name":"GPU one","sms":20}"#,
+            r#"{"t":"kernel","name":"_Z1fv","s":10,"e":20,"dev":1,"c":3}"#,
+            r#"{"t":"kernel","name":"_Z1fv","s":30,"e":40,"dev":1,"c":4}"#,
+            r#"{"t":"kernel","name":"_Z1gv","s":50,"e":60,"dev":0,"c":5}"#,
+        ];
+        for (i, l) in lines.iter().enumerate() {
+            let line: Line = serde_json::from_str(l).unwrap();
+            b.record(&line, i as u64 + 1);
+        }
+        assert_eq!(b.scoped(Some(7)), 7);
+        b.window = 2;
+        assert_eq!(b.scoped(Some(7)), 7 | (2 << 32));
+        assert_eq!(b.scoped(None), 0, "no correlation stays none");
+        assert_eq!(b.main_device().map(|d| d.name.as_str()), Some("GPU one"));
+        assert_eq!(
+            b.demangled.len(),
+            2,
+            "two distinct kernels, demangled once each"
+        );
+        let t = b.finish().timeline;
+        assert_eq!(t.sm_count, Some(20));
+        assert_eq!(t.activities[0].name, "f()");
+        // No kernels at all: the first device recorded is named.
+        let mut b = TraceBuilder::new();
+        for l in [
+            r#"{"t":"device","id":3,"name":"later"}"#,
+            r#"{"t":"device","id":2,"name":"first"}"#,
+        ] {
+            b.record(&serde_json::from_str(l).unwrap(), 1);
+        }
+        assert_eq!(b.main_device().map(|d| d.name.as_str()), Some("first"));
+    }
+
+    #[test]
+    fn ranges_keep_the_thread_that_opened_them() {
+        let text = r#"{"t":"range_start","id":1,"s":100,"tid":42,"name":"step"}
+{"t":"range_end","id":1,"s":200}
+{"t":"range_start","id":2,"s":300,"name":"step"}
+{"t":"range_end","id":2,"s":400}
+"#;
+        let t = parse_kopt_trace(text, "r.jsonl").unwrap().timeline;
+        let threads: Vec<Option<u64>> = t.ranges.iter().map(|r| r.thread).collect();
+        assert_eq!(threads, vec![Some(42), None]);
+    }
+
+    /// #39: records with impossible times (a range ending before it
+    /// starts) were counted and then never said: a note names them.
+    #[test]
+    fn ranges_ending_before_they_start_are_said() {
+        let text = r#"{"t":"range_start","id":1,"s":500,"tid":1,"name":"step"}
+{"t":"range_end","id":1,"s":200}
+{"t":"range_start","id":2,"s":600,"tid":1,"name":"step"}
+{"t":"range_end","id":2,"s":900}
+{"t":"kernel","name":"k","s":610,"e":620,"dev":0,"str":7,"c":1}
+"#;
+        let t = parse_kopt_trace(text, "r.jsonl").unwrap();
+        assert_eq!(t.timeline.ranges.len(), 1);
+        let f = t.source_format();
+        assert!(
+            f.contains("1 record(s) left out for impossible times")
+                && f.contains("line 2: range end 200 ns (its start: 500 ns)"),
+            "{f}"
+        );
+    }
 
     #[test]
     fn copies_carry_their_direction_and_memory_kinds() {

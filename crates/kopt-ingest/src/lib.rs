@@ -15,6 +15,7 @@ pub mod number;
 pub mod ranks;
 pub mod rocprof;
 pub mod run_folder;
+pub mod stored;
 pub mod tensor;
 pub mod tiered;
 pub mod units;

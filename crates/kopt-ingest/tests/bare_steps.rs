@@ -185,3 +185,24 @@ fn launch_marks_are_read_as_time_and_ordinal() {
     std::fs::write(&p, "{\"t\":\"bare_launch\",\"pid\":4,\"n\":0,\"e\":1000}\n").unwrap();
     assert!(read_bare_steps(&p).is_err());
 }
+
+/// #39: step times that cannot be one step's are refused with their line
+/// and why: none, negative, over a day, not a whole number of ns.
+#[test]
+fn implausible_step_times_are_refused_with_their_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(BARE_STEPS_FILE);
+    let ok = "{\"t\":\"bare_step\",\"name\":\"s\",\"s\":100,\"e\":200}\n";
+    for (bad, why) in [
+        ("\"s\":500,\"e\":500", "no time"),
+        ("\"s\":-500,\"e\":500", "outside the clock"),
+        ("\"s\":1,\"e\":90000000000001", "longer than a day"),
+        ("\"s\":1,\"e\":1e308", "not a bare-step line"),
+        ("\"s\":1,\"e\":NaN", "not a bare-step line"),
+    ] {
+        let text = format!("{ok}{{\"t\":\"bare_step\",\"name\":\"s\",{bad}}}\n");
+        std::fs::write(&p, text).unwrap();
+        let e = read_bare_steps(&p).unwrap_err().to_string();
+        assert!(e.contains(":2") && e.contains(why), "{bad}: {e}");
+    }
+}

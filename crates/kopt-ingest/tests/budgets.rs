@@ -170,6 +170,36 @@ fn a_gzip_bomb_stops_at_the_ratio_budget_with_its_variable() {
 }
 
 #[test]
+fn a_large_gzip_bomb_stops_early_not_at_its_whole_file_allowance() {
+    // #39: a 20 MB bomb was allowed 64x its whole size (1.3 GB) and refused
+    // only once that much was held. The ratio is now checked as the stream
+    // inflates: it stops a little past the 16 MiB floor, having read a few
+    // hundred KB of its compressed bytes.
+    let bomb = gzip_zeros_mib(20 << 10);
+    assert!(bomb.len() > 15 << 20, "{}", bomb.len());
+    let started = Instant::now();
+    let e = kopt_ingest::parse_kineto(&bomb, "big-bomb.json.gz").unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("gzip budget"), "{s}");
+    assert!(s.contains("KOPT_GZIP_MAX_RATIO="), "{s}");
+    let read_so_far: u64 = s
+        .split(" compressed bytes read so far")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count of compressed bytes read: {s}"));
+    assert!(
+        read_so_far < 2 << 20,
+        "{read_so_far} compressed bytes read: {s}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn gzip_inside_gzip_is_refused_before_inflating() {
     // 25 KB that would inflate to 10 GiB in the report; here 1 GiB of
     // zeros compressed twice (about 10 KB): refused after its first bytes.

@@ -291,6 +291,25 @@ fn a_trace_without_gpu_activity_is_an_error_of_its_own() {
     assert!(!t.has_gpu_activity());
 }
 
+/// #39: kernels at ts +1e17 us were dropped as unusable and the trace
+/// then said "no GPU activity" (was CUDA enabled?): the activity was
+/// there, its timestamps were implausible, and the error says that.
+#[test]
+fn kernels_at_implausible_timestamps_are_said_not_missing() {
+    for ts in ["1e17", "-5", "1e300"] {
+        let text = format!(
+            r#"{{"traceEvents":[{{"ph": "X", "cat": "kernel", "name": "k", "ts": {ts}, "dur": 2, "pid": 0, "tid": 7}}]}}"#
+        );
+        let e = parse_kineto(text.as_bytes(), "far.json").unwrap_err();
+        let s = one_line(&e);
+        assert!(!matches!(e, IngestError::NoGpuActivity { .. }), "{ts}: {s}");
+        assert!(
+            s.contains("implausible") && s.contains("1 event(s) left out"),
+            "{ts}: {s}"
+        );
+    }
+}
+
 #[test]
 fn unusable_durations_are_skipped_and_counted_never_negative() {
     for dur in [

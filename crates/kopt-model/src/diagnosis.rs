@@ -805,6 +805,10 @@ pub struct StepDetection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
     pub detail: String,
+    /// Where step markers of other host threads were left out: the note
+    /// saying so (steps come from one thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_threads: Option<String>,
 }
 
 /// The window the timeline figures come from: start-up idle and warm-up steps cut.

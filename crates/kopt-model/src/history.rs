@@ -139,4 +139,12 @@ pub struct Calibration {
     pub db: String,
     pub rules: Vec<RuleCalibration>,
     pub points: Vec<CalibrationPoint>,
+    /// Stored predictions left out as implausible (a speed-up of 0, 1e308,
+    /// outside 1/1000..1000), one line each: their run and figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
+
+/// The speed-ups a calibration takes: a ratio of two measured times;
+/// outside 1/1000..1000 it is no measurement (an edited row, a broken clock).
+pub const PLAUSIBLE_SPEEDUP: std::ops::RangeInclusive<f64> = 1e-3..=1e3;

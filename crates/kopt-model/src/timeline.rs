@@ -169,6 +169,10 @@ pub struct Range {
     pub name: String,
     pub start_ns: i64,
     pub end_ns: i64,
+    /// The host thread that opened it, where the trace says: steps are
+    /// taken from one thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
 }
 
 /// What recorded a timeline: the recorder's own cost per launch is taken
@@ -492,6 +496,7 @@ mod tests {
             name: name.into(),
             start_ns,
             end_ns,
+            thread: None,
         }
     }
 

@@ -150,7 +150,8 @@ impl DiagnosisHandle {
 #[pyfunction]
 fn diagnosis_from_json(report_json: &str) -> PyResult<DiagnosisHandle> {
     Ok(DiagnosisHandle {
-        d: parse(report_json, "diagnosis")?,
+        d: kopt_engine::record::diagnosis_from_json(report_json, "report_json")
+            .map_err(engine_err)?,
     })
 }
 
@@ -648,7 +649,9 @@ fn render(
 ) -> PyResult<String> {
     let (f, layout) = (format(format_name)?, Layout::width(width));
     Ok(match kind {
-        "diagnosis" => parse::<kopt_model::Diagnosis>(report_json, "diagnosis")?.render(f, layout),
+        "diagnosis" => kopt_engine::record::diagnosis_from_json(report_json, "report_json")
+            .map_err(engine_err)?
+            .render(f, layout),
         "bench" => parse::<kopt_model::BenchReport>(report_json, "bench report")?.render(f, layout),
         "compare" => parse::<kopt_model::compare::CompareReport>(report_json, "compare report")?
             .render(f, layout),

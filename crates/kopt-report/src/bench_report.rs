@@ -52,7 +52,7 @@ impl Render for BenchReport {
                             .map_or(String::new(), |d| d.reason.clone()),
                     })
                     .collect();
-                page(&views, r.threshold, &r.notes)
+                crate::escape::html_document(&page(&views, r.threshold, &r.notes)).into_owned()
             }
             // Names, commands and problems come from the user's programs: no
             // control character of theirs reaches the terminal.

@@ -34,6 +34,11 @@ pub fn markdown_cell(s: &str) -> String {
 
 /// Text for HTML and SVG markup built by hand (the page template escapes
 /// its own fields, but not inside markup it is given as safe).
+///
+/// Control characters (ESC, BEL, C1) and the bidirectional controls are
+/// written as visible `\u{1b}` escapes, as on the terminal: a page written
+/// to stdout must not drive the terminal it lands on. Line breaks and tabs
+/// stay (markup text may hold them).
 pub fn html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -43,10 +48,20 @@ pub fn html(s: &str) -> String {
             '&' => out.push_str("&amp;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            c if c != '\n' && c != '\t' && hidden(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// A whole HTML document: whatever control characters reached it past
+/// [`html`] (a template's own escaping keeps them) written visibly; line
+/// breaks and tabs kept.
+pub fn html_document(s: &str) -> Cow<'_, str> {
+    escape_if(s, |c| c != '\n' && c != '\t' && hidden(c))
 }
 
 fn hidden(c: char) -> bool {
@@ -90,6 +105,16 @@ mod tests {
         assert_eq!(
             markdown_cell("k<a|b>&\u{1b}\n"),
             "k&lt;a\\|b&gt;&amp;\\u{1b}\\u{a}"
+        );
+    }
+
+    #[test]
+    fn html_writes_controls_visibly() {
+        assert_eq!(html("k\u{1b}[2Jx\u{9b}y"), "k\\u{1b}[2Jx\\u{9b}y");
+        assert_eq!(html("a\nb\tc"), "a\nb\tc");
+        assert_eq!(
+            html_document("<p>\u{1b}]0;t\u{7}</p>\n"),
+            "<p>\\u{1b}]0;t\\u{7}</p>\n"
         );
     }
 

@@ -183,6 +183,16 @@ impl Render for Calibration {
                 p.measured
             );
         }
+        if !self.left_out.is_empty() {
+            let _ = writeln!(
+                o,
+                "{} stored prediction(s) left out as implausible:",
+                self.left_out.len()
+            );
+            for l in &self.left_out {
+                let _ = writeln!(o, "  {}", t(l));
+            }
+        }
         render_text(self, o, format)
     }
 }
@@ -241,6 +251,7 @@ mod tests {
                 db: evil.into(),
                 rules: Vec::new(),
                 points: Vec::new(),
+                left_out: vec![evil.into()],
             }),
         ];
         for doc in &docs {

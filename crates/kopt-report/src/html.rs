@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use askama::Template;
 use kopt_model::{BottleneckClass, Diagnosis};
 
-use crate::{format, roofline, Exporter};
+use crate::{escape, format, roofline, Exporter};
 
 pub struct HtmlExporter;
 
@@ -276,7 +276,7 @@ pub fn page(d: &Diagnosis) -> (String, usize) {
 
 impl Exporter for HtmlExporter {
     fn render(&self, d: &Diagnosis, out: &mut dyn Write) -> io::Result<()> {
-        out.write_all(page(d).0.as_bytes())
+        out.write_all(escape::html_document(&page(d).0).as_bytes())
     }
 }
 

@@ -143,6 +143,270 @@ pub fn svg(d: &Diagnosis) -> (String, usize) {
     (c.svg, c.points)
 }
 
+/// The chart's log-log axes: arithmetic intensity across (fixed decades),
+/// FLOP/s up from the slowest point's decade to three times the top rate's.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    y_min: f64,
+    y_max: f64,
+}
+
+impl Scale {
+    fn new(top_rate: f64, rates: impl Iterator<Item = f64>) -> Self {
+        let y_max = 10f64.powf((top_rate * 3.0).log10().ceil());
+        let y_min = rates.fold(y_max / 1e6, f64::min).max(1.0);
+        let y_min = 10f64.powf(y_min.log10().floor());
+        Scale { y_min, y_max }
+    }
+
+    fn sx(&self, x: f64) -> f64 {
+        LEFT + (x.log10() - X_MIN.log10()) / (X_MAX.log10() - X_MIN.log10()) * (W - LEFT - RIGHT)
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        let (y_min, y_max) = (self.y_min, self.y_max);
+        let y = y.clamp(y_min, y_max);
+        TOP + (1.0 - (y.log10() - y_min.log10()) / (y_max.log10() - y_min.log10()))
+            * (H - TOP - BOTTOM)
+    }
+}
+
+/// The SVG being drawn and what text placement must keep clear of.
+struct Canvas {
+    s: String,
+    scale: Scale,
+    /// The plotting area, inset from the axes.
+    plot: Rect,
+    /// Every point's circle: centre and radius.
+    circles: Vec<(f64, f64, f64)>,
+    /// Text already on the chart: no label may touch these.
+    taken: Vec<Rect>,
+}
+
+impl Canvas {
+    /// Whether a label box is clear of other text and of the points.
+    fn free(&self, b: &Rect) -> bool {
+        b.inside(&self.plot)
+            && !self.taken.iter().any(|t| t.hits(b))
+            && !self
+                .circles
+                .iter()
+                .any(|&(ox, oy, or)| b.hits_circle(ox, oy, or + 1.0))
+    }
+
+    /// Grid and axes: decades, and the axis titles.
+    fn axes(&mut self) {
+        let Scale { y_min, y_max } = self.scale;
+        let s = &mut self.s;
+        let mut x = X_MIN;
+        for _ in 0..TICKS_MAX {
+            if x > X_MAX * 1.001 {
+                break;
+            }
+            let px = self.scale.sx(x);
+            // The end ticks lean inwards, clear of the y axis's labels.
+            let anchor = if x <= X_MIN * 1.001 {
+                "start"
+            } else if x >= X_MAX * 0.999 {
+                "end"
+            } else {
+                "middle"
+            };
+            let _ = write!(
+                s,
+                r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}"/><text class="tick" x="{px:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
+                H - BOTTOM,
+                H - BOTTOM + 16.0,
+                si(x)
+            );
+            x *= 10.0;
+        }
+        // Every decade while they are 14 px apart or more, else every other one.
+        let decades = (y_max / y_min).log10().round().max(1.0);
+        let step = if (H - TOP - BOTTOM) / decades >= 14.0 {
+            10.0
+        } else {
+            100.0
+        };
+        let mut y = y_min;
+        // Bounded by count as well: y_max is finite (plottable peaks), and a
+        // chart never needs more than a few dozen decades.
+        for _ in 0..TICKS_MAX {
+            if y > y_max * 1.001 {
+                break;
+            }
+            let py = self.scale.sy(y);
+            let _ = write!(
+                s,
+                r#"<line class="grid" x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                W - RIGHT,
+                LEFT - 6.0,
+                py + 4.0,
+                si(y)
+            );
+            y *= step;
+        }
+        let _ = write!(
+            s,
+            r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="middle">arithmetic intensity (FLOP per DRAM byte)</text><text class="axis" transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">achieved FLOP/s</text>"#,
+            (LEFT + W - RIGHT) / 2.0,
+            H - 10.0,
+            (TOP + H - BOTTOM) / 2.0
+        );
+    }
+
+    /// The DRAM roof up to the ridge, its label under the rising roof at
+    /// the first of a few spots along it that is free.
+    fn dram_ceiling(&mut self, bw: f64, top_rate: f64) {
+        let sc = self.scale;
+        let ridge = top_rate / bw;
+        let x_end = ridge.min(X_MAX);
+        let text = format!("DRAM {:.2} TB/s", bw / 1e12);
+        let n = text.chars().count();
+        // Under the rising roof (its lowest point over the text is the left
+        // end), at the first of a few spots along it that is free.
+        let (lx, ly) = [1.5, 4.0, 12.0, 40.0, 120.0]
+            .into_iter()
+            .map(|f| {
+                let x = X_MIN * f;
+                (sc.sx(x) + 4.0, sc.sy(bw * x) + LABEL_FONT + 4.0)
+            })
+            .find(|&(x, y)| self.free(&text_box(x, y, n, "start", LABEL_FONT)))
+            .unwrap_or((
+                sc.sx(X_MIN) + 4.0,
+                sc.sy(bw * X_MIN * 1.5) + LABEL_FONT + 4.0,
+            ));
+        let _ = write!(
+            self.s,
+            r#"<line class="roof dram" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>{text}</title></line><text class="roof-label" x="{lx:.1}" y="{ly:.1}">{text}</text>"#,
+            sc.sx(X_MIN),
+            sc.sy(bw * X_MIN),
+            sc.sx(x_end),
+            sc.sy(bw * x_end),
+        );
+        self.taken
+            .push(text_box(lx, ly, text.chars().count(), "start", LABEL_FONT));
+    }
+
+    /// A flat compute roof from its ridge with the DRAM roof, its label
+    /// above or below the line, from the right end leftwards: the first
+    /// spot clear of text and points, else of text only.
+    fn compute_ceiling(&mut self, name: &str, p: f64, bw: f64) {
+        let sc = self.scale;
+        let x0 = (p / bw).clamp(X_MIN, X_MAX);
+        let text = format!("{name} {:.1} TFLOP/s", p / 1e12);
+        let n = text.chars().count();
+        let w = n as f64 * LABEL_FONT * GLYPH;
+        let x_hi = sc.sx(X_MAX) - 4.0;
+        // Below the line only right of the ridge (left of it the
+        // sloped roof runs there); above it anywhere.
+        let ridge = (sc.sx(x0) + w + 4.0).min(x_hi);
+        let far = (LEFT + w + 8.0).min(x_hi);
+        let along = |lo: f64, i: u32| x_hi - (x_hi - lo) * f64::from(i) / 12.0;
+        let spots = (0..=12).flat_map(|i| {
+            [
+                (along(far, i), sc.sy(p) - 5.0),
+                (along(ridge, i), sc.sy(p) + LABEL_FONT + 3.0),
+            ]
+        });
+        let (lx, ly) = spots
+            .clone()
+            .find(|&(x, y)| self.free(&text_box(x, y, n, "end", LABEL_FONT)))
+            .or_else(|| {
+                spots.clone().find(|&(x, y)| {
+                    !self
+                        .taken
+                        .iter()
+                        .any(|t| t.hits(&text_box(x, y, n, "end", LABEL_FONT)))
+                })
+            })
+            .unwrap_or((x_hi, sc.sy(p) - 5.0));
+        let b = text_box(lx, ly, n, "end", LABEL_FONT);
+        let _ = write!(
+            self.s,
+            r#"<line class="roof compute" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>{text}</title></line><text class="roof-label" x="{lx:.1}" y="{ly:.1}" text-anchor="end">{text}</text>"#,
+            sc.sx(x0),
+            sc.sy(p),
+            sc.sx(X_MAX),
+            sc.sy(p),
+        );
+        self.taken.push(b);
+    }
+
+    /// The points, in `order` (biggest first so small ones stay visible
+    /// on top).
+    fn points(&mut self, points: &[(Point, &KernelVerdict)], order: &[usize]) {
+        for &i in order {
+            let (p, k) = &points[i];
+            let (cx, cy, r) = self.circles[i];
+            let _ = write!(
+                self.s,
+                r#"<circle class="pt c-{}{}" cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}"><title>{} | {} | {:.1}% of time | {:.3} FLOP/B{} | {}</title></circle>"#,
+                class_css(k.bottleneck.class),
+                if p.clamped { " clamped" } else { "" },
+                escape::html(&k.name),
+                escape::html(k.bottleneck.class.as_str()),
+                k.pct_of_total,
+                p.ai,
+                if p.clamped {
+                    " (clamped to the chart)"
+                } else {
+                    ""
+                },
+                escape::html(&k.root_cause)
+            );
+        }
+    }
+
+    /// Numbers for the hottest points, each at the nearest free spot around
+    /// its point (a leader line when it had to move away), never on other
+    /// text. Every numbered point is listed, placed or not.
+    fn point_labels(&mut self, points: &[(Point, &KernelVerdict)], order: &[usize]) -> Vec<Label> {
+        let mut labels = Vec::new();
+        for (n, &i) in order.iter().take(LABELS_MAX).enumerate() {
+            let number = n + 1;
+            let (_, k) = &points[i];
+            let (cx, cy, r) = self.circles[i];
+            let text = number.to_string();
+            let w = text.chars().count() as f64 * LABEL_FONT * GLYPH + 2.0;
+            // The same extent as `text_box`: a font size above the baseline,
+            // 0.3 of it below, so numbers and ceiling labels are kept apart alike.
+            let h = LABEL_FONT * 1.3;
+            let spot = label_spot(cx, cy, r, w, h, &self.plot, &self.taken, &self.circles);
+            if let Some((b, leader)) = spot {
+                if leader {
+                    let (bx, by) = ((b.x0 + b.x1) / 2.0, (b.y0 + b.y1) / 2.0);
+                    let dist = ((bx - cx).powi(2) + (by - cy).powi(2)).sqrt().max(1e-9);
+                    let _ = write!(
+                        self.s,
+                        r#"<line class="leader" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/>"#,
+                        cx + (bx - cx) / dist * r,
+                        cy + (by - cy) / dist * r,
+                        bx - (bx - cx) / dist * (h / 2.0),
+                        by - (by - cy) / dist * (h / 2.0),
+                    );
+                }
+                let _ = write!(
+                    self.s,
+                    r#"<text class="pt-label" x="{:.1}" y="{:.1}" text-anchor="middle">{text}<title>{}</title></text>"#,
+                    (b.x0 + b.x1) / 2.0,
+                    b.y1 - LABEL_FONT * 0.3,
+                    escape::html(&k.short_name)
+                );
+                self.taken.push(b);
+            }
+            labels.push(Label {
+                number,
+                name: k.short_name.clone(),
+                class: class_css(k.bottleneck.class),
+                pct_of_total: k.pct_of_total,
+                placed: spot.is_some(),
+            });
+        }
+        labels
+    }
+}
+
 /// The roofline with its points numbered where they fit; nothing when no
 /// kernel has counters.
 pub fn chart(d: &Diagnosis) -> Chart {
@@ -166,95 +430,31 @@ pub fn chart(d: &Diagnosis) -> Chart {
         .iter()
         .filter_map(|k| Some((point(k, d)?, *k)))
         .collect();
-    let y_max = 10f64.powf((top_rate * 3.0).log10().ceil());
-    let y_min = points
-        .iter()
-        .map(|(p, _)| p.rate)
-        .fold(y_max / 1e6, f64::min)
-        .max(1.0);
-    let y_min = 10f64.powf(y_min.log10().floor());
-    let sx = |x: f64| {
-        LEFT + (x.log10() - X_MIN.log10()) / (X_MAX.log10() - X_MIN.log10()) * (W - LEFT - RIGHT)
+    let scale = Scale::new(top_rate, points.iter().map(|(p, _)| p.rate));
+    let radius = |k: &KernelVerdict| 3.0 + 14.0 * (k.pct_of_total / 100.0).sqrt();
+    let mut c = Canvas {
+        s: String::new(),
+        scale,
+        plot: Rect {
+            x0: LEFT + 2.0,
+            y0: TOP + 2.0,
+            x1: W - RIGHT - 2.0,
+            y1: H - BOTTOM - 2.0,
+        },
+        circles: points
+            .iter()
+            .map(|(p, k)| (scale.sx(p.ai), scale.sy(p.rate), radius(k)))
+            .collect(),
+        taken: Vec::new(),
     };
-    let sy = |y: f64| {
-        let y = y.clamp(y_min, y_max);
-        TOP + (1.0 - (y.log10() - y_min.log10()) / (y_max.log10() - y_min.log10()))
-            * (H - TOP - BOTTOM)
-    };
-    let plot = Rect {
-        x0: LEFT + 2.0,
-        y0: TOP + 2.0,
-        x1: W - RIGHT - 2.0,
-        y1: H - BOTTOM - 2.0,
-    };
-    // Text already on the chart: no label may touch these.
-    let mut taken: Vec<Rect> = Vec::new();
-
-    let mut s = String::new();
     let _ = write!(
-        s,
+        c.s,
         r#"<svg class="roofline" viewBox="0 0 {W} {H}" role="img" aria-labelledby="roofline-title" xmlns="http://www.w3.org/2000/svg"><title id="roofline-title">Roofline of {} kernels on {}</title>"#,
         points.len(),
         escape::html(&d.device.name)
     );
-    // Grid and axes: decades.
-    let mut x = X_MIN;
-    for _ in 0..TICKS_MAX {
-        if x > X_MAX * 1.001 {
-            break;
-        }
-        let px = sx(x);
-        // The end ticks lean inwards, clear of the y axis's labels.
-        let anchor = if x <= X_MIN * 1.001 {
-            "start"
-        } else if x >= X_MAX * 0.999 {
-            "end"
-        } else {
-            "middle"
-        };
-        let _ = write!(
-            s,
-            r#"<line class="grid" x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}"/><text class="tick" x="{px:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
-            H - BOTTOM,
-            H - BOTTOM + 16.0,
-            si(x)
-        );
-        x *= 10.0;
-    }
-    // Every decade while they are 14 px apart or more, else every other one.
-    let decades = (y_max / y_min).log10().round().max(1.0);
-    let step = if (H - TOP - BOTTOM) / decades >= 14.0 {
-        10.0
-    } else {
-        100.0
-    };
-    let mut y = y_min;
-    // Bounded by count as well: y_max is finite (plottable peaks), and a
-    // chart never needs more than a few dozen decades.
-    for _ in 0..TICKS_MAX {
-        if y > y_max * 1.001 {
-            break;
-        }
-        let py = sy(y);
-        let _ = write!(
-            s,
-            r#"<line class="grid" x1="{LEFT}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}"/><text class="tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            W - RIGHT,
-            LEFT - 6.0,
-            py + 4.0,
-            si(y)
-        );
-        y *= step;
-    }
-    let _ = write!(
-        s,
-        r#"<text class="axis" x="{:.1}" y="{:.1}" text-anchor="middle">arithmetic intensity (FLOP per DRAM byte)</text><text class="axis" transform="translate(16 {:.1}) rotate(-90)" text-anchor="middle">achieved FLOP/s</text>"#,
-        (LEFT + W - RIGHT) / 2.0,
-        H - 10.0,
-        (TOP + H - BOTTOM) / 2.0
-    );
+    c.axes();
     // Points (drawn after the ceilings), biggest first.
-    let radius = |k: &KernelVerdict| 3.0 + 14.0 * (k.pct_of_total / 100.0).sqrt();
     let mut order: Vec<usize> = (0..points.len()).collect();
     order.sort_by(|&a, &b| {
         points[b]
@@ -262,157 +462,23 @@ pub fn chart(d: &Diagnosis) -> Chart {
             .pct_of_total
             .total_cmp(&points[a].1.pct_of_total)
     });
-    let circles: Vec<(f64, f64, f64)> = points
-        .iter()
-        .map(|(p, k)| (sx(p.ai), sy(p.rate), radius(k)))
-        .collect();
-    // The first spot for a ceiling label clear of other text and of points.
-    let free = |b: &Rect, taken: &[Rect]| {
-        b.inside(&plot)
-            && !taken.iter().any(|t| t.hits(b))
-            && !circles
-                .iter()
-                .any(|&(ox, oy, or)| b.hits_circle(ox, oy, or + 1.0))
-    };
     // Ceilings, their labels kept clear of each other and of the points.
     if let Some(bw) = peaks.dram_bytes_per_s {
-        let ridge = top_rate / bw;
-        let x_end = ridge.min(X_MAX);
-        let text = format!("DRAM {:.2} TB/s", bw / 1e12);
-        let n = text.chars().count();
-        // Under the rising roof (its lowest point over the text is the left
-        // end), at the first of a few spots along it that is free.
-        let (lx, ly) = [1.5, 4.0, 12.0, 40.0, 120.0]
-            .into_iter()
-            .map(|f| {
-                let x = X_MIN * f;
-                (sx(x) + 4.0, sy(bw * x) + LABEL_FONT + 4.0)
-            })
-            .find(|&(x, y)| free(&text_box(x, y, n, "start", LABEL_FONT), &taken))
-            .unwrap_or((sx(X_MIN) + 4.0, sy(bw * X_MIN * 1.5) + LABEL_FONT + 4.0));
-        let _ = write!(
-            s,
-            r#"<line class="roof dram" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>{text}</title></line><text class="roof-label" x="{lx:.1}" y="{ly:.1}">{text}</text>"#,
-            sx(X_MIN),
-            sy(bw * X_MIN),
-            sx(x_end),
-            sy(bw * x_end),
-        );
-        taken.push(text_box(lx, ly, text.chars().count(), "start", LABEL_FONT));
+        c.dram_ceiling(bw, top_rate);
         for (name, peak) in [
             ("FP32", peaks.fp32_flops),
             ("bf16 tensor", peaks.tensor_bf16_flops),
         ] {
             if let Some(p) = peak {
-                let x0 = (p / bw).clamp(X_MIN, X_MAX);
-                let text = format!("{name} {:.1} TFLOP/s", p / 1e12);
-                let n = text.chars().count();
-                // Above or below its line, from the right end leftwards to
-                // the ridge: the first spot clear of text and points.
-                let w = n as f64 * LABEL_FONT * GLYPH;
-                let x_hi = sx(X_MAX) - 4.0;
-                // Below the line only right of the ridge (left of it the
-                // sloped roof runs there); above it anywhere.
-                let ridge = (sx(x0) + w + 4.0).min(x_hi);
-                let far = (LEFT + w + 8.0).min(x_hi);
-                let along = |lo: f64, i: u32| x_hi - (x_hi - lo) * f64::from(i) / 12.0;
-                let spots = (0..=12).flat_map(|i| {
-                    [
-                        (along(far, i), sy(p) - 5.0),
-                        (along(ridge, i), sy(p) + LABEL_FONT + 3.0),
-                    ]
-                });
-                let (lx, ly) = spots
-                    .clone()
-                    .find(|&(x, y)| free(&text_box(x, y, n, "end", LABEL_FONT), &taken))
-                    .or_else(|| {
-                        spots.clone().find(|&(x, y)| {
-                            !taken
-                                .iter()
-                                .any(|t| t.hits(&text_box(x, y, n, "end", LABEL_FONT)))
-                        })
-                    })
-                    .unwrap_or((x_hi, sy(p) - 5.0));
-                let b = text_box(lx, ly, n, "end", LABEL_FONT);
-                let _ = write!(
-                    s,
-                    r#"<line class="roof compute" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"><title>{text}</title></line><text class="roof-label" x="{lx:.1}" y="{ly:.1}" text-anchor="end">{text}</text>"#,
-                    sx(x0),
-                    sy(p),
-                    sx(X_MAX),
-                    sy(p),
-                );
-                taken.push(b);
+                c.compute_ceiling(name, p, bw);
             }
         }
     }
-    // Points: biggest first so small ones stay visible on top.
-    for &i in &order {
-        let (p, k) = &points[i];
-        let (cx, cy, r) = circles[i];
-        let _ = write!(
-            s,
-            r#"<circle class="pt c-{}{}" cx="{cx:.1}" cy="{cy:.1}" r="{r:.1}"><title>{} | {} | {:.1}% of time | {:.3} FLOP/B{} | {}</title></circle>"#,
-            class_css(k.bottleneck.class),
-            if p.clamped { " clamped" } else { "" },
-            escape::html(&k.name),
-            escape::html(k.bottleneck.class.as_str()),
-            k.pct_of_total,
-            p.ai,
-            if p.clamped {
-                " (clamped to the chart)"
-            } else {
-                ""
-            },
-            escape::html(&k.root_cause)
-        );
-    }
-    // Numbers for the hottest points, each at the nearest free spot around
-    // its point (a leader line when it had to move away), never on other text.
-    let mut labels = Vec::new();
-    for (n, &i) in order.iter().take(LABELS_MAX).enumerate() {
-        let number = n + 1;
-        let (_, k) = &points[i];
-        let (cx, cy, r) = circles[i];
-        let text = number.to_string();
-        let w = text.chars().count() as f64 * LABEL_FONT * GLYPH + 2.0;
-        // The same extent as `text_box`: a font size above the baseline,
-        // 0.3 of it below, so numbers and ceiling labels are kept apart alike.
-        let h = LABEL_FONT * 1.3;
-        let spot = label_spot(cx, cy, r, w, h, &plot, &taken, &circles);
-        if let Some((b, leader)) = spot {
-            if leader {
-                let (bx, by) = ((b.x0 + b.x1) / 2.0, (b.y0 + b.y1) / 2.0);
-                let dist = ((bx - cx).powi(2) + (by - cy).powi(2)).sqrt().max(1e-9);
-                let _ = write!(
-                    s,
-                    r#"<line class="leader" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/>"#,
-                    cx + (bx - cx) / dist * r,
-                    cy + (by - cy) / dist * r,
-                    bx - (bx - cx) / dist * (h / 2.0),
-                    by - (by - cy) / dist * (h / 2.0),
-                );
-            }
-            let _ = write!(
-                s,
-                r#"<text class="pt-label" x="{:.1}" y="{:.1}" text-anchor="middle">{text}<title>{}</title></text>"#,
-                (b.x0 + b.x1) / 2.0,
-                b.y1 - LABEL_FONT * 0.3,
-                escape::html(&k.short_name)
-            );
-            taken.push(b);
-        }
-        labels.push(Label {
-            number,
-            name: k.short_name.clone(),
-            class: class_css(k.bottleneck.class),
-            pct_of_total: k.pct_of_total,
-            placed: spot.is_some(),
-        });
-    }
-    s.push_str("</svg>");
+    c.points(&points, &order);
+    let labels = c.point_labels(&points, &order);
+    c.s.push_str("</svg>");
     Chart {
-        svg: s,
+        svg: c.s,
         points: points.len(),
         labels,
         left_out,
@@ -489,7 +555,30 @@ pub fn si(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::si;
+    use super::{si, Scale, BOTTOM, H, LEFT, TOP, X_MAX, X_MIN};
+
+    /// The scale step on its own: the y axis runs from the slowest point's
+    /// decade (at least 1 FLOP/s, at most six decades under the top) to
+    /// the decade over three times the top rate; rates outside it are
+    /// drawn on its edge.
+    #[test]
+    fn the_scale_spans_the_slowest_point_to_three_times_the_top_rate() {
+        let s = Scale::new(60e12, [3.2e9, 5e11].into_iter());
+        assert_eq!((s.y_min, s.y_max), (1e9, 1e15));
+        let s = Scale::new(60e12, [1e14].into_iter());
+        assert_eq!(s.y_min, 1e9, "no point lower: six decades under the top");
+        let s = Scale::new(1e12, [0.5].into_iter());
+        assert_eq!(s.y_min, 1.0, "never under 1 FLOP/s");
+        let s = Scale::new(60e12, [3.2e9].into_iter());
+        assert_eq!(s.sy(1e30), TOP, "over the top: on the top edge");
+        assert_eq!(
+            s.sy(1e-3),
+            H - BOTTOM,
+            "under the bottom: on the bottom edge"
+        );
+        assert_eq!(s.sx(X_MIN), LEFT);
+        assert!((s.sx(X_MAX) - (super::W - super::RIGHT)).abs() < 1e-9);
+    }
 
     #[test]
     fn ticks_use_si_prefixes_everywhere() {

@@ -120,7 +120,7 @@ impl Render for TuneReport {
                 s.push('\n');
                 s
             }
-            Format::Html => html(r),
+            Format::Html => crate::escape::html_document(&html(r)).into_owned(),
             Format::Markdown => crate::escape::terminal_lines(&markdown(r)).into_owned(),
             Format::Terminal => crate::escape::terminal_lines(&terminal(r)).into_owned(),
         }

@@ -40,6 +40,34 @@ fn hostile_kernel_names_never_become_markup() {
     );
 }
 
+/// #39: `-f html` to stdout carried a kernel name's raw escape sequences
+/// (clear screen, set title) to the terminal it was printed on.
+#[test]
+fn terminal_escape_sequences_in_names_never_reach_the_page() {
+    let mut d = diagnose("labeled-suite-h100/ncu_raw_base.csv");
+    let evil = "k\u{1b}[2J\u{1b}]0;owned\u{7}\u{9b}31m";
+    for k in d.kernels.iter_mut().take(3) {
+        k.name = format!("void {evil}(float*)");
+        k.short_name = evil.into();
+        k.root_cause = evil.into();
+    }
+    d.device.name = evil.into();
+    d.notes.push(evil.into());
+    let page = Format::Html.exporter(None).render_to_string(&d);
+    let raw: Vec<char> = page
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "raw control characters in the page: {raw:?}"
+    );
+    assert!(
+        page.contains("\\u{1b}[2J"),
+        "the escape is shown, not dropped"
+    );
+}
+
 #[test]
 fn page_is_self_contained() {
     let page = Format::Html

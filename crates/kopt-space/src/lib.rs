@@ -184,20 +184,30 @@ impl Space {
 
     /// Points before the constraints (saturating).
     pub fn size_unfiltered(&self) -> usize {
+        self.size_checked().unwrap_or(usize::MAX)
+    }
+
+    /// Points before the constraints; None when the product of the value
+    /// counts does not fit a usize (more than 2^64 on 64-bit targets).
+    pub fn size_checked(&self) -> Option<usize> {
         self.params
             .iter()
-            .fold(1usize, |n, p| n.saturating_mul(p.values.len()))
+            .try_fold(1usize, |n, p| n.checked_mul(p.values.len()))
     }
 
     /// Every point that satisfies the constraints, in order (the last
     /// parameter varies fastest), and how many the constraints excluded.
     pub fn points(&self, max: usize) -> Result<(Vec<BTreeMap<String, String>>, usize)> {
-        let n = self.size_unfiltered();
-        if n > max {
+        let Some(n) = self.size_checked().filter(|n| *n <= max) else {
+            // A saturated count is no count: said as the bound it passed.
+            let size = match self.size_checked() {
+                Some(n) => n.to_string(),
+                None => format!("more than {}", usize::MAX),
+            };
             return Err(SpaceError(format!(
-                "the space has {n} points, more than {max}: narrow it"
+                "the space has {size} points, more than {max}: narrow it"
             )));
-        }
+        };
         let mut out = Vec::new();
         let mut excluded = 0;
         let mut idx = vec![0usize; self.params.len()];
@@ -784,6 +794,26 @@ mod tests {
         kv.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// #39: a space whose value counts multiply past 2^64 said it had
+    /// exactly 18446744073709551615 points (the saturated count).
+    #[test]
+    fn a_space_past_usize_says_more_than_not_a_saturated_count() {
+        let params: Vec<Param> = (0..21)
+            .map(|i| parse_param(&format!("P{i}=0..9")).unwrap())
+            .collect();
+        let space = Space::new(params, &[]).unwrap();
+        assert_eq!(space.size_checked(), None);
+        let e = space.points(1000).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("more than {} points", usize::MAX)),
+            "{e}"
+        );
+        let small = Space::new(vec![parse_param("A=0..9").unwrap()], &[]).unwrap();
+        assert_eq!(small.size_checked(), Some(10));
+        let e = small.points(5).unwrap_err().to_string();
+        assert!(e.contains("has 10 points, more than 5"), "{e}");
     }
 
     #[test]

@@ -497,6 +497,10 @@ fn details_gives_one_kernel_or_one_section() {
         json!({"files": ["base.csv"], "section": "nope"}),
     );
     assert_eq!(r["isError"], true, "{r}");
+    // An empty kernel is in every name: refused, not the hottest (#39).
+    let r = s.call(6, "details", json!({"files": ["base.csv"], "kernel": " "}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.to_string().contains("kernel is empty"), "{r}");
     s.close(Duration::from_secs(5));
 }
 

@@ -255,6 +255,7 @@ mod tests {
                 name: "ProfilerStep#0".into(),
                 start_ns: 100,
                 end_ns: 140,
+                thread: None,
             }],
             whole_program: true,
             ..Timeline::default()
@@ -278,11 +279,13 @@ mod tests {
                     name: "ProfilerStep#1".into(),
                     start_ns: 0,
                     end_ns: 100,
+                    thread: None,
                 },
                 Range {
                     name: "ProfilerStep#2".into(),
                     start_ns: 100,
                     end_ns: 220,
+                    thread: None,
                 },
             ],
             rank: Some(RankInfo {

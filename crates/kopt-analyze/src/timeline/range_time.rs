@@ -61,11 +61,13 @@ mod tests {
                     name: "step".into(),
                     start_ns: 100,
                     end_ns: 200,
+                    thread: None,
                 },
                 kopt_model::Range {
                     name: "step".into(),
                     start_ns: 200,
                     end_ns: 300,
+                    thread: None,
                 },
             ],
             ..Timeline::default()
@@ -117,6 +119,7 @@ mod tests {
                 name: "step".into(),
                 start_ns: 1_000,
                 end_ns: 1_020,
+                thread: None,
             }],
             ..Timeline::default()
         };

@@ -414,6 +414,7 @@ mod tests {
                 name: "step".into(),
                 start_ns: at,
                 end_ns: at + 60_000,
+                thread: None,
             });
             if graphed {
                 corr += 1;

@@ -97,6 +97,7 @@ mod tests {
                 name: "step".into(),
                 start_ns: at,
                 end_ns: at + 5_000,
+                thread: None,
             });
             t.api_calls.push(ApiCall {
                 kind: ApiKind::GraphLaunch,

@@ -85,6 +85,7 @@ fn summarize_window(
         found: s.starts.len() as u64,
         family: s.family.clone(),
         detail: s.detail.clone(),
+        other_threads: s.other_threads.clone(),
     });
     let steady_state = steady_state(w, trace_start);
     let graph_prediction = graph_prediction(w, busy, launches.kernels, replay);

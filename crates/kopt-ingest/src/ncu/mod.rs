@@ -103,7 +103,7 @@ impl Ctx<'_> {
     /// An error once `held` launches reach the launch budget.
     pub fn launch_budget(&self, held: usize, line: u64) -> Result<(), IngestError> {
         let max = crate::budget::NCU_MAX_LAUNCHES;
-        if held as u64 >= max.get() {
+        if held as u64 >= max.checked()? {
             return Err(IngestError::at(
                 self.path,
                 line,

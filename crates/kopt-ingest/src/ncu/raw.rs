@@ -247,63 +247,86 @@ enum Target {
     Stall(StallReason),
 }
 
-pub(super) fn parse(
-    reader: &mut csv::Reader<&[u8]>,
-    columns: &[String],
-    ctx: &Ctx,
-) -> Result<NcuFile, IngestError> {
+/// The units row of a raw page (`--print-units base`): the row after the
+/// header whose ID cell is empty. Without one every unit is "".
+struct Units(Option<csv::ByteRecord>);
+
+impl Units {
+    /// Column `i`'s unit as the row gives it ("" without one).
+    fn text(&self, i: usize) -> String {
+        self.0
+            .as_ref()
+            .and_then(|u| u.get(i))
+            .map(|u| String::from_utf8_lossy(u).trim().to_string())
+            .unwrap_or_default()
+    }
+
+    /// The factor taking column `i`'s values to kopt's base unit.
+    fn factor(&self, i: usize) -> f64 {
+        self.0
+            .as_ref()
+            .and_then(|u| u.get(i))
+            .map(|u| to_base_factor(&String::from_utf8_lossy(u)))
+            .unwrap_or(1.0)
+    }
+}
+
+/// The columns every raw page must have: ID, Kernel Name and the duration.
+fn required_columns(columns: &[String], ctx: &Ctx) -> Result<(usize, usize, usize), IngestError> {
     let hint = " (is this `ncu --csv --page raw` output?)";
     let id_col = ctx.column(columns, "ID", hint)?;
     let name_col = ctx.column(columns, "Kernel Name", hint)?;
-    if !columns.iter().any(|c| c == "gpu__time_duration.sum") {
+    let Some(duration) = columns.iter().position(|c| c == "gpu__time_duration.sum") else {
         return Err(IngestError::at(
             ctx.path,
             ctx.line_offset + 1,
             "missing column \"gpu__time_duration.sum\": kopt ranks kernels by time; collect it (`ncu --metrics gpu__time_duration.sum,...`)",
         ));
-    }
-    let find = |name: &str| columns.iter().position(|c| c == name);
-    let grid_col = find("Grid Size");
-    let block_col = find("Block Size");
-    let stream_col = find("Stream");
+    };
+    Ok((id_col, name_col, duration))
+}
 
+/// The row after the header: the units row, or else the first data row
+/// with its line.
+fn read_units_row(
+    reader: &mut csv::Reader<&[u8]>,
+    width: usize,
+    id_col: usize,
+    ctx: &Ctx,
+) -> Result<(Units, Option<(u64, csv::ByteRecord)>), IngestError> {
     let mut record = csv::ByteRecord::new();
-    let mut rows: Vec<(u64, csv::ByteRecord)> = Vec::new();
-    let mut units: Option<csv::ByteRecord> = None;
-    // The units row follows the header: its ID cell is empty.
-    if reader
+    if !reader
         .read_byte_record(&mut record)
         .map_err(|e| ctx.csv_error(e))?
     {
-        check_width(&record, columns.len(), ctx)?;
-        if record.get(id_col).is_some_and(|c| c.is_empty()) {
-            units = Some(record.clone());
-        } else {
-            rows.push((ctx.line_of(&record), record.clone()));
-        }
+        return Ok((Units(None), None));
     }
+    check_width(&record, width, ctx)?;
+    if record.get(id_col).is_some_and(|c| c.is_empty()) {
+        Ok((Units(Some(record)), None))
+    } else {
+        Ok((Units(None), Some((ctx.line_of(&record), record))))
+    }
+}
 
-    let unit_text = |i: usize| -> String {
-        units
-            .as_ref()
-            .and_then(|u| u.get(i))
-            .map(|u| String::from_utf8_lossy(u).trim().to_string())
-            .unwrap_or_default()
-    };
-    let unit_of = |i: usize| -> f64 {
-        units
-            .as_ref()
-            .and_then(|u| u.get(i))
-            .map(|u| to_base_factor(&String::from_utf8_lossy(u)))
-            .unwrap_or(1.0)
-    };
+/// The metric columns present that kopt reads, with their units. A unit
+/// kopt does not know would be read as its base unit (a furlong as a
+/// nanosecond): the duration's is an error, another column is left
+/// unknown and said once (the second value: the notes).
+fn wanted_columns(
+    columns: &[String],
+    units: &Units,
+    duration_index: usize,
+    ctx: &Ctx,
+) -> Result<(Vec<Column>, Vec<String>), IngestError> {
+    let find = |name: &str| columns.iter().position(|c| c == name);
     let mut wanted: Vec<Column> = RAW_METRICS
         .iter()
         .filter_map(|(name, slot)| {
             find(name).map(|index| Column {
                 index,
-                factor: unit_of(index),
-                unit: unit_text(index),
+                factor: units.factor(index),
+                unit: units.text(index),
                 target: Target::Slot(*slot),
             })
         })
@@ -317,16 +340,12 @@ pub(super) fn parse(
             wanted.push(Column {
                 index,
                 factor: 1.0,
-                unit: unit_text(index),
+                unit: units.text(index),
                 target: Target::Stall(reason),
             });
         }
     }
-    let duration_index = find("gpu__time_duration.sum").expect("checked above");
-    // A unit kopt does not know would be read as its base unit (a furlong
-    // as a nanosecond): the duration's is an error, another column is left
-    // unknown and said once.
-    let duration_unit = unit_text(duration_index);
+    let duration_unit = units.text(duration_index);
     if !crate::units::is_known(&duration_unit) {
         return Err(IngestError::at(
             ctx.path,
@@ -349,20 +368,40 @@ pub(super) fn parse(
         }
         known
     });
+    Ok((wanted, unknown_units))
+}
 
-    // Number style: decided from the first rows' metric cells.
-    let mut style: Option<NumberStyle> = None;
-    let mut launches = Vec::new();
-    let mut any_duration = false;
-    let mut first_data_line = None;
-    let mut lines = Vec::new();
-    let mut excluded = unknown_units;
-    // Rows without a duration ("n/a"): their first line and how many.
-    let mut untimed: Option<(u64, u64)> = None;
-    let mut handle = |line: u64, rec: &csv::ByteRecord| -> Result<(), IngestError> {
-        check_width(rec, columns.len(), ctx)?;
-        first_data_line.get_or_insert(line);
-        let style = *style.get_or_insert_with(|| {
+/// The launches of a raw page, read row by row.
+struct RawRows<'c> {
+    ctx: &'c Ctx<'c>,
+    columns: &'c [String],
+    wanted: Vec<Column>,
+    id_col: usize,
+    name_col: usize,
+    duration_index: usize,
+    grid_col: Option<usize>,
+    block_col: Option<usize>,
+    stream_col: Option<usize>,
+    /// Number style: decided from the first rows' metric cells.
+    style: Option<NumberStyle>,
+    launches: Vec<KernelLaunch>,
+    /// Each launch's line.
+    lines: Vec<u64>,
+    any_duration: bool,
+    first_data_line: Option<u64>,
+    excluded: Vec<String>,
+    /// Rows without a duration ("n/a"): their first line and how many.
+    untimed: Option<(u64, u64)>,
+}
+
+impl RawRows<'_> {
+    /// One data row: a launch, or an error naming its line.
+    fn row(&mut self, line: u64, rec: &csv::ByteRecord) -> Result<(), IngestError> {
+        let ctx = self.ctx;
+        check_width(rec, self.columns.len(), ctx)?;
+        self.first_data_line.get_or_insert(line);
+        let wanted = &self.wanted;
+        let style = *self.style.get_or_insert_with(|| {
             let sample: Vec<String> = wanted
                 .iter()
                 .filter_map(|c| rec.get(c.index))
@@ -371,7 +410,7 @@ pub(super) fn parse(
             sample_style(&sample)
         });
         let text = |i: usize| std::str::from_utf8(rec.get(i).unwrap_or_default()).unwrap_or("");
-        let id = match parse_cell(text(id_col), NumberStyle::DotDecimal) {
+        let id = match parse_cell(text(self.id_col), NumberStyle::DotDecimal) {
             Cell::Value(v) if v >= 0.0 => v as u64,
             _ => {
                 return Err(IngestError::at(
@@ -379,7 +418,7 @@ pub(super) fn parse(
                     line,
                     format!(
                         "column \"ID\": expected a launch number, found \"{}\"",
-                        crate::echo(text(id_col))
+                        crate::echo(text(self.id_col))
                     ),
                 ))
             }
@@ -388,50 +427,114 @@ pub(super) fn parse(
             ctx,
             line,
             rec,
-            columns,
-            &wanted,
-            duration_index,
+            self.columns,
+            &self.wanted,
+            self.duration_index,
             style,
-            &mut excluded,
+            &mut self.excluded,
         )?;
-        if let Err(why) = super::check_duration(text(duration_index), metrics.duration_ns) {
+        let duration = text(self.duration_index);
+        if let Err(why) = super::check_duration(duration, metrics.duration_ns) {
             return Err(IngestError::at(
                 ctx.path,
                 line,
                 format!("column \"gpu__time_duration.sum\": {why}"),
             ));
         }
-        if col_has_value(text(duration_index)) {
-            any_duration = true;
+        if col_has_value(duration) {
+            self.any_duration = true;
         } else {
-            untimed.get_or_insert((line, 0)).1 += 1;
+            self.untimed.get_or_insert((line, 0)).1 += 1;
         }
-        ctx.launch_budget(launches.len(), line)?;
-        lines.push(line);
-        launches.push(KernelLaunch {
+        ctx.launch_budget(self.launches.len(), line)?;
+        self.lines.push(line);
+        let name = String::from_utf8_lossy(rec.get(self.name_col).unwrap_or_default());
+        self.launches.push(KernelLaunch {
             id,
-            name: crate::cap_name(&String::from_utf8_lossy(
-                rec.get(name_col).unwrap_or_default(),
-            ))
-            .0
-            .into_owned(),
-            grid: grid_col
+            name: crate::cap_name(&name).0.into_owned(),
+            grid: self
+                .grid_col
                 .and_then(|c| parse_dim3(text(c)))
                 .unwrap_or_default(),
-            block: block_col
+            block: self
+                .block_col
                 .and_then(|c| parse_dim3(text(c)))
                 .unwrap_or_default(),
-            stream: stream_col.and_then(|c| text(c).trim().parse().ok()),
+            stream: self.stream_col.and_then(|c| text(c).trim().parse().ok()),
             metrics,
             ncu_rules: Vec::new(),
         });
         Ok(())
-    };
-    for (line, rec) in &rows {
-        handle(*line, rec)?;
     }
-    let device_row = rows.first().map(|(_, r)| r.clone());
-    let mut device_row = device_row;
+
+    /// The page's launches once every row is read, with the device the
+    /// first data row names and the notes.
+    fn finish(
+        mut self,
+        device_row: Option<csv::ByteRecord>,
+        units: &Units,
+    ) -> Result<NcuFile, IngestError> {
+        self.ctx.require_timed_rows(
+            self.first_data_line,
+            self.any_duration,
+            "header but no kernel rows: the profiled program launched no kernel that ncu matched",
+            "gpu__time_duration.sum is n/a in every row: nothing to rank (was the capture cut short or the metric unavailable?)",
+        )?;
+        if let Some((first, n)) = self.untimed {
+            self.excluded.push(format!(
+                "\"gpu__time_duration.sum\" is n/a in {n} of {} row(s) (the first at line {first}): their time is unknown and counts as 0 ns",
+                self.launches.len()
+            ));
+        }
+        let device = device_row.map(|r| device_from_row(&r, self.columns, &|i| units.factor(i)));
+        super::check_dram_against_device(
+            &mut self.launches,
+            &self.lines,
+            device.as_ref(),
+            &mut self.excluded,
+        );
+        Ok(NcuFile {
+            page: NcuPage::Raw,
+            device,
+            launches: self.launches,
+            excluded: self.excluded,
+        })
+    }
+}
+
+pub(super) fn parse(
+    reader: &mut csv::Reader<&[u8]>,
+    columns: &[String],
+    ctx: &Ctx,
+) -> Result<NcuFile, IngestError> {
+    let (id_col, name_col, duration_index) = required_columns(columns, ctx)?;
+    let (units, first_row) = read_units_row(reader, columns.len(), id_col, ctx)?;
+    let (wanted, unknown_units) = wanted_columns(columns, &units, duration_index, ctx)?;
+    let find = |name: &str| columns.iter().position(|c| c == name);
+    let mut rows = RawRows {
+        ctx,
+        columns,
+        wanted,
+        id_col,
+        name_col,
+        duration_index,
+        grid_col: find("Grid Size"),
+        block_col: find("Block Size"),
+        stream_col: find("Stream"),
+        style: None,
+        launches: Vec::new(),
+        lines: Vec::new(),
+        any_duration: false,
+        first_data_line: None,
+        excluded: unknown_units,
+        untimed: None,
+    };
+    let mut device_row = None;
+    if let Some((line, rec)) = first_row {
+        rows.row(line, &rec)?;
+        device_row = Some(rec);
+    }
+    let mut record = csv::ByteRecord::new();
     while reader
         .read_byte_record(&mut record)
         .map_err(|e| ctx.csv_error(e))?
@@ -440,31 +543,12 @@ pub(super) fn parse(
             continue; // blank line
         }
         let line = ctx.line_of(&record);
-        handle(line, &record)?;
+        rows.row(line, &record)?;
         if device_row.is_none() {
             device_row = Some(record.clone());
         }
     }
-    ctx.require_timed_rows(
-        first_data_line,
-        any_duration,
-        "header but no kernel rows: the profiled program launched no kernel that ncu matched",
-        "gpu__time_duration.sum is n/a in every row: nothing to rank (was the capture cut short or the metric unavailable?)",
-    )?;
-    if let Some((first, n)) = untimed {
-        excluded.push(format!(
-            "\"gpu__time_duration.sum\" is n/a in {n} of {} row(s) (the first at line {first}): their time is unknown and counts as 0 ns",
-            launches.len()
-        ));
-    }
-    let device = device_row.map(|r| device_from_row(&r, columns, &unit_of));
-    super::check_dram_against_device(&mut launches, &lines, device.as_ref(), &mut excluded);
-    Ok(NcuFile {
-        page: NcuPage::Raw,
-        device,
-        launches,
-        excluded,
-    })
+    rows.finish(device_row, &units)
 }
 
 /// A row's metrics from the wanted columns, each checked for plausibility
@@ -590,4 +674,45 @@ fn device_from_row(
     };
     device.resolve_peaks();
     device
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn units_row(cells: &[&str]) -> Units {
+        Units(Some(csv::ByteRecord::from(cells.to_vec())))
+    }
+
+    /// The column step on its own: known units give their factor, an
+    /// unknown one leaves its column out with a note naming it, and an
+    /// unknown duration unit is an error on the units line.
+    #[test]
+    fn wanted_columns_keep_known_units_and_name_the_unknown() {
+        let columns: Vec<String> = [
+            "ID",
+            "Kernel Name",
+            "gpu__time_duration.sum",
+            "dram__bytes_read.sum",
+            "sm__cycles_elapsed.avg.per_second",
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+        let ctx = Ctx {
+            path: "raw.csv",
+            line_offset: 3,
+        };
+        let units = units_row(&["", "", "usecond", "furlong", "Ghz"]);
+        let (wanted, notes) = wanted_columns(&columns, &units, 2, &ctx).unwrap();
+        let kept: Vec<(usize, f64)> = wanted.iter().map(|c| (c.index, c.factor)).collect();
+        assert_eq!(kept, vec![(2, 1e3), (4, 1e9)]);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("dram__bytes_read.sum") && notes[0].contains("furlong"));
+
+        let units = units_row(&["", "", "fortnight", "byte", "hz"]);
+        let err = wanted_columns(&columns, &units, 2, &ctx).err().unwrap();
+        let msg = err.to_string();
+        assert!(msg.contains("fortnight") && msg.contains(":5"), "{msg}");
+    }
 }

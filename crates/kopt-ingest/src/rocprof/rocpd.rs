@@ -126,17 +126,17 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
     conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, 16 << 20)
         .map_err(setup)?;
     set_recursion_guard(conn, true);
-    let seconds = SQLITE_SECONDS.get();
+    let seconds = SQLITE_SECONDS.checked()?;
     // The budget, or four times the file when that is more (sorting a big
     // database's rows is legitimate work).
     let temp_bytes = SQLITE_TEMP_MB
-        .get()
+        .checked()?
         .saturating_mul(1 << 20)
         .max(size.saturating_mul(4));
     let started = std::time::Instant::now();
     // The handler runs every 10,000 steps.
     let max_calls = SQLITE_MSTEPS
-        .get()
+        .checked()?
         .saturating_mul(100)
         .max(size.saturating_mul(256) / 10_000);
     let mut calls = 0u64;

@@ -124,8 +124,9 @@ pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
     let text = match file {
         "report.json" | "run.json" => read(file)?,
         _ => {
-            let d: Diagnosis = serde_json::from_str(&read("report.json")?)
-                .map_err(|e| format!("{uri}: report.json cannot be read: {e}"))?;
+            let d: Diagnosis =
+                kopt_engine::record::diagnosis_from_json(&read("report.json")?, "report.json")
+                    .map_err(|e| format!("{uri}: {e}"))?;
             if file == "report.md" {
                 Format::Markdown.exporter(None).render_to_string(&d)
             } else {

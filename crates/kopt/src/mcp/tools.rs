@@ -676,6 +676,10 @@ fn details(a: DetailsArgs, ctx: &Context) -> Result<Value, String> {
 /// The kernel `query` names (the most time among matches), with the
 /// findings about it.
 fn kernel_details(d: &Diagnosis, query: &str) -> Result<Value, String> {
+    // An empty query is in every name: it would answer with the hottest.
+    if query.trim().is_empty() {
+        return Err("invalid arguments: kernel is empty: give part of a kernel's name".into());
+    }
     let q = query.to_lowercase();
     let k = d
         .kernels

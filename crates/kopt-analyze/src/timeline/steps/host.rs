@@ -32,6 +32,7 @@ pub(super) fn sync_steps(t: &Timeline, order: &[(&GpuActivity, (i64, i64))]) -> 
         starts,
         ends,
         contiguous: true,
+        other_threads: None,
     })
 }
 
@@ -75,6 +76,7 @@ pub(super) fn host_gap_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Ste
             starts,
             ends,
             contiguous: true,
+            other_threads: None,
         });
     }
     None

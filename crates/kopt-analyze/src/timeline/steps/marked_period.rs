@@ -82,6 +82,7 @@ pub(super) fn marked_period_steps(
         starts,
         ends,
         contiguous: true,
+        other_threads: None,
     })
 }
 

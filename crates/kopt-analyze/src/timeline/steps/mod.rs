@@ -29,6 +29,9 @@ pub struct Steps {
     /// True when steps tile the time between them (sync, gaps, pattern):
     /// an activity launched between a step's end and the next start is not lost.
     pub contiguous: bool,
+    /// Where step markers of other host threads were left out: a note
+    /// saying so.
+    pub other_threads: Option<String>,
 }
 
 impl Steps {
@@ -223,5 +226,58 @@ mod tests {
         );
         let s = summarize(&t).unwrap();
         assert_eq!(s.kernels_per_iteration, Some(24.0));
+    }
+
+    /// #39: a second host thread's step markers (a data loader's, a
+    /// logger's) were merged into the step list. Steps come from the thread
+    /// with the most markers, and the detail counts the others left out.
+    #[test]
+    fn steps_come_from_one_host_thread_and_the_others_are_counted() {
+        for family in ["kopt_step", "ProfilerStep"] {
+            let mut t = Timeline::default();
+            let mut c = 1u64;
+            let range = |name: String, s: i64, e: i64, thread: u64| kopt_model::Range {
+                name,
+                start_ns: s,
+                end_ns: e,
+                thread: Some(thread),
+            };
+            for step in 0..8i64 {
+                let at = step * 100_000;
+                for k in 0..3 {
+                    let l = at + 1_000 + k * 20_000;
+                    t.api_calls.push(launch(l, 5_000, c));
+                    t.activities.push(kernel(l + 6_000, 10_000, c));
+                    c += 1;
+                }
+                t.ranges
+                    .push(range(format!("{family}#{step}"), at, at + 80_000, 1));
+            }
+            // A second thread marks 5 ranges of the same family, offset.
+            for i in 0..5i64 {
+                let at = i * 150_000 + 40_000;
+                t.ranges
+                    .push(range(format!("{family}#{}", 100 + i), at, at + 30_000, 2));
+            }
+            let s = find_steps(&t).unwrap();
+            assert_eq!(s.starts.len(), 8, "{family}: {}", s.detail);
+            assert!(
+                s.detail
+                    .contains("5 range(s) of 1 other host thread(s) left out"),
+                "{family}: {}",
+                s.detail
+            );
+            // The report's note says it in words.
+            let note = s.other_threads.as_deref().unwrap_or_default();
+            assert!(
+                note.contains(&format!("5 \"{family}\" range(s) of 1 other thread(s)")),
+                "{note}"
+            );
+            // One thread only: nothing said.
+            t.ranges.retain(|r| r.thread == Some(1));
+            let s = find_steps(&t).unwrap();
+            assert!(!s.detail.contains("left out"), "{}", s.detail);
+            assert_eq!(s.other_threads, None);
+        }
     }
 }

@@ -83,5 +83,6 @@ pub(super) fn pattern_steps(order: &[(&GpuActivity, (i64, i64))]) -> Option<Step
         starts,
         ends,
         contiguous: true,
+        other_threads: None,
     })
 }
