@@ -66,18 +66,7 @@ pub fn summarize(t: &Timeline, windows: &[(i64, i64)]) -> Option<OptimizerStep> 
     spans.sort_unstable();
     let (mut kernels, mut gpu) = (0usize, 0.0);
     let (mut multi, mut fused) = (false, false);
-    for a in t
-        .activities
-        .iter()
-        .filter(|a| a.kind == ActivityKind::Kernel)
-    {
-        let Some(at) = launched.get(&a.correlation) else {
-            continue;
-        };
-        let i = spans.partition_point(|s| s.0 <= *at);
-        if i.checked_sub(1).is_none_or(|j| *at > spans[j].1) {
-            continue;
-        }
+    for a in kernels_in(t, &spans, &launched) {
         kernels += 1;
         gpu += (a.end_ns - a.start_ns).max(0) as f64;
         let lower = a.name.to_ascii_lowercase();
@@ -137,7 +126,9 @@ fn zero_grad_fill(
     if spans.is_empty() || steps == 0 {
         return None;
     }
-    let (kernels, gpu) = kernels_in(t, &spans, launched);
+    let (kernels, gpu) = kernels_in(t, &spans, launched).fold((0usize, 0.0), |(n, ns), a| {
+        (n + 1, ns + (a.end_ns - a.start_ns).max(0) as f64)
+    });
     if kernels == 0 {
         return None;
     }
@@ -150,28 +141,28 @@ fn zero_grad_fill(
     })
 }
 
-/// The kernels launched inside `spans` (sorted): how many, and their GPU time.
-fn kernels_in(
-    t: &Timeline,
-    spans: &[(i64, i64)],
-    launched: &rustc_hash::FxHashMap<u64, i64>,
-) -> (usize, f64) {
-    let (mut kernels, mut gpu) = (0usize, 0.0);
-    for a in t
-        .activities
+/// The kernels launched (by their host launch call) inside `spans`, sorted.
+fn kernels_in<'a>(
+    t: &'a Timeline,
+    spans: &'a [(i64, i64)],
+    launched: &'a rustc_hash::FxHashMap<u64, i64>,
+) -> impl Iterator<Item = &'a kopt_model::GpuActivity> + 'a {
+    t.activities
         .iter()
         .filter(|a| a.kind == ActivityKind::Kernel)
-    {
-        let Some(at) = launched.get(&a.correlation) else {
-            continue;
-        };
+        .filter(move |a| launched_inside(a, spans, launched))
+}
+
+/// Whether `a`'s launch call started inside one of `spans` (sorted).
+fn launched_inside(
+    a: &kopt_model::GpuActivity,
+    spans: &[(i64, i64)],
+    launched: &rustc_hash::FxHashMap<u64, i64>,
+) -> bool {
+    launched.get(&a.correlation).is_some_and(|at| {
         let i = spans.partition_point(|s| s.0 <= *at);
-        if i.checked_sub(1).is_some_and(|j| *at <= spans[j].1) {
-            kernels += 1;
-            gpu += (a.end_ns - a.start_ns).max(0) as f64;
-        }
-    }
-    (kernels, gpu)
+        i.checked_sub(1).is_some_and(|j| *at <= spans[j].1)
+    })
 }
 
 /// The finding for a `zero_grad` that fills the gradients with zeros,
@@ -275,12 +266,7 @@ pub fn launch_ids(t: &Timeline) -> std::collections::HashSet<u64> {
         .iter()
         .filter(|a| a.kind == ActivityKind::Kernel)
         .enumerate()
-        .filter(|(_, a)| {
-            launched.get(&a.correlation).is_some_and(|at| {
-                let i = spans.partition_point(|s| s.0 <= *at);
-                i.checked_sub(1).is_some_and(|j| *at <= spans[j].1)
-            })
-        })
+        .filter(|(_, a)| launched_inside(a, &spans, &launched))
         .map(|(i, _)| i as u64)
         .collect()
 }
@@ -371,34 +357,38 @@ mod tests {
             });
             for k in 0..per_step as i64 {
                 c += 1;
-                let host = at + 5_000_000 + k * 6_000;
-                t.api_calls.push(ApiCall {
-                    kind: ApiKind::KernelLaunch,
-                    name: "cudaLaunchKernel".into(),
-                    start_ns: host,
-                    end_ns: host + 5_000,
-                    thread: 1,
-                    correlation: c,
-                    frame: None,
-                    op: None,
-                    op_span: None,
-                });
-                t.activities.push(GpuActivity {
-                    kind: ActivityKind::Kernel,
-                    name: kernel.into(),
-                    start_ns: host + 7_000,
-                    end_ns: host + 9_000,
-                    device: 0,
-                    stream: 7,
-                    correlation: c,
-                    grid: None,
-                    block: None,
-                    bytes: None,
-                    copy: None,
-                });
+                launch(&mut t, c, at + 5_000_000 + k * 6_000, kernel, 2_000);
             }
         }
         t
+    }
+
+    /// A kernel `name` of `gpu_ns` launched at `host` (correlation `c`).
+    fn launch(t: &mut Timeline, c: u64, host: i64, name: &str, gpu_ns: i64) {
+        t.api_calls.push(ApiCall {
+            kind: ApiKind::KernelLaunch,
+            name: "cudaLaunchKernel".into(),
+            start_ns: host,
+            end_ns: host + 5_000,
+            thread: 1,
+            correlation: c,
+            frame: None,
+            op: None,
+            op_span: None,
+        });
+        t.activities.push(GpuActivity {
+            kind: ActivityKind::Kernel,
+            name: name.into(),
+            start_ns: host + 7_000,
+            end_ns: host + 7_000 + gpu_ns,
+            device: 0,
+            stream: 7,
+            correlation: c,
+            grid: None,
+            block: None,
+            bytes: None,
+            copy: None,
+        });
     }
 
     fn windows() -> Vec<(i64, i64)> {
@@ -482,31 +472,8 @@ mod tests {
             }
             for k in 0..3 {
                 c += 1;
-                let host = at + 10_000 + k * 100_000;
-                t.api_calls.push(ApiCall {
-                    kind: ApiKind::KernelLaunch,
-                    name: "cudaLaunchKernel".into(),
-                    start_ns: host,
-                    end_ns: host + 5_000,
-                    thread: 1,
-                    correlation: c,
-                    frame: None,
-                    op: None,
-                    op_span: None,
-                });
-                t.activities.push(GpuActivity {
-                    kind: ActivityKind::Kernel,
-                    name: "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>".into(),
-                    start_ns: host + 7_000,
-                    end_ns: host + 17_000,
-                    device: 0,
-                    stream: 7,
-                    correlation: c,
-                    grid: None,
-                    block: None,
-                    bytes: None,
-                    copy: None,
-                });
+                let fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>";
+                launch(&mut t, c, at + 10_000 + k * 100_000, fill, 10_000);
             }
         }
         let o = summarize(&t, &windows()).unwrap();

@@ -39,6 +39,12 @@ fn optimize(dir: &Path, extra: &[&str]) -> Output {
 }
 
 fn optimize_env(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Output {
+    optimize_command(dir, extra, envs).output().unwrap()
+}
+
+/// `kopt optimize` of the fake module in `dir` with the fake ncu and
+/// Python installed there, not started.
+fn optimize_command(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Command {
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     install(&bin, "tests/support/fake-ncu.sh", "ncu");
@@ -51,43 +57,42 @@ fn optimize_env(dir: &Path, extra: &[&str], envs: &[(&str, &str)]) -> Output {
     );
     std::fs::write(dir.join("topk.py"), MODULE).unwrap();
     let fixture = |rel: &str| repo("../../fixtures").join(rel);
-    Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args([
-            "optimize", "--script", "topk.py", "--module", "topk", "--python",
-        ])
-        .arg(&python)
-        .args([
-            "--runs-dir",
-            "runs",
-            "--db",
-            "h.db",
-            "--journal-file",
-            "J.md",
-            "-q",
-        ])
-        .args(extra)
-        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
-        .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
-        .env(
-            "FAKE_PASS1",
-            fixture("labeled-suite-h200-profile/profile_pass1_timing.csv"),
-        )
-        .env(
-            "FAKE_PASS2",
-            fixture("labeled-suite-h200-profile/profile_pass2_targeted.csv"),
-        )
-        .env("FAKE_PASS3", fixture("labeled-suite-h100/ncu_details.csv"))
-        .env("FAKE_REF", dir.join("ref.safetensors"))
-        .env("FAKE_BAD", dir.join("bad.safetensors"))
-        .env("FAKE_CLOSE_FILE", dir.join("close.safetensors"))
-        .env("FAKE_CLOSE", "tf32,bf16_autocast")
-        .env("FAKE_SKIP", "sdpa")
-        .env("FAKE_WRONG", "compile_max_autotune")
-        .env("FAKE_FAILS", "compile_max_autotune_graph")
-        .envs(envs.iter().copied())
-        .current_dir(dir)
-        .output()
-        .unwrap()
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kopt"));
+    cmd.args([
+        "optimize", "--script", "topk.py", "--module", "topk", "--python",
+    ])
+    .arg(&python)
+    .args([
+        "--runs-dir",
+        "runs",
+        "--db",
+        "h.db",
+        "--journal-file",
+        "J.md",
+        "-q",
+    ])
+    .args(extra)
+    .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+    .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
+    .env(
+        "FAKE_PASS1",
+        fixture("labeled-suite-h200-profile/profile_pass1_timing.csv"),
+    )
+    .env(
+        "FAKE_PASS2",
+        fixture("labeled-suite-h200-profile/profile_pass2_targeted.csv"),
+    )
+    .env("FAKE_PASS3", fixture("labeled-suite-h100/ncu_details.csv"))
+    .env("FAKE_REF", dir.join("ref.safetensors"))
+    .env("FAKE_BAD", dir.join("bad.safetensors"))
+    .env("FAKE_CLOSE_FILE", dir.join("close.safetensors"))
+    .env("FAKE_CLOSE", "tf32,bf16_autocast")
+    .env("FAKE_SKIP", "sdpa")
+    .env("FAKE_WRONG", "compile_max_autotune")
+    .env("FAKE_FAILS", "compile_max_autotune_graph")
+    .envs(envs.iter().copied())
+    .current_dir(dir);
+    cmd
 }
 
 fn json(o: &Output) -> serde_json::Value {
@@ -609,47 +614,15 @@ fn a_harness_stopped_at_its_timeout_keeps_the_verdicts_so_far() {
 fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    // The command optimize_env runs, started instead of waited for.
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    install(&bin, "tests/support/fake-ncu.sh", "ncu");
-    let python = install(dir, "tests/support/fake-python.sh", "fake-python");
-    safetensors(&dir.join("ref.safetensors"), &[1.0, 2.0, 3.0, 4.0]);
-    std::fs::write(dir.join("topk.py"), MODULE).unwrap();
-    let fixture = |rel: &str| repo("../../fixtures").join(rel);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args([
-            "optimize", "--script", "topk.py", "--module", "topk", "--python",
-        ])
-        .arg(&python)
-        .args([
-            "--runs-dir",
-            "runs",
-            "--db",
-            "h.db",
-            "--journal-file",
-            "J.md",
-            "-q",
-        ])
-        .args(["--candidate", "tf32", "--candidate", "graph"])
-        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
-        .env("KOPT_TRACER", "/nonexistent/libkopt_tracer.so")
-        .env(
-            "FAKE_PASS1",
-            fixture("labeled-suite-h200-profile/profile_pass1_timing.csv"),
-        )
-        .env(
-            "FAKE_PASS2",
-            fixture("labeled-suite-h200-profile/profile_pass2_targeted.csv"),
-        )
-        .env("FAKE_PASS3", fixture("labeled-suite-h100/ncu_details.csv"))
-        .env("FAKE_REF", dir.join("ref.safetensors"))
-        .env("FAKE_HANGS", "1")
-        .current_dir(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = optimize_command(
+        dir,
+        &["--candidate", "tf32", "--candidate", "graph"],
+        &[("FAKE_HANGS", "1")],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
     let start = std::time::Instant::now();
     let checkpoint = loop {
         let found = std::fs::read_dir(dir.join("runs"))
