@@ -1,24 +1,16 @@
 //! Hardening, round three (#39), the cases that live in the command line:
 //! what an error echoes, what its messages claim, what -o may write over.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{kopt, stderr};
 
 fn suite() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/labeled-suite-h100/ncu_raw_base.csv")
-}
-
-fn kopt(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A 100 KB value or path is not echoed whole: the error stays a short

@@ -2,16 +2,9 @@
 //! take as fact (#27): a one-line error naming file, line and field, or a
 //! note in the report naming what was left unknown, never a silent figure.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn kopt(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::kopt;
 
 /// An ncu raw page with a units row and one launch, `metric` (in `unit`)
 /// written as `cell`.
