@@ -84,13 +84,18 @@ pub(crate) fn check_activities(
     t: &kopt_model::Timeline,
     path: &str,
 ) -> Result<(), crate::IngestError> {
+    check_activity_count(t.activities.len(), path)
+}
+
+/// [`check_activities`] for `n` activities not built yet (an AMD kernel
+/// trace's dispatches, checked before each becomes a launch record).
+pub(crate) fn check_activity_count(n: usize, path: &str) -> Result<(), crate::IngestError> {
     let max = TIMELINE_MAX_ACTIVITIES;
-    if t.activities.len() as u64 > max.checked()? {
+    if n as u64 > max.checked()? {
         return Err(crate::IngestError::format(
             path,
             format!(
-                "{} GPU activities: more than the timeline budget of {}, not analysed; record fewer steps or sample (kopt trace --sample), or {}",
-                t.activities.len(),
+                "{n} GPU activities: more than the timeline budget of {}, not analysed; record fewer steps or sample (kopt trace --sample), or {}",
                 max.get(),
                 max.how_to_raise()
             ),

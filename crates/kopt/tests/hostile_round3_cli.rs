@@ -141,3 +141,25 @@ fn a_timeline_past_its_activity_budget_is_refused() {
         "{e}"
     );
 }
+
+/// The same budget holds for an AMD kernel trace: its dispatches are
+/// counted before each becomes a launch record.
+#[test]
+fn an_amd_kernel_trace_past_the_activity_budget_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/amd/synthetic-rocprofv3-moe-route/kernel_trace.csv");
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze"])
+        .arg(&trace)
+        .env("KOPT_TIMELINE_MAX_ACTIVITIES", "10")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("120 GPU activities: more than the timeline budget of 10"),
+        "{e}"
+    );
+}

@@ -632,6 +632,13 @@ pub fn merge_rocprof(
         counted.into_iter().chain(base_rest),
         &mut sources,
     );
+    // Each dispatch becomes a launch record: the timeline's budget holds
+    // for AMD's traces as for the others.
+    let label = sources
+        .iter()
+        .find(|s| s.launches > 0)
+        .map_or_else(|| "rocprof input".to_string(), |s| s.path.clone());
+    crate::budget::check_activity_count(base.len() + copies.len(), &label)?;
 
     let mut launches: Vec<KernelLaunch> = base
         .iter()
