@@ -675,6 +675,17 @@ fn over_budget_is_refused_up_front() {
             .contains("budget_s"),
         "{r}"
     );
+    // A budget past the clock's range panicked in the runner (1e19).
+    for (id, tool) in [(3, "trace"), (4, "profile"), (5, "tune")] {
+        let args = if tool == "tune" {
+            json!({"template": "true {x}", "params": ["x=1"], "budget_s": 1e19})
+        } else {
+            json!({"command": ["true"], "budget_s": 1e19})
+        };
+        let r = s.call(id, tool, args);
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+        assert!(r.to_string().contains("at most 1e9"), "{tool}: {r}");
+    }
     s.close(Duration::from_secs(5));
 }
 

@@ -771,10 +771,14 @@ fn workload(run: &RunArgs, argv: Vec<String>) -> Result<kopt_engine::WorkloadOpt
 }
 
 fn check_budget(budget: f64) -> Result<(), String> {
-    if budget.is_finite() && budget > 0.0 {
+    // Past MAX_SECONDS a deadline overflows the clock (1e19 panicked).
+    let max = kopt_engine::profile::MAX_SECONDS;
+    if budget.is_finite() && budget > 0.0 && budget <= max {
         Ok(())
     } else {
-        Err("invalid arguments: budget_s must be a positive number of seconds".into())
+        Err(format!(
+            "invalid arguments: budget_s must be a positive number of seconds, at most {max:e}"
+        ))
     }
 }
 
