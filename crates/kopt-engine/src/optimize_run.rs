@@ -25,8 +25,13 @@ const KEPT_PROFILE_S: std::time::Duration = std::time::Duration::from_secs(20);
 pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<OptimizeReport> {
     req.validate()?;
     let started = std::time::Instant::now();
-    let text = read_script(&req.script)?;
     let module = req.module_name();
+    let text = module_script_text(req, &module)?;
+    // Without counters the baseline is the tracer's alone: a missing tracer
+    // is said before anything is created.
+    if !req.counters {
+        kopt_collect::trace::locate_tracer(req.tracer.as_deref())?;
+    }
     let (_, run_dir) = crate::run_folder::create_run_dir(&req.runs_dir)?;
     let baseline_dir = run_dir.join("baseline");
     let prepared = crate::module_script::prepare(
@@ -187,17 +192,17 @@ fn checkpoint(report: &OptimizeReport) -> Result<()> {
     std::fs::rename(&tmp, &path).map_err(|e| crate::error::io_error(&path, "write", e))
 }
 
-fn read_script(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Error::Usage(format!("--script {}: {e}", path.display())))?;
-    if !meta.is_file() {
-        return Err(Error::Usage(format!(
-            "--script {}: not a regular file",
-            path.display()
-        )));
+/// The module script's text, read as `--script` reads a script (a regular
+/// file within the size cap, UTF-8) and refused unless it is a module
+/// script: all before the run folder exists.
+fn module_script_text(req: &OptimizeRequest, module: &str) -> Result<String> {
+    match crate::workload::Workload::from_script_file(&req.script, &req.python, Some(module), false)? {
+        crate::workload::Workload::Script(s) => Ok(s.text),
+        crate::workload::Workload::Command(_) => Err(Error::Usage(format!(
+            "{}: kopt optimize needs a module script: an nn.Module class (Model) and get_inputs(), optionally get_init_inputs()",
+            req.script.display()
+        ))),
     }
-    std::fs::read_to_string(path)
-        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))
 }
 
 /// The baseline profile: the tracer's timeline and, with ncu, counters on

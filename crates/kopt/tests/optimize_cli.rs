@@ -519,6 +519,31 @@ fn a_script_without_the_module_convention_is_a_usage_error() {
         err.starts_with("kopt: error: ") && err.contains("get_inputs()"),
         "{err}"
     );
+    // A refused script is never copied: no run folder (a fifth hostile
+    // round found a 3 GB sparse file written out whole, and /etc/passwd
+    // behind a link copied, before the refusal).
+    assert!(!d.path().join("runs").exists(), "a run folder was left");
+    std::os::unix::fs::symlink("/etc/passwd", d.path().join("link.py")).unwrap();
+    let big = std::fs::File::create(d.path().join("big.py")).unwrap();
+    big.set_len(64 << 20).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.path().join("zero.py")).unwrap();
+    for (script, expected) in [
+        ("link.py", "needs a module script"),
+        ("big.py", "larger than"),
+        ("zero.py", "not a regular file"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["optimize", "--script", script, "--runs-dir", "runs"])
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(expected), "{script}: {err}");
+        assert!(
+            !d.path().join("runs").exists(),
+            "{script}: a run folder was left"
+        );
+    }
 }
 
 #[test]
