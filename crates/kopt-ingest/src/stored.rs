@@ -49,10 +49,25 @@ fn walk(v: &serde_json::Value, path: &mut String) -> Option<String> {
         Value::Number(n) => {
             let x = n.as_f64()?;
             let key = path.rsplit(['.', ']']).next().unwrap_or_default();
-            why_implausible(key, x).map(|why| format!("{} = {n}: {why}", crate::echo(path)))
+            why_implausible(key, x)
+                .or_else(|| why_implausible_count(key, n))
+                .map(|why| format!("{} = {n}: {why}", crate::echo(path)))
         }
         _ => None,
     }
+}
+
+/// The largest whole number kopt writes that is not a time in ns: counts
+/// of launches, samples, steps, bytes. Past 2^53 a count is no longer
+/// exact as a float and its sums wrap (2^64-5 launches printed as "5").
+const MAX_COUNT: u64 = 1 << 53;
+
+/// Why a whole number under `key` cannot be one kopt wrote, if it cannot:
+/// a count past [`MAX_COUNT`] (times in ns since the epoch excepted).
+fn why_implausible_count(key: &str, n: &serde_json::Number) -> Option<&'static str> {
+    let big = n.as_u64().is_some_and(|v| v > MAX_COUNT)
+        || n.as_i64().is_some_and(|v| v.unsigned_abs() > MAX_COUNT);
+    (big && !key.ends_with("_ns")).then_some("a count past 2^53, beyond any kopt writes")
 }
 
 /// Why figure `x` under `key` cannot be one kopt wrote, if it cannot.

@@ -22,7 +22,13 @@ fn a_stored_report_as_kopt_wrote_it_reads_back() {
 fn implausible_figures_in_a_stored_report_are_refused_by_name() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("report.json");
-    let cases: [(&str, serde_json::Value, &str); 4] = [
+    let cases: [(&str, serde_json::Value, &str); 5] = [
+        // A fifth hostile round: 2^64-5 launches summed to "5 launches".
+        (
+            "/kernels/0/launches",
+            serde_json::json!(u64::MAX - 4),
+            "kernels[0].launches = 18446744073709551611: a count past 2^53",
+        ),
         (
             "/kernels/0/mean_ns",
             serde_json::json!(-5.0),
