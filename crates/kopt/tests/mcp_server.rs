@@ -755,6 +755,31 @@ fn a_bench_too_long_for_its_budget_samples_less_instead() {
     s.close(Duration::from_secs(5));
 }
 
+/// A fifth hostile round: links planted at the records (`.kopt`, the
+/// journal) had the server write outside its folder. Refused, and the
+/// outside files untouched.
+#[test]
+fn records_behind_a_planted_link_are_refused() {
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("notes.md");
+    std::fs::write(&victim, "mine\n").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(&victim, d.path().join("OPTIMIZATIONS.md")).unwrap();
+    let mut s = Server::start_in(d, &[]);
+    s.initialize();
+    let r = s.call(1, "journal_add", json!({"hypothesis": "x"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.to_string().contains("leads outside"), "{r}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+    // A .kopt folder that is a link out: no history created there.
+    std::fs::remove_file(s.dir.path().join("OPTIMIZATIONS.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), s.dir.path().join(".kopt")).unwrap();
+    let r = s.call(2, "history", json!({}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(!outside.path().join("history.db").exists());
+    s.close(Duration::from_secs(5));
+}
+
 #[test]
 fn history_and_resources_of_an_empty_folder() {
     let mut s = Server::start(&[]);

@@ -559,6 +559,9 @@ fn parse<T: for<'de> Deserialize<'de>>(arguments: Value) -> Result<T, String> {
 }
 
 fn dispatch(tool: Tool, arguments: Value, ctx: &Context) -> Result<Value, String> {
+    if !matches!(tool, Tool::Analyze | Tool::AnalyzeRanks | Tool::Details) {
+        records_inside(ctx.config)?;
+    }
     match tool {
         Tool::Analyze => analyze(parse(arguments)?, ctx),
         Tool::AnalyzeRanks => analyze_ranks(parse(arguments)?, ctx),
@@ -619,6 +622,48 @@ fn allowed_path(config: &Config, given: &str) -> Result<PathBuf, String> {
         ));
     }
     Ok(path)
+}
+
+/// The records a tool writes or reads (the history, the run folders, the
+/// journal) stay inside the server's folders and its project: a link
+/// planted at one of them, or at `.kopt`, would have the server write
+/// elsewhere.
+fn records_inside(config: &Config) -> Result<(), String> {
+    // The records' home is the project's root (RecordPaths), which may be
+    // above the server's folder.
+    let project = kopt_engine::record::project_root(&config.cwd);
+    let roots: Vec<PathBuf> = [&config.cwd, &project]
+        .into_iter()
+        .chain(&config.allowed)
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect();
+    let paths = kopt_engine::RecordPaths::for_cwd(&config.cwd);
+    for p in [&paths.db, &paths.runs_dir, &paths.journal] {
+        let inside = resolved(p, 0).is_some_and(|r| roots.iter().any(|d| r.starts_with(d)));
+        if !inside {
+            return Err(format!(
+                "refused: {} leads outside the server's folders (a link?); kopt keeps its records inside them",
+                p.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Where a write to `p` would land: links followed as far as the path
+/// exists, the rest appended. None past 40 links.
+fn resolved(p: &Path, depth: usize) -> Option<PathBuf> {
+    if depth > 40 {
+        return None;
+    }
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(p).ok()?;
+            resolved(&p.parent()?.join(target), depth + 1)
+        }
+        Ok(_) => std::fs::canonicalize(p).ok(),
+        Err(_) => Some(resolved(p.parent()?, depth + 1)?.join(p.file_name()?)),
+    }
 }
 
 fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
