@@ -27,21 +27,35 @@ pub fn read_report(row: &RunRow) -> StoredReport {
             .ok()
             .filter(|d| kopt_ingest::stored::check_diagnosis(d).is_ok())
             .map(|d| StoredReport::Diagnosis(Box::new(d))),
-        "bench" => serde_json::from_str(json)
-            .map(|b| StoredReport::Bench(Box::new(b)))
-            .ok(),
-        "compare" => serde_json::from_str(json)
-            .map(|c| StoredReport::Compare(Box::new(c)))
-            .ok(),
-        "optimize" => serde_json::from_str(json)
-            .map(|o| StoredReport::Optimize(Box::new(o)))
-            .ok(),
-        "tune" => serde_json::from_str(json)
-            .map(|t| StoredReport::Tune(Box::new(t)))
-            .ok(),
+        // A measurement with a figure none could be (-5x, 1e308) likewise.
+        "bench" | "compare" | "optimize" | "tune" => {
+            serde_json::from_str::<serde_json::Value>(json)
+                .ok()
+                .filter(|v| kopt_ingest::stored::unmeasurable_figure(v).is_none())
+                .and_then(|v| measurement(&row.kind, v))
+        }
         _ => None,
     };
     parsed.unwrap_or(StoredReport::None)
+}
+
+/// A measurement document of `kind` from its checked JSON.
+fn measurement(kind: &str, v: serde_json::Value) -> Option<StoredReport> {
+    match kind {
+        "bench" => serde_json::from_value(v)
+            .ok()
+            .map(|b| StoredReport::Bench(Box::new(b))),
+        "compare" => serde_json::from_value(v)
+            .ok()
+            .map(|c| StoredReport::Compare(Box::new(c))),
+        "optimize" => serde_json::from_value(v)
+            .ok()
+            .map(|o| StoredReport::Optimize(Box::new(o))),
+        "tune" => serde_json::from_value(v)
+            .ok()
+            .map(|t| StoredReport::Tune(Box::new(t))),
+        _ => None,
+    }
 }
 
 /// The history opened for reading only (never created), or `None` where
@@ -189,7 +203,14 @@ fn checked_points(db: &Path) -> Result<(Vec<CalibrationPoint>, Vec<String>)> {
         return Ok((points, left_out));
     };
     for row in h.list(usize::MAX)? {
-        let StoredReport::Optimize(r) = read_report(&row) else {
+        // Read directly, not through `read_report` (which drops a report
+        // with an impossible figure whole): each implausible point is
+        // left out here by name.
+        let Some(r) = (row.kind == "optimize")
+            .then_some(row.report_json.as_deref())
+            .flatten()
+            .and_then(|j| serde_json::from_str::<kopt_model::optimize::OptimizeReport>(j).ok())
+        else {
             continue;
         };
         for c in &r.candidates {

@@ -23,10 +23,32 @@ const SPEEDUP_KEYS: &[&str] = &["estimate", "low", "high"];
 /// figure kopt writes is negative; percentages stay within 0..=1000,
 /// speedups above 0, everything within [`MAX_FIGURE`].
 pub fn implausible_figure(v: &serde_json::Value) -> Option<String> {
-    walk(v, &mut String::new())
+    walk(v, &mut String::new(), &|key, n| {
+        why_implausible(key, n.as_f64()?).or_else(|| why_implausible_count(key, n))
+    })
 }
 
-fn walk(v: &serde_json::Value, path: &mut String) -> Option<String> {
+/// [`implausible_figure`] for the measurement documents (bench, compare,
+/// optimize, tune), where a change in percent may be negative: a figure
+/// beyond any kopt writes, a count past 2^53, a negative time or speedup.
+pub fn unmeasurable_figure(v: &serde_json::Value) -> Option<String> {
+    walk(v, &mut String::new(), &|key, n| {
+        let x = n.as_f64()?;
+        let time_or_speedup =
+            key.ends_with("_s") || key.ends_with("_ns") || key.contains("speedup");
+        if !x.is_finite() || x.abs() > MAX_FIGURE {
+            Some("beyond any figure kopt writes (1e21)")
+        } else if time_or_speedup && x < 0.0 {
+            Some("a negative time or speedup")
+        } else {
+            why_implausible_count(key, n)
+        }
+    })
+}
+
+type Rule<'a> = &'a dyn Fn(&str, &serde_json::Number) -> Option<&'static str>;
+
+fn walk(v: &serde_json::Value, path: &mut String, rule: Rule) -> Option<String> {
     use serde_json::Value;
     match v {
         Value::Object(m) => m.iter().find_map(|(k, v)| {
@@ -35,23 +57,20 @@ fn walk(v: &serde_json::Value, path: &mut String) -> Option<String> {
                 path.push('.');
             }
             path.push_str(k);
-            let found = walk(v, path);
+            let found = walk(v, path, rule);
             path.truncate(len);
             found
         }),
         Value::Array(a) => a.iter().enumerate().find_map(|(i, v)| {
             let len = path.len();
             path.push_str(&format!("[{i}]"));
-            let found = walk(v, path);
+            let found = walk(v, path, rule);
             path.truncate(len);
             found
         }),
         Value::Number(n) => {
-            let x = n.as_f64()?;
             let key = path.rsplit(['.', ']']).next().unwrap_or_default();
-            why_implausible(key, x)
-                .or_else(|| why_implausible_count(key, n))
-                .map(|why| format!("{} = {n}: {why}", crate::echo(path)))
+            rule(key, n).map(|why| format!("{} = {n}: {why}", crate::echo(path)))
         }
         _ => None,
     }
@@ -98,6 +117,28 @@ pub fn check_diagnosis(d: &Diagnosis) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fifth hostile round: a stored bench printed a "-5.000x" speed-up
+    /// and 309-digit figures; a change in percent stays signed.
+    #[test]
+    fn measurement_documents_keep_signed_changes_and_refuse_impossible_figures() {
+        let ok = serde_json::json!({"variants": [{"median_s": 0.01, "speedup_vs_first": 1.2, "delta_pct": -16.7}]});
+        assert_eq!(unmeasurable_figure(&ok), None);
+        for (bad, named) in [
+            (
+                serde_json::json!({"variants": [{"speedup_vs_first": -5.0}]}),
+                "variants[0].speedup_vs_first",
+            ),
+            (
+                serde_json::json!({"variants": [{"median_s": 1e308}]}),
+                "variants[0].median_s",
+            ),
+            (serde_json::json!({"samples": u64::MAX}), "samples"),
+        ] {
+            let why = unmeasurable_figure(&bad).unwrap();
+            assert!(why.starts_with(named), "{why}");
+        }
+    }
 
     #[test]
     fn the_first_implausible_figure_is_named_with_its_path() {
