@@ -50,9 +50,49 @@ pub use workload::{ScriptSource, Workload, WorkloadOptions};
 
 /// Write outputs under kopt's output policy (see `kopt_store::files`):
 /// every path is checked first, so nothing is written unless all can be.
+/// Every file a command will write, checked before anything runs: the
+/// output policy (`kopt_store::check_writable`), and never one of kopt's
+/// own records (the project's history database and its WAL files, the
+/// journal): `compare -o .kopt/history.db` replaced the history.
+pub fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a std::path::Path>) -> Result<()> {
+    let paths: Vec<&std::path::Path> = paths.into_iter().collect();
+    kopt_store::check_writable(paths.iter().copied()).map_err(|e| Error::Output(e.to_string()))?;
+    let records = RecordPaths::current();
+    let wal = |suffix: &str| {
+        let mut name = records.db.clone().into_os_string();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    let kept = [
+        records.db.clone(),
+        wal("-wal"),
+        wal("-shm"),
+        records.journal.clone(),
+    ];
+    // A record may not exist yet (the journal before its first entry):
+    // compared by folder and name then.
+    let place = |p: &std::path::Path| {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = std::fs::canonicalize(dir.unwrap_or(std::path::Path::new("."))).ok()?;
+        Some(dir.join(p.file_name()?))
+    };
+    for p in paths {
+        let same = |r: &&std::path::PathBuf| {
+            kopt_store::files::overwrites(p, r) || place(p).is_some_and(|a| Some(a) == place(r))
+        };
+        if let Some(r) = kept.iter().find(same) {
+            return Err(Error::Usage(format!(
+                "{} would overwrite kopt's own record {}: write the report elsewhere",
+                p.display(),
+                r.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub fn write_outputs(outputs: &[(&std::path::Path, &[u8])]) -> Result<()> {
-    kopt_store::check_writable(outputs.iter().map(|(p, _)| *p))
-        .map_err(|e| Error::Output(e.to_string()))?;
+    check_outputs(outputs.iter().map(|(p, _)| *p))?;
     for (path, bytes) in outputs {
         kopt_store::write_file(path, bytes).map_err(|e| Error::Output(e.to_string()))?;
     }

@@ -105,7 +105,7 @@ pub fn bench(a: &BenchArgs) -> Outcome {
     }
     let req = options::bench(a)?;
     if let Some(o) = &a.output {
-        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+        kopt_engine::check_outputs([o.as_path()])?;
     }
     let report = kopt_engine::bench(&req, &TerminalProgress::new(false))?;
     let text = report.render(a.format, Layout::default());
@@ -119,7 +119,7 @@ pub fn bench(a: &BenchArgs) -> Outcome {
 /// `kopt bench --script A.py --candidate-script B.py`: the in-process gate.
 fn bench_scripts(a: &BenchArgs, script: &std::path::Path, candidate: &std::path::Path) -> Outcome {
     if let Some(o) = &a.output {
-        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+        kopt_engine::check_outputs([o.as_path()])?;
     }
     let m = &a.measure;
     let req = kopt_engine::gate::GateScriptRequest {
@@ -153,7 +153,7 @@ fn bench_scripts(a: &BenchArgs, script: &std::path::Path, candidate: &std::path:
 pub fn compare(a: &CompareArgs) -> Outcome {
     let req = options::compare(a)?;
     if let Some(o) = &a.output {
-        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+        kopt_engine::check_outputs([o.as_path()])?;
     }
     let report = kopt_engine::compare(&req, &TerminalProgress::new(false))?;
     let text = report.render(a.format, Layout::default());
@@ -167,7 +167,7 @@ pub fn compare(a: &CompareArgs) -> Outcome {
 pub fn optimize(a: &OptimizeArgs) -> Outcome {
     let req = options::optimize(a)?;
     if let Some(o) = &a.output {
-        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+        kopt_engine::check_outputs([o.as_path()])?;
     }
     let report = kopt_engine::optimize(&req, &TerminalProgress::new(true))?;
     let text = report.render(a.format, Layout::default());
@@ -232,8 +232,7 @@ pub fn history(a: &HistoryArgs) -> Outcome {
 /// Every file a report command will write, checked before the workload runs.
 fn check_outputs(r: &ReportOptions, export: Option<&Path>) -> Result<(), Error> {
     let paths = [r.output.as_deref(), r.html.as_deref(), export];
-    kopt_store::check_writable(paths.into_iter().flatten())
-        .map_err(|e| Error::Output(e.to_string()))
+    kopt_engine::check_outputs(paths.into_iter().flatten())
 }
 
 /// The diagnosis in its format to -o or stdout, the HTML page and any
@@ -300,7 +299,7 @@ pub fn tune(a: &crate::cli::TuneArgs) -> Outcome {
     }
     let req = options::tune(a)?;
     if let Some(o) = &a.output {
-        kopt_store::check_writable([o.as_path()]).map_err(|e| Error::Output(e.to_string()))?;
+        kopt_engine::check_outputs([o.as_path()])?;
     }
     let report = kopt_engine::tune(&req, &TerminalProgress::new(true))?;
     let text = report.render(a.format, Layout::default());

@@ -181,3 +181,29 @@ fn unreadable_input_is_an_error_not_a_verdict() {
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("junk.npy"), "{}", text(&o));
 }
+
+/// A fifth hostile round: `compare -o .kopt/history.db` replaced the
+/// history database with the text report. kopt's own records are never
+/// an output.
+#[test]
+fn an_output_onto_kopts_records_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let v = random(16, 3);
+    let a = npy(d.path(), "a.npy", &[16], &v);
+    let b = npy(d.path(), "b.npy", &[16], &v);
+    assert!(kopt(&[&a, &b], &[]).status.success());
+    let db = d.path().join(".kopt/history.db");
+    let before = std::fs::read(&db).unwrap();
+    for out in [".kopt/history.db", "OPTIMIZATIONS.md"] {
+        let o = kopt(&[&a, &b], &["-o", out]);
+        assert_eq!(o.status.code(), Some(2), "{out}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("kopt's own record"),
+            "{out}"
+        );
+    }
+    assert!(!d.path().join("OPTIMIZATIONS.md").exists());
+    // The refused run recorded nothing either: the database is as it was
+    // after the first comparison.
+    assert_eq!(std::fs::read(&db).unwrap().len(), before.len());
+}
