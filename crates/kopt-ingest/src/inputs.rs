@@ -28,9 +28,32 @@ pub struct ExportedReport {
     pub details: Vec<u8>,
 }
 
+/// One file given twice (by another name, `./x` or a link) would be merged
+/// as two captures, its launches and time doubled: refused by identity.
+fn refuse_repeats(paths: &[PathBuf]) -> Result<(), IngestError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: std::collections::HashMap<(u64, u64), &PathBuf> = Default::default();
+    for p in paths {
+        let Ok(m) = std::fs::metadata(p) else {
+            continue;
+        };
+        if let Some(first) = seen.insert((m.dev(), m.ino()), p) {
+            return Err(IngestError::format(
+                &p.display().to_string(),
+                format!(
+                    "the same file as {}: give each input once (it would count twice)",
+                    crate::echo(&first.display().to_string())
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The inputs merged into one profile: counters per kernel from ncu pages
 /// and run folders, the timeline from a trace.
 pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Profile, IngestError> {
+    refuse_repeats(paths)?;
     let mut files = Vec::new();
     let mut profiles = Vec::new();
     let mut traces = Vec::new();

@@ -163,3 +163,21 @@ fn an_amd_kernel_trace_past_the_activity_budget_is_refused() {
         "{e}"
     );
 }
+
+/// A fifth hostile round: one file given three times was merged as three
+/// captures (636 launches, 55.62 ms, no note); by identity it is refused.
+#[test]
+fn one_file_given_twice_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::copy(suite(), d.path().join("n.csv")).unwrap();
+    std::os::unix::fs::symlink(d.path().join("n.csv"), d.path().join("link.csv")).unwrap();
+    for second in ["./n.csv", "link.csv"] {
+        let o = kopt(d.path(), &["analyze", "n.csv", second]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("the same file as n.csv"),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
