@@ -83,12 +83,25 @@ pub fn find_journal(start: &Path) -> PathBuf {
 /// raises it): a journal is text people write; more is not one.
 pub const JOURNAL_MAX_BYTES: u64 = 64 << 20;
 
-fn journal_max_bytes() -> u64 {
-    std::env::var("KOPT_JOURNAL_MAX_BYTES")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|v| *v > 0)
-        .unwrap_or(JOURNAL_MAX_BYTES)
+/// The budget: `KOPT_JOURNAL_MAX_BYTES` when set (a positive whole number
+/// of bytes, else an error naming it, as every other budget variable),
+/// else [`JOURNAL_MAX_BYTES`].
+fn journal_max_bytes() -> Result<u64, String> {
+    match std::env::var("KOPT_JOURNAL_MAX_BYTES") {
+        Err(std::env::VarError::NotPresent) => Ok(JOURNAL_MAX_BYTES),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| {
+                format!(
+                    "KOPT_JOURNAL_MAX_BYTES={} is not a positive whole number of bytes",
+                    kopt_model::text::echo(&v)
+                )
+            }),
+        Err(e) => Err(format!("KOPT_JOURNAL_MAX_BYTES: {e}")),
+    }
 }
 
 /// Read a journal: a regular file only (a FIFO would block, `/dev/zero`
@@ -116,7 +129,7 @@ pub fn read_journal(path: &Path) -> Result<Option<String>, JournalError> {
             "not a regular file (a FIFO, a device or a folder): the journal is a Markdown file; pass --file PATH of one".into(),
         ));
     }
-    let max = journal_max_bytes();
+    let max = journal_max_bytes().map_err(&err)?;
     if meta.len() > max {
         return Err(err(format!(
             "{} bytes, more than the journal budget of {max} bytes: not read; raise it with KOPT_JOURNAL_MAX_BYTES={}",

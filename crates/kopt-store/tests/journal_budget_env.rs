@@ -4,8 +4,12 @@
 
 use kopt_store::journal::{append_entry, read_journal, Entry};
 
+/// The tests here share the process environment: one at a time.
+static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_budget_of_u64_max_keeps_earlier_entries() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("OPTIMIZATIONS.md");
     let e = |h: &str| Entry {
@@ -21,4 +25,25 @@ fn a_budget_of_u64_max_keeps_earlier_entries() {
         text.contains(": first\n") && text.contains(": second\n"),
         "{text}"
     );
+}
+
+/// A fifth hostile round: an invalid value was silently ignored while
+/// every other KOPT_* budget variable is an error naming itself. The
+/// variable is restored at the end.
+#[test]
+fn an_invalid_budget_is_an_error_naming_the_variable() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("OPTIMIZATIONS.md");
+    std::fs::write(&p, "# Optimizations\n").unwrap();
+    let before = std::env::var("KOPT_JOURNAL_MAX_BYTES").ok();
+    for bad in ["abc", "-5", "1e3", ""] {
+        std::env::set_var("KOPT_JOURNAL_MAX_BYTES", bad);
+        let e = read_journal(&p).unwrap_err().to_string();
+        assert!(e.contains("KOPT_JOURNAL_MAX_BYTES"), "{bad:?}: {e}");
+    }
+    match before {
+        Some(v) => std::env::set_var("KOPT_JOURNAL_MAX_BYTES", v),
+        None => std::env::remove_var("KOPT_JOURNAL_MAX_BYTES"),
+    }
 }
