@@ -780,6 +780,32 @@ fn records_behind_a_planted_link_are_refused() {
     s.close(Duration::from_secs(5));
 }
 
+/// A fifth hostile round: one 50 MB summary in the history made a 100 MB
+/// reply. Each listed field is cut to a line's worth.
+#[test]
+fn a_huge_history_field_is_cut_in_the_listing() {
+    let d = tempfile::tempdir().unwrap();
+    let mut h = kopt_store::History::open(&d.path().join(".kopt/history.db")).unwrap();
+    let mut row = kopt_engine::record::run_row("bench", "true".into(), "x".repeat(200_000));
+    row.verdict = Some("KEEP".into());
+    h.record(&row).unwrap();
+    drop(h);
+    let mut s = Server::start_in(d, &[]);
+    s.initialize();
+    let r = s.call(1, "history", json!({}));
+    assert_eq!(r["isError"], false, "{r}");
+    let summary = r["structuredContent"]["runs"][0]["summary"]
+        .as_str()
+        .unwrap();
+    assert!(summary.len() < 2_000, "{} bytes", summary.len());
+    assert!(
+        r.to_string().len() < 20_000,
+        "{} bytes",
+        r.to_string().len()
+    );
+    s.close(Duration::from_secs(5));
+}
+
 #[test]
 fn history_and_resources_of_an_empty_folder() {
     let mut s = Server::start(&[]);

@@ -1254,12 +1254,17 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
     if Path::new(&listing.db).exists() {
         let rows = match a.id {
             Some(id) => {
-                let row = kopt_engine::history::show(None, id).map_err(engine)?.row;
-                result.report = row
+                let shown = kopt_engine::history::show(None, id).map_err(engine)?;
+                // The stored report as the history's reader checked it: a
+                // row it cannot read back gives none.
+                let readable = !matches!(shown.report, kopt_model::history::StoredReport::None);
+                result.report = shown
+                    .row
                     .report_json
                     .as_deref()
+                    .filter(|_| readable)
                     .and_then(|j| serde_json::from_str(j).ok());
-                vec![row]
+                vec![shown.row]
             }
             None => listing.rows,
         };
@@ -1275,15 +1280,18 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
                         )
                     })
                 });
+                // Anyone's text, read back: each field cut to a line's worth
+                // (a 50 MB summary made a 100 MB reply).
+                let cut = |s: String| kopt_model::text::one_line(&s);
                 HistoryRun {
                     id: r.id,
-                    kind: r.kind,
-                    started_utc: r.started_utc,
-                    command: r.command,
-                    device: r.device,
-                    git_rev: r.git_rev,
-                    summary: r.summary,
-                    verdict: r.verdict,
+                    kind: cut(r.kind),
+                    started_utc: cut(r.started_utc),
+                    command: cut(r.command),
+                    device: r.device.map(cut),
+                    git_rev: r.git_rev.map(cut),
+                    summary: cut(r.summary),
+                    verdict: r.verdict.map(cut),
                     run_dir: r.run_dir,
                     resource,
                 }
