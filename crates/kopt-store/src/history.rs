@@ -177,6 +177,19 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
     })
 }
 
+/// The columns a run is read with: anyone's text cut to 4,096 characters
+/// and a stored report past [`REPORT_MAX_BYTES`] left unread (listing three
+/// runs with 300 MB reports took 1.18 GB), so a row costs a bounded amount.
+macro_rules! row_columns_from_runs {
+    () => {
+        "SELECT id, substr(kind, 1, 4096), substr(started_utc, 1, 4096), substr(command, 1, 4096), substr(device, 1, 4096), substr(git_rev, 1, 4096), substr(summary, 1, 4096), substr(verdict, 1, 4096), substr(run_dir, 1, 4096), CASE WHEN length(CAST(report_json AS BLOB)) <= 16777216 THEN report_json END FROM runs"
+    };
+}
+
+/// The largest stored report read back, in bytes (the SQL above): a
+/// diagnosis of a large trace is a few MB.
+pub const REPORT_MAX_BYTES: u64 = 16 << 20;
+
 impl History {
     pub fn open(path: &Path) -> Result<History, HistoryError> {
         let label = path.display().to_string();
@@ -336,7 +349,10 @@ impl History {
     pub fn listing(&self, limit: usize) -> Result<Listing, HistoryError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT id, kind, started_utc, command, device, git_rev, summary, verdict, run_dir, report_json FROM runs ORDER BY id DESC LIMIT ?1")
+            .prepare(concat!(
+                row_columns_from_runs!(),
+                " ORDER BY id DESC LIMIT ?1"
+            ))
             .map_err(|e| self.err(e))?;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut out = Listing::default();
@@ -361,7 +377,7 @@ impl History {
     pub fn get(&self, id: i64) -> Result<RunRow, HistoryError> {
         self.conn
             .query_row(
-                "SELECT id, kind, started_utc, command, device, git_rev, summary, verdict, run_dir, report_json FROM runs WHERE id = ?1",
+                concat!(row_columns_from_runs!(), " WHERE id = ?1"),
                 [id],
                 |r| Ok(Self::checked_row(r)),
             )
@@ -454,6 +470,37 @@ fn read_small(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fifth hostile round: three runs with 300 MB reports took 1.18 GB
+    /// to list. A row's text is cut and a report past the cap left unread.
+    #[test]
+    fn a_row_is_read_at_a_bounded_cost() {
+        assert!(row_columns_from_runs!().contains(&REPORT_MAX_BYTES.to_string()));
+        let d = tempfile::tempdir().unwrap();
+        let mut h = History::open(&d.path().join("h.db")).unwrap();
+        let row = |summary: String, report: String| RunRow {
+            id: 0,
+            kind: "bench".into(),
+            started_utc: "2026-11-29T07:00:00Z".into(),
+            command: "true".into(),
+            device: None,
+            git_rev: None,
+            summary,
+            verdict: None,
+            run_dir: None,
+            report_json: Some(report),
+        };
+        h.record(&row("s".repeat(100_000), "{}".into())).unwrap();
+        h.record(&row("s".into(), " ".repeat(REPORT_MAX_BYTES as usize + 1)))
+            .unwrap();
+        let rows = h.list(10).unwrap();
+        assert_eq!(
+            rows[0].report_json, None,
+            "a report past the cap is not read"
+        );
+        assert_eq!(rows[1].summary.len(), 4096);
+        assert_eq!(rows[1].report_json.as_deref(), Some("{}"));
+    }
 
     #[test]
     fn the_revision_is_read_from_the_repository_files() {
