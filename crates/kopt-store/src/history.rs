@@ -54,6 +54,13 @@ pub enum HistoryError {
          creates; a planted one could rewrite verdicts. Move the file aside to start afresh"
     )]
     Untrusted { path: String, objects: String },
+    /// A database of another program (a link planted at the history, a
+    /// `--db` naming the wrong file): kopt adds nothing to it.
+    #[error(
+        "{path}: refused: not a kopt history, it holds another program's tables ({tables}); \
+         name another file with --db"
+    )]
+    Foreign { path: String, tables: String },
     #[error("{path}: run {id} cannot be read: {message}")]
     BadRow {
         path: String,
@@ -177,6 +184,40 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
     })
 }
 
+/// Before kopt writes: a database that holds tables, none of them kopt's,
+/// is another program's (a link planted at the history, a `--db` naming
+/// the wrong file), and kopt adds nothing to it. (Reading one is "no
+/// history yet".)
+fn refuse_foreign(conn: &Connection, label: &str) -> Result<(), HistoryError> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name LIMIT 4096")
+        .map_err(|source| HistoryError::Sql {
+            path: label.to_string(),
+            source,
+        })?;
+    let tables: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|source| HistoryError::Sql {
+            path: label.to_string(),
+            source,
+        })?;
+    let ours = ["runs", "tune_trials", "tune_finals", "sqlite_sequence"];
+    if tables.is_empty() || tables.iter().any(|t| ours[..3].contains(&t.as_str())) {
+        return Ok(());
+    }
+    Err(HistoryError::Foreign {
+        path: label.to_string(),
+        tables: tables
+            .iter()
+            .filter(|t| !ours.contains(&t.as_str()))
+            .take(5)
+            .map(|t| kopt_model::text::echo(t))
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
 /// The columns a run is read with: anyone's text cut to 4,096 characters
 /// and a stored report past [`REPORT_MAX_BYTES`] left unread (listing three
 /// runs with 300 MB reports took 1.18 GB), so a row costs a bounded amount.
@@ -208,6 +249,7 @@ impl History {
             source,
         };
         distrust_schema(&conn, &label)?;
+        refuse_foreign(&conn, &label)?;
         // WAL: readers never see a half-written transaction, and a killed
         // writer's partial transaction is rolled back on the next open.
         conn.pragma_update(None, "journal_mode", "WAL")

@@ -112,3 +112,31 @@ fn a_runs_table_unlike_kopts_is_refused() {
         .to_string();
     assert!(e.contains("DEFAULT"), "{e}");
 }
+
+/// A fifth hostile round: `.kopt/history.db` linked to another program's
+/// database got a `runs` table and WAL mode. A database that holds tables
+/// and none of kopt's is refused before anything is written.
+#[test]
+fn another_programs_database_is_refused_and_left_as_it_was() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("contacts.db");
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch("CREATE TABLE contacts (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT); INSERT INTO contacts (name) VALUES ('a');")
+        .unwrap();
+    drop(c);
+    let before = std::fs::read(&p).unwrap();
+    let link = d.path().join("history.db");
+    std::os::unix::fs::symlink(&p, &link).unwrap();
+    let e = History::open(&link)
+        .err()
+        .expect("another program's database must be refused")
+        .to_string();
+    assert!(
+        e.contains("not a kopt history") && e.contains("contacts"),
+        "{e}"
+    );
+    // Read, it is no history (and nothing is written either).
+    assert!(History::open_existing(&link).is_err());
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+    assert!(!d.path().join("contacts.db-wal").exists());
+}
