@@ -118,23 +118,30 @@ fn outputs_onto_a_traces_sibling_are_refused() {
     );
 }
 
+/// `kopt analyze FIXTURE` with KOPT_TIMELINE_MAX_ACTIVITIES=`budget`: its
+/// standard error, after checking it failed as an input error.
+fn analyze_within_activity_budget(fixture: &str, budget: &str) -> String {
+    let d = tempfile::tempdir().unwrap();
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures")
+        .join(fixture);
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze"])
+        .arg(&trace)
+        .env("KOPT_TIMELINE_MAX_ACTIVITIES", budget)
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    stderr(&o)
+}
+
 /// Round four: a timeline past its activity budget is refused by name
 /// instead of the process aborting on a failed allocation (2.5M launches
 /// asked for 5 GB at once).
 #[test]
 fn a_timeline_past_its_activity_budget_is_refused() {
-    let d = tempfile::tempdir().unwrap();
-    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/training-capture-h200/train_mlp.trace.jsonl.gz");
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args(["analyze"])
-        .arg(&trace)
-        .env("KOPT_TIMELINE_MAX_ACTIVITIES", "100")
-        .current_dir(d.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let e = stderr(&o);
+    let e = analyze_within_activity_budget("training-capture-h200/train_mlp.trace.jsonl.gz", "100");
     assert!(
         e.contains("more than the timeline budget of 100")
             && e.contains("KOPT_TIMELINE_MAX_ACTIVITIES=400"),
@@ -146,18 +153,8 @@ fn a_timeline_past_its_activity_budget_is_refused() {
 /// counted before each becomes a launch record.
 #[test]
 fn an_amd_kernel_trace_past_the_activity_budget_is_refused() {
-    let d = tempfile::tempdir().unwrap();
-    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/amd/synthetic-rocprofv3-moe-route/kernel_trace.csv");
-    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
-        .args(["analyze"])
-        .arg(&trace)
-        .env("KOPT_TIMELINE_MAX_ACTIVITIES", "10")
-        .current_dir(d.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let e = stderr(&o);
+    let e =
+        analyze_within_activity_budget("amd/synthetic-rocprofv3-moe-route/kernel_trace.csv", "10");
     assert!(
         e.contains("120 GPU activities: more than the timeline budget of 10"),
         "{e}"
