@@ -112,13 +112,7 @@ impl<'t> SyncIndex<'t> {
             .filter(|a| a.kind == ActivityKind::Memcpy)
             .map(|a| (a.correlation, a))
             .collect();
-        let mut launches: Vec<i64> = t
-            .api_calls
-            .iter()
-            .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
-            .map(|c| c.start_ns)
-            .collect();
-        launches.sort_unstable();
+        let launches = sorted_launch_starts(t);
         let mut gpu_starts: Vec<i64> = t.activities.iter().map(|a| a.start_ns).collect();
         gpu_starts.sort_unstable();
         // Copies to the device: a blocking copy's own sync is the copies
@@ -452,6 +446,18 @@ pub fn recommend(h: &HostSyncs) -> Option<Recommendation> {
             model,
         }),
     })
+}
+
+/// Every kernel and graph launch call's host start, sorted.
+pub(crate) fn sorted_launch_starts(t: &Timeline) -> Vec<i64> {
+    let mut starts: Vec<i64> = t
+        .api_calls
+        .iter()
+        .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
+        .map(|c| c.start_ns)
+        .collect();
+    starts.sort_unstable();
+    starts
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Step periods of a bare run (no recorder), matched to the traced steps
 //! by step ranges, synchronising calls or launch counts.
 
-use kopt_model::{ApiKind, Timeline};
+use kopt_model::Timeline;
 
 use super::stats::median;
 use super::steady::{Steady, WARMUP_FACTOR};
@@ -102,13 +102,7 @@ pub(super) fn bare_launch_periods(
     if steps.family.is_some() {
         return None;
     }
-    let mut launches: Vec<i64> = t
-        .api_calls
-        .iter()
-        .filter(|c| matches!(c.kind, ApiKind::KernelLaunch | ApiKind::GraphLaunch))
-        .map(|c| c.start_ns)
-        .collect();
-    launches.sort_unstable();
+    let launches = crate::host_syncs::sorted_launch_starts(t);
     let from = *steps.starts.get(steady.first)?;
     let until = steps
         .starts
