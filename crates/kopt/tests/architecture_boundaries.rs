@@ -112,13 +112,37 @@ fn peek(c: &[char], i: usize) -> char {
     c.get(i).copied().unwrap_or('\0')
 }
 
+/// A space in `out` for a character of a literal (a newline kept).
+fn blank(out: &mut String, ch: char) {
+    out.push(if ch == '\n' { '\n' } else { ' ' });
+}
+
+/// A string's or char's body from `c[i]` to its closing `close` (escapes
+/// skipped), blanked into `out`; returns the index after it.
+fn blank_quoted(c: &[char], mut i: usize, close: char, out: &mut String) -> usize {
+    while i < c.len() {
+        let ch = c[i];
+        if ch == '\\' {
+            blank(out, ch);
+            blank(out, peek(c, i + 1));
+            i += 2;
+            continue;
+        }
+        blank(out, ch);
+        i += 1;
+        if ch == close {
+            break;
+        }
+    }
+    i
+}
+
 /// `text` with comments, string, byte-string, raw-string and char literals
 /// blanked to spaces (newlines kept), so braces inside them are not counted
 /// and line numbers stay true.
 fn blank_literals_and_comments(text: &str) -> String {
     let c: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    let blank = |out: &mut String, ch: char| out.push(if ch == '\n' { '\n' } else { ' ' });
     let mut i = 0;
     while i < c.len() {
         let ident_before = i > 0 && (c[i - 1].is_alphanumeric() || c[i - 1] == '_');
@@ -187,41 +211,13 @@ fn blank_literals_and_comments(text: &str) -> String {
                 i += 1;
             }
             out.push(' ');
-            i += 1;
-            while i < c.len() {
-                let ch = c[i];
-                if ch == '\\' {
-                    blank(&mut out, ch);
-                    blank(&mut out, peek(&c, i + 1));
-                    i += 2;
-                    continue;
-                }
-                blank(&mut out, ch);
-                i += 1;
-                if ch == '"' {
-                    break;
-                }
-            }
+            i = blank_quoted(&c, i + 1, '"', &mut out);
         } else if peek(&c, i) == '\''
             && (peek(&c, i + 1) == '\\' || (peek(&c, i + 2) == '\'' && peek(&c, i + 1) != '\''))
         {
             // A char literal ('x', '\n', '\u{7b}'); a lifetime ('a) is left.
             out.push(' ');
-            i += 1;
-            while i < c.len() {
-                let ch = c[i];
-                if ch == '\\' {
-                    blank(&mut out, ch);
-                    blank(&mut out, peek(&c, i + 1));
-                    i += 2;
-                    continue;
-                }
-                blank(&mut out, ch);
-                i += 1;
-                if ch == '\'' {
-                    break;
-                }
-            }
+            i = blank_quoted(&c, i + 1, '\'', &mut out);
         } else {
             out.push(c[i]);
             i += 1;
