@@ -352,3 +352,17 @@ def test_a_tracer_that_does_not_stop_leaves_no_bare_steps(fake_torch, monkeypatc
     assert not out.exists()
     calls = [e for e in fake_torch.events if e[0] == "model"]
     assert len(calls) == 5
+
+
+def test_a_failing_bare_step_leaves_the_traced_run_standing(fake_torch, monkeypatch, tmp_path, capsys):
+    # The sixth call (the first after the traced five) raises: the driver
+    # says so and exits normally, writing no bare steps.
+    script = FORWARD_SCRIPT.replace(
+        '        torch.events.append(("model", "call", None))',
+        '        torch.events.append(("model", "call", None))\n'
+        '        if sum(1 for e in torch.events if e[0] == "model") > 5:\n'
+        '            raise RuntimeError("CUDA out of memory")',
+    )
+    out = run_driver(fake_torch, monkeypatch, tmp_path, script, stop_result=1)
+    assert not out.exists()
+    assert "the steps timed after the trace failed (RuntimeError: CUDA out of memory)" in capsys.readouterr().err
