@@ -298,10 +298,14 @@ fn backward_ranges(mut v: Vec<(u64, i64, i64)>) -> Vec<Range> {
 /// the user's own code (not the standard library's, a site package's or
 /// torch's): `train.py(34): step` -> `train.py:34 in step`.
 pub(crate) fn user_frame(name: &str) -> Option<String> {
-    let (path, rest) = name.split_once(".py(")?;
-    let (line, func) = rest.split_once("): ")?;
-    let line: u32 = line.parse().ok()?;
-    let path = format!("{path}.py");
+    user_frame_at(name, None)
+}
+
+/// `user_frame`, naming the statements `lines` (found in the source,
+/// `source_lines`) instead of the function's first line: `train.py:37/41 in step`.
+pub(crate) fn user_frame_at(name: &str, lines: Option<&[u32]>) -> Option<String> {
+    let f = crate::source_lines::parse_frame(name)?;
+    let path = f.path;
     let library = [
         "site-packages/",
         "dist-packages/",
@@ -321,9 +325,13 @@ pub(crate) fn user_frame(name: &str) -> Option<String> {
     let short = if parts.len() == 4 {
         format!(".../{}/{}/{}", parts[2], parts[1], parts[0])
     } else {
-        path.clone()
+        path.to_string()
     };
-    Some(format!("{short}:{line} in {}", crate::cap_name(func).0))
+    let at = match lines {
+        Some(l) if !l.is_empty() => l.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
+        _ => f.line.to_string(),
+    };
+    Some(format!("{short}:{at} in {}", crate::cap_name(f.func).0))
 }
 
 /// A training step's phase range (`kopt:forward` ...; docs/training.md).
@@ -551,14 +559,19 @@ impl Collector {
         }
         frames.sort_by_key(|s| s.start_ns);
         ops.sort_by_key(|s| s.start_ns);
+        // Statement lines from the source where it is readable here.
+        let mut sources = crate::source_lines::Sources::default();
         for c in self
             .timeline
             .api_calls
             .iter_mut()
             .filter(|c| matches!(c.kind, ApiKind::Synchronize | ApiKind::Memory))
         {
-            c.frame = innermost(&frames, c.thread, c.start_ns).map(|s| s.name.clone());
             let op = outermost(&ops, c.thread, c.start_ns);
+            c.frame = innermost(&frames, c.thread, c.start_ns).and_then(|s| {
+                let lines = sources.statements(&s.name, op.map(|o| o.name.as_str()));
+                user_frame_at(&s.name, lines.as_deref())
+            });
             c.op = op.map(|s| s.name.clone());
             c.op_span = op.map(|s| (s.start_ns, s.end_ns));
         }
@@ -793,8 +806,9 @@ impl Collector {
                         end_ns: end,
                         thread: None,
                     });
-                } else if let Some(f) = user_frame(&name) {
-                    self.frames.push(span(f));
+                } else if user_frame(&name).is_some() {
+                    // Kept raw: the path finds the source (`finish_frames`).
+                    self.frames.push(span(name));
                 }
             }
             Keep::Api => self.timeline.api_calls.push(ApiCall {

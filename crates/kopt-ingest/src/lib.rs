@@ -15,6 +15,7 @@ pub mod number;
 pub mod ranks;
 pub mod rocprof;
 pub mod run_folder;
+mod source_lines;
 pub mod stored;
 pub mod tensor;
 pub mod tiered;

@@ -179,6 +179,38 @@ fn a_sync_per_layer_is_named_with_its_line_and_capture_is_not_advised() {
 }
 
 #[test]
+fn a_sync_is_named_by_its_statement_where_the_source_is_here() {
+    // torch.profiler names the function by its first line (here a
+    // decorator's); with the file readable, the `.item()` statement is
+    // named instead.
+    let d = tempfile::tempdir().unwrap();
+    let model = d.path().join("model.py");
+    std::fs::write(
+        &model,
+        "import torch\n\n@torch.no_grad()\ndef forward(x, layers):\n    for layer in layers:\n        x = layer(x)\n        if x.abs().max().item() > 1e4:  # a sync\n            break\n    return x\n",
+    )
+    .unwrap();
+    let text = trace(12, 8, true, false).replace(
+        "model.py(12): forward",
+        &format!("{}(3): forward", model.display()),
+    );
+    let v = analyze(&text);
+    let frame = v["timeline"]["host_syncs"]["sites"][0]["frame"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(frame.ends_with("/model.py:7 in forward"), "{frame}");
+    // Without the file, the function's first line, as the trace has it.
+    std::fs::remove_file(&model).unwrap();
+    let v = analyze(&text);
+    let frame = v["timeline"]["host_syncs"]["sites"][0]["frame"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(frame.ends_with("/model.py:3 in forward"), "{frame}");
+}
+
+#[test]
 fn a_pageable_input_copy_is_named_and_priced() {
     let v = analyze(&trace(12, 8, false, true));
     let g = &v["timeline"]["host_copies"]["groups"][0];

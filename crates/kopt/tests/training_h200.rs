@@ -179,3 +179,69 @@ fn the_training_suite_keeps_its_scores_and_the_docs_table() {
     assert!(top1 >= 9 && gain >= 7, "{table}");
     docs_block::pin("training-h200", &table, "training_h200");
 }
+
+/// The statements that sync or copy from pageable memory, by their text
+/// (as score.py's SITES).
+const SITES: &[(&str, &[&str])] = &[
+    ("sync_item_layer", &["x.abs().max().item()"]),
+    ("sync_bool_mask", &["x[keep]"]),
+    (
+        "sync_cpu_print",
+        &[".mean().cpu()", "loss.tolist()", "print(\"loss\""],
+    ),
+    ("copy_pageable", &["hx.to(DEV", "hy.to(DEV"]),
+    ("dataloader", &["x.to(DEV, non_blocking=pin)"]),
+];
+
+#[test]
+fn every_sync_and_pageable_copy_is_named_by_its_statement_beside_the_source() {
+    // torch.profiler's frames give each function's first line; analysed
+    // where the program's source is (its directory, as on the machine it
+    // ran on), kopt names the statement itself.
+    let src_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/checks/training");
+    let source = std::fs::read_to_string(src_dir.join("workloads.py")).unwrap();
+    let line_of = |text: &str| {
+        source
+            .lines()
+            .position(|l| l.contains(text))
+            .map(|i| i as u32 + 1)
+            .unwrap()
+    };
+    for (w, statements) in SITES {
+        let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["analyze", "--format", "json"])
+            .arg(dir().join(format!("{w}.trace.json.gz")))
+            .current_dir(&src_dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{w}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let named =
+            serde_json::to_string(&[&v["timeline"]["host_syncs"], &v["timeline"]["host_copies"]])
+                .unwrap();
+        let lines: Vec<u32> = named
+            .match_indices("workloads.py:")
+            .flat_map(|(i, m)| {
+                let rest = &named[i + m.len()..];
+                let end = rest
+                    .find(|c: char| !(c.is_ascii_digit() || c == '/'))
+                    .unwrap_or(rest.len());
+                rest[..end]
+                    .split('/')
+                    .filter_map(|n| n.parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect();
+        for s in *statements {
+            assert!(
+                lines.contains(&line_of(s)),
+                "{w}: `{s}` (line {}) not named: {lines:?}",
+                line_of(s)
+            );
+        }
+    }
+}

@@ -72,7 +72,8 @@ def predicted(rec):
 def named_lines(d):
     tl = d.get("timeline") or {}
     text = json.dumps([tl.get("host_syncs"), tl.get("host_copies")])
-    return {int(n) for n in re.findall(r"workloads\.py:(\d+)", text)}
+    # `workloads.py:199/203 in step`: the statements found in the source.
+    return {int(n) for m in re.findall(r"workloads\.py:([\d/]+)", text) for n in m.split("/") if n}
 
 
 def main():
