@@ -73,13 +73,22 @@ fn open_for_reading(db: &Path) -> Result<Option<History>> {
 /// where no run was recorded yet.
 pub fn list(db: Option<&Path>, limit: usize) -> Result<RunListing> {
     let db = &RecordPaths::db_or(db);
-    let rows = match open_for_reading(db)? {
-        Some(h) => h.list(limit)?,
-        None => Vec::new(),
+    let listing = match open_for_reading(db)? {
+        Some(h) => h.listing(limit)?,
+        None => kopt_store::history::Listing::default(),
     };
+    let unreadable = listing
+        .skipped
+        .iter()
+        .map(|s| {
+            let id = s.id.map_or("?".to_string(), |id| id.to_string());
+            format!("run {id}: {}", kopt_model::text::echo(&s.reason))
+        })
+        .collect();
     Ok(RunListing {
         db: db.display().to_string(),
-        rows,
+        rows: listing.rows,
+        unreadable,
     })
 }
 

@@ -35,7 +35,7 @@ fn render_text<T: serde::Serialize>(doc: &T, text: String, format: Format) -> St
 impl Render for RunListing {
     fn render(&self, format: Format, _layout: Layout) -> String {
         let mut o = String::new();
-        if self.rows.is_empty() {
+        if self.rows.is_empty() && self.unreadable.is_empty() {
             let _ = writeln!(o, "no runs recorded in {}", t(&self.db));
         }
         for r in &self.rows {
@@ -50,6 +50,20 @@ impl Render for RunListing {
                 r.git_rev
                     .as_deref()
                     .map_or(String::new(), |g| format!("  @{}", t(g)))
+            );
+        }
+        if let Some(first) = self.unreadable.first() {
+            let _ = writeln!(
+                o,
+                "note: {} run(s) in {} cannot be read and are not listed ({}{})",
+                self.unreadable.len(),
+                t(&self.db),
+                t(first),
+                if self.unreadable.len() > 1 {
+                    "; ..."
+                } else {
+                    ""
+                }
             );
         }
         render_text(self, o, format)
@@ -227,10 +241,12 @@ mod tests {
             Box::new(RunListing {
                 db: format!("h{evil}.db"),
                 rows: vec![row(1, evil)],
+                unreadable: vec![evil.into()],
             }),
             Box::new(RunListing {
                 db: format!("h{evil}.db"),
                 rows: Vec::new(),
+                unreadable: Vec::new(),
             }),
             Box::new(RunShow {
                 row: row(1, evil),
@@ -275,6 +291,7 @@ mod tests {
         let listing = RunListing {
             db: "h.db".into(),
             rows: vec![row(7, "tiled")],
+            unreadable: Vec::new(),
         };
         assert_eq!(
             listing.render(Format::Terminal, Layout::default()),

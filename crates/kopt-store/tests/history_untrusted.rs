@@ -140,3 +140,58 @@ fn another_programs_database_is_refused_and_left_as_it_was() {
     assert_eq!(std::fs::read(&p).unwrap(), before);
     assert!(!d.path().join("contacts.db-wal").exists());
 }
+
+/// A sixth hostile round (M5): a `runs` table with `id TEXT` was accepted
+/// and every row that did not fit vanished from `kopt history`. A table of
+/// kopt's with other columns is refused, naming the file and the column,
+/// for reading and before any write, and the file is left as it was.
+#[test]
+fn a_runs_table_of_another_shape_is_refused_naming_what_differs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("history.db");
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TABLE runs (id TEXT, kind TEXT NOT NULL, started_utc TEXT NOT NULL, \
+         command TEXT NOT NULL, device TEXT, git_rev TEXT, summary TEXT NOT NULL, \
+         verdict TEXT, run_dir TEXT, report_json TEXT, extra BLOB); \
+         INSERT INTO runs VALUES ('abc', 'profile', 't', 'c', NULL, NULL, 's', NULL, NULL, NULL, NULL);",
+    )
+    .unwrap();
+    drop(c);
+    let before = std::fs::read(&p).unwrap();
+    for e in [
+        History::open_existing(&p)
+            .err()
+            .expect("refused for reading"),
+        History::open(&p).err().expect("refused for writing"),
+    ] {
+        let e = e.to_string();
+        assert!(e.starts_with(&p.display().to_string()), "{e}");
+        assert!(
+            e.contains("'runs' is not kopt's")
+                && e.contains("column id is TEXT where kopt's is INTEGER PRIMARY KEY")
+                && e.contains("extra"),
+            "{e}"
+        );
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), before, "nothing is written");
+    assert!(!d.path().join("history.db-wal").exists());
+    // A missing column, and a tune table of another shape, likewise.
+    let p2 = d.path().join("h2.db");
+    let c = Connection::open(&p2).unwrap();
+    c.execute_batch("CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL)")
+        .unwrap();
+    drop(c);
+    let e = History::open(&p2).err().expect("refused").to_string();
+    assert!(
+        e.contains("no column started_utc, command,") && e.contains(" summary,"),
+        "{e}"
+    );
+    let p3 = d.path().join("h3.db");
+    let c = Connection::open(&p3).unwrap();
+    c.execute_batch("CREATE TABLE tune_finals (id INTEGER PRIMARY KEY, key TEXT)")
+        .unwrap();
+    drop(c);
+    let e = History::open(&p3).err().expect("refused").to_string();
+    assert!(e.contains("'tune_finals' is not kopt's"), "{e}");
+}
