@@ -353,6 +353,9 @@ pub fn time_once(argv: &[String], limit: Duration) -> Result<TimedRun> {
         &mut |_, _| {},
     );
     match exit {
+        // The runner stops a cancelled run as it stops one past its
+        // limit: a cancellation is not "over the budget".
+        Ok(e) if e.timed_out && kopt_collect::runner::cancel_requested() => Ok(TimedRun::Cancelled),
         Ok(e) if e.timed_out => Ok(TimedRun::OverLimit),
         Ok(e) => Ok(TimedRun::Finished {
             seconds: e.elapsed.as_secs_f64(),
