@@ -74,6 +74,13 @@ impl AnalysisOptions {
 
 /// Device overrides, measured peaks, then the analysis.
 pub fn diagnose(mut profile: Profile, opts: &AnalysisOptions) -> Diagnosis {
+    // Every workflow's device, however it was read: figures no GPU could
+    // have are left unknown and said (ingest's readers do so already; this
+    // holds for any path that builds a profile itself).
+    let left_out = kopt_ingest::device_left_out(&mut profile.device);
+    if let Some(first) = profile.sources.first_mut() {
+        first.excluded.extend(left_out);
+    }
     if let Some(name) = &opts.device {
         profile.device.name = name.clone();
         profile.device.resolve_peaks();

@@ -158,6 +158,12 @@ pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Prof
         profile.sources.extend(t.sources);
         profile.timeline = t.timeline;
     }
+    // Whichever input named the device (an ncu page, a run folder, AMD
+    // agents): its figures checked once more, as a trace's are.
+    let left_out = crate::device_left_out(&mut profile.device);
+    if let Some(first) = profile.sources.first_mut() {
+        first.excluded.extend(left_out);
+    }
     let has_activity = profile
         .timeline
         .as_ref()

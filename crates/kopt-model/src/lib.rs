@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod compare;
 mod device;
+pub mod device_limits;
 mod diagnosis;
 pub mod history;
 mod launch;
