@@ -85,6 +85,18 @@ impl Workload {
             .map_err(|e| Error::Input(format!("--script: {e}")))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| Error::Input(format!("--script {}: not UTF-8 text", path.display())))?;
+        // Blank lines and comments run nothing: a profile of it would only
+        // time Python's start-up.
+        let has_code = text.lines().any(|l| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with('#')
+        });
+        if !has_code {
+            return Err(Error::Input(format!(
+                "--script {}: nothing to run: the file is empty or holds only comments",
+                path.display()
+            )));
+        }
         if !crate::module_script::is_module_script(&text) {
             return Ok(Workload::Command(vec![
                 python.to_string(),
@@ -423,6 +435,17 @@ mod tests {
             refused.to_string().contains("not a regular file"),
             "{refused}"
         );
+        // A sixth hostile round (L5): an empty script was profiled.
+        for empty in ["", "\n  \n", "# only a comment\n#!\n"] {
+            std::fs::write(&plain, empty).unwrap();
+            let e = Workload::from_script_file(&plain, "python3", None, false).unwrap_err();
+            assert!(matches!(e, Error::Input(_)), "{e:?}");
+            assert!(
+                e.to_string().contains("nothing to run")
+                    && e.to_string().contains(&plain.display().to_string()),
+                "{e}"
+            );
+        }
         std::fs::write(&plain, [0xff, 0xfe, b'\n']).unwrap();
         let binary = Workload::from_script_file(&plain, "python3", None, false).unwrap_err();
         assert!(binary.to_string().contains("not UTF-8"), "{binary}");
