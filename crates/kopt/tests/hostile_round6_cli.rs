@@ -36,3 +36,35 @@ fn an_empty_or_fifo_script_is_refused_alike_by_profile_and_optimize() {
     }
     assert!(!d.path().join(".kopt").exists(), "a run folder was made");
 }
+
+/// L6: `--peak-dram-gbs 1e-300` was accepted; `--device zzz` renamed an
+/// identified H100 and dropped its bf16 peak.
+#[test]
+fn peaks_outside_any_device_and_unknown_device_names() {
+    let trace = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/synthetic-timelines/kineto_profiler_steps.json");
+    let trace = trace.to_str().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let o = kopt(d.path(), &["analyze", trace, "--peak-dram-gbs", "1e-300"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("--peak-dram-gbs must be within 1 to 100000 GB/s"),
+        "{e}"
+    );
+    let o = kopt(
+        d.path(),
+        &["analyze", trace, "--device", "zzz", "-f", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["device"]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(v["device"]["peaks"]["tensor_bf16_flops"], 989e12);
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains("--device zzz is not a GPU kopt has peaks for"),
+        "{}",
+        v["notes"]
+    );
+}
