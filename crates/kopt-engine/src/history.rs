@@ -72,6 +72,12 @@ fn open_for_reading(db: &Path) -> Result<Option<History>> {
 /// The newest `limit` runs of `db` (default: the project's history); none
 /// where no run was recorded yet.
 pub fn list(db: Option<&Path>, limit: usize) -> Result<RunListing> {
+    // A listing of no run would read "no runs recorded" of a full history.
+    if limit == 0 {
+        return Err(crate::Error::Usage(
+            "--limit must be at least 1 (it is how many runs are listed)".into(),
+        ));
+    }
     let db = &RecordPaths::db_or(db);
     let listing = match open_for_reading(db)? {
         Some(h) => h.listing(limit)?,

@@ -68,3 +68,20 @@ fn peaks_outside_any_device_and_unknown_device_names() {
         v["notes"]
     );
 }
+
+/// L7: `kopt history --limit 0` said "no runs recorded" of a history
+/// holding runs.
+#[test]
+fn a_history_limit_of_0_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("h.db");
+    drop(kopt_store::History::open(&db).unwrap());
+    let o = kopt(
+        d.path(),
+        &["history", "--db", db.to_str().unwrap(), "--limit", "0"],
+    );
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--limit must be at least 1"), "{e}");
+    assert!(o.stdout.is_empty());
+}
