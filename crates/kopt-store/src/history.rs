@@ -73,6 +73,14 @@ pub enum HistoryError {
         table: String,
         differences: String,
     },
+    /// SQLite's side file beside the history (`-wal`, `-shm`, `-journal`)
+    /// is a link or not a regular file: SQLite would write through it.
+    #[error(
+        "{path}: refused: the history's SQLite side file is {kind}, where SQLite writes \
+         (a planted link would redirect its writes); remove it (SQLite makes it afresh) \
+         or name another history with --db"
+    )]
+    SideFile { path: String, kind: String },
     #[error("{path}: run {id} cannot be read: {message}")]
     BadRow {
         path: String,
@@ -326,6 +334,52 @@ fn refuse_foreign(conn: &Connection, label: &str) -> Result<(), HistoryError> {
     })
 }
 
+/// SQLite's side files beside a database: the write-ahead log, its
+/// shared-memory index, the rollback journal.
+const SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Refuses a side file that is a symbolic link, not a regular file, or a
+/// regular file with other names (a hard link): SQLite opens and writes it
+/// as the history's own, so through a link it would write elsewhere, and
+/// it says only "unable to open database file".
+fn check_side_files(path: &Path) -> Result<(), HistoryError> {
+    use std::os::unix::fs::MetadataExt;
+    for suffix in SIDE_FILES {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        let side = PathBuf::from(side);
+        let meta = match std::fs::symlink_metadata(&side) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(HistoryError::Read {
+                    path: side.display().to_string(),
+                    source,
+                })
+            }
+        };
+        let kind = if meta.file_type().is_symlink() {
+            let to = std::fs::read_link(&side)
+                .map(|t| kopt_model::text::echo(&t.display().to_string()))
+                .unwrap_or_default();
+            format!("a symbolic link (to {to})")
+        } else if meta.is_dir() {
+            "a directory".to_string()
+        } else if !meta.is_file() {
+            "not a regular file (a FIFO, socket or device)".to_string()
+        } else if meta.nlink() > 1 {
+            format!("a hard link ({} names for one file)", meta.nlink())
+        } else {
+            continue;
+        };
+        return Err(HistoryError::SideFile {
+            path: side.display().to_string(),
+            kind,
+        });
+    }
+    Ok(())
+}
+
 /// The columns a run is read with: anyone's text cut to 4,096 characters
 /// and a stored report past [`REPORT_MAX_BYTES`] left unread (listing three
 /// runs with 300 MB reports took 1.18 GB), so a row costs a bounded amount.
@@ -348,6 +402,7 @@ impl History {
                 source,
             })?;
         }
+        check_side_files(path)?;
         let conn = Connection::open(path).map_err(|source| HistoryError::Open {
             path: label.clone(),
             source,
@@ -409,6 +464,7 @@ impl History {
         if meta.len() == 0 {
             return Err(HistoryError::NoHistory { path: label });
         }
+        check_side_files(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
