@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use kopt_model::compare::CompareReport;
+use kopt_model::figure::ratio;
 pub use kopt_model::history::{
     Calibration, CalibrationPoint, DiffRow, DiffUnit, RuleCalibration, RunDiff, RunListing,
     RunShow, StoredReport, CALIBRATION_MIN_POINTS, PLAUSIBLE_SPEEDUP,
@@ -323,8 +324,11 @@ pub fn apply_calibration(d: &mut kopt_model::Diagnosis, db: &Path) {
     for c in cal.iter().filter(|c| c.points >= CALIBRATION_MIN_POINTS) {
         for r in d.recommendations.iter_mut().filter(|r| r.id == c.rule) {
             let text = format!(
-                " Calibration: measured / predicted was {:.2} (median of {} kopt optimize runs in the history, {:.2} to {:.2}).",
-                c.median_ratio, c.points, c.min_ratio, c.max_ratio
+                " Calibration: measured / predicted was {} (median of {} kopt optimize runs in the history, {} to {}).",
+                ratio(c.median_ratio, 2),
+                c.points,
+                ratio(c.min_ratio, 2),
+                ratio(c.max_ratio, 2)
             );
             r.action.push_str(&text);
             if let Some(g) = r.gain.as_mut() {

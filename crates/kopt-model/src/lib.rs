@@ -9,6 +9,7 @@ pub mod compare;
 mod device;
 pub mod device_limits;
 mod diagnosis;
+pub mod figure;
 pub mod history;
 mod launch;
 mod names;

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use kopt_model::figure::ratio;
 use kopt_model::format_duration_ns;
 use kopt_model::history::{
     Calibration, DiffRow, DiffUnit, RunDiff, RunListing, RunShow, StoredReport,
@@ -179,22 +180,22 @@ impl Render for Calibration {
             };
             let _ = writeln!(
                 o,
-                "{:<22} {:>3} point(s)  measured/predicted median {:.2} ({:.2} to {:.2})  {quoted}",
+                "{:<22} {:>3} point(s)  measured/predicted median {} ({} to {})  {quoted}",
                 t(&c.rule),
                 c.points,
-                c.median_ratio,
-                c.min_ratio,
-                c.max_ratio
+                ratio(c.median_ratio, 2),
+                ratio(c.min_ratio, 2),
+                ratio(c.max_ratio, 2)
             );
         }
         for p in &self.points {
             let _ = writeln!(
                 o,
-                "  run {:>5}  {:<22} predicted {:.2}x, measured {:.2}x",
+                "  run {:>5}  {:<22} predicted {}x, measured {}x",
                 p.run,
                 t(&p.rule),
-                p.predicted,
-                p.measured
+                ratio(p.predicted, 2),
+                ratio(p.measured, 2)
             );
         }
         if !self.left_out.is_empty() {

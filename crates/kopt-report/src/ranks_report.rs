@@ -143,8 +143,9 @@ fn terminal(d: &RanksDiagnosis, md: bool) -> String {
     for r in &d.recommendations {
         let gain = r.predicted_speedup.as_ref().map_or(String::new(), |p| {
             format!(
-                " -- predicted {:.2}x ({:.2}-{:.2}x)",
-                p.estimate, p.low, p.high
+                " -- predicted {}x ({})",
+                kopt_model::figure::ratio(p.estimate, 2),
+                kopt_model::figure::ratio_range(p.low, p.high, 2)
             )
         });
         let _ = writeln!(o, "  #{} {}{gain}", r.rank, r.title);

@@ -60,8 +60,9 @@ impl Summary for Diagnosis {
         for r in d.recommendations.iter().take(3) {
             let gain = match (&r.predicted_speedup, &r.gain) {
                 (Some(p), _) => format!(
-                    ", predicted {:.2}x ({:.2}-{:.2}x)",
-                    p.estimate, p.low, p.high
+                    ", predicted {}x ({})",
+                    kopt_model::figure::ratio(p.estimate, 2),
+                    kopt_model::figure::ratio_range(p.low, p.high, 2)
                 ),
                 (None, Some(g)) => format!(", up to {:.0}% of the workload", g.workload_pct),
                 (None, None) => ", no figure".into(),

@@ -391,8 +391,14 @@ impl Row<'_> {
         }
         match self.num(col)? {
             None => Ok(None),
-            Some(v) if v < 0.0 => Err(self.at(format!("{col} is negative ({v})"))),
-            Some(v) if v >= 1.8e19 => Err(self.at(format!("{col}: {v} is out of range"))),
+            Some(v) if v < 0.0 => Err(self.at(format!(
+                "{col} is negative ({})",
+                kopt_model::figure::as_read(v)
+            ))),
+            Some(v) if v >= 1.8e19 => Err(self.at(format!(
+                "{col}: {} is out of range",
+                kopt_model::figure::as_read(v)
+            ))),
             Some(v) => Ok(Some(v.round() as u64)),
         }
     }
