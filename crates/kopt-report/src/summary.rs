@@ -122,8 +122,8 @@ impl Summary for BenchReport {
             if let Some(verdict) = &v.verdict {
                 let _ = write!(
                     o,
-                    ", {:.3}x: {} {}",
-                    v.speedup_vs_first,
+                    ", {}x: {} {}",
+                    kopt_model::figure::ratio(v.speedup_vs_first, 3),
                     verdict.kind,
                     prose(&verdict.reason)
                 );
