@@ -203,6 +203,23 @@ pub fn without_op_ranges(argv: &[String]) -> Vec<String> {
     }
 }
 
+/// The driver's argument naming where it writes the steps it times bare in
+/// the traced process, after the tracer stopped.
+const BARE_OUT_ARG: &str = "bare_out=";
+
+/// `argv` with kopt's module driver told to time its steps bare in the
+/// traced process, once the tracer stops, into `out`; None for any other
+/// command (or one already told).
+pub fn with_bare_steps_in_process(argv: &[String], out: &Path) -> Option<Vec<String>> {
+    let driven = argv.get(1).is_some_and(|a| a.ends_with(PROFILE_DRIVER.0));
+    if !driven || argv.iter().any(|a| a.starts_with(BARE_OUT_ARG)) {
+        return None;
+    }
+    let mut argv = argv.to_vec();
+    argv.push(format!("{BARE_OUT_ARG}{}", out.display()));
+    Some(argv)
+}
+
 /// The interpreter, script and module of a command that runs kopt's
 /// module driver (what `prepare` returns for a module script), else None.
 pub fn driven_script(argv: &[String]) -> Option<(String, PathBuf, String)> {
@@ -230,6 +247,20 @@ mod tests {
     use super::*;
 
     const MODULE: &str = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\ndef get_inputs():\n    return [torch.randn(4)]\n";
+
+    #[test]
+    fn only_the_driver_is_told_to_time_its_steps_in_process() {
+        let d = tempfile::tempdir().unwrap();
+        let p = prepare(d.path(), MODULE, "m", "python3", 3, 20, true).unwrap();
+        let out = d.path().join("bare_steps.jsonl");
+        let argv = with_bare_steps_in_process(&p.argv, &out).unwrap();
+        assert_eq!(argv.len(), p.argv.len() + 1);
+        assert_eq!(argv.last().unwrap(), &format!("bare_out={}", out.display()));
+        // Told once; a plain command never.
+        assert!(with_bare_steps_in_process(&argv, &out).is_none());
+        let plain = vec!["python3".to_string(), "train.py".into()];
+        assert!(with_bare_steps_in_process(&plain, &out).is_none());
+    }
 
     #[test]
     fn module_scripts_are_driven_others_run_as_they_are() {

@@ -87,7 +87,9 @@ impl Passes<'_> {
                     Ok(tracer) => self.tracer_pass(&tracer, &workload, filter.as_ref())?.map(
                         |(functions, bare_range)| {
                             if let Some(range) = bare_range {
-                                self.bare_pass(&tracer, &workload, &range);
+                                if !self.bare_steps_in_process(&range) {
+                                    self.bare_pass(&tracer, &workload, &range);
+                                }
                             }
                             functions
                         },
@@ -212,6 +214,41 @@ impl Passes<'_> {
         Ok(captured)
     }
 
+    /// Whether the traced run timed its `range` steps bare itself (kopt's
+    /// module driver, after the tracer stopped and CUPTI detached: no second
+    /// import and model build). Recorded as the bare pass when it did;
+    /// otherwise a file it left is removed, and the bare run times them.
+    fn bare_steps_in_process(&mut self, range: &str) -> bool {
+        let steps = match crate::trace::bare_steps_in_process(self.dir, range) {
+            Ok(Some(steps)) => steps,
+            Ok(None) => return false,
+            Err(e) => {
+                self.progress
+                    .note(&format!("{e}; timing them in a separate run"));
+                return false;
+            }
+        };
+        let file = self.dir.join(BARE_STEPS_FILE);
+        self.progress.note(&format!(
+            "steps recorded: {} '{range}' steps timed again in the traced process after the tracer detached, so the step every figure is based on is the untraced one (no second run)",
+            steps.spans_ns.len()
+        ));
+        self.record.passes.push(PassRecord {
+            name: "bare-steps".into(),
+            description: format!(
+                "the '{range}' ranges timed without CUPTI in the traced process, after the tracer detached"
+            ),
+            command: Vec::new(),
+            elapsed_s: 0.0,
+            exit_code: Some(0),
+            csv: file.display().to_string(),
+        });
+        if let Err(e) = save_record(self.record, self.dir) {
+            self.progress.note(&format!("run record not updated: {e}"));
+        }
+        true
+    }
+
     /// The bare run after the tracer's pass: the workload without CUPTI
     /// (and without PyTorch's op ranges, which cost host time per op),
     /// timing the `range` steps into the run folder, where reading the
@@ -276,8 +313,13 @@ impl Passes<'_> {
         let t = Instant::now();
         let progress = self.progress;
         let on_line = |s: Stream, l: &str| forward_ncu_line(progress, s, l, passthrough);
-        let run = match kopt_collect::trace::run_traced(workload, tracer, None, self.dir, &on_line)
-        {
+        // The module driver times its bare steps itself once the trace ends.
+        let in_process = req
+            .bare_run
+            .then(|| crate::trace::with_bare_steps_in_process(workload, self.dir))
+            .flatten();
+        let traced = in_process.as_ref().unwrap_or(workload);
+        let run = match kopt_collect::trace::run_traced(traced, tracer, None, self.dir, &on_line) {
             Ok(run) => run,
             Err(kopt_collect::trace::TraceError::NoTrace(..)) => {
                 progress.note("the tracer wrote no trace; timing every launch with ncu instead");
@@ -288,7 +330,7 @@ impl Passes<'_> {
         self.record.passes.push(PassRecord {
             name: "pass1-trace".into(),
             description: what.into(),
-            command: workload.argv.clone(),
+            command: traced.argv.clone(),
             elapsed_s: t.elapsed().as_secs_f64(),
             exit_code: run.outcome.code,
             csv: run.trace.display().to_string(),

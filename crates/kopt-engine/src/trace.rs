@@ -138,18 +138,28 @@ impl BareRun {
         on_line: &(dyn Fn(Stream, &str) + Sync),
     ) -> BareRun {
         let recorder = recorder_words(timeline);
+        match bare_steps_in_process(dir, range) {
+            Ok(Some(steps)) => {
+                progress.note(&format!(
+                    "steps recorded: {} '{range}' steps timed again in the traced process after the tracer detached, so the step every figure is based on is the untraced one (no second run)",
+                    steps.spans_ns.len()
+                ));
+                timeline.bare_steps = Some(steps);
+                return BareRun {
+                    range: range.to_string(),
+                    read: true,
+                    fallback: fallback_words(timeline),
+                    notes: Vec::new(),
+                };
+            }
+            Ok(None) => {}
+            Err(e) => progress.note(&format!("{e}; timing them in a separate run")),
+        }
         progress.note(&format!(
             "steps recorded: running the workload twice more without {recorder}, timing its {}, so the step every figure is based on is the untraced one (two more runs)",
             bare_timed_words(range)
         ));
-        let fallback = match timeline.recorder.slowdown() {
-            Some((factor, _)) => format!(
-                "the graph-capture prediction takes {recorder}'s cost as its typical slowdown of the step (x{factor})"
-            ),
-            None => format!(
-                "the graph-capture prediction takes {recorder}'s cost from its per-launch constant"
-            ),
-        };
+        let fallback = fallback_words(timeline);
         let mut notes = Vec::new();
         match time_bare_steps(workload, tracer, range, dir, on_line) {
             Ok(timed) => {
@@ -313,6 +323,61 @@ pub(crate) fn time_bare_steps(
     })
 }
 
+/// `workload` with kopt's module driver told to time its steps bare in the
+/// traced process once the trace ends (the tracer stops, CUPTI detaches),
+/// into `dir`'s bare-steps file: the separate bare runs are then not
+/// needed. None for any other command.
+pub(crate) fn with_bare_steps_in_process(workload: &Workload, dir: &Path) -> Option<Workload> {
+    kopt_collect::module_script::with_bare_steps_in_process(
+        &workload.argv,
+        &dir.join(BARE_STEPS_FILE),
+    )
+    .map(|argv| Workload {
+        argv,
+        ..workload.clone()
+    })
+}
+
+/// The `range` steps the traced process timed bare itself (see
+/// `with_bare_steps_in_process`), None when it timed none (the tracer could
+/// not stop, or the driver was not run); a file of other steps, or one that
+/// does not read, is removed (said in the error), so the bare run's own
+/// file takes its place.
+pub(crate) fn bare_steps_in_process(
+    dir: &Path,
+    range: &str,
+) -> std::result::Result<Option<BareSteps>, String> {
+    let file = dir.join(BARE_STEPS_FILE);
+    if !file.exists() {
+        return Ok(None);
+    }
+    match read_bare_steps(&file) {
+        Ok(Some(steps)) if steps.in_process && steps.range == range => Ok(Some(steps)),
+        outcome => {
+            let _ = std::fs::remove_file(&file);
+            match outcome {
+                Err(e) => Err(format!(
+                    "the steps timed in the traced process were not read ({e})"
+                )),
+                _ => Ok(None),
+            }
+        }
+    }
+}
+
+/// What the graph-capture prediction does without bare steps, in words.
+fn fallback_words(timeline: &Timeline) -> String {
+    let recorder = recorder_words(timeline);
+    match timeline.recorder.slowdown() {
+        Some((factor, _)) => format!(
+            "the graph-capture prediction takes {recorder}'s cost as its typical slowdown of the step (x{factor})"
+        ),
+        None => format!(
+            "the graph-capture prediction takes {recorder}'s cost from its per-launch constant"
+        ),
+    }
+}
+
 /// The recorder of a timeline, as a note names it.
 fn recorder_words(t: &Timeline) -> &'static str {
     match t.recorder {
@@ -334,7 +399,18 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
     let started = Instant::now();
     let passthrough = !req.run.quiet;
     let on_line = |s: Stream, line: &str| progress.workload_line(s, line, passthrough);
-    let traced = run_traced(&run.launch(), &tracer, req.sample, &dir, &on_line)?;
+    let launch = run.launch();
+    // The module driver times its bare steps itself once the trace ends.
+    let in_process = (req.bare_run && req.sample.is_none())
+        .then(|| with_bare_steps_in_process(&launch, &dir))
+        .flatten();
+    let traced = run_traced(
+        in_process.as_ref().unwrap_or(&launch),
+        &tracer,
+        req.sample,
+        &dir,
+        &on_line,
+    )?;
     let mut trace = read_kopt_trace_set(&traced.trace)?;
     let first_rank = trace.timeline.rank.map_or(0, |r| r.rank);
     let label = traced.trace.display().to_string();
@@ -346,7 +422,7 @@ pub fn trace(req: &TraceRequest, progress: &dyn Progress) -> Result<Traced> {
         .flatten();
     let bare = bare_range.map(|range| {
         BareRun::run(
-            &run.launch(),
+            &launch,
             &tracer,
             &range,
             &dir,

@@ -950,6 +950,10 @@ struct BareStepLine {
     name: String,
     s: i64,
     e: i64,
+    /// Timed by kopt's module driver after the tracer stopped, in the
+    /// traced process.
+    #[serde(default)]
+    in_process: bool,
 }
 
 /// One line of a sync-only bare run: `{"t":"bare_sync","pid":P,"e":E}`,
@@ -1043,6 +1047,7 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
         )
     })?;
     let mut groups: std::collections::BTreeMap<(u32, String), Vec<(i64, i64)>> = Default::default();
+    let mut in_process = std::collections::BTreeSet::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -1113,14 +1118,21 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
             ));
         }
         let family = kopt_model::range_family(&l.name).to_string();
+        if l.in_process {
+            in_process.insert((l.pid, family.clone()));
+        }
         groups.entry((l.pid, family)).or_default().push((l.s, l.e));
     }
     Ok(groups
         .into_iter()
         .max_by_key(|(_, v)| v.len())
-        .map(|((_, range), mut spans_ns)| {
+        .map(|(key, mut spans_ns)| {
             spans_ns.sort_unstable();
-            kopt_model::BareSteps { range, spans_ns }
+            kopt_model::BareSteps {
+                in_process: in_process.contains(&key),
+                range: key.1,
+                spans_ns,
+            }
         }))
 }
 

@@ -373,6 +373,10 @@ pub fn bare_launch_every(range: &str) -> Option<u64> {
 pub struct BareSteps {
     pub range: String,
     pub spans_ns: Vec<(i64, i64)>,
+    /// Timed in the traced process itself, after the tracer detached
+    /// (kopt's module driver), not in a second run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_process: bool,
 }
 
 impl BareSteps {

@@ -266,3 +266,89 @@ def test_callbacks_profile_the_frameworks_steps(fake_torch, monkeypatch, tmp_pat
             cb.on_train_batch_end(None, None, None, None, i)
         cb.on_train_end(None, None)
     assert cb.analysis is not None and cb.analysis.kernels
+
+
+DRIVER = REPO / "crates/kopt-collect/python/kopt_profile_driver.py"
+
+
+def run_driver(fake_torch, monkeypatch, tmp_path, script_text, stop_result, warmup=2, steps=3):
+    """kopt's module driver run as `kopt profile` runs it under the tracer,
+    told to time its bare steps in process; the tracer's stop answers
+    `stop_result` (None: the library has no such function)."""
+    import contextlib
+    import ctypes
+    import runpy
+
+    events = fake_torch.events
+    fake_torch.device = lambda name: name
+    fake_torch.cuda.synchronize = lambda: events.append(("cuda", "sync", None))
+    fake_torch.inference_mode = contextlib.nullcontext
+    fake_torch.enable_grad = contextlib.nullcontext
+    fake_torch.autograd = types.SimpleNamespace(
+        profiler=types.SimpleNamespace(emit_nvtx=lambda record_shapes: contextlib.nullcontext())
+    )
+
+    def cdll(path):
+        events.append(("tracer", "open", path))
+        if stop_result is None:
+            return types.SimpleNamespace()
+
+        def stop():
+            events.append(("tracer", "stop", None))
+            return stop_result
+
+        return types.SimpleNamespace(kopt_tracer_stop=stop)
+
+    monkeypatch.setattr(ctypes, "CDLL", cdll)
+    monkeypatch.setenv("CUDA_INJECTION64_PATH", "/opt/kopt/libkopt_tracer.so")
+    script = tmp_path / "m.py"
+    script.write_text(script_text)
+    out = tmp_path / "bare_steps.jsonl"
+    monkeypatch.syspath_prepend(str(DRIVER.parent))
+    monkeypatch.delitem(sys.modules, "kopt_module", raising=False)
+    argv = [str(DRIVER), str(script), "Model", str(warmup), str(steps), "ops", f"bare_out={out}"]
+    monkeypatch.setattr(sys, "argv", argv)
+    runpy.run_path(str(DRIVER), run_name="__main__")
+    return out
+
+
+FORWARD_SCRIPT = """
+import torch
+class Model(torch.nn.Module):
+    def to(self, device):
+        return self
+    def eval(self):
+        return self
+    def __call__(self, x):
+        torch.events.append(("model", "call", None))
+def get_inputs():
+    return [1]
+"""
+
+
+def test_the_driver_times_its_bare_steps_after_the_tracer_stops(fake_torch, monkeypatch, tmp_path):
+    import json
+
+    out = run_driver(fake_torch, monkeypatch, tmp_path, FORWARD_SCRIPT, stop_result=1)
+    kinds = [(k, what) for k, what, _ in fake_torch.events]
+    # Traced steps in NVTX ranges, then the stop, a CUDA call (where CUPTI
+    # detaches) and as many steps again without any range.
+    stop = kinds.index(("tracer", "stop"))
+    assert kinds[stop + 1] == ("cuda", "sync")
+    assert kinds[:stop].count(("model", "call")) == 5 and kinds[:stop].count(("nvtx", "push")) == 5
+    assert kinds[stop:].count(("model", "call")) == 5 and ("nvtx", "push") not in kinds[stop:]
+    lines = [json.loads(l) for l in out.read_text().splitlines()]
+    assert len(lines) == 5
+    assert all(l["t"] == "bare_step" and l["name"] == "kopt_step" and l["in_process"] for l in lines)
+    assert all(l["s"] <= l["e"] for l in lines)
+    assert [l["s"] for l in lines] == sorted(l["s"] for l in lines)
+
+
+@pytest.mark.parametrize("stop_result", [0, None])
+def test_a_tracer_that_does_not_stop_leaves_no_bare_steps(fake_torch, monkeypatch, tmp_path, stop_result):
+    # Refused (0), or an older library without the function: the steps are
+    # not timed in process (CUPTI would still tax them); kopt runs them apart.
+    out = run_driver(fake_torch, monkeypatch, tmp_path, FORWARD_SCRIPT, stop_result=stop_result)
+    assert not out.exists()
+    calls = [e for e in fake_torch.events if e[0] == "model"]
+    assert len(calls) == 5

@@ -54,6 +54,9 @@ pub(crate) fn subscriber() -> sys::CUpti_SubscriberHandle {
 /// callback on every API call checks it without the lock; it is cleared
 /// under the lock, before the sampler is woken.
 pub(crate) static DETACH_PENDING: AtomicBool = AtomicBool::new(false);
+/// A whole-run trace ended on the program's request (`kopt_tracer_stop`):
+/// the exit handler leaves CUPTI alone (any CUPTI call would attach it again).
+pub(crate) static STOPPED: AtomicBool = AtomicBool::new(false);
 /// Buffers CUPTI still held, empty, when it detached: not lost to another client.
 pub(crate) static BUFFERS_LEFT_AT_DETACH: AtomicU64 = AtomicU64::new(0);
 

@@ -154,6 +154,23 @@ fn init() {
     }
 }
 
+/// Ends a whole-run trace before the program does, for a program that runs
+/// on untraced afterwards (kopt's module driver times its bare steps after
+/// its traced ones, in one process): every record so far is handed to the
+/// writer and CUPTI detaches at the exit of the program's next CUDA call
+/// (call one, e.g. a device synchronisation, before timing anything). The
+/// trace file is completed at exit as usual. Returns 1 when the trace ended
+/// here; 0 when this process traces nothing, the trace is sampled, it was
+/// already stopped, or CUPTI could not be asked to detach (recording goes
+/// on). Found by a program through `dlsym` on `CUDA_INJECTION64_PATH`.
+#[no_mangle]
+pub extern "C" fn kopt_tracer_stop() -> i32 {
+    let stopped = catch_unwind(|| {
+        TRACED_PID.load(Ordering::SeqCst) == std::process::id() && sampling::stop_whole_run()
+    });
+    i32::from(stopped.unwrap_or(false))
+}
+
 extern "C" fn at_exit() {
     if TRACED_PID.load(Ordering::SeqCst) != std::process::id() {
         return;
@@ -165,10 +182,10 @@ extern "C" fn at_exit() {
         }
         // A detached CUPTI is left alone: any CUPTI call would attach it again.
         let st = detach::sampler_state();
-        if !sampling {
-            sampling::end_recording(None);
-        } else if st.recording {
-            sampling::end_recording(Some(st.window_start));
+        if sampling && st.recording {
+            sampling::end_recording(sampling::Ending::Window(st.window_start));
+        } else if !sampling && !detach::STOPPED.load(Ordering::SeqCst) {
+            sampling::end_recording(sampling::Ending::Exit);
         }
         drop(st);
         let dropped = DROPPED.load(Ordering::SeqCst);
@@ -196,6 +213,12 @@ extern "C" fn at_exit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_without_a_trace_is_refused() {
+        // Nothing attached in this process: nothing to stop, and no panic.
+        assert_eq!(kopt_tracer_stop(), 0);
+    }
 
     #[test]
     fn initialisation_without_an_output_path_is_harmless() {

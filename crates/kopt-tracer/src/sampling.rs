@@ -20,7 +20,9 @@ use crate::buffers::{buffer_completed, buffer_requested, queue_line};
 use crate::callbacks::{on_api_call, subscribe_api_callbacks, take_api_lines, RECORD_API_CALLS};
 use crate::config::{self, ApiMode};
 use crate::cupti::{cupti_now, set_attribute};
-use crate::detach::{sampler_state, subscriber, DETACH_PENDING, SAMPLER, SAMPLING, SUBSCRIBER};
+use crate::detach::{
+    sampler_state, subscriber, DETACH_PENDING, SAMPLER, SAMPLING, STOPPED, SUBSCRIBER,
+};
 use crate::records::window_line;
 use crate::warn;
 
@@ -214,13 +216,22 @@ fn sampler_loop(on: std::time::Duration, off: std::time::Duration) {
     }
 }
 
+/// How recording ends: at the exit handler, at a sampled window's close
+/// (its start given), or on the program's request (`stop_whole_run`).
+#[derive(Clone, Copy)]
+pub(crate) enum Ending {
+    Exit,
+    Window(u64),
+    Stop,
+}
+
 /// Stop recording and hand every record to the drain thread, counting what
-/// CUPTI dropped. For a sampled window (its start given), the kinds are
-/// disabled first and the window's API lines and bounds follow its records.
-pub(crate) fn end_recording(window_start: Option<u64>) {
+/// CUPTI dropped. Before a detach (a window's close, a stop) the kinds are
+/// disabled first; a window's API lines and bounds follow its records.
+pub(crate) fn end_recording(ending: Ending) {
     let end = cupti_now();
     RECORD_API_CALLS.store(false, Ordering::SeqCst);
-    if window_start.is_some() {
+    if !matches!(ending, Ending::Exit) {
         for kind in ENABLED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             // SAFETY: a plain enum value, one `attach` enabled.
             unsafe { sys::cuptiActivityDisable(*kind) };
@@ -235,7 +246,7 @@ pub(crate) fn end_recording(window_start: Option<u64>) {
     // values; `dropped` is a local out-pointer CUPTI writes one size_t to.
     unsafe { sys::cuptiActivityGetNumDroppedRecords(std::ptr::null_mut(), 0, &mut dropped) };
     DROPPED.fetch_add(dropped as u64, Ordering::SeqCst);
-    if let Some(start) = window_start {
+    if let Ending::Window(start) = ending {
         queue_line(take_api_lines());
         queue_line(window_line(start, end));
     } else {
@@ -247,6 +258,72 @@ pub(crate) fn end_recording(window_start: Option<u64>) {
     }
 }
 
+/// End a whole-run trace on the program's request (`kopt_tracer_stop`):
+/// stop recording, hand every record to the drain thread and have CUPTI
+/// detach at the exit of the program's next CUDA call, so what the program
+/// runs afterwards runs as if untraced (kopt's module driver times its bare
+/// steps there, in the traced process). Returns without waiting for the
+/// detach: the caller is the thread whose next call performs it. False for
+/// a sampled trace (its windows detach on their own), after the exit
+/// handler began, after an earlier stop, or when CUPTI cannot be asked to
+/// detach (the trace still ends here, but CUPTI stays attached).
+pub(crate) fn stop_whole_run() -> bool {
+    if SAMPLING.load(Ordering::SeqCst) || STOPPED.load(Ordering::SeqCst) {
+        return false;
+    }
+    let st = sampler_state();
+    if st.exiting || STOPPED.swap(true, Ordering::SeqCst) {
+        return false;
+    }
+    end_recording(Ending::Stop);
+    DETACH_PENDING.store(true, Ordering::SeqCst);
+    // The callback takes the lock from inside CUPTI's dispatch.
+    drop(st);
+    if subscribe_for_detach() {
+        return true;
+    }
+    // The records so far are kept; CUPTI stays attached (and costs its
+    // launch tax), so the caller must not time untraced steps.
+    DETACH_PENDING.store(false, Ordering::SeqCst);
+    warn("cannot subscribe to CUDA API callbacks to detach CUPTI; the trace ends here, CUPTI stays attached");
+    false
+}
+
+/// Make sure this attachment has a callback subscriber with every runtime
+/// and driver call enabled, so the first API exit after `DETACH_PENDING`
+/// runs `detach_now`. False when CUPTI refuses the subscription.
+fn subscribe_for_detach() -> bool {
+    let mut subscriber = subscriber();
+    if subscriber.is_null() {
+        // No API calls recorded through callbacks (KOPT_TRACER_APIS=off|all,
+        // or a whole run's activity records): subscribe now, for the detach.
+        // SAFETY: `subscriber` is a local out-pointer; `on_api_call` has
+        // CUpti_CallbackFunc's signature, lives for the process and ignores
+        // its user data (null).
+        let r = unsafe {
+            sys::cuptiSubscribe(&mut subscriber, Some(on_api_call), std::ptr::null_mut())
+        };
+        if r != sys::CUptiResult::CUPTI_SUCCESS {
+            return false;
+        }
+        SUBSCRIBER.store(subscriber.cast(), Ordering::SeqCst);
+    }
+    for domain in [
+        sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
+        sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
+    ] {
+        // SAFETY: `subscriber` is this attachment's handle, from
+        // cuptiSubscribe (here or in `subscribe_api_callbacks`).
+        // Caveat, kept as it was: when selected calls were already
+        // subscribed, an API exit may run `detach_now` (cuptiFinalize)
+        // between the load above and this call, and the handle is then
+        // one CUPTI has let go; what CUPTI does with it is not
+        // documented (the result is ignored).
+        unsafe { sys::cuptiEnableDomain(1, subscriber, domain) };
+    }
+    true
+}
+
 /// End the open window: stop recording, hand every record to the drain
 /// thread, write the window's bounds, and have CUPTI detach at the exit of
 /// the application's next CUDA call (where NVIDIA's sample calls
@@ -256,43 +333,13 @@ fn close_window() -> bool {
     if st.exiting {
         return false;
     }
-    end_recording(Some(st.window_start));
+    end_recording(Ending::Window(st.window_start));
     st.recording = false;
     DETACH_PENDING.store(true, Ordering::SeqCst);
     // Our lock is released before CUPTI is called: the callback takes it
     // from inside CUPTI's dispatch.
     drop(st);
-    let mut subscriber = subscriber();
-    if subscriber.is_null() {
-        // No API calls recorded (KOPT_TRACER_APIS=off|all): subscribe now, for the detach.
-        // SAFETY: `subscriber` is a local out-pointer; `on_api_call` has
-        // CUpti_CallbackFunc's signature, lives for the process and ignores
-        // its user data (null).
-        let r = unsafe {
-            sys::cuptiSubscribe(&mut subscriber, Some(on_api_call), std::ptr::null_mut())
-        };
-        if r == sys::CUptiResult::CUPTI_SUCCESS {
-            SUBSCRIBER.store(subscriber.cast(), Ordering::SeqCst);
-        } else {
-            subscriber = std::ptr::null_mut();
-        }
-    }
-    let subscribed = !subscriber.is_null();
-    if subscribed {
-        for domain in [
-            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API,
-            sys::CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API,
-        ] {
-            // SAFETY: `subscriber` is this attachment's handle, from
-            // cuptiSubscribe (here or in `subscribe_api_callbacks`).
-            // Caveat, kept as it was: when selected calls were already
-            // subscribed, an API exit may run `detach_now` (cuptiFinalize)
-            // between the load above and this call, and the handle is then
-            // one CUPTI has let go; what CUPTI does with it is not
-            // documented (the result is ignored).
-            unsafe { sys::cuptiEnableDomain(1, subscriber, domain) };
-        }
-    }
+    let subscribed = subscribe_for_detach();
     let mut st = sampler_state();
     if !subscribed {
         warn("cannot subscribe to CUDA API callbacks to detach CUPTI; tracing the rest of the run");

@@ -542,3 +542,116 @@ fn a_module_script_is_driven_by_kopt() {
         .ends_with("kopt_profile_driver.py"));
     assert_eq!(argv[3], "topk");
 }
+
+/// `kopt profile --script` of a module script with a stand-in interpreter
+/// that acts as kopt's driver under the tracer: it writes a real H200 trace
+/// of a driven module (kopt_step ranges) and, when `times_in_process` and
+/// told `bare_out=PATH`, the steps timed bare in the traced process (the
+/// same H200 run's bare steps, marked in-process); as a bare run it writes
+/// them to `$KOPT_BARE_STEPS_OUT`. Every start is logged to `starts.log`.
+fn driven_profile(env: &Env, times_in_process: bool) -> Output {
+    let dir = env.dir.path();
+    let tracer = dir.join("libkopt_tracer.so");
+    std::fs::write(&tracer, b"stand-in").unwrap();
+    let run = fixture("item-in-forward-h200/run");
+    let steps = std::fs::read_to_string(run.join("bare_steps.jsonl")).unwrap();
+    std::fs::write(dir.join("bare.jsonl"), &steps).unwrap();
+    std::fs::write(
+        dir.join("in-process.jsonl"),
+        steps.replace("}\n", ",\"in_process\":true}\n"),
+    )
+    .unwrap();
+    let in_process = if times_in_process {
+        "for a in \"$@\"; do case $a in bare_out=*) cp in-process.jsonl \"${a#bare_out=}\";; esac; done\n"
+    } else {
+        ""
+    };
+    let python = dir.join("python");
+    std::fs::write(
+        &python,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> starts.log\n\
+             if [ -n \"$KOPT_TRACE_OUT\" ]; then cp '{}' \"$KOPT_TRACE_OUT\"\n{in_process}\
+             elif [ -n \"$KOPT_BARE_STEPS_OUT\" ]; then cp bare.jsonl \"$KOPT_BARE_STEPS_OUT\"; fi\n",
+            run.join("trace.jsonl").display()
+        ),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args([
+            "profile",
+            "--runs-dir",
+            "runs",
+            "--format",
+            "json",
+            "--python",
+        ])
+        .arg(&python)
+        .arg("--script")
+        .arg(run.join("Model.py"))
+        .env("KOPT_TRACER", &tracer)
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", dir.join("bin").display()),
+        )
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_driver_times_its_bare_steps_in_the_traced_process() {
+    let env = Env::new();
+    let o = driven_profile(&env, true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // One start of the program: no separate bare runs.
+    let starts = std::fs::read_to_string(env.dir.path().join("starts.log")).unwrap();
+    assert_eq!(starts.lines().count(), 1, "{starts}");
+    assert!(starts.contains("bare_out="), "{starts}");
+    let record = run_json(&env.only_run_dir());
+    let bare = &record["passes"][1];
+    assert_eq!(bare["name"], "bare-steps", "{record}");
+    assert!(
+        bare["description"]
+            .as_str()
+            .unwrap()
+            .contains("in the traced process"),
+        "{bare}"
+    );
+    assert!(
+        stderr(&o).contains("timed again in the traced process"),
+        "{}",
+        stderr(&o)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &report["timeline"]["graph_prediction"];
+    assert_eq!(g["eager_measured_bare"], true, "{}", report["notes"]);
+    let model = g["speedup"]["model"].as_str().unwrap();
+    assert!(model.contains("after the tracer detached"), "{model}");
+}
+
+#[test]
+fn a_tracer_that_cannot_stop_leaves_the_bare_steps_to_separate_runs() {
+    // The driver was told, but the tracer did not stop (an older library,
+    // CUPTI refusing the callbacks): it wrote nothing, and kopt times the
+    // steps in separate runs as before, with the same figures.
+    let env = Env::new();
+    let o = driven_profile(&env, false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let starts = std::fs::read_to_string(env.dir.path().join("starts.log")).unwrap();
+    assert_eq!(starts.lines().count(), 3, "{starts}");
+    assert!(
+        starts.lines().skip(1).all(|l| !l.contains("bare_out=")),
+        "{starts}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let g = &report["timeline"]["graph_prediction"];
+    assert_eq!(g["eager_measured_bare"], true, "{}", report["notes"]);
+    let model = g["speedup"]["model"].as_str().unwrap();
+    assert!(model.contains("a second run without CUPTI"), "{model}");
+}

@@ -168,6 +168,7 @@ mod tests {
         kopt_model::BareSteps {
             range: kopt_model::BARE_SYNC_RANGE.into(),
             spans_ns: ends.into_iter().map(|e| (e, e)).collect(),
+            in_process: false,
         }
     }
 
@@ -228,6 +229,7 @@ mod tests {
                 .step_by(per_step as usize)
                 .map(|n| (time_of(n), n))
                 .collect(),
+            in_process: false,
         }
     }
 
@@ -269,6 +271,7 @@ mod tests {
         t.bare_steps = Some(kopt_model::BareSteps {
             range: "step".into(),
             spans_ns: vec![(0, 10), (20, 30), (40, 50), (60, 70), (80, 90)],
+            in_process: false,
         });
         assert!(
             !summarize(&t)

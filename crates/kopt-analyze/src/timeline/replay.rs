@@ -319,7 +319,9 @@ fn model_words(
         (costs.launches_per_step, costs.op_ranges_per_step);
     let (corrected, overhead, per_launch) = (fixed.eager, fixed.overhead, fixed.per_launch);
     let bare_range = t.bare_steps.as_ref().map(|b| b.range.as_str());
-    let bare_words = if bare_range == Some(kopt_model::BARE_SYNC_RANGE) {
+    let bare_words = if t.bare_steps.as_ref().is_some_and(|b| b.in_process) {
+        "steps the traced process ran after the tracer detached from it (CUPTI finalized, no op ranges), timed by the host clock"
+    } else if bare_range == Some(kopt_model::BARE_SYNC_RANGE) {
         "steps of a second run without CUPTI's records, matched to the traced steps by the synchronising calls that end them"
     } else if bare_range.and_then(kopt_model::bare_launch_every).is_some() {
         "steps of a second run without CUPTI's records, timed by the program's clock every step's worth of kernel launch calls (the calls counted, one timed a step), matched to the traced steps by the launch count"
