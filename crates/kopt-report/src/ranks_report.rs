@@ -61,8 +61,9 @@ fn collective_cells(d: &RanksDiagnosis) -> Vec<[String; 6]> {
                 }),
                 dur(c.total_ns as f64),
                 c.median_bytes.map_or("-".into(), bytes),
-                c.bus_bytes_per_s
-                    .map_or("-".into(), |b| format!("{:.1} GB/s", b / 1e9)),
+                c.bus_bytes_per_s.map_or("-".into(), |b| {
+                    format!("{} GB/s", kopt_model::figure::figure(b / 1e9, 1))
+                }),
                 c.algorithm.clone().unwrap_or_else(|| "-".into()),
             ]
         })
