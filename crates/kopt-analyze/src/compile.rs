@@ -729,6 +729,7 @@ mod tests {
             busy_ns: busy,
             words: "test".into(),
             serialized: false,
+            host_floor_ns: 0.0,
         }
     }
 

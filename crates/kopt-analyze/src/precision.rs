@@ -324,7 +324,7 @@ pub fn recommend(
         low: t_lo,
         high: t_hi,
         model: format!(
-            "these kernels' time / the TF32-over-FMA speed ratio: {:.1}x (range {:.1}-{:.1}x) = the TF32 tensor peak over the FP32 FMA peak ({ratio:.1}x, {peaks_words}) x {est:.2} ({lo:.2}-{hi:.2}), the share of its peak a TF32 GEMM reaches against an FMA GEMM's (fp32 operands keep 4 bytes; calibrated on an H100: BERT-base fp32 at batch 32 x 128, its FMA GEMMs 3.3x faster with TF32, 2.67x end to end); the kernel time saved ({:.1}%, range {:.1}-{:.1}%) comes off {} x the GPU's busy share of the step ({:.0}%; low: x that share again, high: all of it)",
+            "these kernels' time / the TF32-over-FMA speed ratio: {:.1}x (range {:.1}-{:.1}x) = the TF32 tensor peak over the FP32 FMA peak ({ratio:.1}x, {peaks_words}) x {est:.2} ({lo:.2}-{hi:.2}), the share of its peak a TF32 GEMM reaches against an FMA GEMM's (fp32 operands keep 4 bytes; calibrated on an H100: BERT-base fp32 at batch 32 x 128, its FMA GEMMs 3.3x faster with TF32, 2.67x end to end); the kernel time saved ({:.1}%, range {:.1}-{:.1}%) comes off {} x the GPU's busy share of the step ({:.0}%; low: x that share again, high: all of it){}",
             speed_t(est),
             speed_t(lo),
             speed_t(hi),
@@ -333,6 +333,7 @@ pub fn recommend(
             100.0 * saved_t(hi),
             step.base.words,
             100.0 * step.base.busy_share(),
+            step.base.host_floor_words(saved_t(est)),
         ),
     };
 

@@ -33,11 +33,18 @@ pub struct Base {
     /// The host syncs inside the step: host and GPU take turns, so GPU
     /// time saved comes off the step in full (#35).
     pub serialized: bool,
+    /// The host's own time per step (its issue time, less the time it sat
+    /// blocked in syncs and the recorder's modelled cost), 0 where unknown:
+    /// however much GPU time goes, the step cannot run faster than its host
+    /// issues it (a host-bound step whose one sync waits 41 us gains
+    /// nothing from faster kernels, #35).
+    pub host_floor_ns: f64,
 }
 
 impl Base {
     pub fn of(t: Option<&TimelineSummary>, total_kernel_ns: f64) -> Base {
         let mut base = Base::unserialized(t, total_kernel_ns);
+        base.host_floor_ns = host_floor(t).map_or(0.0, |h| h.min(base.wall_ns));
         if let Some(h) = t
             .and_then(|t| t.host_syncs.as_ref())
             .filter(|h| h.serialized)
@@ -74,6 +81,7 @@ impl Base {
                 busy_ns: busy,
                 words,
                 serialized: false,
+                host_floor_ns: 0.0,
             };
         }
         // Steps without a graph-capture prediction (a step replayed from a
@@ -87,6 +95,7 @@ impl Base {
                 busy_ns: busy,
                 words: format!("the traced step ({})", fmt(wall)),
                 serialized: false,
+                host_floor_ns: 0.0,
             };
         }
         Base {
@@ -97,6 +106,7 @@ impl Base {
                 fmt(total_kernel_ns)
             ),
             serialized: false,
+            host_floor_ns: 0.0,
         }
     }
 
@@ -116,22 +126,63 @@ impl Base {
     /// high) of the kernel time go: the estimate's saving comes off the step
     /// x the GPU's busy share, the low end's x that share again, the high
     /// end's all of it.
+    /// The estimate and the low end stop at the host's own time per step
+    /// (`host_floor_ns`); the high end, "all of it", does not (the floor
+    /// rests on the recorder's modelled cost).
     pub fn kernel_share_speedups(&self, est: f64, lo: f64, hi: f64) -> (f64, f64, f64) {
         let b = self.busy_share();
-        let high = self.speedup(hi, 1.0);
-        let low = self.speedup(lo, b * b).min(high);
-        (self.speedup(est, b).clamp(low, high), low, high)
+        let high = self.speedup(hi, 1.0, false);
+        let low = self.speedup(lo, b * b, true).min(high);
+        (self.speedup(est, b, true).clamp(low, high), low, high)
     }
 
     /// Step speed-up when a share `f` (0..1) of the kernel time goes, the
-    /// wall shrinking by `weight` of it.
-    fn speedup(&self, f: f64, weight: f64) -> f64 {
-        let saved = (f.clamp(0.0, 0.999) * self.busy_ns * weight).min(self.wall_ns * 0.999);
+    /// wall shrinking by `weight` of it, down to the host's own time per
+    /// step when `floored`.
+    fn speedup(&self, f: f64, weight: f64, floored: bool) -> f64 {
         if self.wall_ns <= 0.0 {
             return 1.0;
         }
+        let mut saved = (f.clamp(0.0, 0.999) * self.busy_ns * weight).min(self.wall_ns * 0.999);
+        if floored {
+            saved = saved.min((self.wall_ns - self.host_floor_ns).max(0.0));
+        }
         self.wall_ns / (self.wall_ns - saved)
     }
+
+    /// Said where the host's own time per step limits a kernel-time
+    /// saving of share `f` (the estimate's): what the step can lose.
+    pub fn host_floor_words(&self, f: f64) -> String {
+        let saved = f.clamp(0.0, 0.999) * self.busy_ns * self.busy_share();
+        if self.host_floor_ns <= 0.0 || saved <= self.wall_ns - self.host_floor_ns {
+            return String::new();
+        }
+        let fmt = kopt_model::format_duration_ns;
+        format!(
+            "; but the step cannot run faster than its host issues it: {} a step of the host's own time (its issue time less its waits in syncs and the recorder's modelled cost), so at most {} comes off (estimate and low end)",
+            fmt(self.host_floor_ns),
+            fmt((self.wall_ns - self.host_floor_ns).max(0.0))
+        )
+    }
+}
+
+/// The host's own time per step, for a step that syncs with the host
+/// inside: the traced issue time less the recorder's modelled cost
+/// (`GraphPrediction::host_per_step_ns`), less the time it waited in those
+/// syncs (it counts them, and they are the GPU's). There the host's
+/// blocked time is measured, not inferred. A step without syncs runs its
+/// host ahead, and its issue time rests on the recorder's modelled cost
+/// alone: on GPT-2 prefill with op ranges (fixtures/ops-gpt2-h200) it came
+/// out at 90% of the step, yet padding the LM head measured 1.48x, far
+/// below such a floor; so no floor there. None without a host time.
+fn host_floor(t: Option<&TimelineSummary>) -> Option<f64> {
+    let t = t?;
+    let syncs = t
+        .host_syncs
+        .as_ref()
+        .filter(|h| h.mid_step_per_step > 0.0)?;
+    let host = t.graph_prediction.as_ref()?.host_per_step_ns?;
+    Some((host - syncs.wait_per_step_ns).max(0.0)).filter(|h| *h > 0.0)
 }
 
 /// Kernel-time shares (estimate, low, high) a finding saves: from its
@@ -223,12 +274,13 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
                     low,
                     high,
                     model: format!(
-                        "step speed-up on {}: the kernel time saved ({:.1}%, range {:.1}-{:.1}%) x the GPU's busy share of the step ({:.0}%) comes off the step; high: all of it, low: x the busy share again. Kernel-time model: {kernel_model}",
+                        "step speed-up on {}: the kernel time saved ({:.1}%, range {:.1}-{:.1}%) x the GPU's busy share of the step ({:.0}%) comes off the step; high: all of it, low: x the busy share again{}. Kernel-time model: {kernel_model}",
                         base.words,
                         100.0 * est,
                         100.0 * lo,
                         100.0 * hi,
-                        100.0 * b
+                        100.0 * b,
+                        base.host_floor_words(est)
                     ),
                 }
             })
@@ -335,6 +387,7 @@ mod tests {
             busy_ns: 9.8e6,
             words: "w".into(),
             serialized: false,
+            host_floor_ns: 0.0,
         };
         let mut recs = vec![
             graph(1.02, 1.0, 1.05),
@@ -365,6 +418,7 @@ mod tests {
             busy_ns: 1e6,
             words: "w".into(),
             serialized: false,
+            host_floor_ns: 0.0,
         };
         let mut recs = vec![
             rec("use_channels_last", Some((1.3, 1.1)), Some(23.0)),
@@ -377,12 +431,47 @@ mod tests {
     }
 
     #[test]
+    fn kernel_savings_stop_at_the_hosts_own_time() {
+        // GPU busy 95% of the step, but the host needs 99% of it to issue
+        // the step: halving kernel time barely shortens it (the estimate and
+        // low end), while the high end keeps "all of it".
+        let floored = Base {
+            wall_ns: 3.35e6,
+            busy_ns: 3.19e6,
+            words: "w".into(),
+            serialized: false,
+            host_floor_ns: 3.31e6,
+        };
+        let (est, low, high) = floored.kernel_share_speedups(0.4, 0.3, 0.5);
+        assert!(est < 1.02 && low <= est, "{est} {low}");
+        assert!(high > 1.5, "{high}");
+        assert!(floored
+            .host_floor_words(0.4)
+            .contains("cannot run faster than its host"));
+        // Without a host time the same saving counts by the busy share.
+        let free = Base {
+            host_floor_ns: 0.0,
+            ..floored.clone()
+        };
+        let (est_free, _, _) = free.kernel_share_speedups(0.4, 0.3, 0.5);
+        assert!(est_free > 1.5, "{est_free}");
+        assert!(free.host_floor_words(0.4).is_empty());
+        // A floor below what the saving reaches changes nothing.
+        let low_floor = Base {
+            host_floor_ns: 1.0e6,
+            ..floored
+        };
+        assert_eq!(low_floor.kernel_share_speedups(0.4, 0.3, 0.5).0, est_free);
+    }
+
+    #[test]
     fn a_range_wider_than_three_times_drops_the_figure() {
         let base = Base {
             wall_ns: 4e6,
             busy_ns: 1e6,
             words: "w".into(),
             serialized: false,
+            host_floor_ns: 0.0,
         };
         let mut recs = vec![
             graph(3.0, 1.0, 229.9),
