@@ -358,12 +358,11 @@ pub fn recommend(
             if found.from_ops { "" } else { " (found from the kernel sequence: GEMM, softmax, GEMM)" },
         ),
         action: format!(
-            "Call torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=..., is_causal=...) in place of matmul -> softmax -> matmul; in Hugging Face models pass attn_implementation=\"sdpa\" (or \"flash_attention_2\") when building the model. The fused kernel never writes the scores, so padding the sequence length is not needed. Predicted: {} of attention kernels -> {}, {:.2}x ({:.2}-{:.2}x) for the workload's kernel time.",
+            "Call torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=..., is_causal=...) in place of matmul -> softmax -> matmul; in Hugging Face models pass attn_implementation=\"sdpa\" (or \"flash_attention_2\") when building the model. The fused kernel never writes the scores, so padding the sequence length is not needed. Predicted: {} of attention kernels -> {}, {}x ({}) for the workload's kernel time.",
             fmt(found.eager_ns),
             fmt(est),
-            at(est),
-            at(low),
-            at(high)
+            kopt_model::figure::ratio(at(est), 2),
+            kopt_model::figure::ratio_range(at(low), at(high), 2)
         ),
         source: "fused attention: FlashAttention / memory-efficient attention through torch.nn.functional.scaled_dot_product_attention".into(),
         gain: Some(kopt_model::GainEstimate {

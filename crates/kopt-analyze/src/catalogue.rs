@@ -539,10 +539,9 @@ pub fn graph_capture(t: &kopt_model::TimelineSummary) -> Option<Recommendation> 
         String::new()
     };
     let figures = format!(
-        "Predicted {:.1}x ({:.1}-{:.1}x): {} per step now{recorder}, {} after capture ({} GPU busy + {:.0} kernels x {} replay each).",
-        sp.estimate,
-        sp.low,
-        sp.high,
+        "Predicted {}x ({}): {} per step now{recorder}, {} after capture ({} GPU busy + {:.0} kernels x {} replay each).",
+        kopt_model::figure::ratio(sp.estimate, 1),
+        kopt_model::figure::ratio_range(sp.low, sp.high, 1),
         fmt(p.eager_corrected_per_step_ns),
         fmt(p.graph_per_step_ns),
         fmt(p.busy_per_step_ns),
@@ -566,12 +565,11 @@ pub fn graph_capture(t: &kopt_model::TimelineSummary) -> Option<Recommendation> 
             workload_pct: share,
             saved_ns: saved_step * steps,
             method: format!(
-                "predicted per step: {} -> {} ({:.1}x, range {:.1}-{:.1}x); {}",
+                "predicted per step: {} -> {} ({}x, range {}); {}",
                 fmt(p.eager_corrected_per_step_ns),
                 fmt(p.graph_per_step_ns),
-                sp.estimate,
-                sp.low,
-                sp.high,
+                kopt_model::figure::ratio(sp.estimate, 1),
+                kopt_model::figure::ratio_range(sp.low, sp.high, 1),
                 sp.model
             ),
         }),

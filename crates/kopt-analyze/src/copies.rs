@@ -328,12 +328,12 @@ pub fn recommend(c: &HostCopies, step_ns: f64) -> Option<Recommendation> {
                 format!(" from {}", g.frames.join(", "))
             };
             format!(
-                "{} {:.1} a step, {:.1} MB, {} on the GPU at {:.1} GB/s, the host held {} and the GPU idle {} before them a step{at}",
+                "{} {:.1} a step, {} MB, {} on the GPU at {} GB/s, the host held {} and the GPU idle {} before them a step{at}",
                 g.direction,
                 g.per_step,
-                g.bytes_per_step / 1e6,
+                kopt_model::figure::figure(g.bytes_per_step / 1e6, 1),
                 fmt(g.gpu_ns_per_step),
-                g.achieved_bytes_per_s / 1e9,
+                kopt_model::figure::figure(g.achieved_bytes_per_s / 1e9, 1),
                 fmt(g.call_ns_per_step),
                 fmt(g.gpu_idle_before_ns_per_step)
             )

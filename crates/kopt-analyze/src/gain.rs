@@ -32,7 +32,8 @@ pub(crate) fn saved_time_gain(
 /// prediction as its action quotes it.
 pub(crate) fn kernel_time_speedup_words(sp: &kopt_model::PredictedSpeedup) -> String {
     format!(
-        "{:.2}x ({:.2}-{:.2}x) for the workload's kernel time",
-        sp.estimate, sp.low, sp.high
+        "{}x ({}) for the workload's kernel time",
+        kopt_model::figure::ratio(sp.estimate, 2),
+        kopt_model::figure::ratio_range(sp.low, sp.high, 2)
     )
 }

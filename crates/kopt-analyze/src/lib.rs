@@ -1020,10 +1020,9 @@ fn launch_primary(
     let fmt = kopt_model::format_duration_ns;
     let predicted = match (graph.and_then(|r| r.predicted_speedup.as_ref()), &t.graph_prediction) {
         (Some(sp), Some(p)) => format!(
-            " Capturing the steady-state step in a CUDA graph is predicted to run it {:.1}x faster (range {:.1}-{:.1}x): {} per step now, {} after capture.",
-            sp.estimate,
-            sp.low,
-            sp.high,
+            " Capturing the steady-state step in a CUDA graph is predicted to run it {}x faster (range {}): {} per step now, {} after capture.",
+            kopt_model::figure::ratio(sp.estimate, 1),
+            kopt_model::figure::ratio_range(sp.low, sp.high, 1),
             fmt(p.eager_corrected_per_step_ns),
             fmt(p.graph_per_step_ns)
         ),

@@ -404,8 +404,8 @@ pub fn gemm_alignment(
         let kernel = a.first_kernel(i);
         let kernel_short = row.kernels.first().cloned().unwrap_or_default();
         let method = format!(
-            "the padded GEMM's FLOPs at {:.0} TFLOP/s, the best rate this workload's aligned GEMMs reached; kernel time only",
-            rate / 1e12
+            "the padded GEMM's FLOPs at {} TFLOP/s, the best rate this workload's aligned GEMMs reached; kernel time only",
+            kopt_model::figure::figure(rate / 1e12, 0)
         );
         out.push(Recommendation {
             rank: 0,
@@ -415,18 +415,19 @@ pub fn gemm_alignment(
             kernel_short: kernel_short.clone(),
             class: BottleneckClass::Compute,
             evidence: format!(
-                "{} {shapes}: {} is not a multiple of {ALIGN}, so the library leaves its tensor-core kernels for {kernel_short}: {:.0} TFLOP/s, against {:.0} TFLOP/s for this workload's aligned GEMMs ({} calls, {:.1}% of kernel time)",
+                "{} {shapes}: {} is not a multiple of {ALIGN}, so the library leaves its tensor-core kernels for {kernel_short}: {} TFLOP/s, against {} TFLOP/s for this workload's aligned GEMMs ({} calls, {:.1}% of kernel time)",
                 row.op,
                 if !n.is_multiple_of(ALIGN) { n } else { k },
-                achieved / 1e12,
-                rate / 1e12,
+                kopt_model::figure::figure(achieved / 1e12, 0),
+                kopt_model::figure::figure(rate / 1e12, 0),
                 row.launches,
                 row.pct_of_total
             ),
             action: format!(
-                "Pad {dim} (e.g. a vocabulary or a Linear's features; zero rows or columns, then slice the result off): the padded GEMM is predicted at {:.2} ms per call instead of {:.2} ms, {estimate:.2}x for the workload's kernel time.",
+                "Pad {dim} (e.g. a vocabulary or a Linear's features; zero rows or columns, then slice the result off): the padded GEMM is predicted at {:.2} ms per call instead of {:.2} ms, {}x for the workload's kernel time.",
                 padded_ns / 1e6,
-                per_call_ns / 1e6
+                per_call_ns / 1e6,
+                kopt_model::figure::ratio(estimate, 2)
             ),
             source: "GEMM shapes: tensor cores need dimensions in multiples of 8 for fp16/bf16".into(),
             gain: Some(GainEstimate {

@@ -354,13 +354,12 @@ pub fn recommend(
     let saved = time * (1.0 - 1.0 / kernel_speed);
     let shorts: Vec<&str> = of.iter().map(|g| g.verdict.short_name.as_str()).collect();
     let model = format!(
-        "{} predicted for the step: {}. The other option, {}: {:.2}x ({:.2}-{:.2}x): {}",
+        "{} predicted for the step: {}. The other option, {}: {}x ({}): {}",
         first.words(),
         first_fig.model,
         other.words(),
-        other_fig.estimate,
-        other_fig.low,
-        other_fig.high,
+        kopt_model::figure::ratio(other_fig.estimate, 2),
+        kopt_model::figure::ratio_range(other_fig.low, other_fig.high, 2),
         other_fig.model,
     );
     let gain = kopt_model::GainEstimate {
@@ -387,7 +386,13 @@ pub fn recommend(
     };
     let tf32_call = "torch.backends.cuda.matmul.allow_tf32 = True and torch.backends.cudnn.allow_tf32 = True (or torch.set_float32_matmul_precision(\"high\"))";
     let bf16_call = "run the forward pass under torch.autocast(\"cuda\", dtype=torch.bfloat16)";
-    let figure = |p: &Priced| format!("{:.2}x ({:.2}-{:.2}x)", p.estimate, p.low, p.high);
+    let figure = |p: &Priced| {
+        format!(
+            "{}x ({})",
+            kopt_model::figure::ratio(p.estimate, 2),
+            kopt_model::figure::ratio_range(p.low, p.high, 2)
+        )
+    };
     let action = match first {
         Fix::Tf32 => format!(
             "Allow TF32 before the model runs: {tf32_call}. Predicted: the step {}, these kernels {:.1}x faster. bf16 autocast ({bf16_call}) is predicted {} for the step: {}.{close_words} The numerics change: TF32 keeps a 10-bit mantissa in the products; bf16 keeps 8 and stores activations in bf16, a larger change; check the outputs against fp32.",

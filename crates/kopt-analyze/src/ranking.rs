@@ -290,11 +290,10 @@ pub fn rank(recs: &mut Vec<Recommendation>, base: &Base, kernel_share: impl Fn(&
                 // Said once, with why: no "Predicted" sentence is left to
                 // claim the figure withheld.
                 r.evidence = format!(
-                    "{} {}the prediction's range ({:.1}-{:.1}x) spans more than {MAX_RANGE_RATIO:.0}x, so the model does not know this step.",
+                    "{} {}the prediction's range ({}) spans more than {MAX_RANGE_RATIO:.0}x, so the model does not know this step.",
                     without_predictions(&r.evidence),
                     kopt_model::FIGURE_WITHHELD,
-                    sp.low,
-                    sp.high
+                    kopt_model::figure::ratio_range(sp.low, sp.high, 1)
                 );
                 r.action = without_predictions(&r.action);
                 if r.id == GRAPH_ID {

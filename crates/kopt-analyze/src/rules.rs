@@ -109,10 +109,13 @@ pub fn amd_roofline(m: &Metrics) -> Option<(f64, f64)> {
 
 /// A bandwidth in the unit a reader expects.
 pub fn format_rate(bytes_per_s: f64) -> String {
-    if bytes_per_s >= 1e12 {
-        format!("{:.2} TB/s", bytes_per_s / 1e12)
+    use kopt_model::figure::figure;
+    if !bytes_per_s.is_finite() {
+        "n/a GB/s (not a finite rate)".into()
+    } else if bytes_per_s >= 1e12 {
+        format!("{} TB/s", figure(bytes_per_s / 1e12, 2))
     } else {
-        format!("{:.0} GB/s", bytes_per_s / 1e9)
+        format!("{} GB/s", figure(bytes_per_s / 1e9, 0))
     }
 }
 

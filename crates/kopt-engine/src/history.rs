@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use kopt_model::compare::CompareReport;
+use kopt_model::figure::ratio;
 pub use kopt_model::history::{
     Calibration, CalibrationPoint, DiffRow, DiffUnit, RuleCalibration, RunDiff, RunListing,
     RunShow, StoredReport, CALIBRATION_MIN_POINTS, PLAUSIBLE_SPEEDUP,
@@ -72,14 +73,29 @@ fn open_for_reading(db: &Path) -> Result<Option<History>> {
 /// The newest `limit` runs of `db` (default: the project's history); none
 /// where no run was recorded yet.
 pub fn list(db: Option<&Path>, limit: usize) -> Result<RunListing> {
+    // A listing of no run would read "no runs recorded" of a full history.
+    if limit == 0 {
+        return Err(crate::Error::Usage(
+            "--limit must be at least 1 (it is how many runs are listed)".into(),
+        ));
+    }
     let db = &RecordPaths::db_or(db);
-    let rows = match open_for_reading(db)? {
-        Some(h) => h.list(limit)?,
-        None => Vec::new(),
+    let listing = match open_for_reading(db)? {
+        Some(h) => h.listing(limit)?,
+        None => kopt_store::history::Listing::default(),
     };
+    let unreadable = listing
+        .skipped
+        .iter()
+        .map(|s| {
+            let id = s.id.map_or("?".to_string(), |id| id.to_string());
+            format!("run {id}: {}", kopt_model::text::echo(&s.reason))
+        })
+        .collect();
     Ok(RunListing {
         db: db.display().to_string(),
-        rows,
+        rows: listing.rows,
+        unreadable,
     })
 }
 
@@ -308,8 +324,11 @@ pub fn apply_calibration(d: &mut kopt_model::Diagnosis, db: &Path) {
     for c in cal.iter().filter(|c| c.points >= CALIBRATION_MIN_POINTS) {
         for r in d.recommendations.iter_mut().filter(|r| r.id == c.rule) {
             let text = format!(
-                " Calibration: measured / predicted was {:.2} (median of {} kopt optimize runs in the history, {:.2} to {:.2}).",
-                c.median_ratio, c.points, c.min_ratio, c.max_ratio
+                " Calibration: measured / predicted was {} (median of {} kopt optimize runs in the history, {} to {}).",
+                ratio(c.median_ratio, 2),
+                c.points,
+                ratio(c.min_ratio, 2),
+                ratio(c.max_ratio, 2)
             );
             r.action.push_str(&text);
             if let Some(g) = r.gain.as_mut() {

@@ -85,6 +85,18 @@ impl Workload {
             .map_err(|e| Error::Input(format!("--script: {e}")))?;
         let text = String::from_utf8(bytes)
             .map_err(|_| Error::Input(format!("--script {}: not UTF-8 text", path.display())))?;
+        // Blank lines and comments run nothing: a profile of it would only
+        // time Python's start-up.
+        let has_code = text.lines().any(|l| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with('#')
+        });
+        if !has_code {
+            return Err(Error::Input(format!(
+                "--script {}: nothing to run: the file is empty or holds only comments",
+                path.display()
+            )));
+        }
         if !crate::module_script::is_module_script(&text) {
             return Ok(Workload::Command(vec![
                 python.to_string(),
@@ -353,6 +365,9 @@ pub fn time_once(argv: &[String], limit: Duration) -> Result<TimedRun> {
         &mut |_, _| {},
     );
     match exit {
+        // The runner stops a cancelled run as it stops one past its
+        // limit: a cancellation is not "over the budget".
+        Ok(e) if e.timed_out && kopt_collect::runner::cancel_requested() => Ok(TimedRun::Cancelled),
         Ok(e) if e.timed_out => Ok(TimedRun::OverLimit),
         Ok(e) => Ok(TimedRun::Finished {
             seconds: e.elapsed.as_secs_f64(),
@@ -420,6 +435,17 @@ mod tests {
             refused.to_string().contains("not a regular file"),
             "{refused}"
         );
+        // A sixth hostile round (L5): an empty script was profiled.
+        for empty in ["", "\n  \n", "# only a comment\n#!\n"] {
+            std::fs::write(&plain, empty).unwrap();
+            let e = Workload::from_script_file(&plain, "python3", None, false).unwrap_err();
+            assert!(matches!(e, Error::Input(_)), "{e:?}");
+            assert!(
+                e.to_string().contains("nothing to run")
+                    && e.to_string().contains(&plain.display().to_string()),
+                "{e}"
+            );
+        }
         std::fs::write(&plain, [0xff, 0xfe, b'\n']).unwrap();
         let binary = Workload::from_script_file(&plain, "python3", None, false).unwrap_err();
         assert!(binary.to_string().contains("not UTF-8"), "{binary}");

@@ -3,56 +3,94 @@
 //! that raises it; past it, a one-line error names the budget and the
 //! variable.
 
-/// A budget read from the environment: its variable and its default.
+/// A budget read from the environment: its variable, its default and the
+/// most it accepts.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
     pub var: &'static str,
     pub default: u64,
     /// What one unit is, for messages (`bytes`, `x`, `s`, `MiB`).
     pub unit: &'static str,
+    /// The largest value the variable accepts: past it the arithmetic the
+    /// budget feeds (bytes from MiB, steps from millions) or the memory it
+    /// allows is no longer meaningful, so a larger setting is an error,
+    /// not a silent "unlimited".
+    pub max: u64,
 }
 
 impl Budget {
-    /// The value in force: the variable when it holds a positive whole
-    /// number, else the default. Readers check it first with
+    /// The value in force: the variable when it holds a whole number from
+    /// 1 to [`Budget::max`], else the default. Readers check it first with
     /// [`Budget::checked`]; this is for messages after that.
     pub fn get(&self) -> u64 {
         std::env::var(self.var)
             .ok()
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|v| *v > 0)
+            .filter(|v| (1..=self.max).contains(v))
             .unwrap_or(self.default)
     }
 
-    /// The value in force, where a set variable that is not a positive
-    /// whole number is an error naming it (a typo must not silently give
-    /// the default).
+    /// The value in force, where a set variable that is not a whole number
+    /// from 1 to [`Budget::max`] is an error naming it (a typo must not
+    /// silently give the default).
     pub fn checked(&self) -> Result<u64, crate::IngestError> {
         let Ok(raw) = std::env::var(self.var) else {
             return Ok(self.default);
         };
         match raw.trim().parse::<u64>() {
-            Ok(v) if v > 0 => Ok(v),
+            Ok(v) if (1..=self.max).contains(&v) => Ok(v),
             _ => Err(crate::IngestError::format(
                 self.var,
                 format!(
-                    "{}=\"{}\" is not a positive whole number of {} (unset, it is {})",
-                    self.var,
+                    "\"{}\" is not a positive whole number of {} up to {} (unset, it is {})",
                     crate::echo(&raw),
                     self.unit,
+                    self.max,
                     self.default
                 ),
             )),
         }
     }
 
-    /// `(raise it with KOPT_X=N)`: how to go past it, with a suggestion of
-    /// four times the value in force.
+    /// How to go past the budget when what the input needs is not known
+    /// (a stream stopped at the budget): four times the value in force,
+    /// within [`Budget::max`], or that none can be set where it is there.
     pub fn how_to_raise(&self) -> String {
+        self.how_to_raise_above(self.get())
+    }
+
+    /// [`Budget::how_to_raise`] for a limit that was `in_force` units (a
+    /// budget that grows with the input, such as SQLite's memory, can be
+    /// above the variable's value, and a suggestion below it would not
+    /// help).
+    pub fn how_to_raise_above(&self, in_force: u64) -> String {
+        if in_force >= self.max {
+            return format!(
+                "no setting goes further: {} goes up to {} {}",
+                self.var, self.max, self.unit
+            );
+        }
         format!(
-            "raise it with {}={} (now {} {})",
+            "try {}={} (the limit was {in_force} {}; how much more the input needs is not known)",
             self.var,
-            self.get().saturating_mul(4),
+            in_force.saturating_mul(4).min(self.max),
+            self.unit
+        )
+    }
+
+    /// How to go past the budget for an input known to need `needed`
+    /// units: the variable set to that, or that no setting can, where it is
+    /// past [`Budget::max`].
+    pub fn how_to_raise_to(&self, needed: u64) -> String {
+        if needed > self.max {
+            return format!(
+                "no setting can take it: it needs {needed} {}, and {} goes up to {}",
+                self.unit, self.var, self.max
+            );
+        }
+        format!(
+            "raise it with {}={needed} (now {} {})",
+            self.var,
             self.get(),
             self.unit
         )
@@ -66,6 +104,7 @@ pub const NCU_MAX_LAUNCHES: Budget = Budget {
     var: "KOPT_NCU_MAX_LAUNCHES",
     default: 250_000,
     unit: "launches",
+    max: 1_000_000_000,
 };
 
 /// The most GPU activities (kernels, copies, sets) one timeline may hold:
@@ -76,6 +115,7 @@ pub const TIMELINE_MAX_ACTIVITIES: Budget = Budget {
     var: "KOPT_TIMELINE_MAX_ACTIVITIES",
     default: 2_000_000,
     unit: "activities",
+    max: 1_000_000_000,
 };
 
 /// An error when `t` holds more activities than
@@ -97,7 +137,7 @@ pub(crate) fn check_activity_count(n: usize, path: &str) -> Result<(), crate::In
             format!(
                 "{n} GPU activities: more than the timeline budget of {}, not analysed; record fewer steps or sample (kopt trace --sample), or {}",
                 max.get(),
-                max.how_to_raise()
+                max.how_to_raise_to(n as u64)
             ),
         ));
     }
@@ -110,6 +150,7 @@ pub const BARE_STEPS_MAX_BYTES: Budget = Budget {
     var: "KOPT_BARE_STEPS_MAX_BYTES",
     default: 64 << 20,
     unit: "bytes",
+    max: 1 << 40,
 };
 
 /// The most step, sync and launch records one bare-run step file may hold.
@@ -117,6 +158,7 @@ pub const BARE_STEPS_MAX_RECORDS: Budget = Budget {
     var: "KOPT_BARE_STEPS_MAX_RECORDS",
     default: 1_000_000,
     unit: "records",
+    max: 1_000_000_000,
 };
 
 /// The most a gzipped input may decompress to, in bytes, whatever its size.
@@ -124,6 +166,7 @@ pub const GZIP_MAX_BYTES: Budget = Budget {
     var: "KOPT_GZIP_MAX_BYTES",
     default: 4 << 30,
     unit: "bytes",
+    max: 1 << 40,
 };
 
 /// The most a gzipped input may decompress to, as a multiple of its
@@ -134,6 +177,7 @@ pub const GZIP_MAX_RATIO: Budget = Budget {
     var: "KOPT_GZIP_MAX_RATIO",
     default: 64,
     unit: "x",
+    max: 1_000_000,
 };
 
 /// Decompressed bytes always allowed, whatever the ratio.
@@ -144,6 +188,7 @@ pub const SQLITE_SECONDS: Budget = Budget {
     var: "KOPT_SQLITE_SECONDS",
     default: 60,
     unit: "s",
+    max: 7 * 24 * 3600,
 };
 
 /// Work SQLite may do for one rocpd database's queries, in millions of
@@ -154,6 +199,7 @@ pub const SQLITE_MSTEPS: Budget = Budget {
     var: "KOPT_SQLITE_MSTEPS",
     default: 50,
     unit: "million steps",
+    max: 1_000_000_000,
 };
 
 /// Memory SQLite may take for one rocpd database's queries (sorts, joins,
@@ -163,4 +209,66 @@ pub const SQLITE_TEMP_MB: Budget = Budget {
     var: "KOPT_SQLITE_TEMP_MB",
     default: 64,
     unit: "MiB",
+    max: 1 << 20,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Its own variable, set by no other test.
+    fn budget(var: &'static str) -> Budget {
+        Budget {
+            var,
+            default: 100,
+            unit: "bytes",
+            max: 1000,
+        }
+    }
+
+    /// A sixth hostile round (L1): a 1,004,450-byte report over a 10-byte
+    /// budget was told "KOPT_REPORT_MAX_BYTES=40", a value that cannot
+    /// work. A known need is suggested as it is; past the variable's most,
+    /// no setting is suggested.
+    #[test]
+    fn a_suggestion_reaches_the_need_within_the_range() {
+        let b = budget("KOPT_TEST_BUDGET_NEED");
+        let s = b.how_to_raise_to(700);
+        assert!(s.contains("KOPT_TEST_BUDGET_NEED=700"), "{s}");
+        let s = b.how_to_raise_to(5000);
+        assert!(
+            s.contains("no setting can take it") && s.contains("up to 1000"),
+            "{s}"
+        );
+        assert!(!s.contains('='), "{s}");
+        // Unknown need: above the limit in force, never past the most.
+        let s = b.how_to_raise_above(400);
+        assert!(s.contains("KOPT_TEST_BUDGET_NEED=1000"), "{s}");
+        let s = b.how_to_raise_above(1000);
+        assert!(
+            s.contains("no setting goes further") && !s.contains('='),
+            "{s}"
+        );
+        assert_eq!(
+            b.how_to_raise(),
+            b.how_to_raise_above(100),
+            "unset: the default is in force"
+        );
+    }
+
+    /// The variable is named once in its error, and a value past the most
+    /// it accepts is refused with the range.
+    #[test]
+    fn a_bad_setting_names_the_variable_once_and_the_range() {
+        let b = budget("KOPT_TEST_BUDGET_RANGE");
+        for bad in ["abc", "0", "1001", "18446744073709551615"] {
+            std::env::set_var(b.var, bad);
+            let e = b.checked().unwrap_err().to_string();
+            assert_eq!(e.matches(b.var).count(), 1, "{e}");
+            assert!(e.contains("up to 1000") && e.contains(bad), "{e}");
+        }
+        std::env::set_var(b.var, "1000");
+        assert_eq!(b.checked().unwrap(), 1000);
+        std::env::remove_var(b.var);
+    }
+}

@@ -158,6 +158,12 @@ pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Prof
         profile.sources.extend(t.sources);
         profile.timeline = t.timeline;
     }
+    // Whichever input named the device (an ncu page, a run folder, AMD
+    // agents): its figures checked once more, as a trace's are.
+    let left_out = crate::device_left_out(&mut profile.device);
+    if let Some(first) = profile.sources.first_mut() {
+        first.excluded.extend(left_out);
+    }
     let has_activity = profile
         .timeline
         .as_ref()
@@ -202,6 +208,7 @@ pub const KOPT_REPORT_MAX_BYTES: Budget = Budget {
     var: "KOPT_REPORT_MAX_BYTES",
     default: 256 << 20,
     unit: "bytes",
+    max: 1 << 40,
 };
 
 /// A diagnosis kopt wrote as JSON (`-f json`, a run folder's
@@ -217,17 +224,20 @@ pub fn read_kopt_report(path: &Path) -> Result<Diagnosis, IngestError> {
     };
     let max = KOPT_REPORT_MAX_BYTES.checked()?;
     let mut bytes = Vec::new();
-    crate::open_regular(path, &label)?
-        .take(max.saturating_add(1))
+    let file = crate::open_regular(path, &label)?;
+    // A regular file: its size is what raising the budget must reach.
+    let size = file.metadata().map(|m| m.len()).ok();
+    file.take(max.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(io)?;
     if bytes.len() as u64 > max {
+        let how = match size.filter(|s| *s > max) {
+            Some(size) => KOPT_REPORT_MAX_BYTES.how_to_raise_to(size),
+            None => KOPT_REPORT_MAX_BYTES.how_to_raise(),
+        };
         return Err(IngestError::format(
             &label,
-            format!(
-                "kopt report size budget: more than {max} bytes; {}",
-                KOPT_REPORT_MAX_BYTES.how_to_raise()
-            ),
+            format!("kopt report size budget: more than {max} bytes; {how}"),
         ));
     }
     // The schema and the keys that tell kopt's documents apart, read

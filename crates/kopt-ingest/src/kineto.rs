@@ -356,15 +356,17 @@ pub(crate) fn gunzip(
             format!("gzip data broken after {got} decompressed bytes (truncated download?): {e}"),
         )
     };
-    let over = |size: &str, budget: crate::budget::Budget| {
+    let over = |size: &str, how: String| {
         IngestError::format(
             path,
             format!(
-                "gzip budget: decompresses to more than {size} (a decompression bomb?): not read; {}",
-                budget.how_to_raise()
+                "gzip budget: decompresses to more than {size} (a decompression bomb?): not read; {how}"
             ),
         )
     };
+    // The ratio a limit amounts to (the floor can make it more than the
+    // variable's), so that a suggested ratio is above it.
+    let ratio_in_force = |limit: u64, compressed: u64| limit.div_ceil(compressed.max(1));
     let counted = Counted { inner: r, read: 0 };
     let mut stream = flate2::read::MultiGzDecoder::new(counted).take(limit.saturating_add(1));
     let mut head = [0u8; 2];
@@ -395,11 +397,14 @@ pub(crate) fn gunzip(
         let inflated = out.len() as u64;
         if inflated > limit {
             return Err(if limit == max_bytes && limit < by_ratio(compressed_len) {
-                over(&format!("{limit} bytes"), GZIP_MAX_BYTES)
+                over(
+                    &format!("{limit} bytes"),
+                    GZIP_MAX_BYTES.how_to_raise_above(limit),
+                )
             } else {
                 over(
-                    &format!("{ratio}x its {compressed_len} compressed bytes"),
-                    GZIP_MAX_RATIO,
+                    &format!("{limit} bytes, {ratio}x its {compressed_len} compressed bytes or the {GZIP_RATIO_FLOOR_BYTES}-byte floor"),
+                    GZIP_MAX_RATIO.how_to_raise_above(ratio_in_force(limit, compressed_len)),
                 )
             });
         }
@@ -407,7 +412,7 @@ pub(crate) fn gunzip(
         if inflated > by_ratio(taken) {
             return Err(over(
                 &format!("{ratio}x the {taken} compressed bytes read so far"),
-                GZIP_MAX_RATIO,
+                GZIP_MAX_RATIO.how_to_raise_above(ratio_in_force(by_ratio(taken), taken)),
             ));
         }
     }

@@ -358,6 +358,17 @@ pub fn device_from_timeline(t: &kopt_model::Timeline) -> Device {
     device
 }
 
+/// The device's figures no GPU could have left unknown (a 1e-297 Hz
+/// clock, 0 SMs, a 100 KB name), each said as a source's exclusion so the
+/// analysis repeats it among its notes.
+pub fn device_left_out(device: &mut Device) -> Vec<String> {
+    device
+        .leave_out_implausible()
+        .into_iter()
+        .map(|why| format!("device {why}: left unknown"))
+        .collect()
+}
+
 /// A profile from any timeline (Kineto or kopt's own tracer).
 pub fn profile_from_timeline(t: kopt_model::Timeline, path: &str, format: &str) -> Profile {
     let sm_count = t.sm_count.map(f64::from);
@@ -382,14 +393,15 @@ pub fn profile_from_timeline(t: kopt_model::Timeline, path: &str, format: &str) 
             ncu_rules: Vec::new(),
         })
         .collect::<Vec<_>>();
-    let device = device_from_timeline(&t);
+    let mut device = device_from_timeline(&t);
+    let excluded = device_left_out(&mut device);
     Profile {
         device,
         sources: vec![Source {
             path: path.to_string(),
             format: format.to_string(),
             launches: launches.len(),
-            excluded: Vec::new(),
+            excluded,
         }],
         launches,
         timeline: Some(t),

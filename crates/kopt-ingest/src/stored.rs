@@ -107,6 +107,9 @@ fn why_implausible(key: &str, x: f64) -> Option<&'static str> {
 /// A diagnosis read back, its figures checked: the first implausible one
 /// named with its path, or Ok.
 pub fn check_diagnosis(d: &Diagnosis) -> Result<(), String> {
+    if let Some(why) = d.device.implausible().first() {
+        return Err(format!("device.{why}"));
+    }
     let v = serde_json::to_value(d).map_err(|e| format!("not a storable diagnosis: {e}"))?;
     match implausible_figure(&v) {
         Some(why) => Err(why),

@@ -49,6 +49,11 @@ pub struct RunListing {
     /// The database, as the user named it (said when it holds no run).
     pub db: String,
     pub rows: Vec<RunRow>,
+    /// Rows within the limit that could not be read (a NULL or a blob
+    /// where text belongs), each as "run ID: why": said, never dropped
+    /// silently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
 }
 
 /// `kopt history show ID`: one run and its report.

@@ -7,7 +7,9 @@
 pub mod bench;
 pub mod compare;
 mod device;
+pub mod device_limits;
 mod diagnosis;
+pub mod figure;
 pub mod history;
 mod launch;
 mod names;
@@ -40,7 +42,7 @@ pub use names::{
     kernel_short_name, qualified_function_name,
 };
 pub use peaks::{
-    amd_spec, datasheet_peaks, graph_replay_ns_per_kernel, AmdSpec, AMD_SPECS,
+    amd_spec, datasheet_names, datasheet_peaks, graph_replay_ns_per_kernel, AmdSpec, AMD_SPECS,
     DEFAULT_GRAPH_REPLAY_NS_PER_KERNEL,
 };
 pub use ranks::{

@@ -271,6 +271,12 @@ pub fn graph_replay_ns_per_kernel(device_name: &str) -> (f64, bool) {
         })
 }
 
+/// The names kopt has datasheet peaks for (a device name containing one
+/// takes its peaks), in the order they are matched.
+pub fn datasheet_names() -> impl Iterator<Item = &'static str> {
+    DATASHEET.iter().map(|(key, _)| *key)
+}
+
 /// The datasheet entry whose key the device name contains.
 pub fn datasheet_peaks(device_name: &str) -> Option<(&'static str, Peaks)> {
     DATASHEET

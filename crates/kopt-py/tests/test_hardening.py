@@ -105,3 +105,17 @@ def test_tool_missing_from_python_names_the_keyword(tmp_path, monkeypatch):
         kopt.analyze(str(rep))
     assert "--ncu PATH" not in str(e.value)
     assert "ncu=PATH" in str(e.value)
+
+
+def test_text_with_a_lone_surrogate_is_a_usage_error_naming_it():
+    """A sixth hostile round (L5): a script holding a lone surrogate raised
+    a bare UnicodeEncodeError from the native call."""
+    bad = "import torch\nx = '\ud800'\n"
+    with pytest.raises(kopt.UsageError, match=r"script_content is not valid text: character 19 is '\\ud800'"):
+        kopt.profile_module(bad, "m")
+    with pytest.raises(kopt.UsageError, match="argument 1 is not valid text"):
+        kopt.trace(["python3", "a\udcffb.py"])
+    with pytest.raises(kopt.UsageError, match="the command is not valid text"):
+        kopt.trace("python3 \udcff.py")
+    with pytest.raises(kopt.UsageError, match="command is not valid text"):
+        kopt.bench("true \ud800", "true")

@@ -1,5 +1,6 @@
 //! `kopt bench`'s report in every format, from the typed [`BenchReport`].
 
+use kopt_model::figure::{figure, ratio};
 use std::fmt::Write as _;
 
 use kopt_model::{format_duration_ns, BenchReport, VariantResult};
@@ -13,7 +14,7 @@ fn median(v: &VariantResult) -> String {
 
 fn noise(v: &VariantResult) -> String {
     v.relative_noise
-        .map_or("-".into(), |n| format!("{:.2}%", 100.0 * n))
+        .map_or("-".into(), |n| format!("{}%", figure(100.0 * n, 2)))
 }
 
 fn verdict(v: &VariantResult) -> &str {
@@ -40,11 +41,11 @@ impl Render for BenchReport {
                         source: v.source.clone(),
                         samples: v.values_s.clone(),
                         median: median(v),
-                        speedup: format!("{:.3}x", v.speedup_vs_first),
+                        speedup: format!("{}x", ratio(v.speedup_vs_first, 3)),
                         noise: noise(v),
-                        interval: v
-                            .ratio_interval
-                            .map_or("-".into(), |i| format!("[{:.3}, {:.3}]", i.low, i.high)),
+                        interval: v.ratio_interval.map_or("-".into(), |i| {
+                            format!("[{}, {}]", ratio(i.low, 3), ratio(i.high, 3))
+                        }),
                         verdict: verdict(v).into(),
                         reason: v
                             .verdict
@@ -73,10 +74,10 @@ fn markdown(r: &BenchReport) -> String {
     for v in &r.variants {
         let _ = writeln!(
             o,
-            "| {} | {} | {:.3}x | {} | {} | {} |",
+            "| {} | {} | {}x | {} | {} | {} |",
             crate::escape::markdown_cell(&v.name),
             median(v),
-            v.speedup_vs_first,
+            ratio(v.speedup_vs_first, 3),
             v.samples,
             noise(v),
             verdict(v)
@@ -93,10 +94,10 @@ fn terminal(r: &BenchReport) -> String {
     for v in &r.variants {
         let _ = writeln!(
             o,
-            "{:<14} {:>12} {:>8.3}x {:>5} samples  noise {:>7}  {}",
+            "{:<14} {:>12} {:>8}x {:>5} samples  noise {:>7}  {}",
             v.name,
             median(v),
-            v.speedup_vs_first,
+            ratio(v.speedup_vs_first, 3),
             v.samples,
             noise(v),
             verdict(v)
@@ -229,5 +230,29 @@ mod tests {
         assert_eq!(json, r);
         let page = r.render(Format::Html, Layout::default());
         assert!(page.contains("KEEP") && page.contains("[0.780, 0.820]"));
+    }
+
+    /// L4: a stored bench may hold figures up to 1e21 (the read-back
+    /// check's ceiling); they print in words or scientific notation, not
+    /// as 22-digit numbers, in every format.
+    #[test]
+    fn extreme_stored_figures_print_sanely() {
+        let mut r = report("huge");
+        r.variants[1].speedup_vs_first = 1e21;
+        r.variants[1].relative_noise = Some(1e19);
+        if let Some(i) = r.variants[1].ratio_interval.as_mut() {
+            i.low = 5e-324;
+        }
+        for f in [Format::Terminal, Format::Markdown, Format::Html] {
+            let text = r.render(f, Layout::default());
+            assert!(text.contains("over 1000x"), "{f:?}: {text}");
+            assert!(!text.contains("e-324"), "{f:?}: {text}");
+            let longest = text
+                .split(|c: char| !c.is_ascii_digit())
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            assert!(longest < 16, "{f:?}: a {longest}-digit figure: {text}");
+        }
     }
 }

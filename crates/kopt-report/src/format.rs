@@ -3,6 +3,7 @@
 
 use kopt_model::{Device, Diagnosis, KernelVerdict, PeakSource};
 
+pub use kopt_model::figure::figure;
 pub use kopt_model::format_duration_ns as duration;
 
 /// Column names, the same in every format (terminal, Markdown, HTML).
@@ -121,13 +122,19 @@ fn cut_point(word: &str, room: usize) -> usize {
     }
 }
 
+/// A percentage for a table cell: one place from 10 on, two from 0.01, a
+/// smaller one in scientific notation down to 0.001 and "<0.001" below (a
+/// denormal is not "4.9e-324"); "n/a" when not finite.
 pub fn pct(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
-        Some(v) if v >= 10.0 => format!("{v:.1}"),
+        Some(v) if !v.is_finite() => "n/a".into(),
+        Some(v) if v >= 10.0 => figure(v, 1),
         Some(v) if v >= 0.01 => format!("{v:.2}"),
         Some(0.0) => "0".into(),
-        Some(v) => format!("{v:.1e}"),
+        Some(v) if v >= 1e-3 => format!("{v:.1e}"),
+        Some(v) if v > 0.0 => "<0.001".into(),
+        Some(v) => figure(v, 2),
     }
 }
 
@@ -135,10 +142,11 @@ pub fn pct(v: Option<f64>) -> String {
 pub fn gbs(bytes_per_s: Option<f64>) -> String {
     match bytes_per_s {
         None => "-".into(),
+        Some(b) if !b.is_finite() => "n/a".into(),
         Some(b) => {
             let g = b / 1e9;
             if g >= 100.0 {
-                format!("{g:.0}")
+                figure(g, 0)
             } else if g >= 1.0 {
                 format!("{g:.1}")
             } else {
@@ -172,7 +180,9 @@ pub fn occupancy_figures(k: &KernelVerdict) -> String {
 
 pub fn intensity(k: &KernelVerdict) -> String {
     k.arithmetic_intensity.map_or("-".into(), |ai| {
-        if ai >= 1e4 {
+        if !ai.is_finite() {
+            "n/a".into()
+        } else if ai >= 1e4 {
             format!("{ai:.1e}")
         } else if ai >= 10.0 {
             format!("{ai:.0}")
@@ -211,13 +221,13 @@ pub fn device_line(d: &Device) -> String {
     let p = &d.peaks;
     let mut peaks = Vec::new();
     if let Some(b) = p.dram_bytes_per_s {
-        peaks.push(format!("DRAM {:.2} TB/s", b / 1e12));
+        peaks.push(format!("DRAM {} TB/s", figure(b / 1e12, 2)));
     }
     if let Some(f) = p.fp32_flops {
-        peaks.push(format!("FP32 {:.1} TFLOP/s", f / 1e12));
+        peaks.push(format!("FP32 {} TFLOP/s", figure(f / 1e12, 1)));
     }
     if let Some(f) = p.tensor_bf16_flops {
-        peaks.push(format!("bf16 tensor {:.0} TFLOP/s", f / 1e12));
+        peaks.push(format!("bf16 tensor {} TFLOP/s", figure(f / 1e12, 0)));
     }
     let source = match &d.peak_source {
         PeakSource::Measured => "measured, from the command line".to_string(),
@@ -342,14 +352,14 @@ pub fn gain(r: &kopt_model::Recommendation) -> String {
         // apart from the workload's; one over several kernels (a fusion
         // chain, batch norm) gives the share of their time.
         Some(g) if (g.kernel_pct - g.workload_pct).abs() < 0.05 => format!(
-            "up to {:.1}% of the workload ({})",
-            g.workload_pct,
+            "up to {}% of the workload ({})",
+            figure(g.workload_pct, 1),
             duration(g.saved_ns)
         ),
         Some(g) => format!(
-            "up to {:.1}% of the workload ({:.0}% of {}, {})",
-            g.workload_pct,
-            g.kernel_pct,
+            "up to {}% of the workload ({}% of {}, {})",
+            figure(g.workload_pct, 1),
+            figure(g.kernel_pct, 0),
             if r.kernel_short.ends_with(" kernels") {
                 "their time"
             } else {
@@ -374,7 +384,7 @@ pub fn gain(r: &kopt_model::Recommendation) -> String {
 /// the workload, or why there is no figure.
 pub fn gain_short(r: &kopt_model::Recommendation) -> String {
     match &r.gain {
-        Some(g) => format!("up to {:.1}%", g.workload_pct),
+        Some(g) => format!("up to {}%", figure(g.workload_pct, 1)),
         None if r.withheld().is_some() => "no figure".into(),
         None if r.id == "fuse_or_graph_launches" => "needs a timeline".into(),
         None if r.id == "library_call_settings" => "no figure (library)".into(),
@@ -735,6 +745,83 @@ mod tests {
                 "Input: two.csv (kopt trace, 2 launches)"
             ]
         );
+    }
+
+    /// A sixth hostile round (L4): "4.9e-324" in a % column, "inf GB/s",
+    /// 301-digit figures and "(1.6-999999959.4x)" reached the reports.
+    /// A diagnosis holding such figures renders sanely in every human
+    /// format.
+    #[test]
+    fn extreme_figures_render_sanely_in_every_format() {
+        use crate::{Exporter, HtmlExporter, MarkdownExporter, TerminalExporter};
+        let trace = r#"{"t":"api","name":"cudaLaunchKernel","s":100,"e":105,"tid":1,"c":1}
+{"t":"kernel","name":"k","s":110,"e":120,"dev":0,"str":7,"c":1}
+{"t":"end","records":2,"dropped":0}
+"#;
+        let t = kopt_ingest::parse_kopt_trace(trace, "t.jsonl").unwrap();
+        let profile = kopt_ingest::profile_from_timeline(t.timeline, "t.jsonl", "kopt trace");
+        let mut d = kopt_analyze::analyze(&profile, &Default::default());
+        let k = &mut d.kernels[0];
+        k.pct_of_total = 4.9e-324;
+        k.memory_sol_pct = Some(f64::NAN);
+        k.compute_sol_pct = Some(5e-324);
+        k.dram_bytes_per_s = Some(f64::INFINITY);
+        k.arithmetic_intensity = Some(f64::INFINITY);
+        d.device.peaks.dram_bytes_per_s = Some(1e300);
+        d.device.peaks.fp32_flops = Some(f64::INFINITY);
+        let mut r = kopt_model::Recommendation {
+            rank: 1,
+            id: "graph_capture".into(),
+            title: "Capture".into(),
+            kernel: "k".into(),
+            kernel_short: "k".into(),
+            class: kopt_model::BottleneckClass::LaunchOverhead,
+            evidence: String::new(),
+            action: String::new(),
+            source: String::new(),
+            gain: None,
+            predicted_speedup: None,
+        };
+        r.predicted_speedup = Some(kopt_model::PredictedSpeedup {
+            estimate: 1e300,
+            low: 1.6,
+            high: 999_999_959.4,
+            model: String::new(),
+        });
+        r.gain = Some(kopt_model::GainEstimate {
+            kernel_pct: f64::INFINITY,
+            workload_pct: 1e300,
+            saved_ns: f64::NAN,
+            method: String::new(),
+        });
+        d.recommendations = vec![r];
+        for (name, text) in [
+            (
+                "term",
+                TerminalExporter {
+                    width: Some(200),
+                    wide: true,
+                    verbose: true,
+                }
+                .render_to_string(&d),
+            ),
+            ("md", MarkdownExporter.render_to_string(&d)),
+            ("html", HtmlExporter.render_to_string(&d)),
+            ("summary", crate::summary::Summary::summary(&d)),
+        ] {
+            for bad in ["e-324", "inf", "NaN", "999999959"] {
+                assert!(!text.contains(bad), "{name} holds {bad}:\n{text}");
+            }
+            let longest_digits = text
+                .split(|c: char| !c.is_ascii_digit())
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            assert!(
+                longest_digits < 24,
+                "{name}: a {longest_digits}-digit figure"
+            );
+        }
     }
 
     #[test]

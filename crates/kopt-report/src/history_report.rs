@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use kopt_model::figure::ratio;
 use kopt_model::format_duration_ns;
 use kopt_model::history::{
     Calibration, DiffRow, DiffUnit, RunDiff, RunListing, RunShow, StoredReport,
@@ -35,7 +36,7 @@ fn render_text<T: serde::Serialize>(doc: &T, text: String, format: Format) -> St
 impl Render for RunListing {
     fn render(&self, format: Format, _layout: Layout) -> String {
         let mut o = String::new();
-        if self.rows.is_empty() {
+        if self.rows.is_empty() && self.unreadable.is_empty() {
             let _ = writeln!(o, "no runs recorded in {}", t(&self.db));
         }
         for r in &self.rows {
@@ -50,6 +51,20 @@ impl Render for RunListing {
                 r.git_rev
                     .as_deref()
                     .map_or(String::new(), |g| format!("  @{}", t(g)))
+            );
+        }
+        if let Some(first) = self.unreadable.first() {
+            let _ = writeln!(
+                o,
+                "note: {} run(s) in {} cannot be read and are not listed ({}{})",
+                self.unreadable.len(),
+                t(&self.db),
+                t(first),
+                if self.unreadable.len() > 1 {
+                    "; ..."
+                } else {
+                    ""
+                }
             );
         }
         render_text(self, o, format)
@@ -165,22 +180,22 @@ impl Render for Calibration {
             };
             let _ = writeln!(
                 o,
-                "{:<22} {:>3} point(s)  measured/predicted median {:.2} ({:.2} to {:.2})  {quoted}",
+                "{:<22} {:>3} point(s)  measured/predicted median {} ({} to {})  {quoted}",
                 t(&c.rule),
                 c.points,
-                c.median_ratio,
-                c.min_ratio,
-                c.max_ratio
+                ratio(c.median_ratio, 2),
+                ratio(c.min_ratio, 2),
+                ratio(c.max_ratio, 2)
             );
         }
         for p in &self.points {
             let _ = writeln!(
                 o,
-                "  run {:>5}  {:<22} predicted {:.2}x, measured {:.2}x",
+                "  run {:>5}  {:<22} predicted {}x, measured {}x",
                 p.run,
                 t(&p.rule),
-                p.predicted,
-                p.measured
+                ratio(p.predicted, 2),
+                ratio(p.measured, 2)
             );
         }
         if !self.left_out.is_empty() {
@@ -227,10 +242,12 @@ mod tests {
             Box::new(RunListing {
                 db: format!("h{evil}.db"),
                 rows: vec![row(1, evil)],
+                unreadable: vec![evil.into()],
             }),
             Box::new(RunListing {
                 db: format!("h{evil}.db"),
                 rows: Vec::new(),
+                unreadable: Vec::new(),
             }),
             Box::new(RunShow {
                 row: row(1, evil),
@@ -275,6 +292,7 @@ mod tests {
         let listing = RunListing {
             db: "h.db".into(),
             rows: vec![row(7, "tiled")],
+            unreadable: Vec::new(),
         };
         assert_eq!(
             listing.render(Format::Terminal, Layout::default()),

@@ -1,6 +1,7 @@
 //! `kopt optimize`'s report: the baseline in brief, every candidate with its
 //! reason, prediction, correctness and verdict, then the ablation table.
 
+use kopt_model::figure::ratio;
 use std::fmt::Write as _;
 
 use kopt_model::optimize::{CandidateResult, KeptProfile, OptimizeReport, StepProfile};
@@ -8,7 +9,7 @@ use kopt_model::optimize::{CandidateResult, KeptProfile, OptimizeReport, StepPro
 use crate::{Format, Layout, Render};
 
 fn speedup(v: Option<f64>) -> String {
-    v.map_or("-".into(), |s| format!("{s:.2}x"))
+    v.map_or("-".into(), |s| format!("{}x", ratio(s, 2)))
 }
 
 fn correctness(c: &CandidateResult) -> &'static str {
@@ -147,7 +148,8 @@ impl Render for OptimizeReport {
                     c.description,
                     speedup(c.measured_speedup),
                     c.predicted_speedup.map_or(String::new(), |p| format!(
-                        "; the diagnosis predicted {p:.2}x"
+                        "; the diagnosis predicted {}x",
+                        ratio(p, 2)
                     ))
                 );
                 if !c.by_hand.is_empty() {

@@ -61,8 +61,9 @@ fn collective_cells(d: &RanksDiagnosis) -> Vec<[String; 6]> {
                 }),
                 dur(c.total_ns as f64),
                 c.median_bytes.map_or("-".into(), bytes),
-                c.bus_bytes_per_s
-                    .map_or("-".into(), |b| format!("{:.1} GB/s", b / 1e9)),
+                c.bus_bytes_per_s.map_or("-".into(), |b| {
+                    format!("{} GB/s", kopt_model::figure::figure(b / 1e9, 1))
+                }),
                 c.algorithm.clone().unwrap_or_else(|| "-".into()),
             ]
         })
@@ -143,8 +144,9 @@ fn terminal(d: &RanksDiagnosis, md: bool) -> String {
     for r in &d.recommendations {
         let gain = r.predicted_speedup.as_ref().map_or(String::new(), |p| {
             format!(
-                " -- predicted {:.2}x ({:.2}-{:.2}x)",
-                p.estimate, p.low, p.high
+                " -- predicted {}x ({})",
+                kopt_model::figure::ratio(p.estimate, 2),
+                kopt_model::figure::ratio_range(p.low, p.high, 2)
             )
         });
         let _ = writeln!(o, "  #{} {}{gain}", r.rank, r.title);

@@ -60,8 +60,9 @@ impl Summary for Diagnosis {
         for r in d.recommendations.iter().take(3) {
             let gain = match (&r.predicted_speedup, &r.gain) {
                 (Some(p), _) => format!(
-                    ", predicted {:.2}x ({:.2}-{:.2}x)",
-                    p.estimate, p.low, p.high
+                    ", predicted {}x ({})",
+                    kopt_model::figure::ratio(p.estimate, 2),
+                    kopt_model::figure::ratio_range(p.low, p.high, 2)
                 ),
                 (None, Some(g)) => format!(", up to {:.0}% of the workload", g.workload_pct),
                 (None, None) => ", no figure".into(),
@@ -121,8 +122,8 @@ impl Summary for BenchReport {
             if let Some(verdict) = &v.verdict {
                 let _ = write!(
                     o,
-                    ", {:.3}x: {} {}",
-                    v.speedup_vs_first,
+                    ", {}x: {} {}",
+                    kopt_model::figure::ratio(v.speedup_vs_first, 3),
                     verdict.kind,
                     prose(&verdict.reason)
                 );

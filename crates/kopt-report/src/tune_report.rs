@@ -2,6 +2,7 @@
 //! winner and its speed-up over the baseline config with the interval and
 //! verdict, then every trial; the HTML page adds a chart of time per config.
 
+use kopt_model::figure::{figure, ratio};
 use std::fmt::Write as _;
 
 use kopt_model::format_duration_ns;
@@ -17,12 +18,12 @@ fn median(t: &TrialResult) -> String {
 
 fn noise(t: &TrialResult) -> String {
     t.relative_noise
-        .map_or("-".into(), |n| format!("{:.2}%", 100.0 * n))
+        .map_or("-".into(), |n| format!("{}%", figure(100.0 * n, 2)))
 }
 
 fn speedup(t: &TrialResult) -> String {
     t.speedup_vs_baseline
-        .map_or("-".into(), |s| format!("{s:.3}x"))
+        .map_or("-".into(), |s| format!("{}x", ratio(s, 3)))
 }
 
 /// Trials fastest first; rejected, failed and pruned after the measured.
@@ -82,18 +83,18 @@ fn summary_lines(r: &TuneReport) -> Vec<String> {
     match &r.winner {
         Some(w) => {
             o.push(format!(
-                "winner: {}  {}  {:.3}x vs the baseline {}",
+                "winner: {}  {}  {}x vs the baseline {}",
                 w.label,
                 format_duration_ns(w.median_s * 1e9),
-                w.speedup_vs_baseline,
+                ratio(w.speedup_vs_baseline, 3),
                 r.baseline
             ));
             if let Some(iv) = &w.ratio_interval {
                 o.push(format!(
-                    "  time ratio {:.3} (interval {:.3} to {:.3}, {:.0}% confidence)",
-                    iv.estimate,
-                    iv.low,
-                    iv.high,
+                    "  time ratio {} (interval {} to {}, {:.0}% confidence)",
+                    ratio(iv.estimate, 3),
+                    ratio(iv.low, 3),
+                    ratio(iv.high, 3),
                     100.0 * iv.confidence
                 ));
             }

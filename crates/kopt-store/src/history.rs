@@ -61,6 +61,26 @@ pub enum HistoryError {
          name another file with --db"
     )]
     Foreign { path: String, tables: String },
+    /// One of kopt's tables exists with other columns (a database of an
+    /// older tool, or one made by hand): kopt neither reads nor writes it,
+    /// as rows that do not fit would vanish from listings.
+    #[error(
+        "{path}: refused: its table '{table}' is not kopt's ({differences}); kopt changes \
+         nothing in it. Move the file aside or name another with --db"
+    )]
+    Shape {
+        path: String,
+        table: String,
+        differences: String,
+    },
+    /// SQLite's side file beside the history (`-wal`, `-shm`, `-journal`)
+    /// is a link or not a regular file: SQLite would write through it.
+    #[error(
+        "{path}: refused: the history's SQLite side file is {kind}, where SQLite writes \
+         (a planted link would redirect its writes); remove it (SQLite makes it afresh) \
+         or name another history with --db"
+    )]
+    SideFile { path: String, kind: String },
     #[error("{path}: run {id} cannot be read: {message}")]
     BadRow {
         path: String,
@@ -184,6 +204,102 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
     })
 }
 
+/// A table's columns as `pragma_table_info` gives them: name, declared
+/// type (upper case), NOT NULL, primary-key position.
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<(String, String, bool, i64)>> {
+    let mut stmt = conn.prepare(
+        "SELECT name, upper(type), \"notnull\", pk FROM pragma_table_info(?1) ORDER BY cid LIMIT 4096",
+    )?;
+    let rows = stmt.query_map([table], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })?;
+    rows.collect()
+}
+
+/// How `found`'s columns differ from `expected`'s, in words (empty: none).
+fn column_differences(
+    expected: &[(String, String, bool, i64)],
+    found: &[(String, String, bool, i64)],
+) -> Vec<String> {
+    let shown = |s: &str| kopt_model::text::echo(s).replace('"', "'");
+    let declared = |c: &(String, String, bool, i64)| {
+        let mut d = if c.1.is_empty() {
+            "untyped".to_string()
+        } else {
+            shown(&c.1)
+        };
+        if c.3 > 0 {
+            d.push_str(" PRIMARY KEY");
+        }
+        d
+    };
+    let mut out = Vec::new();
+    let mut missing = Vec::new();
+    for e in expected {
+        match found.iter().find(|f| f.0.eq_ignore_ascii_case(&e.0)) {
+            None => missing.push(e.0.as_str()),
+            // NOT NULL may be missing (a hand-made table): a row with a
+            // NULL is skipped and counted by the listing, not lost.
+            Some(f) if (&f.1, f.3) != (&e.1, e.3) => out.push(format!(
+                "column {} is {} where kopt's is {}",
+                e.0,
+                declared(f),
+                declared(e)
+            )),
+            Some(_) => {}
+        }
+    }
+    if !missing.is_empty() {
+        out.insert(0, format!("no column {}", missing.join(", ")));
+    }
+    for f in found {
+        if !expected.iter().any(|e| e.0.eq_ignore_ascii_case(&f.0)) {
+            out.push(format!("a column {} kopt never creates", shown(&f.0)));
+        }
+    }
+    out
+}
+
+/// Refuses a database in which one of kopt's tables exists with other
+/// columns, types or primary key than kopt creates (a `runs` table with `id TEXT`
+/// would have every row skipped by the listing). Compared with the tables
+/// the schema gives in a database of its own, so the two never drift.
+fn check_shape(conn: &Connection, label: &str) -> Result<(), HistoryError> {
+    let sql = |source| HistoryError::Sql {
+        path: label.to_string(),
+        source,
+    };
+    let reference = Connection::open_in_memory().map_err(sql)?;
+    reference
+        .execute_batch(SCHEMA)
+        .and_then(|()| reference.execute_batch(crate::tune_cache::SCHEMA))
+        .map_err(sql)?;
+    for table in ["runs", "tune_trials", "tune_finals"] {
+        let found = columns(conn, table).map_err(sql)?;
+        if found.is_empty() {
+            continue; // not there yet: kopt creates it
+        }
+        let differences = column_differences(&columns(&reference, table).map_err(sql)?, &found);
+        if !differences.is_empty() {
+            let mut text = differences
+                .iter()
+                .take(4)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ");
+            if differences.len() > 4 {
+                text.push_str(&format!("; {} more", differences.len() - 4));
+            }
+            return Err(HistoryError::Shape {
+                path: label.to_string(),
+                table: table.to_string(),
+                differences: text,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Before kopt writes: a database that holds tables, none of them kopt's,
 /// is another program's (a link planted at the history, a `--db` naming
 /// the wrong file), and kopt adds nothing to it. (Reading one is "no
@@ -218,6 +334,52 @@ fn refuse_foreign(conn: &Connection, label: &str) -> Result<(), HistoryError> {
     })
 }
 
+/// SQLite's side files beside a database: the write-ahead log, its
+/// shared-memory index, the rollback journal.
+const SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// Refuses a side file that is a symbolic link, not a regular file, or a
+/// regular file with other names (a hard link): SQLite opens and writes it
+/// as the history's own, so through a link it would write elsewhere, and
+/// it says only "unable to open database file".
+fn check_side_files(path: &Path) -> Result<(), HistoryError> {
+    use std::os::unix::fs::MetadataExt;
+    for suffix in SIDE_FILES {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        let side = PathBuf::from(side);
+        let meta = match std::fs::symlink_metadata(&side) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(HistoryError::Read {
+                    path: side.display().to_string(),
+                    source,
+                })
+            }
+        };
+        let kind = if meta.file_type().is_symlink() {
+            let to = std::fs::read_link(&side)
+                .map(|t| kopt_model::text::echo(&t.display().to_string()))
+                .unwrap_or_default();
+            format!("a symbolic link (to {to})")
+        } else if meta.is_dir() {
+            "a directory".to_string()
+        } else if !meta.is_file() {
+            "not a regular file (a FIFO, socket or device)".to_string()
+        } else if meta.nlink() > 1 {
+            format!("a hard link ({} names for one file)", meta.nlink())
+        } else {
+            continue;
+        };
+        return Err(HistoryError::SideFile {
+            path: side.display().to_string(),
+            kind,
+        });
+    }
+    Ok(())
+}
+
 /// The columns a run is read with: anyone's text cut to 4,096 characters
 /// and a stored report past [`REPORT_MAX_BYTES`] left unread (listing three
 /// runs with 300 MB reports took 1.18 GB), so a row costs a bounded amount.
@@ -240,6 +402,7 @@ impl History {
                 source,
             })?;
         }
+        check_side_files(path)?;
         let conn = Connection::open(path).map_err(|source| HistoryError::Open {
             path: label.clone(),
             source,
@@ -250,6 +413,7 @@ impl History {
         };
         distrust_schema(&conn, &label)?;
         refuse_foreign(&conn, &label)?;
+        check_shape(&conn, &label)?;
         // WAL: readers never see a half-written transaction, and a killed
         // writer's partial transaction is rolled back on the next open.
         conn.pragma_update(None, "journal_mode", "WAL")
@@ -300,6 +464,7 @@ impl History {
         if meta.len() == 0 {
             return Err(HistoryError::NoHistory { path: label });
         }
+        check_side_files(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -315,6 +480,7 @@ impl History {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(sql)?;
         distrust_schema(&conn, &label)?;
+        check_shape(&conn, &label)?;
         let has_runs: bool = conn
             .query_row(
                 "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs')",

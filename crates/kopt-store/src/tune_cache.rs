@@ -60,7 +60,7 @@ pub struct CachedWinner {
     pub updated_utc: String,
 }
 
-const SCHEMA: &str = "
+pub(crate) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS tune_trials (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     template TEXT NOT NULL,

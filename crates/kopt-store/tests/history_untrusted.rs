@@ -140,3 +140,117 @@ fn another_programs_database_is_refused_and_left_as_it_was() {
     assert_eq!(std::fs::read(&p).unwrap(), before);
     assert!(!d.path().join("contacts.db-wal").exists());
 }
+
+/// A sixth hostile round (M5): a `runs` table with `id TEXT` was accepted
+/// and every row that did not fit vanished from `kopt history`. A table of
+/// kopt's with other columns is refused, naming the file and the column,
+/// for reading and before any write, and the file is left as it was.
+#[test]
+fn a_runs_table_of_another_shape_is_refused_naming_what_differs() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("history.db");
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TABLE runs (id TEXT, kind TEXT NOT NULL, started_utc TEXT NOT NULL, \
+         command TEXT NOT NULL, device TEXT, git_rev TEXT, summary TEXT NOT NULL, \
+         verdict TEXT, run_dir TEXT, report_json TEXT, extra BLOB); \
+         INSERT INTO runs VALUES ('abc', 'profile', 't', 'c', NULL, NULL, 's', NULL, NULL, NULL, NULL);",
+    )
+    .unwrap();
+    drop(c);
+    let before = std::fs::read(&p).unwrap();
+    for e in [
+        History::open_existing(&p)
+            .err()
+            .expect("refused for reading"),
+        History::open(&p).err().expect("refused for writing"),
+    ] {
+        let e = e.to_string();
+        assert!(e.starts_with(&p.display().to_string()), "{e}");
+        assert!(
+            e.contains("'runs' is not kopt's")
+                && e.contains("column id is TEXT where kopt's is INTEGER PRIMARY KEY")
+                && e.contains("extra"),
+            "{e}"
+        );
+    }
+    assert_eq!(std::fs::read(&p).unwrap(), before, "nothing is written");
+    assert!(!d.path().join("history.db-wal").exists());
+    // A missing column, and a tune table of another shape, likewise.
+    let p2 = d.path().join("h2.db");
+    let c = Connection::open(&p2).unwrap();
+    c.execute_batch("CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL)")
+        .unwrap();
+    drop(c);
+    let e = History::open(&p2).err().expect("refused").to_string();
+    assert!(
+        e.contains("no column started_utc, command,") && e.contains(" summary,"),
+        "{e}"
+    );
+    let p3 = d.path().join("h3.db");
+    let c = Connection::open(&p3).unwrap();
+    c.execute_batch("CREATE TABLE tune_finals (id INTEGER PRIMARY KEY, key TEXT)")
+        .unwrap();
+    drop(c);
+    let e = History::open(&p3).err().expect("refused").to_string();
+    assert!(e.contains("'tune_finals' is not kopt's"), "{e}");
+}
+
+/// A sixth hostile round (L8): a planted `history.db-wal` or `-shm` link
+/// was refused only as SQLite's "unable to open database file". Each side
+/// file that is a link, a directory or a hard link is named with what it
+/// is, for reading and writing, and its target is left untouched.
+#[test]
+fn a_side_file_that_is_a_link_is_refused_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("history.db");
+    {
+        let mut h = History::open(&p).unwrap();
+        h.record(&kopt_store::RunRow {
+            id: 0,
+            kind: "bench".into(),
+            started_utc: "t".into(),
+            command: "c".into(),
+            device: None,
+            git_rev: None,
+            summary: "s".into(),
+            verdict: None,
+            run_dir: None,
+            report_json: None,
+        })
+        .unwrap();
+    }
+    let target = d.path().join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let side = d.path().join(format!("history.db{suffix}"));
+        let _ = std::fs::remove_file(&side);
+        std::os::unix::fs::symlink(&target, &side).unwrap();
+        for e in [
+            History::open(&p).err().expect("refused for writing"),
+            History::open_existing(&p)
+                .err()
+                .expect("refused for reading"),
+        ] {
+            let e = e.to_string();
+            assert!(
+                e.starts_with(&side.display().to_string())
+                    && e.contains("side file is a symbolic link")
+                    && e.contains("precious.txt"),
+                "{suffix}: {e}"
+            );
+        }
+        std::fs::remove_file(&side).unwrap();
+    }
+    let side = d.path().join("history.db-wal");
+    std::fs::hard_link(&target, &side).unwrap();
+    let e = History::open(&p).err().expect("a hard link").to_string();
+    assert!(e.contains("a hard link (2 names"), "{e}");
+    std::fs::remove_file(&side).unwrap();
+    std::fs::create_dir(&side).unwrap();
+    let e = History::open(&p).err().expect("a directory").to_string();
+    assert!(e.contains("side file is a directory"), "{e}");
+    std::fs::remove_dir(&side).unwrap();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    assert_eq!(History::open(&p).unwrap().count().unwrap(), 1);
+}

@@ -241,3 +241,51 @@ fn exit_codes_are_documented_in_help() {
     assert!(history.contains("Exit codes: 0"), "{history}");
     assert!(history.contains("none was recorded yet"), "{history}");
 }
+
+/// A sixth hostile round (M5): a `runs` table with `id TEXT` was listed as
+/// "no runs recorded", its rows dropped silently. A table of another shape
+/// is an error naming the file and the column; a row a hand-made table
+/// lets through that cannot be read is said in a note, not dropped.
+#[test]
+fn a_runs_table_of_another_shape_or_an_unreadable_row_is_said() {
+    let d = tempfile::tempdir().unwrap();
+    let other = d.path().join("other.db");
+    let c = rusqlite::Connection::open(&other).unwrap();
+    c.execute_batch(
+        "CREATE TABLE runs (id TEXT, kind TEXT NOT NULL, started_utc TEXT NOT NULL, \
+         command TEXT NOT NULL, device TEXT, git_rev TEXT, summary TEXT NOT NULL, \
+         verdict TEXT, run_dir TEXT, report_json TEXT); \
+         INSERT INTO runs VALUES ('abc', 'profile', 't', 'c', NULL, NULL, 's', NULL, NULL, NULL);",
+    )
+    .unwrap();
+    drop(c);
+    let o = kopt(d.path(), &["history", "--db", other.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(other.to_str().unwrap())
+            && err.contains("'runs' is not kopt's")
+            && err.contains("column id is TEXT"),
+        "{err}"
+    );
+    // kopt's columns without NOT NULL, one row with a NULL summary.
+    let loose = d.path().join("loose.db");
+    let c = rusqlite::Connection::open(&loose).unwrap();
+    c.execute_batch(
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT, started_utc TEXT, \
+         command TEXT, device TEXT, git_rev TEXT, summary TEXT, verdict TEXT, run_dir TEXT, \
+         report_json TEXT); \
+         INSERT INTO runs (kind, started_utc, command, summary) VALUES ('bench', 't', 'c', 'good'); \
+         INSERT INTO runs (kind, started_utc, command, summary) VALUES ('bench', 't', 'c', NULL);",
+    )
+    .unwrap();
+    drop(c);
+    let o = kopt(d.path(), &["history", "--db", loose.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("good"), "{out}");
+    assert!(
+        out.contains("note: 1 run(s) in") && out.contains("run 2: "),
+        "{out}"
+    );
+}

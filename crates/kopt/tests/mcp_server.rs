@@ -582,6 +582,64 @@ fn a_client_that_disconnects_mid_call_leaves_nothing_running() {
     }
 }
 
+/// A sixth hostile round (L2): calls running when stdin closed got no
+/// answer. Each is stopped and answered (an error saying stdin closed)
+/// before the server exits; one the client cancelled stays unanswered.
+#[test]
+fn calls_in_flight_when_stdin_closes_are_answered() {
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let pid_file = s.dir.path().join("pid");
+    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "bench", "arguments": {
+            "baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 300}}})
+        .to_string(),
+    );
+    let pid = wait_for_pid(&pid_file);
+    drop(s.stdin.take());
+    let mut replies = Vec::new();
+    let mut text = String::new();
+    while s.stdout.read_line(&mut text).unwrap() > 0 {
+        let v: Value = serde_json::from_str(&text).unwrap();
+        if v.get("method").is_none() {
+            replies.push(v);
+        }
+        text.clear();
+    }
+    assert!(s.child.wait().unwrap().success());
+    assert!(!alive(pid), "workload {pid} still running");
+    let answer = replies
+        .iter()
+        .find(|r| r["id"] == 1)
+        .unwrap_or_else(|| panic!("no answer to the call in flight: {replies:?}"));
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let said = answer["result"]["content"][0]["text"].as_str().unwrap();
+    // Its timing pass was stopped, not over its budget.
+    assert!(
+        said.contains("closed stdin") && !said.contains("budget"),
+        "{said}"
+    );
+
+    // Cancelled by the client, then stdin closed: still no answer.
+    let mut s = Server::start(&[]);
+    s.initialize();
+    let pid_file = s.dir.path().join("pid");
+    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bench", "arguments": {
+            "baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 300}}})
+        .to_string(),
+    );
+    wait_for_pid(&pid_file);
+    s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
+    drop(s.stdin.take());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut s.stdout, &mut rest).unwrap();
+    assert!(!rest.contains("\"id\":2"), "{rest}");
+    assert!(s.child.wait().unwrap().success());
+}
+
 #[test]
 fn cancelled_call_kills_its_workload_and_gets_no_answer() {
     let mut s = Server::start(&[]);

@@ -104,3 +104,69 @@ fn a_kineto_kernel_outside_the_profilers_span_is_stated_in_the_report() {
         .collect();
     assert!(!names.iter().any(|n| n.contains("endless")), "{names:?}");
 }
+
+/// A sixth hostile round (L3): a trace's device with 0 SMs, a 1e-297 Hz
+/// clock or a 100 KB name reached the JSON report as fact. Each is left
+/// unknown and named in the report's notes; a stored report that holds
+/// one is refused naming the field.
+#[test]
+fn implausible_device_figures_are_left_unknown_and_named() {
+    let d = tempfile::tempdir().unwrap();
+    let kernel = |i: u64| {
+        format!(
+            "{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":{},\"dur\":10,\"args\":{{\"device\":0,\"stream\":7,\"correlation\":{i},\"grid\":[1,1,1],\"block\":[32,1,1]}}}}",
+            1000 + i * 20
+        )
+    };
+    let kineto = format!(
+        "{{\"deviceProperties\":[{{\"id\":0,\"name\":\"{}\",\"numSms\":0,\"computeMajor\":9,\"computeMinor\":0}}],\"traceEvents\":[{}]}}",
+        "Y".repeat(100_000),
+        (0..3).map(kernel).collect::<Vec<_>>().join(",")
+    );
+    std::fs::write(d.path().join("k.json"), kineto).unwrap();
+    // kopt's own trace: a device record with a clock of 1 kHz.
+    let trace = "{\"t\":\"process\",\"pid\":1}\n\
+        {\"t\":\"device\",\"id\":0,\"name\":\"NVIDIA H100 80GB HBM3\",\"sms\":132,\"cc\":[9,0],\"mem_bw_kbs\":1,\"clock_khz\":1}\n\
+        {\"t\":\"kernel\",\"name\":\"k\",\"s\":1000,\"e\":2000,\"dev\":0,\"str\":7,\"c\":1,\"g\":[1,1,1],\"b\":[32,1,1]}\n\
+        {\"t\":\"end\",\"records\":2,\"dropped\":0,\"lost_buffers\":0}\n";
+    std::fs::write(d.path().join("trace.jsonl"), trace).unwrap();
+    for (input, said) in [
+        (
+            "k.json",
+            vec!["device name of 100000 characters", "device sm_count = 0"],
+        ),
+        (
+            "trace.jsonl",
+            vec![
+                "device sm_clock_hz = 1e3 Hz",
+                "device peaks.dram_bytes_per_s = 1e3",
+            ],
+        ),
+    ] {
+        let o = kopt(d.path(), &["analyze", input, "-f", "json"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{input}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let device = &v["device"];
+        assert!(device["name"].as_str().unwrap().len() <= 128, "{input}");
+        assert!(
+            device["sm_count"].is_null() || device["sm_count"] == 132,
+            "{device}"
+        );
+        assert!(device["sm_clock_hz"].is_null(), "{device}");
+        let notes = v["notes"].to_string();
+        for s in said {
+            assert!(notes.contains(s), "{input}: {s}: {notes}");
+        }
+        std::fs::write(d.path().join(format!("{input}.report.json")), &o.stdout).unwrap();
+    }
+    // The same figure in a stored report: refused, naming it.
+    let stored = std::fs::read_to_string(d.path().join("trace.jsonl.report.json")).unwrap();
+    assert!(stored.contains("\"sm_clock_hz\": null"), "{stored}");
+    let edited = stored.replacen("\"sm_clock_hz\": null", "\"sm_clock_hz\": 1e-297", 1);
+    std::fs::write(d.path().join("edited.json"), edited).unwrap();
+    let o = kopt(d.path(), &["analyze", "edited.json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("device.sm_clock_hz = 1e-297 Hz"), "{err}");
+}

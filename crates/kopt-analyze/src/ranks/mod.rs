@@ -233,10 +233,10 @@ fn slow_bus(rows: &[CollectiveRow], device: Option<&str>) -> Option<String> {
         .min_by(|a, b| a.1.total_cmp(&b.1))?;
     (device.is_some() && bus < 0.4 * peak).then(|| {
         format!(
-            "{} of median {:.0} MB moves at {:.0} GB/s bus bandwidth, {:.0}% of {link}: check the topology (nvidia-smi topo -m: are the GPUs on NVLink?) and NCCL's choices (NCCL_DEBUG=INFO; NCCL_P2P_DISABLE, NCCL_ALGO, NCCL_PROTO left at their defaults?). kopt does not change them.",
+            "{} of median {:.0} MB moves at {} GB/s bus bandwidth, {:.0}% of {link}: check the topology (nvidia-smi topo -m: are the GPUs on NVLink?) and NCCL's choices (NCCL_DEBUG=INFO; NCCL_P2P_DISABLE, NCCL_ALGO, NCCL_PROTO left at their defaults?). kopt does not change them.",
             row.op.as_str(),
             row.median_bytes.unwrap_or(0.0) / 1e6,
-            bus / 1e9,
+            kopt_model::figure::figure(bus / 1e9, 0),
             100.0 * bus / peak
         )
     })

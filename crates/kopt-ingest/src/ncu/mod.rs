@@ -230,10 +230,14 @@ pub(crate) fn check_duration(raw: &str, v: Option<f64>) -> Result<(), String> {
     match v {
         None => Ok(()),
         Some(v) if !v.is_finite() => Err(format!("{v}, not a duration")),
-        Some(v) if v < 0.0 => Err(format!("a negative duration ({v} ns)")),
+        Some(v) if v < 0.0 => Err(format!(
+            "a negative duration ({} ns)",
+            kopt_model::figure::as_read(v)
+        )),
         Some(0.0) => Err("a zero duration: every kernel launch takes time".into()),
         Some(v) if v > MAX_KERNEL_DURATION_NS => Err(format!(
-            "{v} ns, beyond any kernel launch ({MAX_KERNEL_DURATION_NS:e} ns, 2.8 hours)"
+            "{} ns, beyond any kernel launch ({MAX_KERNEL_DURATION_NS:e} ns, 2.8 hours)",
+            kopt_model::figure::as_read(v)
         )),
         Some(_) => Ok(()),
     }
@@ -350,7 +354,11 @@ const LAUNCH_LIMITS: &[(&str, &str, f64, f64, &str)] = &[
 /// it, `v` in kopt's base unit when it read as a number (None: "n/a", empty,
 /// or NaN, which ncu's number reading treats as missing).
 pub(crate) fn check_value(metric: &str, unit: &str, raw: &str, v: Option<f64>) -> Verdict {
-    let shown = |v: f64| format!("{v} {}", unit.trim()).trim_end().to_string();
+    let shown = |v: f64| {
+        format!("{} {}", kopt_model::figure::as_read(v), unit.trim())
+            .trim_end()
+            .to_string()
+    };
     let t = raw.trim();
     // The number reading takes NaN and infinities for missing: look at the text.
     if t.parse::<f64>().is_ok_and(|f| !f.is_finite()) || v.is_some_and(|v| !v.is_finite()) {
@@ -384,10 +392,12 @@ pub(crate) fn check_value(metric: &str, unit: &str, raw: &str, v: Option<f64>) -
         ),
         Quantity::Percent => Verdict::Keep,
         Quantity::ByteRate if v > MAX_BYTES_PER_S => Verdict::Exclude(format!(
-            "{v} bytes/s is beyond any GPU ({MAX_BYTES_PER_S:e}): left unknown"
+            "{} bytes/s is beyond any GPU ({MAX_BYTES_PER_S:e}): left unknown",
+            kopt_model::figure::as_read(v)
         )),
         Quantity::Clock if v > MAX_CLOCK_HZ => Verdict::Exclude(format!(
-            "{v} Hz is beyond any GPU clock ({MAX_CLOCK_HZ:e}): left unknown"
+            "{} Hz is beyond any GPU clock ({MAX_CLOCK_HZ:e}): left unknown",
+            kopt_model::figure::as_read(v)
         )),
         _ => Verdict::Keep,
     }
@@ -415,8 +425,8 @@ pub(crate) fn check_dram_against_device(
         let m = &mut l.metrics;
         if let Some(rate) = m.dram_bytes_per_s.filter(|r| *r > limit) {
             excluded.push(format!(
-                "line {line}: DRAM rate {:.0} GB/s is beyond {what}: left unknown",
-                rate / 1e9
+                "line {line}: DRAM rate {} GB/s is beyond {what}: left unknown",
+                kopt_model::figure::figure(rate / 1e9, 0)
             ));
             m.dram_bytes_per_s = None;
         }
@@ -426,8 +436,10 @@ pub(crate) fn check_dram_against_device(
             .filter(|ns| *ns > 0.0 && bytes / (ns * 1e-9) > limit)
         {
             excluded.push(format!(
-                "line {line}: {bytes} DRAM bytes in {ns} ns ({:.0} GB/s) is beyond {what}: left unknown",
-                bytes / ns
+                "line {line}: {} DRAM bytes in {} ns ({} GB/s) is beyond {what}: left unknown",
+                kopt_model::figure::as_read(bytes),
+                kopt_model::figure::as_read(ns),
+                kopt_model::figure::figure(bytes / ns, 0)
             ));
             m.dram_bytes_read = None;
             m.dram_bytes_write = None;

@@ -502,7 +502,10 @@ fn check_plausible(label: &str, f: &mut AmdFile) -> Result<(), IngestError> {
                     ("SGPRs", d.sgpr),
                 ] {
                     if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
-                        return Err(at(format!("{what} is {v}: negative or not a number")));
+                        return Err(at(format!(
+                            "{what} is {}: negative or not a number",
+                            kopt_model::figure::as_read(v)
+                        )));
                     }
                 }
                 if let Some((n, v)) = d
@@ -511,8 +514,9 @@ fn check_plausible(label: &str, f: &mut AmdFile) -> Result<(), IngestError> {
                     .find(|(_, v)| !(v.is_finite() && *v >= 0.0))
                 {
                     return Err(at(format!(
-                        "counter {} is {v}: counters are finite and not negative (instances whose sum overflows?)",
-                        crate::echo(n)
+                        "counter {} is {}: counters are finite and not negative (instances whose sum overflows?)",
+                        crate::echo(n),
+                        kopt_model::figure::as_read(*v)
                     )));
                 }
             }
@@ -562,13 +566,13 @@ fn check_plausible(label: &str, f: &mut AmdFile) -> Result<(), IngestError> {
                     .hbm_bytes_per_s
                     .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= crate::ncu::MAX_BYTES_PER_S))
                 {
-                    dropped.push(format!("HBM {v} bytes/s"));
+                    dropped.push(format!("HBM {} bytes/s", kopt_model::figure::as_read(v)));
                     a.hbm_bytes_per_s = None;
                 }
                 for (what, slot) in [("SCLK", &mut a.sclk_mhz), ("MCLK", &mut a.mclk_mhz)] {
                     if let Some(v) = slot.filter(|v| !(v.is_finite() && *v > 0.0 && *v <= 10_000.0))
                     {
-                        dropped.push(format!("{what} {v} MHz"));
+                        dropped.push(format!("{what} {} MHz", kopt_model::figure::as_read(v)));
                         *slot = None;
                     }
                 }

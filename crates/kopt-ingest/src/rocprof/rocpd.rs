@@ -154,18 +154,18 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
                 Some(format!(
                     "SQLite work budget: its queries took more than {} million steps for a {size}-byte database (a view computing rows, not reading them?); {}",
                     max_calls / 100,
-                    SQLITE_MSTEPS.how_to_raise()
+                    SQLITE_MSTEPS.how_to_raise_above(max_calls / 100)
                 ))
             } else if started.elapsed().as_secs() >= seconds {
                 Some(format!(
                     "SQLite time budget: its queries ran past {seconds} s; {}",
-                    SQLITE_SECONDS.how_to_raise()
+                    SQLITE_SECONDS.how_to_raise_above(seconds)
                 ))
             } else if used.saturating_sub(base) > temp_bytes {
                 Some(format!(
                     "SQLite memory budget: its queries took more than {} MiB; {}",
                     temp_bytes >> 20,
-                    SQLITE_TEMP_MB.how_to_raise()
+                    SQLITE_TEMP_MB.how_to_raise_above(temp_bytes >> 20)
                 ))
             } else {
                 None
@@ -391,8 +391,14 @@ impl Row<'_> {
         }
         match self.num(col)? {
             None => Ok(None),
-            Some(v) if v < 0.0 => Err(self.at(format!("{col} is negative ({v})"))),
-            Some(v) if v >= 1.8e19 => Err(self.at(format!("{col}: {v} is out of range"))),
+            Some(v) if v < 0.0 => Err(self.at(format!(
+                "{col} is negative ({})",
+                kopt_model::figure::as_read(v)
+            ))),
+            Some(v) if v >= 1.8e19 => Err(self.at(format!(
+                "{col}: {} is out of range",
+                kopt_model::figure::as_read(v)
+            ))),
             Some(v) => Ok(Some(v.round() as u64)),
         }
     }

@@ -118,7 +118,11 @@ pub(crate) fn integer(
         Some(v) => Err(IngestError::at(
             label,
             line,
-            format!("{}: {v} is out of range", crate::echo(column)),
+            format!(
+                "{}: {} is out of range",
+                crate::echo(column),
+                kopt_model::figure::as_read(v)
+            ),
         )),
     }
 }

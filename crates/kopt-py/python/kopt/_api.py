@@ -175,12 +175,28 @@ def analyze(
     )
 
 
+def text_arg(name: str, value: str) -> str:
+    """``value`` when it can be passed on as UTF-8 text; else a
+    :class:`UsageError` naming the argument and the character. A lone
+    surrogate (from ``os.fsdecode`` of undecodable bytes, or a ``\\ud800``
+    escape) cannot be encoded, and the native call would raise a bare
+    ``UnicodeEncodeError`` naming neither."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _kopt.UsageError(
+            f"{name} is not valid text: character {e.start + 1} is {value[e.start:e.end]!r}, "
+            f"a lone surrogate ({e.reason}); kopt passes text on as UTF-8"
+        ) from None
+    return value
+
+
 def _argv(command_or_script: Union[str, Sequence[str]]) -> List[str]:
     import shlex
 
     if isinstance(command_or_script, (list, tuple)):
-        return [str(a) for a in command_or_script]
-    text = str(command_or_script)
+        return [text_arg(f"argument {i}", str(a)) for i, a in enumerate(command_or_script)]
+    text = text_arg("the command", str(command_or_script))
     if text.endswith(".py") and os.path.isfile(text):
         return [sys.executable, text]
     return shlex.split(text)
@@ -312,7 +328,7 @@ def bench(
     tracer = tracer_path()
     return BenchResult(
         _kopt.bench(
-            [(str(n), str(c)) for n, c in variants],
+            [(text_arg("a variant's name", str(n)), text_arg(f"variant {n!r}'s command", str(c))) for n, c in variants],
             measure_kwargs(locals()),
             journal=journal,
             db=_opt_path(db),

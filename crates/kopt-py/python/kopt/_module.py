@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from . import _kopt
 from ._analysis import Analysis
-from ._api import tracer_path, warn_tracer_missing
+from ._api import text_arg, tracer_path, warn_tracer_missing
 
 if TYPE_CHECKING:
     from typing import Optional, Union
@@ -75,6 +75,8 @@ def profile_module(
     """
     if not isinstance(script_content, str) or not script_content.strip():
         raise _kopt.UsageError("script_content is empty")
+    text_arg("script_content", script_content)
+    text_arg("module_name", str(module_name))
     if steps < 1 or warmup < 0:
         raise _kopt.UsageError("steps must be at least 1 and warmup at least 0")
     if not isinstance(verify, int) or verify < 0:

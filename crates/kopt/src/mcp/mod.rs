@@ -88,9 +88,36 @@ impl Out {
     }
 }
 
-/// Tool calls running now, by request id (its JSON text), each with its
-/// cancellation flag and whether it runs a workload.
-type Running = Arc<Mutex<HashMap<String, (Arc<AtomicBool>, bool)>>>;
+/// A tool call running now.
+struct InFlight {
+    /// Stops its workload: the client's cancellation, its budget, or stdin
+    /// closed.
+    cancel: Arc<AtomicBool>,
+    /// The client cancelled it: it gets no answer.
+    by_client: Arc<AtomicBool>,
+    runs_workload: bool,
+}
+
+/// Tool calls running now, by request id (its JSON text). A call is
+/// answered by whoever takes it out of the map (its worker, or the server
+/// at exit), while holding the lock, so each gets one answer and the
+/// server never exits between a call's removal and its answer.
+#[derive(Clone, Default)]
+struct Running {
+    calls: Arc<Mutex<HashMap<String, InFlight>>>,
+    /// Stdin closed: the calls in flight are stopped and each answered.
+    closing: Arc<AtomicBool>,
+}
+
+impl Running {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// How long the server waits at exit for the calls it stopped to answer
+/// for themselves; those still running are then answered with an error.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 /// Calls that run a workload at once: one, since two on one device would
 /// perturb each other's timings; a further one is refused, saying which
@@ -112,7 +139,7 @@ pub fn serve_stdio(config: Config) -> std::io::Result<()> {
 /// Serve requests read from `input`; replies and notifications go to `out`.
 pub fn serve(mut input: impl BufRead, out: Out, config: Config) -> std::io::Result<()> {
     let config = Arc::new(config);
-    let running: Running = Arc::default();
+    let running = Running::default();
     let structured: Structured = Arc::new(AtomicBool::new(true));
     let mut workers = Vec::new();
     let mut line = Vec::new();
@@ -155,13 +182,33 @@ pub fn serve(mut input: impl BufRead, out: Out, config: Config) -> std::io::Resu
         }
         workers.retain(|w: &std::thread::JoinHandle<()>| !w.is_finished());
     }
-    // The client went away: stop every call's workload, then leave.
-    for (flag, _) in running.lock().unwrap_or_else(|e| e.into_inner()).values() {
-        flag.store(true, Ordering::SeqCst);
+    // The client closed stdin: stop every call's workload, let each
+    // answer (with its result, or the error its stop gives), and answer
+    // those that do not stop in time, then leave.
+    running.closing.store(true, Ordering::SeqCst);
+    for call in running.lock().values() {
+        call.cancel.store(true, Ordering::SeqCst);
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + EXIT_GRACE;
     while workers.iter().any(|w| !w.is_finished()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut calls = running.lock();
+    for (key, call) in calls.drain() {
+        if call.by_client.load(Ordering::SeqCst) {
+            continue;
+        }
+        let id: Value = serde_json::from_str(&key).unwrap_or(Value::Null);
+        out.result(
+            &id,
+            json!({
+                "content": [{"type": "text", "text": format!(
+                    "stopped: the client closed stdin while this call ran, and it did not finish within {} s of being stopped; the server exited (its workload is killed with it)",
+                    EXIT_GRACE.as_secs()
+                )}],
+                "isError": true,
+            }),
+        );
     }
     Ok(())
 }
@@ -287,16 +334,29 @@ fn handle(
 fn notification(method: &str, params: &Value, running: &Running) {
     if method == "notifications/cancelled" {
         if let Some(id) = params.get("requestId") {
-            if let Some((flag, _)) = running
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&id.to_string())
-            {
-                flag.store(true, Ordering::SeqCst);
+            if let Some(call) = running.lock().get(&id.to_string()) {
+                call.by_client.store(true, Ordering::SeqCst);
+                call.cancel.store(true, Ordering::SeqCst);
             }
         }
     }
     // notifications/initialized and the rest need nothing.
+}
+
+/// A tool's error result when stdin closed while it ran: said to be the
+/// stop's doing, not the tool's. A result that completed is left as it is.
+fn said_stopped_at_exit(mut result: Value) -> Value {
+    if result["isError"] != json!(true) {
+        return result;
+    }
+    if let Some(Value::String(text)) = result
+        .get_mut("content")
+        .and_then(|c| c.get_mut(0))
+        .and_then(|c| c.get_mut("text"))
+    {
+        *text = format!("stopped: the client closed stdin while this call ran: {text}");
+    }
+    result
 }
 
 /// A tool result for a client older than structured output: the report
@@ -354,8 +414,9 @@ fn call(
         .cloned();
     let key = id.to_string();
     let cancel = Arc::new(AtomicBool::new(false));
+    let by_client = Arc::new(AtomicBool::new(false));
     {
-        let mut map = running.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = running.lock();
         if map.contains_key(&key) {
             out.error(
                 &id,
@@ -364,7 +425,7 @@ fn call(
             );
             return None;
         }
-        let busy = map.values().filter(|(_, workload)| *workload).count();
+        let busy = map.values().filter(|c| c.runs_workload).count();
         if tool.runs_workload() && busy >= MAX_WORKLOAD_CALLS {
             out.result(
                 &id,
@@ -377,14 +438,17 @@ fn call(
             );
             return None;
         }
-        map.insert(key.clone(), (Arc::clone(&cancel), tool.runs_workload()));
+        map.insert(
+            key.clone(),
+            InFlight {
+                cancel: Arc::clone(&cancel),
+                by_client: Arc::clone(&by_client),
+                runs_workload: tool.runs_workload(),
+            },
+        );
     }
-    let (w_out, w_config, w_running, w_id) = (
-        out.clone(),
-        Arc::clone(config),
-        Arc::clone(running),
-        id.clone(),
-    );
+    let (w_out, w_config, w_running, w_id) =
+        (out.clone(), Arc::clone(config), running.clone(), id.clone());
     let spawned = std::thread::Builder::new()
         .name(format!("kopt-mcp {name}"))
         .spawn(move || {
@@ -393,32 +457,44 @@ fn call(
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 tools::run(tool, arguments, &ctx)
             }));
-            running
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&key);
-            // A cancelled request gets no response (the client stopped waiting).
-            if cancel.load(Ordering::SeqCst) && !ctx.budget_stop() {
+            let mut calls = running.lock();
+            // Answered by the server at exit already.
+            if calls.remove(&key).is_none() {
                 return;
             }
+            // A request the client cancelled gets no response (it stopped
+            // waiting); one stopped by its budget or by stdin closing does.
+            if by_client.load(Ordering::SeqCst) {
+                return;
+            }
+            let closing = running.closing.load(Ordering::SeqCst);
             match result {
-                Ok(result) if structured => out.result(&id, result),
-                Ok(result) => out.result(&id, unstructured(result)),
+                Ok(result) => {
+                    let result = if closing {
+                        said_stopped_at_exit(result)
+                    } else {
+                        result
+                    };
+                    let result = if structured {
+                        result
+                    } else {
+                        unstructured(result)
+                    };
+                    out.result(&id, result)
+                }
                 Err(_) => out.error(
                     &id,
                     INTERNAL_ERROR,
                     "internal error: the tool failed unexpectedly",
                 ),
             }
+            drop(calls);
         });
     match spawned {
         Ok(h) => Some(h),
         Err(e) => {
             // Nothing runs it: forget the id again.
-            running
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id.to_string());
+            running.lock().remove(&id.to_string());
             out.error(
                 &id,
                 INTERNAL_ERROR,

@@ -80,6 +80,29 @@ pub fn templates() -> Vec<Value> {
     })]
 }
 
+/// A run id is one plain folder name: nothing that climbs out, nothing a
+/// URI would need escaped.
+fn is_run_id(s: &str) -> bool {
+    !s.is_empty()
+        && s != "."
+        && s != ".."
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
+/// The resource of a history row's run folder: only a folder that is one
+/// of this server's run folders (its real parent the runs folder, its name
+/// a run id) with a report. A stored `run_dir` is anyone's text: another
+/// project's folder ending in a name this one also has, or one a link
+/// leads out of, must not give a link to a different run.
+pub fn run_resource(cwd: &Path, run_dir: &str) -> Option<String> {
+    let root = std::fs::canonicalize(runs_dir(cwd)).ok()?;
+    let real = std::fs::canonicalize(cwd.join(run_dir)).ok()?;
+    let id = real.file_name()?.to_str()?;
+    (real.parent() == Some(root.as_path()) && is_run_id(id) && real.join("report.json").is_file())
+        .then(|| format!("kopt://runs/{id}/report.json"))
+}
+
 pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
     let not_found = || format!("resource not found: {uri}");
     if let Some(name) = uri.strip_prefix("kopt://schema/") {
@@ -92,15 +115,7 @@ pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
     }
     let rest = uri.strip_prefix("kopt://runs/").ok_or_else(not_found)?;
     let (id, file) = rest.split_once('/').ok_or_else(not_found)?;
-    // A run id is one plain folder name: nothing that climbs out.
-    let plain = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-    };
-    if !plain(id) {
+    if !is_run_id(id) {
         return Err(not_found());
     }
     let (_, mime, _) = FILES
@@ -140,6 +155,42 @@ pub fn read(cwd: &Path, uri: &str) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sixth hostile round (L7): a history row's resource was built from
+    /// its run_dir's last component, whatever folder it named.
+    #[test]
+    fn a_history_rows_resource_is_one_of_this_servers_run_folders() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join(".git")).unwrap();
+        let runs = d.path().join(".kopt/runs");
+        for run in ["r1", "odd name"] {
+            std::fs::create_dir_all(runs.join(run)).unwrap();
+            std::fs::write(runs.join(run).join("report.json"), "{}").unwrap();
+        }
+        let elsewhere = d.path().join("other/r1");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("report.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, runs.join("linked")).unwrap();
+        let at = |p: &Path| run_resource(d.path(), p.to_str().unwrap());
+        assert_eq!(
+            at(&runs.join("r1")).as_deref(),
+            Some("kopt://runs/r1/report.json")
+        );
+        // Relative to the server's folder, as kopt records it there.
+        assert_eq!(
+            run_resource(d.path(), ".kopt/runs/r1").as_deref(),
+            Some("kopt://runs/r1/report.json")
+        );
+        for not_ours in [
+            elsewhere.clone(),
+            runs.join("linked"),
+            runs.join("odd name"),
+            runs.join("r1/.."),
+            d.path().join("missing/r1"),
+        ] {
+            assert_eq!(at(&not_ours), None, "{}", not_ours.display());
+        }
+    }
 
     /// #39: a symlink in a run folder made resources/read return any file.
     #[test]

@@ -1271,15 +1271,10 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
         result.runs = rows
             .into_iter()
             .map(|r| {
-                let resource = r.run_dir.as_deref().and_then(|d| {
-                    let dir = Path::new(d);
-                    dir.join("report.json").is_file().then(|| {
-                        format!(
-                            "kopt://runs/{}/report.json",
-                            dir.file_name().unwrap_or_default().to_string_lossy()
-                        )
-                    })
-                });
+                let resource = r
+                    .run_dir
+                    .as_deref()
+                    .and_then(|d| super::resources::run_resource(&ctx.config.cwd, d));
                 // Anyone's text, read back: each field cut to a line's worth
                 // (a 50 MB summary made a 100 MB reply).
                 let cut = |s: String| kopt_model::text::one_line(&s);
@@ -1300,7 +1295,6 @@ fn history(a: HistoryArgs, ctx: &Context) -> Result<Value, String> {
     } else if a.id.is_some() {
         return Err(format!("no history yet ({})", listing.db));
     }
-    let _ = ctx;
     let mut text = if result.runs.is_empty() {
         format!("No runs recorded in {}.\n", result.db)
     } else {
