@@ -1013,12 +1013,14 @@ fn read_within(
             source,
         })?;
     if bytes.len() as u64 > max {
+        // The file's size is what it needs (read only as far as the cap).
+        let how = match std::fs::metadata(path) {
+            Ok(m) if m.len() > max => budget.how_to_raise_to(m.len()),
+            _ => budget.how_to_raise(),
+        };
         return Err(IngestError::format(
             label,
-            format!(
-                "more than {max} bytes: not read (size budget); {}",
-                budget.how_to_raise()
-            ),
+            format!("more than {max} bytes: not read (size budget); {how}"),
         ));
     }
     Ok(bytes)
