@@ -65,6 +65,11 @@ pub struct OptimizeRequest {
     /// per expected cost while their expected costs fit, the rest left out
     /// with the reason (`fit_budget`). None: every chosen candidate.
     pub budget: Option<Duration>,
+    /// Run nothing: judge what an interrupted run left in this run folder
+    /// (its baseline and the harness's samples), then record it as the run
+    /// would have (`optimize_run::conclude_interrupted`). `script` and
+    /// `module` come from the folder.
+    pub conclude: Option<PathBuf>,
 }
 
 impl OptimizeRequest {
@@ -99,6 +104,7 @@ impl OptimizeRequest {
             db: paths.db,
             journal: Some(paths.journal),
             budget: None,
+            conclude: None,
         }
     }
 
@@ -390,6 +396,22 @@ pub(crate) struct HarnessResult {
     rounds: Option<u64>,
 }
 
+/// The candidates a harness result names (measured, or failed): what an
+/// interrupted run tried, forced or chosen.
+pub(crate) fn candidates_in_result(path: &Path) -> Result<Vec<Candidate>> {
+    let r = read_result(path)?;
+    Ok(r.samples_ns
+        .keys()
+        .chain(r.candidates.keys())
+        .filter_map(|n| Candidate::from_name(n))
+        .fold(Vec::new(), |mut v, c| {
+            if !v.contains(&c) {
+                v.push(c);
+            }
+            v
+        }))
+}
+
 impl HarnessResult {
     /// Whether eager and at least one other variant have samples to judge.
     fn has_samples(&self) -> bool {
@@ -495,7 +517,15 @@ fn singles_from_folder(
     let choices = choose(diagnosis, force, &[]);
     let path = setting.run_dir.join("candidates/result.json");
     let harness = if choices.iter().any(|c| c.tried) {
-        Some(read_result(&path)?)
+        let mut r = read_result(&path)?;
+        // A checkpoint: the harness (or kopt) ended before the timing did.
+        if r.partial && r.stopped.is_none() {
+            let rounds = r
+                .rounds
+                .map_or(String::new(), |n| format!(" after {n} timing round(s)"));
+            r.stopped = Some(format!("cut short (the run was killed){rounds}"));
+        }
+        Some(r)
     } else {
         None
     };

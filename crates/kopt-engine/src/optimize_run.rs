@@ -24,6 +24,9 @@ const KEPT_PROFILE_S: std::time::Duration = std::time::Duration::from_secs(20);
 
 pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<OptimizeReport> {
     req.validate()?;
+    if let Some(dir) = &req.conclude {
+        return conclude_interrupted(req, dir, progress);
+    }
     let started = std::time::Instant::now();
     let module = req.module_name();
     let text = module_script_text(req, &module)?;
@@ -248,4 +251,60 @@ fn baseline(
     let mut d = crate::trace::trace(&t, progress)?.diagnosis;
     d.notes.push("No counters were collected for the baseline (no ncu, or --no-counters): the diagnosis rests on the timeline.".into());
     Ok(d)
+}
+
+/// `kopt optimize --conclude RUN_DIR`: the verdicts of a run that was
+/// killed (SIGKILL, a lost machine) after its harness measured candidates
+/// but before kopt judged them. The harness's checkpoint
+/// (`candidates/result.json`) holds the samples so far; the baseline
+/// folder gives the diagnosis and the module. Judged and recorded (report,
+/// journal, history) as the run itself would have; the stopped timing is
+/// said. A folder whose verdicts are already written is refused.
+fn conclude_interrupted(
+    req: &OptimizeRequest,
+    dir: &Path,
+    progress: &dyn Progress,
+) -> Result<OptimizeReport> {
+    let what = |why: &str| Error::Usage(format!("--conclude {}: {why}", dir.display()));
+    if !dir.is_dir() {
+        return Err(what("not a folder"));
+    }
+    let result = dir.join("candidates/result.json");
+    let baseline_dir = dir.join("baseline");
+    if !result.is_file() || !baseline_dir.is_dir() {
+        return Err(what(
+            "not a kopt optimize run folder whose harness measured anything (baseline/ and candidates/result.json)",
+        ));
+    }
+    if dir.join("optimize.json").exists() {
+        return Err(what(
+            "its verdicts are already written (optimize.json); `kopt history` lists the run",
+        ));
+    }
+    let record = crate::run_folder::read_record(&baseline_dir)?
+        .ok_or_else(|| what("baseline/run.json is missing"))?;
+    let (_, script, module) = kopt_collect::module_script::driven_script(&record.argv)
+        .ok_or_else(|| what("baseline/run.json does not run kopt's module driver"))?;
+    let diagnosis = crate::diagnose::diagnose(
+        kopt_ingest::read_run_folder_filtered(&baseline_dir)?,
+        &Default::default(),
+    );
+    let force = crate::optimize::candidates_in_result(&result)?;
+    let setting = Conclusion {
+        module,
+        script: script.display().to_string(),
+        run_dir: dir.to_path_buf(),
+        baseline_dir,
+        threshold: req.threshold,
+        noise: req.noise,
+        seed: req.seed,
+        allow_precision: req.allow_precision,
+        journal: req.journal.clone(),
+        db: Some(req.db.clone()),
+    };
+    progress.note(&format!(
+        "concluding {}: judging what its harness measured before the run ended",
+        dir.display()
+    ));
+    crate::optimize::conclude_from_folder(&setting, &diagnosis, &force, progress)
 }

@@ -509,8 +509,14 @@ pub struct BenchArgs {
 )]
 pub struct OptimizeArgs {
     /// The module script
-    #[arg(long, value_name = "FILE")]
-    pub script: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "conclude")]
+    pub script: Option<PathBuf>,
+
+    /// Run nothing: judge and record what an interrupted run (killed after
+    /// its candidates were measured) left in this run folder; give the
+    /// verdict flags (--threshold, --allow-precision, ...) the run had
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "script")]
+    pub conclude: Option<PathBuf>,
 
     /// The class to optimize and the run's label (default: the script's name)
     #[arg(long, value_name = "NAME")]

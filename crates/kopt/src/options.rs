@@ -265,7 +265,9 @@ pub fn compare(a: &CompareArgs) -> Result<CompareRequest, Error> {
 }
 
 pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error> {
-    let mut req = kopt_engine::OptimizeRequest::new(a.script.clone());
+    // --conclude reads the script from the run folder.
+    let mut req = kopt_engine::OptimizeRequest::new(a.script.clone().unwrap_or_default());
+    req.conclude = a.conclude.clone();
     req.module = a.module.clone();
     req.python = a.python.clone();
     req.gpu = a.run.gpu.clone();

@@ -687,3 +687,95 @@ fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
     let h = kopt_store::History::open(&dir.join("h.db")).unwrap();
     assert_eq!(h.list(5).unwrap()[0].kind, "optimize");
 }
+
+#[test]
+fn a_killed_optimize_is_concluded_from_what_its_harness_measured() {
+    // SIGKILL leaves no verdicts, only the harness's checkpoint; `kopt
+    // optimize --conclude RUN_DIR` judges and records it afterwards.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let mut child = optimize_command(
+        dir,
+        &["--candidate", "tf32", "--candidate", "graph"],
+        &[("FAKE_HANGS", "1")],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let start = std::time::Instant::now();
+    let checkpoint = loop {
+        let found = std::fs::read_dir(dir.join("runs"))
+            .ok()
+            .and_then(|mut r| r.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path().join("candidates/result.json"))
+            .filter(|p| p.is_file());
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the harness wrote no checkpoint"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = checkpoint.parent().unwrap().parent().unwrap().to_path_buf();
+    assert!(!run.join("optimize.json").exists());
+    let conclude = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .args(["optimize", "--conclude"])
+            .arg(&run)
+            .args(["--db", "h.db", "--journal-file", "J.md", "-q", "-f", "json"])
+            .args(extra)
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    let o = conclude(&[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("optimize.json")).unwrap()).unwrap();
+    assert!(
+        candidate(&report, "graph")["measured_speedup"]
+            .as_f64()
+            .unwrap()
+            > 3.0,
+        "{report}"
+    );
+    let notes = report["baseline"]["notes"].to_string();
+    assert!(notes.contains("cut short (the run was killed)"), "{notes}");
+    let h = kopt_store::History::open(&dir.join("h.db")).unwrap();
+    assert_eq!(h.list(5).unwrap()[0].kind, "optimize");
+    // Concluded once: a second time is refused, nothing recorded twice.
+    let again = conclude(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("already written"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let optimize_rows = |h: &kopt_store::History| {
+        h.list(10)
+            .unwrap()
+            .iter()
+            .filter(|r| r.kind == "optimize")
+            .count()
+    };
+    assert_eq!(optimize_rows(&h), 1);
+    // A folder that is no optimize run is refused by name.
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["optimize", "--conclude"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not a kopt optimize run folder"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
