@@ -12,10 +12,17 @@
 
 use std::collections::HashMap;
 
-/// At most this many source files are read for one trace, each at most
-/// `MAX_SOURCE_BYTES`: names come from the trace, so they are bounded.
+/// At most this many source files are read for one trace (by their real
+/// path: `./m.py` and `m.py` are one), each at most `MAX_SOURCE_BYTES`,
+/// whatever its metadata says (a /proc file says 0): names come from the
+/// trace, so what they make kopt read is bounded.
 const MAX_SOURCE_FILES: usize = 64;
 const MAX_SOURCE_BYTES: u64 = 2 << 20;
+/// A function body is searched over at most this many lines, and at most
+/// `MAX_LOOKUPS` (frame, op) pairs are searched for one trace: together at
+/// most a few million short lines scanned, whatever the trace and sources.
+const MAX_BODY_LINES: usize = 2_000;
+const MAX_LOOKUPS: usize = 1_024;
 /// At most this many statements are named for one call site.
 const MAX_STATEMENTS: usize = 4;
 
@@ -40,6 +47,8 @@ pub(crate) fn parse_frame(name: &str) -> Option<RawFrame<'_>> {
 /// resolved, by (raw frame, op).
 #[derive(Default)]
 pub(crate) struct Sources {
+    /// A frame's path as written -> its real path (None: not here).
+    real: HashMap<String, Option<String>>,
     files: HashMap<String, Option<Vec<String>>>,
     resolved: HashMap<(String, Option<String>), Option<Vec<u32>>>,
 }
@@ -52,6 +61,9 @@ impl Sources {
         if let Some(hit) = self.resolved.get(&key) {
             return hit.clone();
         }
+        if self.resolved.len() >= MAX_LOOKUPS {
+            return None;
+        }
         let found = parse_frame(raw).and_then(|f| {
             let lines = self.file(f.path)?;
             let found = statement_lines(lines, f.line, f.func, op);
@@ -62,23 +74,45 @@ impl Sources {
     }
 
     fn file(&mut self, path: &str) -> Option<&Vec<String>> {
-        if !self.files.contains_key(path) {
+        if !self.real.contains_key(path) {
+            if self.real.len() >= MAX_SOURCE_FILES * 4 {
+                return None;
+            }
+            let real = std::fs::canonicalize(path)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned());
+            self.real.insert(path.to_string(), real);
+        }
+        let key = self.real.get(path)?.clone()?;
+        if !self.files.contains_key(&key) {
             if self.files.len() >= MAX_SOURCE_FILES {
                 return None;
             }
-            self.files.insert(path.to_string(), read_source(path));
+            let lines = read_source(std::path::Path::new(&key));
+            self.files.insert(key.clone(), lines);
         }
-        self.files.get(path)?.as_ref()
+        self.files.get(&key)?.as_ref()
     }
 }
 
 /// A regular file within the size bound, as lines (invalid UTF-8 replaced).
-fn read_source(path: &str) -> Option<Vec<String>> {
+/// Read only as far as the bound: a file's length in its metadata is not
+/// trusted (procfs files say 0 and hold gigabytes).
+fn read_source(path: &std::path::Path) -> Option<Vec<String>> {
+    use std::io::Read;
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() || meta.len() > MAX_SOURCE_BYTES {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return None;
+    }
     Some(
         String::from_utf8_lossy(&bytes)
             .lines()
@@ -139,13 +173,18 @@ fn function_body(lines: &[String], first: u32, func: &str) -> Option<(usize, usi
         return None;
     }
     let indent = indent_of(&lines[def]);
-    let end = (def + 1..lines.len())
-        .find(|&i| {
-            let t = lines[i].trim();
-            !t.is_empty() && !t.starts_with('#') && indent_of(&lines[i]) <= indent
-        })
-        .unwrap_or(lines.len());
-    Some((def, end))
+    // A body past `MAX_BODY_LINES` is not searched at all: its statement
+    // could lie beyond what is read.
+    let last = lines.len().min(def + 1 + MAX_BODY_LINES);
+    let end = (def + 1..last).find(|&i| {
+        let t = lines[i].trim();
+        !t.is_empty() && !t.starts_with('#') && indent_of(&lines[i]) <= indent
+    });
+    match end {
+        Some(end) => Some((def, end)),
+        None if last == lines.len() => Some((def, last)),
+        None => None,
+    }
 }
 
 fn indent_of(line: &str) -> usize {
@@ -294,6 +333,28 @@ def step(model, x):
         // `def forward_all` is not `forward`.
         let other = src("def forward_all(x):\n    return x.item()\n");
         assert!(statement_lines(&other, 1, "forward", Some("aten::item")).is_empty());
+    }
+
+    #[test]
+    fn a_body_past_the_bound_is_not_searched() {
+        let mut text = String::from("def f(x):\n");
+        text.push_str(&"\n".repeat(MAX_BODY_LINES + 5));
+        text.push_str("    return x.item()\n");
+        assert!(statement_lines(&src(&text), 1, "f", Some("aten::item")).is_empty());
+        let near = format!("def f(x):\n{}    return x.item()\n", "\n".repeat(10));
+        assert_eq!(
+            statement_lines(&src(&near), 1, "f", Some("aten::item")),
+            [12]
+        );
+    }
+
+    #[test]
+    fn a_file_longer_than_its_metadata_says_is_read_only_to_the_bound() {
+        // procfs files report a length of 0.
+        let big = std::path::Path::new("/proc/self/pagemap");
+        if big.exists() {
+            assert!(read_source(big).is_none());
+        }
     }
 
     #[test]
