@@ -67,6 +67,11 @@ pub struct McpArgs {
     /// Also let analyze and compare read files under DIR (default: only under the folder the server starts in)
     #[arg(long, value_name = "DIR")]
     pub allow_path: Vec<PathBuf>,
+
+    /// Calls in flight at once, any tool (each may read whole traces into memory); a further one is refused as busy
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::DEFAULT_MAX_CALLS,
+          value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub max_calls: u64,
 }
 
 #[derive(Debug, Args)]

@@ -356,6 +356,7 @@ pub fn mcp(a: &crate::cli::McpArgs) -> Outcome {
     let config = crate::mcp::Config {
         allowed: a.allow_path.iter().map(|p| cwd.join(p)).collect(),
         cwd,
+        max_calls: a.max_calls as usize,
     };
     crate::mcp::serve_stdio(config).map_err(|e| Error::Input(format!("standard input: {e}")))?;
     Ok(())

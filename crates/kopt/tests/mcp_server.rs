@@ -667,6 +667,54 @@ fn cancelled_call_kills_its_workload_and_gets_no_answer() {
 }
 
 #[test]
+fn calls_past_max_calls_are_refused_as_busy_whatever_the_tool() {
+    // 40 analyze calls at once took 15 GB: every tool counts.
+    let mut s = Server::start(&["--max-calls", "1"]);
+    s.initialize();
+    let pid_file = s.dir.path().join("pid");
+    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "profile", "arguments": {
+            "command": [line], "shell": true, "budget_s": 300}}})
+        .to_string(),
+    );
+    let pid = wait_for_pid(&pid_file);
+    let r = s.call(8, "history", json!({}));
+    assert_eq!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("busy: 1 calls in flight") && text.contains("--max-calls"),
+        "{r}"
+    );
+    // Pings are no tool calls: they still answer.
+    s.ping_ok(9);
+    s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "workload {pid} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The slot is free once the cancelled call has ended.
+    let start = Instant::now();
+    loop {
+        let r = s.call(
+            10 + start.elapsed().as_millis() as u64,
+            "history",
+            json!({}),
+        );
+        if r["isError"] == false {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.close(Duration::from_secs(5));
+}
+
+#[test]
 fn a_second_workload_call_is_refused_while_one_runs_and_sigkill_stops_it() {
     let mut s = Server::start(&[]);
     s.initialize();

@@ -54,7 +54,14 @@ pub struct Config {
     pub cwd: PathBuf,
     /// Further folders `analyze` and `compare` may read (`--allow-path`).
     pub allowed: Vec<PathBuf>,
+    /// Calls in flight at once, any tool (`--max-calls`).
+    pub max_calls: usize,
 }
+
+/// Calls in flight at once by default: each may hold a whole trace's
+/// analysis in memory (0.4 GB for an EfficientNet capture), and 40 at once
+/// took 15 GB; a further call is refused as busy.
+pub const DEFAULT_MAX_CALLS: u64 = 4;
 
 /// One line of JSON at a time on stdout, whichever thread writes.
 #[derive(Clone)]
@@ -422,6 +429,19 @@ fn call(
                 &id,
                 INVALID_REQUEST,
                 "invalid request: this id is already in use by a running call",
+            );
+            return None;
+        }
+        if map.len() >= config.max_calls.max(1) {
+            out.result(
+                &id,
+                json!({
+                    "content": [{"type": "text", "text": format!(
+                        "busy: {} calls in flight already (at most {} at once, each may hold a whole trace in memory; `kopt mcp --max-calls` sets it); wait for one to finish, then call {name} again",
+                        map.len(), config.max_calls.max(1)
+                    )}],
+                    "isError": true,
+                }),
             );
             return None;
         }
