@@ -1049,7 +1049,7 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
         )
     })?;
     let mut groups: std::collections::BTreeMap<(u32, String), Vec<(i64, i64)>> = Default::default();
-    let mut in_process = std::collections::BTreeSet::new();
+    let mut in_process: std::collections::BTreeMap<(u32, String), bool> = Default::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -1120,9 +1120,9 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
             ));
         }
         let family = kopt_model::range_family(&l.name).to_string();
-        if l.in_process {
-            in_process.insert((l.pid, family.clone()));
-        }
+        // A group is in-process only when every line of it says so.
+        let flag = in_process.entry((l.pid, family.clone())).or_insert(true);
+        *flag &= l.in_process;
         groups.entry((l.pid, family)).or_default().push((l.s, l.e));
     }
     Ok(groups
@@ -1131,7 +1131,7 @@ pub fn read_bare_steps(path: &Path) -> Result<Option<kopt_model::BareSteps>, Ing
         .map(|(key, mut spans_ns)| {
             spans_ns.sort_unstable();
             kopt_model::BareSteps {
-                in_process: in_process.contains(&key),
+                in_process: in_process.get(&key).copied().unwrap_or(false),
                 range: key.1,
                 spans_ns,
             }

@@ -206,3 +206,34 @@ fn implausible_step_times_are_refused_with_their_line() {
         assert!(e.contains(":2") && e.contains(why), "{bad}: {e}");
     }
 }
+
+#[test]
+fn steps_are_in_process_only_when_every_line_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(kopt_ingest::BARE_STEPS_FILE);
+    let line = |i: i64, flag: bool| {
+        format!(
+            "{{\"t\":\"bare_step\",\"pid\":5,\"name\":\"kopt_step\",\"s\":{},\"e\":{}{}}}\n",
+            1_000 + i * 100,
+            1_050 + i * 100,
+            if flag { ",\"in_process\":true" } else { "" }
+        )
+    };
+    let all: String = (0..4).map(|i| line(i, true)).collect();
+    std::fs::write(&p, all).unwrap();
+    assert!(
+        kopt_ingest::read_bare_steps(&p)
+            .unwrap()
+            .unwrap()
+            .in_process
+    );
+    // One line that says so among others that do not: not in process.
+    let mixed: String = (0..4).map(|i| line(i, i == 0)).collect();
+    std::fs::write(&p, mixed).unwrap();
+    assert!(
+        !kopt_ingest::read_bare_steps(&p)
+            .unwrap()
+            .unwrap()
+            .in_process
+    );
+}

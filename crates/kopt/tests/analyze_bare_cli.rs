@@ -357,3 +357,55 @@ fn a_program_without_ranges_or_syncs_is_timed_bare_by_its_launch_count() {
     let run = the_run(dir.path());
     assert!(run.join("bare_steps.jsonl").is_file());
 }
+
+/// A run folder of a real H100 capture (BERT b1, kopt's driver) with the
+/// bare-steps file replaced by `lines`: the prediction's eager step.
+fn with_bare_lines(lines: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        fixture("advice-h100/bert_b1_s64_bf16-script/trace.jsonl.gz"),
+        dir.path().join("trace.jsonl.gz"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("bare_steps.jsonl"), lines).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", "--format", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    report(&o)["timeline"]["graph_prediction"].clone()
+}
+
+#[test]
+fn bare_steps_that_cannot_be_this_programs_are_not_used() {
+    let step = |s: i64, e: i64| {
+        format!("{{\"t\":\"bare_step\",\"pid\":1,\"name\":\"kopt_step\",\"s\":{s},\"e\":{e}}}\n")
+    };
+    // Believable: 5 ms steps one after another.
+    let real: String = (0..23)
+        .map(|i| {
+            step(
+                1_000_000_000 + i * 5_000_000,
+                1_000_000_000 + i * 5_000_000 + 4_900_000,
+            )
+        })
+        .collect();
+    assert_eq!(with_bare_lines(&real)["eager_measured_bare"], true);
+    // 1 us steps: faster than the GPU's own work in each step.
+    let forged: String = (0..23)
+        .map(|i| step(1_000_000_000 + i * 1_000, 1_000_000_000 + i * 1_000 + 500))
+        .collect();
+    let g = with_bare_lines(&forged);
+    assert_eq!(g["eager_measured_bare"], false, "{g}");
+    // Steps that overlap (60 s long, 5 ms apart) are no loop's steps.
+    let overlapping: String = (0..23)
+        .map(|i| {
+            step(
+                1_000_000_000 + i * 5_000_000,
+                61_000_000_000 + i * 5_000_000,
+            )
+        })
+        .collect();
+    let g = with_bare_lines(&overlapping);
+    assert_eq!(g["eager_measured_bare"], false, "{g}");
+}

@@ -21,6 +21,11 @@ pub(super) fn bare_step_periods(
     if family? != kopt_model::range_family(&bare.range) {
         return None;
     }
+    // Steps of one loop follow each other: overlapping ranges are not one
+    // program's steps (the spans are sorted by start when read).
+    if bare.spans_ns.windows(2).any(|w| w[1].0 < w[0].1) {
+        return None;
+    }
     let periods: Vec<f64> = bare
         .periods_ns(warmup_steps.max(1))
         .into_iter()

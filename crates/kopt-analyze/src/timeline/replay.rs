@@ -56,7 +56,7 @@ pub(super) fn graph_prediction(
     let recorder = w.t.recorder;
     let costs = step_costs(w, busy, kernels);
     let host_traced = host_issue_per_step(w.t, w.steps.as_ref(), w.steady.as_ref(), &w.calls);
-    let bare = bare_periods(w);
+    let bare = bare_periods(w).filter(|p| no_faster_than_the_gpu(p, costs.busy_step));
     let fixed = corrected_eager(&costs, bare.as_deref(), recorder);
     let (c, from_table) = replay;
     let graph = costs.busy_step + costs.kernels_step * c;
@@ -190,6 +190,20 @@ fn mean_step_period(w: &Window, n: f64) -> f64 {
         _ => w.wall as f64 / n,
     }
 }
+
+/// A bare run's steps cannot be much faster than the GPU's own work per
+/// step (what runs untraced is the same kernels): a mean under
+/// `MIN_BARE_OVER_BUSY` of it means the steps do not belong to this trace
+/// (another program's, or a forged file), and they are not used.
+fn no_faster_than_the_gpu(periods: &[f64], busy_step: f64) -> bool {
+    let mean = periods.iter().sum::<f64>() / periods.len().max(1) as f64;
+    mean >= MIN_BARE_OVER_BUSY * busy_step
+}
+
+/// The GPU's busy time per step is taken from the traced run, where the
+/// recorder may serialize kernels a little: a bare step down to 80% of it
+/// is still believed.
+const MIN_BARE_OVER_BUSY: f64 = 0.8;
 
 /// Step periods of a bare run matched to the traced steps: by the step
 /// range family, else by sync calls, else by launch counts.
