@@ -354,12 +354,14 @@ const LAUNCH_LIMITS: &[(&str, &str, f64, f64, &str)] = &[
 /// it, `v` in kopt's base unit when it read as a number (None: "n/a", empty,
 /// or NaN, which ncu's number reading treats as missing).
 pub(crate) fn check_value(metric: &str, unit: &str, raw: &str, v: Option<f64>) -> Verdict {
-    let shown = |v: f64| {
-        format!("{} {}", kopt_model::figure::as_read(v), unit.trim())
+    let t = raw.trim();
+    // The value as the file wrote it, in the file's unit: `v` is in kopt's
+    // base unit (Hz for a "Ghz" column), which the file's unit would misname.
+    let shown = |_v: f64| {
+        format!("{} {}", crate::echo(t), unit.trim())
             .trim_end()
             .to_string()
     };
-    let t = raw.trim();
     // The number reading takes NaN and infinities for missing: look at the text.
     if t.parse::<f64>().is_ok_and(|f| !f.is_finite()) || v.is_some_and(|v| !v.is_finite()) {
         // ncu writes "n/a" for a metric it has no value for; NaN or inf
@@ -454,6 +456,16 @@ pub(crate) fn sample_style(values: &[String]) -> NumberStyle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_value_is_quoted_as_the_file_wrote_it() {
+        // 1.6 in a "Ghz" column is 1.6e9 Hz in kopt's base unit; the
+        // message names the file's number with the file's unit.
+        match check_value("SM Frequency", "Ghz", "-1.6", Some(-1.6e9)) {
+            Verdict::Refuse(why) => assert!(why.starts_with("-1.6 Ghz: a negative value"), "{why}"),
+            _ => panic!("a negative clock is refused"),
+        }
+    }
 
     #[test]
     fn dims() {
