@@ -91,18 +91,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
             progress,
         )?)
     };
-    let setting = Conclusion {
-        module,
-        script: req.script.display().to_string(),
-        run_dir: run_dir.clone(),
-        baseline_dir,
-        threshold: req.threshold,
-        noise: req.noise,
-        seed: req.seed,
-        allow_precision: req.allow_precision,
-        journal: req.journal.clone(),
-        db: Some(req.db.clone()),
-    };
+    let setting = conclusion(req, module, &req.script, &run_dir, baseline_dir);
     progress.note("optimize 3/6: verdicts");
     let mut report = judge_singles(&setting, &diagnosis, &choices, harness.as_ref());
     // The verdicts so far are on disk before the stacks and the kept
@@ -290,10 +279,27 @@ fn conclude_interrupted(
         &Default::default(),
     );
     let force = crate::optimize::candidates_in_result(&result)?;
-    let setting = Conclusion {
+    let setting = conclusion(req, module, &script, dir, baseline_dir);
+    progress.note(&format!(
+        "concluding {}: judging what its harness measured before the run ended",
+        dir.display()
+    ));
+    crate::optimize::conclude_from_folder(&setting, &diagnosis, &force, progress)
+}
+
+/// How a run's verdicts are reached and recorded: the request's verdict
+/// settings for `module` of `script` in `run_dir`.
+fn conclusion(
+    req: &OptimizeRequest,
+    module: String,
+    script: &Path,
+    run_dir: &Path,
+    baseline_dir: std::path::PathBuf,
+) -> Conclusion {
+    Conclusion {
         module,
         script: script.display().to_string(),
-        run_dir: dir.to_path_buf(),
+        run_dir: run_dir.to_path_buf(),
         baseline_dir,
         threshold: req.threshold,
         noise: req.noise,
@@ -301,10 +307,5 @@ fn conclude_interrupted(
         allow_precision: req.allow_precision,
         journal: req.journal.clone(),
         db: Some(req.db.clone()),
-    };
-    progress.note(&format!(
-        "concluding {}: judging what its harness measured before the run ended",
-        dir.display()
-    ));
-    crate::optimize::conclude_from_folder(&setting, &diagnosis, &force, progress)
+    }
 }

@@ -51,6 +51,23 @@ impl Server {
         }
     }
 
+    /// A call `id` of `tool` (profile or bench) whose workload writes its
+    /// pid and sleeps a minute; its pid once it runs.
+    fn start_sleeper(&mut self, id: u64, tool: &str) -> i32 {
+        let pid_file = self.dir.path().join(format!("pid-{id}"));
+        let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+        let arguments = if tool == "bench" {
+            json!({"baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 300})
+        } else {
+            json!({"command": [line], "shell": true, "budget_s": 300})
+        };
+        self.send_raw(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+                .to_string(),
+        );
+        wait_for_pid(&pid_file)
+    }
+
     fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().unwrap();
         stdin.write_all(line.as_bytes()).unwrap();
@@ -533,6 +550,18 @@ fn analyze_ranks_reads_a_job() {
     s.close(Duration::from_secs(5));
 }
 
+/// Waits (at most 5 s) until nothing of `pid` runs.
+fn wait_gone(pid: i32) {
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "workload {pid} still running"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn alive(pid: i32) -> bool {
     // A zombie is gone for this purpose: nothing of it runs.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -562,24 +591,10 @@ fn wait_for_pid(file: &Path) -> i32 {
 fn a_client_that_disconnects_mid_call_leaves_nothing_running() {
     let mut s = Server::start(&[]);
     s.initialize();
-    let pid_file = s.dir.path().join("pid");
-    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
-    s.send_raw(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "bench", "arguments": {
-            "baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 300}}})
-        .to_string(),
-    );
-    let pid = wait_for_pid(&pid_file);
+    let pid = s.start_sleeper(1, "bench");
     assert!(alive(pid));
     s.close(Duration::from_secs(10));
-    let start = Instant::now();
-    while alive(pid) {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "workload {pid} still running"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_gone(pid);
 }
 
 /// A sixth hostile round (L2): calls running when stdin closed got no
@@ -589,14 +604,7 @@ fn a_client_that_disconnects_mid_call_leaves_nothing_running() {
 fn calls_in_flight_when_stdin_closes_are_answered() {
     let mut s = Server::start(&[]);
     s.initialize();
-    let pid_file = s.dir.path().join("pid");
-    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
-    s.send_raw(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "bench", "arguments": {
-            "baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 300}}})
-        .to_string(),
-    );
-    let pid = wait_for_pid(&pid_file);
+    let pid = s.start_sleeper(1, "bench");
     drop(s.stdin.take());
     let mut replies = Vec::new();
     let mut text = String::new();
@@ -624,14 +632,7 @@ fn calls_in_flight_when_stdin_closes_are_answered() {
     // Cancelled by the client, then stdin closed: still no answer.
     let mut s = Server::start(&[]);
     s.initialize();
-    let pid_file = s.dir.path().join("pid");
-    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
-    s.send_raw(
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bench", "arguments": {
-            "baseline": [line], "candidate": ["true"], "shell": true, "budget_s": 300}}})
-        .to_string(),
-    );
-    wait_for_pid(&pid_file);
+    s.start_sleeper(2, "bench");
     s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#);
     drop(s.stdin.take());
     let mut rest = String::new();
@@ -644,23 +645,9 @@ fn calls_in_flight_when_stdin_closes_are_answered() {
 fn cancelled_call_kills_its_workload_and_gets_no_answer() {
     let mut s = Server::start(&[]);
     s.initialize();
-    let pid_file = s.dir.path().join("pid");
-    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
-    s.send_raw(
-        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "profile", "arguments": {
-            "command": [line], "shell": true, "budget_s": 300}}})
-        .to_string(),
-    );
-    let pid = wait_for_pid(&pid_file);
+    let pid = s.start_sleeper(7, "profile");
     s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
-    let start = Instant::now();
-    while alive(pid) {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "workload {pid} still running"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_gone(pid);
     // The next answer is the ping's, not the cancelled call's.
     s.ping_ok(8);
     s.close(Duration::from_secs(5));
@@ -671,14 +658,7 @@ fn calls_past_max_calls_are_refused_as_busy_whatever_the_tool() {
     // 40 analyze calls at once took 15 GB: every tool counts.
     let mut s = Server::start(&["--max-calls", "1"]);
     s.initialize();
-    let pid_file = s.dir.path().join("pid");
-    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
-    s.send_raw(
-        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "profile", "arguments": {
-            "command": [line], "shell": true, "budget_s": 300}}})
-        .to_string(),
-    );
-    let pid = wait_for_pid(&pid_file);
+    let pid = s.start_sleeper(7, "profile");
     let r = s.call(8, "history", json!({}));
     assert_eq!(r["isError"], true, "{r}");
     let text = r["content"][0]["text"].as_str().unwrap();
@@ -689,14 +669,7 @@ fn calls_past_max_calls_are_refused_as_busy_whatever_the_tool() {
     // Pings are no tool calls: they still answer.
     s.ping_ok(9);
     s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
-    let start = Instant::now();
-    while alive(pid) {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "workload {pid} still running"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_gone(pid);
     // The slot is free once the cancelled call has ended.
     let start = Instant::now();
     loop {
@@ -718,14 +691,7 @@ fn calls_past_max_calls_are_refused_as_busy_whatever_the_tool() {
 fn a_second_workload_call_is_refused_while_one_runs_and_sigkill_stops_it() {
     let mut s = Server::start(&[]);
     s.initialize();
-    let pid_file = s.dir.path().join("pid");
-    let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
-    s.send_raw(
-        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "profile", "arguments": {
-            "command": [line], "shell": true, "budget_s": 300}}})
-        .to_string(),
-    );
-    let pid = wait_for_pid(&pid_file);
+    let pid = s.start_sleeper(7, "profile");
     // #37: 300 benches started 300 workloads; now one at a time.
     let r = s.call(
         8,
@@ -1033,14 +999,7 @@ fn a_call_is_stopped_when_its_budget_is_spent() {
     );
     assert!(logged, "the estimate was not said before the run");
     let pid = wait_for_pid(&pid_file);
-    let start = Instant::now();
-    while alive(pid) {
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "workload {pid} still running"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_gone(pid);
     s.close(Duration::from_secs(5));
 }
 

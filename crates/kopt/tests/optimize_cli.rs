@@ -635,10 +635,11 @@ fn a_harness_stopped_at_its_timeout_keeps_the_verdicts_so_far() {
 /// #37: SIGTERM to kopt (a kill, Ctrl-C) while the candidates are timed
 /// leaves the verdicts measured so far on disk: optimize.json and the
 /// history row.
-#[test]
-fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path();
+/// `kopt optimize` of tf32 and graph whose fake harness hangs after its
+/// first checkpoint: the child and the checkpoint, once it is written.
+// The child is returned: its caller signals and waits for it.
+#[allow(clippy::zombie_processes)]
+fn optimize_until_checkpoint(dir: &Path) -> (std::process::Child, PathBuf) {
     let mut child = optimize_command(
         dir,
         &["--candidate", "tf32", "--candidate", "graph"],
@@ -649,7 +650,7 @@ fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
     .spawn()
     .unwrap();
     let start = std::time::Instant::now();
-    let checkpoint = loop {
+    loop {
         let found = std::fs::read_dir(dir.join("runs"))
             .ok()
             .and_then(|mut r| r.next())
@@ -657,14 +658,22 @@ fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
             .map(|e| e.path().join("candidates/result.json"))
             .filter(|p| p.is_file());
         if let Some(p) = found {
-            break p;
+            return (child, p);
         }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the harness wrote no checkpoint"
-        );
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the harness wrote no checkpoint");
+        }
         std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    }
+}
+
+#[test]
+fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let (mut child, checkpoint) = optimize_until_checkpoint(dir);
     // The checkpoint is written before the fake harness starts sleeping.
     std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: a signal to the child this test started.
@@ -694,32 +703,7 @@ fn a_killed_optimize_is_concluded_from_what_its_harness_measured() {
     // optimize --conclude RUN_DIR` judges and records it afterwards.
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    let mut child = optimize_command(
-        dir,
-        &["--candidate", "tf32", "--candidate", "graph"],
-        &[("FAKE_HANGS", "1")],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    let start = std::time::Instant::now();
-    let checkpoint = loop {
-        let found = std::fs::read_dir(dir.join("runs"))
-            .ok()
-            .and_then(|mut r| r.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.path().join("candidates/result.json"))
-            .filter(|p| p.is_file());
-        if let Some(p) = found {
-            break p;
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the harness wrote no checkpoint"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let (mut child, checkpoint) = optimize_until_checkpoint(dir);
     std::thread::sleep(std::time::Duration::from_millis(300));
     child.kill().unwrap();
     child.wait().unwrap();
