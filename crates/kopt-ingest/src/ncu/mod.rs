@@ -355,10 +355,12 @@ const LAUNCH_LIMITS: &[(&str, &str, f64, f64, &str)] = &[
 /// or NaN, which ncu's number reading treats as missing).
 pub(crate) fn check_value(metric: &str, unit: &str, raw: &str, v: Option<f64>) -> Verdict {
     let t = raw.trim();
-    // The value as the file wrote it, in the file's unit: `v` is in kopt's
-    // base unit (Hz for a "Ghz" column), which the file's unit would misname.
-    let shown = |_v: f64| {
-        format!("{} {}", crate::echo(t), unit.trim())
+    // The value in the file's own unit: `v` is in kopt's base unit (Hz for
+    // a "Ghz" column), which the file's unit would misname.
+    let factor = crate::units::to_base_factor(unit);
+    let shown = |v: f64| {
+        let in_unit = if factor != 0.0 { v / factor } else { v };
+        format!("{} {}", kopt_model::figure::as_read(in_unit), unit.trim())
             .trim_end()
             .to_string()
     };
