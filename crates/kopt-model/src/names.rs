@@ -343,6 +343,9 @@ pub fn format_duration_ns(ns: f64) -> String {
         format!("{sign}{:.2} ms", a / 1e6)
     } else if a >= 1e3 {
         format!("{sign}{:.2} us", a / 1e3)
+    } else if ns > 0.0 && ns < 0.5 {
+        // Some time, less than a nanosecond: not "0 ns", which reads as none.
+        "<1 ns".into()
     } else {
         format!("{sign}{a:.0} ns")
     }
@@ -351,6 +354,16 @@ pub fn format_duration_ns(ns: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::kernel_short_name as s;
+
+    #[test]
+    fn durations_under_a_nanosecond_are_not_zero() {
+        use super::format_duration_ns as d;
+        assert_eq!(d(1e-300), "<1 ns");
+        assert_eq!(d(0.4), "<1 ns");
+        assert_eq!(d(0.0), "0 ns");
+        assert_eq!(d(-1e-300), "0 ns");
+        assert_eq!(d(0.6), "1 ns");
+    }
 
     /// #39: "-0 ns" for a tiny negative, a 300-digit integer for an extreme
     /// duration, and negatives always in ns.
