@@ -229,10 +229,8 @@ impl Passes<'_> {
             }
         };
         let file = self.dir.join(BARE_STEPS_FILE);
-        self.progress.note(&format!(
-            "steps recorded: {} '{range}' steps timed again in the traced process after the tracer detached, so the step every figure is based on is the untraced one (no second run)",
-            steps.spans_ns.len()
-        ));
+        self.progress
+            .note(&crate::trace::in_process_words(&steps, range));
         self.record.passes.push(PassRecord {
             name: "bare-steps".into(),
             description: format!(

@@ -140,10 +140,7 @@ impl BareRun {
         let recorder = recorder_words(timeline);
         match bare_steps_in_process(dir, range) {
             Ok(Some(steps)) => {
-                progress.note(&format!(
-                    "steps recorded: {} '{range}' steps timed again in the traced process after the tracer detached, so the step every figure is based on is the untraced one (no second run)",
-                    steps.spans_ns.len()
-                ));
+                progress.note(&in_process_words(&steps, range));
                 timeline.bare_steps = Some(steps);
                 return BareRun {
                     range: range.to_string(),
@@ -376,6 +373,14 @@ fn fallback_words(timeline: &Timeline) -> String {
             "the graph-capture prediction takes {recorder}'s cost from its per-launch constant"
         ),
     }
+}
+
+/// The progress line for steps the traced process timed bare itself.
+pub(crate) fn in_process_words(steps: &BareSteps, range: &str) -> String {
+    format!(
+        "steps recorded: {} '{range}' steps timed again in the traced process after the tracer detached, so the step every figure is based on is the untraced one (no second run)",
+        steps.spans_ns.len()
+    )
 }
 
 /// The recorder of a timeline, as a note names it.
