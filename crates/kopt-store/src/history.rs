@@ -81,6 +81,12 @@ pub enum HistoryError {
          or name another history with --db"
     )]
     SideFile { path: String, kind: String },
+    /// The `runs` table already holds the largest id SQLite can give: no
+    /// row can be added (SQLite reports it as a full disk).
+    #[error(
+        "{path}: the history's run ids are used up (a row holds id 9223372036854775807,          the largest there is); no run can be recorded in it. Name another file with --db"
+    )]
+    IdsUsedUp { path: String },
     #[error("{path}: run {id} cannot be read: {message}")]
     BadRow {
         path: String,
@@ -179,8 +185,16 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
                         |r| r.get(0),
                     )
                     .map_err(sql)?;
+                // Constraints kopt never declares, which make its own
+                // writes fail with SQLite's words (a foreign key to a
+                // missing table, a collation, no rowid for its ids).
+                let option = ["REFERENCES", "COLLATE", "WITHOUT ROWID"]
+                    .iter()
+                    .find(|k| upper.contains(**k));
                 if let Some(k) = code {
                     found.push(format!("a table {name:?} with a {} expression", k.trim()));
+                } else if let Some(k) = option {
+                    found.push(format!("a table {name:?} declared with {k}"));
                 } else if hidden > 0 {
                     found.push(format!("a table {name:?} with generated columns"));
                 }
@@ -515,9 +529,25 @@ impl History {
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![r.kind, r.started_utc, r.command, r.device, r.git_rev, r.summary, r.verdict, r.run_dir, r.report_json],
         )
-        .map_err(|e| HistoryError::Sql {
-            path: self.path.display().to_string(),
-            source: e,
+        .map_err(|e| {
+            // SQLite says "database or disk is full" when the ids are used
+            // up as when the disk is: say which it is.
+            let ids_used_up = e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+                && tx
+                    .query_row("SELECT max(id) FROM runs", [], |r| r.get::<_, Option<i64>>(0))
+                    .ok()
+                    .flatten()
+                    == Some(i64::MAX);
+            if ids_used_up {
+                HistoryError::IdsUsedUp {
+                    path: self.path.display().to_string(),
+                }
+            } else {
+                HistoryError::Sql {
+                    path: self.path.display().to_string(),
+                    source: e,
+                }
+            }
         })?;
         let id = tx.last_insert_rowid();
         tx.commit().map_err(|e| HistoryError::Sql {
@@ -769,6 +799,39 @@ mod tests {
         drop(h);
         // Reopening keeps everything.
         assert_eq!(History::open(&p).unwrap().count().unwrap(), 2);
+    }
+
+    #[test]
+    fn used_up_ids_are_said_as_such_not_as_a_full_disk() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("history.db");
+        let mut h = History::open(&p).unwrap();
+        h.record(&run("profile", "first")).unwrap();
+        drop(h);
+        let c = Connection::open(&p).unwrap();
+        c.execute("UPDATE runs SET id = 9223372036854775807", [])
+            .unwrap();
+        drop(c);
+        let mut h = History::open(&p).unwrap();
+        let e = h.record(&run("trace", "second")).unwrap_err();
+        assert!(matches!(e, HistoryError::IdsUsedUp { .. }), "{e:?}");
+        assert!(e.to_string().contains("run ids are used up"), "{e}");
+        // The row that was there is still there.
+        assert_eq!(h.count().unwrap(), 1);
+    }
+
+    #[test]
+    fn constraints_kopt_never_declares_are_refused_before_a_write() {
+        for (what, sql) in [
+            ("REFERENCES", "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL REFERENCES nowhere(x), started_utc TEXT NOT NULL, command TEXT NOT NULL, device TEXT, git_rev TEXT, summary TEXT NOT NULL, verdict TEXT, run_dir TEXT, report_json TEXT);"),
+            ("WITHOUT ROWID", "CREATE TABLE runs (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, started_utc TEXT NOT NULL, command TEXT NOT NULL, device TEXT, git_rev TEXT, summary TEXT NOT NULL, verdict TEXT, run_dir TEXT, report_json TEXT) WITHOUT ROWID;"),
+        ] {
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("history.db");
+            Connection::open(&p).unwrap().execute_batch(sql).unwrap();
+            let e = History::open(&p).err().expect("refused").to_string();
+            assert!(e.contains(what) && e.contains("refused"), "{what}: {e}");
+        }
     }
 
     #[test]
