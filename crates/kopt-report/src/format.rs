@@ -720,16 +720,21 @@ mod tests {
         }
     }
 
-    /// One Input line per source; one launch is "1 launch".
-    #[test]
-    fn input_lines_count_launches_in_words() {
+    /// The diagnosis of a one-launch kopt trace read as `label`.
+    fn one_kernel_diagnosis(label: &str) -> Diagnosis {
         let trace = r#"{"t":"api","name":"cudaLaunchKernel","s":100,"e":105,"tid":1,"c":1}
 {"t":"kernel","name":"k","s":110,"e":120,"dev":0,"str":7,"c":1}
 {"t":"end","records":2,"dropped":0}
 "#;
         let t = kopt_ingest::parse_kopt_trace(trace, "t.jsonl").unwrap();
-        let profile = kopt_ingest::profile_from_timeline(t.timeline, "one.jsonl", "kopt trace");
-        let mut d = kopt_analyze::analyze(&profile, &Default::default());
+        let profile = kopt_ingest::profile_from_timeline(t.timeline, label, "kopt trace");
+        kopt_analyze::analyze(&profile, &Default::default())
+    }
+
+    /// One Input line per source; one launch is "1 launch".
+    #[test]
+    fn input_lines_count_launches_in_words() {
+        let mut d = one_kernel_diagnosis("one.jsonl");
         let mut second = d.sources[0].clone();
         second.path = "two.csv".into();
         second.launches = 2;
@@ -754,13 +759,7 @@ mod tests {
     #[test]
     fn extreme_figures_render_sanely_in_every_format() {
         use crate::{Exporter, HtmlExporter, MarkdownExporter, TerminalExporter};
-        let trace = r#"{"t":"api","name":"cudaLaunchKernel","s":100,"e":105,"tid":1,"c":1}
-{"t":"kernel","name":"k","s":110,"e":120,"dev":0,"str":7,"c":1}
-{"t":"end","records":2,"dropped":0}
-"#;
-        let t = kopt_ingest::parse_kopt_trace(trace, "t.jsonl").unwrap();
-        let profile = kopt_ingest::profile_from_timeline(t.timeline, "t.jsonl", "kopt trace");
-        let mut d = kopt_analyze::analyze(&profile, &Default::default());
+        let mut d = one_kernel_diagnosis("t.jsonl");
         let k = &mut d.kernels[0];
         k.pct_of_total = 4.9e-324;
         k.memory_sol_pct = Some(f64::NAN);

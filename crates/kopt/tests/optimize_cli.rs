@@ -635,6 +635,21 @@ fn a_harness_stopped_at_its_timeout_keeps_the_verdicts_so_far() {
 /// #37: SIGTERM to kopt (a kill, Ctrl-C) while the candidates are timed
 /// leaves the verdicts measured so far on disk: optimize.json and the
 /// history row.
+/// The optimize.json a stopped run left in `run`: graph capture judged
+/// from the samples so far (over 3x); the baseline's notes.
+fn graph_kept_notes(run: &Path) -> String {
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("optimize.json")).unwrap()).unwrap();
+    assert!(
+        candidate(&report, "graph")["measured_speedup"]
+            .as_f64()
+            .unwrap()
+            > 3.0,
+        "{report}"
+    );
+    report["baseline"]["notes"].to_string()
+}
+
 /// `kopt optimize` of tf32 and graph whose fake harness hangs after its
 /// first checkpoint: the child and the checkpoint, once it is written.
 // The child is returned: its caller signals and waits for it.
@@ -681,16 +696,7 @@ fn a_stopped_optimize_writes_the_verdicts_measured_so_far() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
     let run = checkpoint.parent().unwrap().parent().unwrap();
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("optimize.json")).unwrap()).unwrap();
-    assert!(
-        candidate(&report, "graph")["measured_speedup"]
-            .as_f64()
-            .unwrap()
-            > 3.0,
-        "{report}"
-    );
-    let notes = report["baseline"]["notes"].to_string();
+    let notes = graph_kept_notes(run);
     assert!(notes.contains("stopped by kopt"), "{notes}");
     assert!(notes.contains("The run was stopped"), "{notes}");
     let h = kopt_store::History::open(&dir.join("h.db")).unwrap();
@@ -721,16 +727,7 @@ fn a_killed_optimize_is_concluded_from_what_its_harness_measured() {
     };
     let o = conclude(&[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.join("optimize.json")).unwrap()).unwrap();
-    assert!(
-        candidate(&report, "graph")["measured_speedup"]
-            .as_f64()
-            .unwrap()
-            > 3.0,
-        "{report}"
-    );
-    let notes = report["baseline"]["notes"].to_string();
+    let notes = graph_kept_notes(&run);
     assert!(notes.contains("cut short (the run was killed)"), "{notes}");
     let h = kopt_store::History::open(&dir.join("h.db")).unwrap();
     assert_eq!(h.list(5).unwrap()[0].kind, "optimize");
