@@ -175,17 +175,22 @@ fn expected_cost_s(c: Candidate) -> f64 {
 
 /// Keeps the chosen candidates whose expected costs fit `left`, seconds:
 /// by predicted gain per expected second (no prediction: a 1.05x guess),
-/// the rest left out with their cost and the budget in the reason.
-pub fn fit_budget(choices: &mut [Choice], left_s: f64) {
+/// the rest left out with their cost and the budget in the reason. The
+/// candidates in `force` (asked for by name) are always tried, and spend
+/// the budget first.
+pub fn fit_budget(choices: &mut [Choice], left_s: f64, force: &[Candidate]) {
     let mut order: Vec<usize> = (0..choices.len()).filter(|&i| choices[i].tried).collect();
     let value = |c: &Choice| {
+        if force.contains(&c.candidate) {
+            return f64::INFINITY;
+        }
         (c.predicted_speedup.unwrap_or(1.05) - 1.0).max(0.0) / expected_cost_s(c.candidate)
     };
     order.sort_by(|&a, &b| value(&choices[b]).total_cmp(&value(&choices[a])));
     let mut spent = 0.0;
     for i in order {
         let cost = expected_cost_s(choices[i].candidate);
-        if spent + cost <= left_s {
+        if spent + cost <= left_s || force.contains(&choices[i].candidate) {
             spent += cost;
             continue;
         }
@@ -1377,7 +1382,7 @@ mod tests {
             choice(Candidate::Compile, Some(1.5)),
             choice(Candidate::Tf32, None),
         ];
-        fit_budget(&mut c, 70.0);
+        fit_budget(&mut c, 70.0, &[]);
         let tried: Vec<Candidate> = c.iter().filter(|c| c.tried).map(|c| c.candidate).collect();
         // graph 8 s, compile 45 s, tf32 8 s fit in 70 s; max-autotune (180 s) does not.
         assert_eq!(
@@ -1391,8 +1396,16 @@ mod tests {
         );
         assert!(c[0].reason.ends_with("(found)"));
         let mut all = vec![choice(Candidate::CompileMaxAutotune, Some(1.8))];
-        fit_budget(&mut all, 1e6);
+        fit_budget(&mut all, 1e6, &[]);
         assert!(all[0].tried, "a large budget leaves every candidate in");
+        // Asked for by name: tried whatever the budget, and paid for first.
+        let mut asked = vec![
+            choice(Candidate::Graph, Some(3.0)),
+            choice(Candidate::CompileMaxAutotune, Some(1.1)),
+        ];
+        fit_budget(&mut asked, 185.0, &[Candidate::CompileMaxAutotune]);
+        assert!(asked[1].tried, "{}", asked[1].reason);
+        assert!(!asked[0].tried, "180 s of 185 went to the one asked for");
     }
 
     fn diagnosis(path: &str) -> Diagnosis {

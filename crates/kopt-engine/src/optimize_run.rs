@@ -60,7 +60,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     let mut choices = choose(&diagnosis, &req.force, &req.skip);
     if let Some(budget) = req.budget {
         let left = budget.saturating_sub(started.elapsed()).as_secs_f64();
-        crate::optimize::fit_budget(&mut choices, left);
+        crate::optimize::fit_budget(&mut choices, left, &req.force);
     }
     let singles: Vec<Variant> = choices
         .iter()

@@ -543,9 +543,9 @@ pub struct OptimizeArgs {
     #[arg(long)]
     pub allow_precision: bool,
 
-    /// The whole run's time budget, seconds: candidates are tried by predicted gain per expected cost while they fit (the compile forms take minutes), the rest left out with the reason
-    #[arg(long, value_name = "SECONDS")]
-    pub budget: Option<f64>,
+    /// The whole run's time budget, seconds (or `none`): candidates are tried by predicted gain per expected cost while they fit (the max-autotune compiles take minutes), the rest left out with the reason
+    #[arg(long, value_name = "SECONDS", default_value = "120", value_parser = parse_budget)]
+    pub budget: Budget,
 
     /// Do not combine the kept candidates after measuring them one by one
     #[arg(long)]
@@ -700,4 +700,22 @@ pub enum TuneCommand {
         #[arg(long, value_name = "FILE")]
         db: Option<PathBuf>,
     },
+}
+
+/// `optimize --budget`: seconds, or no budget at all.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    Seconds(f64),
+    Unbounded,
+}
+
+/// Parsed here, checked in `options` (a positive, finite number).
+fn parse_budget(s: &str) -> Result<Budget, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Budget::Unbounded);
+    }
+    s.trim()
+        .parse::<f64>()
+        .map(Budget::Seconds)
+        .map_err(|_| format!("'{s}' is not a number of seconds or `none`"))
 }

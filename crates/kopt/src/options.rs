@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use kopt_engine::bench::VariantSpec;
 use kopt_engine::profile::timeout_from_secs;
+use kopt_engine::workload::MAX_SECONDS;
 use kopt_engine::{
     AnalysisOptions, AnalyzeRequest, BenchRequest, CompareRequest, Error, HistoryDb,
     ProfileRequest, TraceRequest, Workload, WorkloadOptions,
@@ -14,7 +15,8 @@ use kopt_model::Peaks;
 use kopt_report::Format;
 
 use crate::cli::{
-    AnalyzeArgs, BenchArgs, CompareArgs, OptimizeArgs, ProfileArgs, ReportArgs, RunArgs, TraceArgs,
+    AnalyzeArgs, BenchArgs, Budget, CompareArgs, OptimizeArgs, ProfileArgs, ReportArgs, RunArgs,
+    TraceArgs,
 };
 
 /// How and where a report goes.
@@ -279,13 +281,15 @@ pub fn optimize(a: &OptimizeArgs) -> Result<kopt_engine::OptimizeRequest, Error>
     req.force = a.candidates.clone();
     req.skip = a.skip.clone();
     req.budget = match a.budget {
-        Some(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
-        Some(s) => {
-            return Err(Error::Usage(format!(
-                "--budget {s}: give a positive number of seconds"
-            )))
-        }
-        None => None,
+        Budget::Seconds(s) => match timeout_from_secs(Some(s)) {
+            Ok(d) => d,
+            Err(_) => {
+                return Err(Error::Usage(format!(
+                    "--budget {s}: give a positive number of seconds, at most {MAX_SECONDS:e} (or `none`)"
+                )))
+            }
+        },
+        Budget::Unbounded => None,
     };
     req.allow_precision = a.allow_precision;
     req.stack = !a.no_stack;

@@ -115,6 +115,22 @@ fn candidate<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value 
 }
 
 #[test]
+fn the_default_budget_leaves_the_autotuned_compile_out_and_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let v = json(&optimize(d.path(), &["--candidate", "graph", "-f", "json"]));
+    // 120 s by default: the max-autotune compile (expected minutes) does not
+    // fit; the form asked for by name is tried whatever it costs.
+    let left_out = candidate(&v, "compile_max_autotune");
+    assert_eq!(left_out["tried"], false);
+    let why = left_out["reason"].as_str().unwrap();
+    assert!(why.starts_with("left out to fit the budget"), "{why}");
+    assert_eq!(candidate(&v, "graph")["tried"], true);
+    let o = optimize(d.path(), &["--budget", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("`none`"));
+}
+
+#[test]
 fn candidates_are_checked_measured_and_decided() {
     let d = tempfile::tempdir().unwrap();
     let v = json(&optimize(
@@ -124,6 +140,8 @@ fn candidates_are_checked_measured_and_decided() {
             "graph",
             "--candidate",
             "compile-max-autotune-graph",
+            "--budget",
+            "none",
             "-f",
             "json",
         ],
