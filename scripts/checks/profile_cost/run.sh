@@ -10,6 +10,8 @@
 # KOPT_DIR holds kopt and libkopt_tracer.so. BUDGET (s, default 560): no
 # model is started with less than 70 s left. EXTRA: more `kopt profile`
 # flags (EXTRA="--profile-top 20": the counter pass always, as before #38).
+# SUITE=training: the training suite's workloads instead
+# (scripts/checks/training/module.py, one whole training step each).
 set -uo pipefail
 out=${1:?OUT}; kdir=$(cd "${2:?KOPT_DIR}" && pwd); shift 2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,7 +21,13 @@ budget=${BUDGET:-560}
 start=$(date +%s)
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 models=("$@")
-[ ${#models[@]} -gt 0 ] || mapfile -t models < <(cd "$adv" && python3 -c 'import zoo; print("\n".join(zoo.MODELS))')
+if [ "${SUITE:-advice}" = training ]; then
+  script=$repo/scripts/checks/training/module.py; var=TRAIN_WORKLOAD; class=Model
+  [ ${#models[@]} -gt 0 ] || mapfile -t models < <(cd "$repo/scripts/checks/training" && python3 -c 'import workloads; print("\n".join(workloads.WORKLOADS))')
+else
+  script=$adv/module.py; var=ADVICE_MODEL; class=
+  [ ${#models[@]} -gt 0 ] || mapfile -t models < <(cd "$adv" && python3 -c 'import zoo; print("\n".join(zoo.MODELS))')
+fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   python3 -c 'import torch, torchvision, transformers; print("torch", torch.__version__, "torchvision", torchvision.__version__, "transformers", transformers.__version__)'
   "$kdir/kopt" --version; } > "$out/card.txt" 2>&1
@@ -31,7 +39,7 @@ now() { date +%s.%N; }
 since() { python3 -c 'import sys, time; print("%.2f" % (time.time() - float(sys.argv[1])))' "$1"; }
 own() { # model: seconds of the driver's own run, or "failed"
   local t0; t0=$(now)
-  if ADVICE_MODEL=$1 timeout 150 python3 kopt_profile_driver.py "$adv/module.py" "$1" 3 20 > "$out/$1.own.log" 2>&1; then
+  if env "$var=$1" timeout 150 python3 kopt_profile_driver.py "$script" "${class:-$1}" 3 20 > "$out/$1.own.log" 2>&1; then
     since "$t0"
   else echo failed; fi
 }
@@ -41,8 +49,8 @@ for m in "${models[@]}"; do
   [ "$left" -ge 70 ] || { echo "skipped $m: ${left}s left" | tee -a "$out/card.txt"; continue; }
   a=$(own "$m")
   t0=$(now)
-  ADVICE_MODEL=$m timeout 200 "$kdir/kopt" profile -q --timeout 180 --runs-dir runs --db h.db \
-    -f json -o "$out/$m.json" ${EXTRA:-} --script "$adv/module.py" --module "$m" > "$out/$m.profile.log" 2>&1
+  env "$var=$m" timeout 200 "$kdir/kopt" profile -q --timeout 180 --runs-dir runs --db h.db \
+    -f json -o "$out/$m.json" ${EXTRA:-} --script "$script" --module "${class:-$m}" > "$out/$m.profile.log" 2>&1
   rc=$?
   p=$(since "$t0")
   b=$(own "$m")
