@@ -165,12 +165,21 @@ pub struct Choice {
 /// compile forms compile the model (Inductor's autotuning benchmarks every
 /// GEMM's configurations), the others are a rebuild and a few rounds of
 /// timing. Rough by design: they decide what fits a budget, not a figure.
-fn expected_cost_s(c: Candidate) -> f64 {
+pub(crate) fn expected_cost_s(c: Candidate) -> f64 {
     match c {
         Candidate::CompileMaxAutotune | Candidate::CompileMaxAutotuneGraph => 180.0,
         Candidate::Compile | Candidate::CompileReduceOverhead | Candidate::CompileFreezing => 45.0,
         _ => 8.0,
     }
+}
+
+/// What measuring the stacks is expected to cost, seconds: one process
+/// builds them all, each compile form compiling once.
+pub(crate) fn stacks_cost_s(stacks: &[Variant]) -> f64 {
+    stacks
+        .iter()
+        .map(|v| v.parts.iter().map(|c| expected_cost_s(*c)).fold(0.0, f64::max))
+        .sum()
 }
 
 /// Keeps the chosen candidates whose expected costs fit `left`, seconds:
@@ -1365,6 +1374,19 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stack_costs_its_costliest_part_once() {
+        let v = |parts: &[Candidate]| Variant {
+            parts: parts.to_vec(),
+        };
+        let stacks = [
+            v(&[Candidate::Compile, Candidate::Sdpa]),
+            v(&[Candidate::Graph, Candidate::Tf32]),
+        ];
+        assert_eq!(stacks_cost_s(&stacks), 45.0 + 8.0);
+        assert_eq!(stacks_cost_s(&[]), 0.0);
+    }
 
     #[test]
     fn a_budget_keeps_the_most_gain_per_second() {

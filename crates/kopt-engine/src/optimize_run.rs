@@ -107,11 +107,23 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
         );
     }
     // 4. The kept ones stacked greedily, each stack gated and measured.
-    let stacks = if req.stack && !stopped {
+    let mut stacks = if req.stack && !stopped {
         plan_stacks(&report)
     } else {
         Vec::new()
     };
+    // Stacks that would run past the budget are left out, and said.
+    if let Some(budget) = req.budget.filter(|_| !stacks.is_empty()) {
+        let left = budget.saturating_sub(started.elapsed()).as_secs_f64();
+        let cost = crate::optimize::stacks_cost_s(&stacks);
+        if cost > left {
+            report.baseline.notes.push(format!(
+                "The kept candidates were not stacked: measuring {} is expected to take about {cost:.0} s, {left:.0} s of the --budget was left.",
+                stacks.iter().map(Variant::name).collect::<Vec<_>>().join(", ")
+            ));
+            stacks.clear();
+        }
+    }
     if !stacks.is_empty() {
         progress.note(&format!(
             "optimize 4/6: stacking the kept candidates: {}",

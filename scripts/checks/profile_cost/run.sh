@@ -23,6 +23,7 @@ mkdir -p "$out"; out=$(cd "$out" && pwd)
 models=("$@")
 if [ "${SUITE:-advice}" = training ]; then
   script=$repo/scripts/checks/training/module.py; var=TRAIN_WORKLOAD; class=Model
+  export TRAINING_DIR=$repo/scripts/checks/training
   [ ${#models[@]} -gt 0 ] || mapfile -t models < <(cd "$repo/scripts/checks/training" && python3 -c 'import workloads; print("\n".join(workloads.WORKLOADS))')
 else
   script=$adv/module.py; var=ADVICE_MODEL; class=

@@ -9,7 +9,9 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# kopt runs a copy of this file from its run folder: workloads.py is found
+# through TRAINING_DIR (run.sh sets it), else beside this file.
+sys.path.insert(0, os.environ.get("TRAINING_DIR") or os.path.dirname(os.path.abspath(__file__)))
 import workloads  # noqa: E402
 
 _step = None
