@@ -12,6 +12,7 @@
 # OUT_DIR receives result.json, reference.safetensors and <candidate>.safetensors.
 import contextlib
 import copy
+import inspect
 import json
 import os
 import signal
@@ -582,6 +583,7 @@ TRAINING_CANDIDATES = {
     "fused_optimizer": "the optimizer rebuilt with fused=True (one kernel per step for all parameters)",
     "foreach_optimizer": "the optimizer rebuilt with foreach=True (multi-tensor kernels)",
     "bf16_autocast": 'torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss',
+    "tf32": "TF32 for float32 matmuls and cuDNN convolutions, around the whole step (backward too)",
     "compile": "torch.compile(model) (Inductor, default mode) inside the training step",
 }
 TRAINING_CHECK_STEPS = 5
@@ -595,6 +597,15 @@ def rebuilt_optimizer(optimizer, **form):
     cls = type(optimizer)
     groups = [{k: v for k, v in g.items() if k not in ("fused", "foreach")} for g in optimizer.param_groups]
     defaults = {k: v for k, v in optimizer.defaults.items() if k not in ("fused", "foreach")}
+    # Only what the class's constructor takes: a subclass's defaults can
+    # hold its parent's settings (torch 2.11's AdamW keeps Adam's
+    # decoupled_weight_decay, which AdamW() refuses); the groups keep them.
+    try:
+        params = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if params and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        defaults = {k: v for k, v in defaults.items() if k in params}
     try:
         return cls(groups, **defaults, **form)
     except (TypeError, ValueError, RuntimeError) as e:
@@ -618,6 +629,15 @@ def build_training(variant, mod, model, device):
         step.optimizer = rebuilt_optimizer(step.optimizer, foreach=True)
     if "bf16_autocast" in parts:
         step.forward_context = lambda: torch.autocast("cuda", dtype=torch.bfloat16)
+    if "tf32" in parts:
+        # The flags for the whole step: backward's GEMMs are half of it.
+        untouched = step.step
+
+        def step_in_tf32(i):
+            with flags(tf32=True):
+                return untouched(i)
+
+        step.step = step_in_tf32
     return step
 
 

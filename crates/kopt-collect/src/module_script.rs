@@ -64,6 +64,17 @@ pub fn is_module_script(text: &str) -> bool {
     get_inputs && class
 }
 
+/// Does a module script define a training step (a top-level
+/// `get_optimizer` or `train_step`, as kopt_module.is_training asks)?
+pub fn is_training_script(text: &str) -> bool {
+    text.lines().any(|l| {
+        ["def get_optimizer", "def train_step"].iter().any(|d| {
+            l.strip_prefix(d)
+                .is_some_and(|rest| rest.trim_start().starts_with('('))
+        })
+    })
+}
+
 /// A module script placed in a run folder, ready to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedScript {
@@ -247,6 +258,15 @@ mod tests {
     use super::*;
 
     const MODULE: &str = "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n\ndef get_inputs():\n    return [torch.randn(4)]\n";
+
+    #[test]
+    fn a_training_script_is_told_by_its_top_level_functions() {
+        assert!(is_training_script("def get_optimizer(model):\n    pass\n"));
+        assert!(is_training_script("def train_step (m, i, o):\n    pass\n"));
+        assert!(!is_training_script(MODULE));
+        assert!(!is_training_script("    def get_optimizer(self):\n"));
+        assert!(!is_training_script("def get_optimizers_list():\n"));
+    }
 
     #[test]
     fn only_the_driver_is_told_to_time_its_steps_in_process() {

@@ -87,6 +87,19 @@ impl Candidate {
     }
 
     /// The candidate of a harness name.
+    /// What kopt's harness can apply to a training step (its
+    /// `TRAINING_CANDIDATES`): the rest rebuild or capture a forward.
+    pub fn applies_to_training(self) -> bool {
+        matches!(
+            self,
+            Candidate::FusedOptimizer
+                | Candidate::ForeachOptimizer
+                | Candidate::Bf16Autocast
+                | Candidate::Tf32
+                | Candidate::Compile
+        )
+    }
+
     pub fn from_name(name: &str) -> Option<Candidate> {
         Candidate::ALL.into_iter().find(|c| c.name() == name)
     }

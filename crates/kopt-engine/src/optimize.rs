@@ -173,12 +173,39 @@ pub(crate) fn expected_cost_s(c: Candidate) -> f64 {
     }
 }
 
+/// A training step's choices: the candidates its harness cannot apply are
+/// not tried (and spend none of the budget), with the reason.
+pub fn restrict_to_training(choices: &mut [Choice]) {
+    let those: Vec<&str> = Candidate::ALL
+        .into_iter()
+        .filter(|c| c.applies_to_training())
+        .map(Candidate::name)
+        .collect();
+    for c in choices
+        .iter_mut()
+        .filter(|c| !c.candidate.applies_to_training())
+    {
+        c.tried = false;
+        c.reason = format!(
+            "not applicable: {} is not a candidate for a training step (those: {}); the diagnosis: {}",
+            c.candidate.name(),
+            those.join(", "),
+            c.reason
+        );
+    }
+}
+
 /// What measuring the stacks is expected to cost, seconds: one process
 /// builds them all, each compile form compiling once.
 pub(crate) fn stacks_cost_s(stacks: &[Variant]) -> f64 {
     stacks
         .iter()
-        .map(|v| v.parts.iter().map(|c| expected_cost_s(*c)).fold(0.0, f64::max))
+        .map(|v| {
+            v.parts
+                .iter()
+                .map(|c| expected_cost_s(*c))
+                .fold(0.0, f64::max)
+        })
         .sum()
 }
 
@@ -1374,6 +1401,35 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_training_step_tries_only_what_its_harness_applies() {
+        let choice = |candidate| Choice {
+            candidate,
+            tried: true,
+            reason: "found".into(),
+            predicted_speedup: Some(2.0),
+            prediction_model: None,
+            rank: None,
+        };
+        let mut c = vec![
+            choice(Candidate::Graph),
+            choice(Candidate::Tf32),
+            choice(Candidate::CompileReduceOverhead),
+            choice(Candidate::FusedOptimizer),
+        ];
+        restrict_to_training(&mut c);
+        let tried: Vec<Candidate> = c.iter().filter(|c| c.tried).map(|c| c.candidate).collect();
+        assert_eq!(tried, [Candidate::Tf32, Candidate::FusedOptimizer]);
+        assert!(c[0]
+            .reason
+            .starts_with("not applicable: graph is not a candidate for a training step"));
+        assert!(
+            c[0].reason.ends_with("the diagnosis: found"),
+            "{}",
+            c[0].reason
+        );
+    }
 
     #[test]
     fn a_stack_costs_its_costliest_part_once() {

@@ -58,6 +58,9 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     let diagnosis = baseline(req, &prepared, progress)?;
     // 2. Candidates from the diagnosis, within the budget that is left.
     let mut choices = choose(&diagnosis, &req.force, &req.skip);
+    if kopt_collect::module_script::is_training_script(&text) {
+        crate::optimize::restrict_to_training(&mut choices);
+    }
     if let Some(budget) = req.budget {
         let left = budget.saturating_sub(started.elapsed()).as_secs_f64();
         crate::optimize::fit_budget(&mut choices, left, &req.force);
@@ -154,9 +157,20 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     checkpoint(&report)?;
     // 5. The kept result once more under the tracer: where its time went;
     // not when the budget is spent (a traced run takes seconds to minutes).
+    // The kept result is built again for its trace: a compile form
+    // compiles again (a 1B-class prefill's took the run 2 s past 120 s).
+    let kept_cost = report.best.as_deref().map_or(KEPT_PROFILE_S, |best| {
+        let kept = Variant {
+            parts: best
+                .split('+')
+                .filter_map(crate::Candidate::from_name)
+                .collect(),
+        };
+        KEPT_PROFILE_S + std::time::Duration::from_secs_f64(crate::optimize::stacks_cost_s(&[kept]))
+    });
     let budget_spent = req
         .budget
-        .is_some_and(|b| started.elapsed() + KEPT_PROFILE_S >= b);
+        .is_some_and(|b| started.elapsed() + kept_cost >= b);
     if budget_spent && report.best.is_some() && req.profile_kept {
         report
             .baseline

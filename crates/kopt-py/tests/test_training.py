@@ -1,6 +1,7 @@
 """Training steps without a GPU: kopt's module driver (kopt_module.TrainStep),
 profile_steps and the Trainer/Lightning callbacks, against a fake torch."""
 
+import contextlib
 import importlib.util
 import shutil
 import sys
@@ -366,3 +367,71 @@ def test_a_failing_bare_step_leaves_the_traced_run_standing(fake_torch, monkeypa
     out = run_driver(fake_torch, monkeypatch, tmp_path, script, stop_result=1)
     assert not out.exists()
     assert "the steps timed after the trace failed (RuntimeError: CUDA out of memory)" in capsys.readouterr().err
+
+
+def load_kopt_optimize(monkeypatch):
+    torch = sys.modules["torch"]
+    for dtype in ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"):
+        if not hasattr(torch, dtype):
+            setattr(torch, dtype, f"torch.{dtype}")
+    monkeypatch.syspath_prepend(str(REPO / "crates/kopt-collect/python"))
+    path = REPO / "crates/kopt-collect/python/kopt_optimize.py"
+    spec = importlib.util.spec_from_file_location("kopt_optimize_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class ParentOptimizer:
+    """Like torch 2.11's Adam: its defaults hold a setting its subclass's
+    constructor does not take."""
+
+    def __init__(self, params, lr=1e-3, decoupled_weight_decay=False, foreach=None, fused=None):
+        self.param_groups = [dict(g) for g in params]
+        self.defaults = {"lr": lr, "decoupled_weight_decay": decoupled_weight_decay,
+                         "foreach": foreach, "fused": fused}
+
+
+class ChildOptimizer(ParentOptimizer):
+    """Like AdamW: no decoupled_weight_decay argument."""
+
+    def __init__(self, params, lr=1e-3, foreach=None, fused=None):
+        super().__init__(params, lr=lr, decoupled_weight_decay=True, foreach=foreach, fused=fused)
+
+
+def test_the_fused_form_is_rebuilt_from_what_the_constructor_takes(fake_torch, monkeypatch):
+    ko = load_kopt_optimize(monkeypatch)
+    old = ChildOptimizer([{"params": ["w"], "lr": 0.5}], lr=0.5, foreach=False)
+    new = ko.rebuilt_optimizer(old, fused=True)
+    assert type(new) is ChildOptimizer
+    assert new.defaults["fused"] is True and new.defaults["lr"] == 0.5
+    assert new.param_groups[0]["params"] == ["w"]
+
+    class Unfusable(ParentOptimizer):
+        def __init__(self, params, lr=1e-3):
+            super().__init__(params, lr=lr)
+
+    with pytest.raises(ko.NotApplicable, match="Unfusable has no fused form"):
+        ko.rebuilt_optimizer(Unfusable([{"params": ["w"]}]), fused=True)
+
+
+def test_tf32_on_a_training_step_covers_the_whole_step(fake_torch, monkeypatch):
+    ko = load_kopt_optimize(monkeypatch)
+    seen = []
+
+    @contextlib.contextmanager
+    def flags(tf32=False, **_):
+        seen.append(("enter", tf32))
+        yield
+        seen.append(("exit", tf32))
+
+    monkeypatch.setattr(ko, "flags", flags)
+    km = load_kopt_module()
+    monkeypatch.setitem(sys.modules, "kopt_module", km)
+    log = []
+    mod = script(log, get_optimizer=lambda m: Optimizer(log))
+    step = ko.build_training("tf32", mod, Model(log), "cuda")
+    step.step(0)
+    assert seen == [("enter", True), ("exit", True)]
+    assert "backward" in log and "step" in log
+    assert "tf32" in ko.TRAINING_CANDIDATES
