@@ -435,3 +435,38 @@ def test_tf32_on_a_training_step_covers_the_whole_step(fake_torch, monkeypatch):
     assert seen == [("enter", True), ("exit", True)]
     assert "backward" in log and "step" in log
     assert "tf32" in ko.TRAINING_CANDIDATES
+
+
+class Vec:
+    """Just enough of a tensor for training_state."""
+
+    def __init__(self, values):
+        self.values = list(values)
+
+    def detach(self):
+        return self
+
+    def float(self):
+        return self
+
+    def clone(self):
+        return Vec(self.values)
+
+    def reshape(self, *_):
+        return self
+
+    def __sub__(self, other):
+        return Vec(a - b for a, b in zip(self.values, other.values))
+
+
+def test_a_training_step_is_judged_by_the_loss_and_its_whole_update(fake_torch, monkeypatch):
+    ko = load_kopt_optimize(monkeypatch)
+    fake_torch.cat = lambda parts: Vec(v for p in parts for v in p.values)
+    weight, bias = Vec([1.0, 2.0]), Vec([0.0])
+    model = types.SimpleNamespace(named_parameters=lambda: [("w", weight), ("b", bias)])
+    step = types.SimpleNamespace(model=model, loss=None)
+    start = ko.training_params(step)
+    weight.values, bias.values = [0.9, 2.2], [1e-5]
+    pairs = ko.training_state(step, start)
+    assert [n for n, _ in pairs] == ["update"]
+    assert pairs[0][1].values == pytest.approx([-0.1, 0.2, 1e-5])
