@@ -1198,6 +1198,12 @@ fn run_harness_once(
     read_result(&dir.join("result.json"))
 }
 
+/// A saved tensor named with this prefix is judged by its relative L2
+/// alone: a training step's parameters as one vector, where single
+/// elements move with the optimizer's rounding (kopt_optimize.py's
+/// `training_state`).
+const L2_ONLY: &str = "l2:";
+
 /// A candidate's outputs against eager's, each tensor with the tolerance
 /// of what the candidate changes (see [`Numerics::tolerance`]); returns the
 /// check and the tolerance in words.
@@ -1246,10 +1252,21 @@ fn check_outputs(
             .filter(|v| v.is_finite())
             .fold((0.0, 0usize), |(s, n), v| (s + v * v, n + 1));
         let rms = if n > 0 { (sum / n as f64).sqrt() } else { 0.0 };
+        let (atol, rtol) = if r.name.starts_with(L2_ONLY) {
+            // Judged by the relative L2 alone; an element is wrong only
+            // beyond ten times the largest reference value.
+            let max = r
+                .values()
+                .filter(|v| v.is_finite())
+                .fold(0.0f64, |m, v| m.max(v.abs()));
+            (10.0 * max, 0.0)
+        } else {
+            (10.0 * tol * rms, 10.0 * tol)
+        };
         let gate = kopt_bench::compare::Gate {
             tol: Some(tol),
-            atol: Some(10.0 * tol * rms),
-            rtol: Some(10.0 * tol),
+            atol: Some(atol),
+            rtol: Some(rtol),
             tf32: eager_tf32,
             allow_dtype_change: true,
         };
@@ -1570,6 +1587,72 @@ mod tests {
 
     fn choice(c: &[Choice], which: Candidate) -> &Choice {
         c.iter().find(|c| c.candidate == which).unwrap()
+    }
+
+    /// `name.safetensors` in `dir` with one f32 tensor per (name, values).
+    fn save_f32(dir: &Path, file: &str, tensors: &[(&str, &[f32])]) {
+        let (mut header, mut data) = (Vec::new(), Vec::new());
+        for (name, v) in tensors {
+            let start = data.len();
+            data.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+            header.push(format!(
+                r#""{name}":{{"dtype":"F32","shape":[{}],"data_offsets":[{start},{}]}}"#,
+                v.len(),
+                data.len()
+            ));
+        }
+        let bytes =
+            kopt_ingest::tensor::safetensors_bytes(&format!("{{{}}}", header.join(",")), &data);
+        std::fs::write(dir.join(file), bytes).unwrap();
+    }
+
+    #[test]
+    fn a_training_steps_parameters_are_judged_by_their_relative_l2_alone() {
+        // Weights of 0.02 and a zero-initialised bias that moved by 1e-4:
+        // the candidate flips that update, 1e-6 of the whole by L2.
+        let mut reference = vec![0.02f32; 10_000];
+        reference.push(1e-4);
+        let mut candidate = reference.clone();
+        candidate[10_000] = -1e-4;
+        let d = tempfile::tempdir().unwrap();
+        save_f32(
+            d.path(),
+            "reference.safetensors",
+            &[
+                ("l2:parameters", &reference),
+                ("bias", &reference[10_000..]),
+            ],
+        );
+        save_f32(
+            d.path(),
+            "fused_optimizer.safetensors",
+            &[
+                ("l2:parameters", &candidate),
+                ("bias", &reference[10_000..]),
+            ],
+        );
+        let (r, _) = check_outputs(d.path(), "fused_optimizer", Numerics::Reordered, false);
+        assert!(r.passed, "{r:?}");
+        // The same flip in a tensor of its own fails element by element.
+        save_f32(
+            d.path(),
+            "fused_optimizer.safetensors",
+            &[
+                ("l2:parameters", &candidate),
+                ("bias", &candidate[10_000..]),
+            ],
+        );
+        let (r, _) = check_outputs(d.path(), "fused_optimizer", Numerics::Reordered, false);
+        assert!(!r.passed);
+        // A step that never ran moves the whole vector: caught.
+        let stale = vec![0.0f32; 10_001];
+        save_f32(
+            d.path(),
+            "fused_optimizer.safetensors",
+            &[("l2:parameters", &stale), ("bias", &reference[10_000..])],
+        );
+        let (r, _) = check_outputs(d.path(), "fused_optimizer", Numerics::Reordered, false);
+        assert!(!r.passed);
     }
 
     #[test]

@@ -459,14 +459,13 @@ class Vec:
         return Vec(a - b for a, b in zip(self.values, other.values))
 
 
-def test_a_training_step_is_judged_by_the_loss_and_its_whole_update(fake_torch, monkeypatch):
+def test_a_training_step_is_judged_by_the_loss_and_all_its_parameters(fake_torch, monkeypatch):
     ko = load_kopt_optimize(monkeypatch)
     fake_torch.cat = lambda parts: Vec(v for p in parts for v in p.values)
-    weight, bias = Vec([1.0, 2.0]), Vec([0.0])
+    weight, bias = Vec([0.9, 2.2]), Vec([1e-5])
     model = types.SimpleNamespace(named_parameters=lambda: [("w", weight), ("b", bias)])
     step = types.SimpleNamespace(model=model, loss=None)
-    start = ko.training_params(step)
-    weight.values, bias.values = [0.9, 2.2], [1e-5]
-    pairs = ko.training_state(step, start)
-    assert [n for n, _ in pairs] == ["update"]
-    assert pairs[0][1].values == pytest.approx([-0.1, 0.2, 1e-5])
+    pairs = ko.training_state(step)
+    # One vector, judged by its relative L2 alone (the engine reads `l2:`).
+    assert [n for n, _ in pairs] == ["l2:parameters"]
+    assert pairs[0][1].values == pytest.approx([0.9, 2.2, 1e-5])
