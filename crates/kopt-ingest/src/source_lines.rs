@@ -18,6 +18,10 @@ use std::collections::HashMap;
 /// trace, so what they make kopt read is bounded.
 const MAX_SOURCE_FILES: usize = 64;
 const MAX_SOURCE_BYTES: u64 = 2 << 20;
+/// All the source files read for one trace hold at most this much: a file
+/// reached by many names (hard links) or many files of the bound each
+/// still cost memory once.
+const MAX_TOTAL_SOURCE_BYTES: u64 = 16 << 20;
 /// A function body is searched over at most this many lines, and at most
 /// `MAX_LOOKUPS` (frame, op) pairs are searched for one trace: together at
 /// most a few million short lines scanned, whatever the trace and sources.
@@ -43,13 +47,54 @@ pub(crate) fn parse_frame(name: &str) -> Option<RawFrame<'_>> {
     })
 }
 
+/// A source file's text, with where each line starts: one buffer, not a
+/// string a line (a 2 MiB file of one-character lines was 56 MB as those).
+pub(crate) struct SourceText {
+    text: String,
+    starts: Vec<u32>,
+}
+
+impl SourceText {
+    pub(crate) fn new(text: String) -> SourceText {
+        let mut starts = vec![0u32];
+        starts.extend(
+            text.match_indices('\n')
+                .map(|(i, _)| (i + 1) as u32)
+                .filter(|&i| (i as usize) < text.len()),
+        );
+        if text.is_empty() {
+            starts.clear();
+        }
+        SourceText { text, starts }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Line `i` (0-based) without its line break.
+    pub(crate) fn line(&self, i: usize) -> &str {
+        let start = self.starts[i] as usize;
+        let end = self
+            .starts
+            .get(i + 1)
+            .map_or(self.text.len(), |&e| e as usize);
+        let l = &self.text[start..end];
+        let l = l.strip_suffix('\n').unwrap_or(l);
+        l.strip_suffix('\r').unwrap_or(l)
+    }
+}
+
 /// Source files read so far (None: not readable here) and the frames
 /// resolved, by (raw frame, op).
 #[derive(Default)]
 pub(crate) struct Sources {
-    /// A frame's path as written -> its real path (None: not here).
-    real: HashMap<String, Option<String>>,
-    files: HashMap<String, Option<Vec<String>>>,
+    /// A frame's path as written -> the file's identity (device, inode;
+    /// None: not here): names and links of one file read it once.
+    real: HashMap<String, Option<(u64, u64)>>,
+    files: HashMap<(u64, u64), Option<SourceText>>,
+    /// Bytes of source read so far (`MAX_TOTAL_SOURCE_BYTES`).
+    bytes: u64,
     resolved: HashMap<(String, Option<String>), Option<Vec<u32>>>,
 }
 
@@ -73,59 +118,59 @@ impl Sources {
         found
     }
 
-    fn file(&mut self, path: &str) -> Option<&Vec<String>> {
+    fn file(&mut self, path: &str) -> Option<&SourceText> {
+        use std::os::unix::fs::MetadataExt;
         if !self.real.contains_key(path) {
             if self.real.len() >= MAX_SOURCE_FILES * 4 {
                 return None;
             }
-            let real = std::fs::canonicalize(path)
-                .ok()
-                .map(|p| p.to_string_lossy().into_owned());
-            self.real.insert(path.to_string(), real);
+            let id = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+            self.real.insert(path.to_string(), id);
         }
-        let key = self.real.get(path)?.clone()?;
+        let key = (*self.real.get(path)?)?;
         if !self.files.contains_key(&key) {
             if self.files.len() >= MAX_SOURCE_FILES {
                 return None;
             }
-            let lines = read_source(std::path::Path::new(&key));
-            self.files.insert(key.clone(), lines);
+            let left = MAX_TOTAL_SOURCE_BYTES.saturating_sub(self.bytes);
+            let text = read_source(std::path::Path::new(path), left);
+            self.bytes += text.as_ref().map_or(0, |t| t.text.len() as u64);
+            self.files.insert(key, text);
         }
         self.files.get(&key)?.as_ref()
     }
 }
 
-/// A regular file within the size bound, as lines (invalid UTF-8 replaced).
-/// Read only as far as the bound: a file's length in its metadata is not
-/// trusted (procfs files say 0 and hold gigabytes).
-fn read_source(path: &std::path::Path) -> Option<Vec<String>> {
+/// A regular file within the size bound (and `left`, what the trace's
+/// sources may still take), as text (invalid UTF-8 replaced). Read only as
+/// far as the bound: a file's length in its metadata is not trusted
+/// (procfs files say 0 and hold gigabytes).
+fn read_source(path: &std::path::Path, left: u64) -> Option<SourceText> {
     use std::io::Read;
+    let bound = MAX_SOURCE_BYTES.min(left);
     let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_SOURCE_BYTES {
+    if !meta.is_file() || meta.len() > bound {
         return None;
     }
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .ok()?
-        .take(MAX_SOURCE_BYTES + 1)
+        .take(bound + 1)
         .read_to_end(&mut bytes)
         .ok()?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+    if bytes.len() as u64 > bound {
         return None;
     }
-    Some(
-        String::from_utf8_lossy(&bytes)
-            .lines()
-            .map(str::to_string)
-            .collect(),
-    )
+    Some(SourceText::new(String::from_utf8(bytes).unwrap_or_else(
+        |e| String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    )))
 }
 
 /// Lines (1-based) of the statements in the function `func` starting at
 /// `first` (its `def`, or a decorator above it) that can make a call of
 /// `op`; empty when that line does not start `func` here.
 pub(crate) fn statement_lines(
-    lines: &[String],
+    lines: &SourceText,
     first: u32,
     func: &str,
     op: Option<&str>,
@@ -133,16 +178,23 @@ pub(crate) fn statement_lines(
     let Some((def, end)) = function_body(lines, first, func) else {
         return Vec::new();
     };
-    let body = &lines[def + 1..end];
-    let masks = mask_names(body);
+    let body = def + 1..end;
+    // Each line is scanned once for its index expressions, whatever the
+    // number of masks (a body assigning 2,000 comparisons made the search
+    // quadratic: 281 s for one trace).
+    let masks = if indexes_by_mask(op) {
+        mask_names(body.clone().map(|i| lines.line(i)))
+    } else {
+        std::collections::HashSet::new()
+    };
     let patterns = patterns(op);
     let mut out = Vec::new();
-    for (i, line) in body.iter().enumerate() {
-        let code = code_of(line);
+    for i in body {
+        let code = code_of(lines.line(i));
         let hit = patterns.iter().any(|p| code.contains(p))
-            || (indexes_by_mask(op) && masks.iter().any(|m| indexed_by(code, m)));
+            || (!masks.is_empty() && indexed_by_any(code, &masks));
         if hit {
-            out.push((def + 2 + i) as u32);
+            out.push((i + 1) as u32);
             if out.len() == MAX_STATEMENTS {
                 break;
             }
@@ -153,14 +205,14 @@ pub(crate) fn statement_lines(
 
 /// The `def` line's index and the end (exclusive) of its body: the lines
 /// indented deeper than the `def`, blank and comment lines included.
-fn function_body(lines: &[String], first: u32, func: &str) -> Option<(usize, usize)> {
+fn function_body(lines: &SourceText, first: u32, func: &str) -> Option<(usize, usize)> {
     let start = (first as usize).checked_sub(1)?;
     // A decorated function's first line is its first decorator.
     let def = (start..lines.len().min(start + 32)).find(|&i| {
-        let t = lines[i].trim_start();
+        let t = lines.line(i).trim_start();
         !t.starts_with('@')
     })?;
-    let text = lines[def].trim_start();
+    let text = lines.line(def).trim_start();
     let head = text
         .strip_prefix("async ")
         .unwrap_or(text)
@@ -172,13 +224,13 @@ fn function_body(lines: &[String], first: u32, func: &str) -> Option<(usize, usi
     {
         return None;
     }
-    let indent = indent_of(&lines[def]);
+    let indent = indent_of(lines.line(def));
     // A body past `MAX_BODY_LINES` is not searched at all: its statement
     // could lie beyond what is read.
     let last = lines.len().min(def + 1 + MAX_BODY_LINES);
     let end = (def + 1..last).find(|&i| {
-        let t = lines[i].trim();
-        !t.is_empty() && !t.starts_with('#') && indent_of(&lines[i]) <= indent
+        let t = lines.line(i).trim();
+        !t.is_empty() && !t.starts_with('#') && indent_of(lines.line(i)) <= indent
     });
     match end {
         Some(end) => Some((def, end)),
@@ -249,31 +301,34 @@ fn indexes_by_mask(op: Option<&str>) -> bool {
 }
 
 /// Names the body assigns a comparison to (`keep = x.abs() > t`): masks.
-fn mask_names(body: &[String]) -> Vec<String> {
+fn mask_names<'a>(body: impl Iterator<Item = &'a str>) -> std::collections::HashSet<&'a str> {
     const COMPARISONS: [&str; 8] = [
         " > ", " < ", " >= ", " <= ", " == ", " != ", ".isnan(", ".isinf(",
     ];
-    body.iter()
-        .filter_map(|l| {
-            let code = code_of(l).trim();
-            let (lhs, rhs) = code.split_once(" = ")?;
-            let lhs = lhs.trim();
-            let name_ok =
-                !lhs.is_empty() && lhs.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            (name_ok
-                && (COMPARISONS.iter().any(|c| rhs.contains(c))
-                    || rhs.trim_start().starts_with('~')))
-            .then(|| lhs.to_string())
-        })
-        .collect()
+    body.filter_map(|l| {
+        let code = code_of(l).trim();
+        let (lhs, rhs) = code.split_once(" = ")?;
+        let lhs = lhs.trim();
+        let name_ok = !lhs.is_empty() && lhs.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        (name_ok
+            && (COMPARISONS.iter().any(|c| rhs.contains(c)) || rhs.trim_start().starts_with('~')))
+        .then_some(lhs)
+    })
+    .collect()
 }
 
-/// `code` indexes something by `mask` (`x[mask]`, `x[mask, :]`, `x[~mask]`).
-fn indexed_by(code: &str, mask: &str) -> bool {
-    ["[", "[~"].iter().any(|open| {
-        let pat = format!("{open}{mask}");
-        code.match_indices(&pat)
-            .any(|(i, _)| matches!(code[i + pat.len()..].chars().next(), Some(']' | ',' | ' ')))
+/// `code` indexes something by one of `masks` (`x[mask]`, `x[mask, :]`,
+/// `x[~mask]`): each `[` looked at once.
+fn indexed_by_any(code: &str, masks: &std::collections::HashSet<&str>) -> bool {
+    code.match_indices('[').any(|(i, _)| {
+        let rest = &code[i + 1..];
+        let rest = rest.strip_prefix('~').unwrap_or(rest);
+        let name_len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        name_len > 0
+            && matches!(rest[name_len..].chars().next(), Some(']' | ',' | ' '))
+            && masks.contains(&rest[..name_len])
     })
 }
 
@@ -281,8 +336,8 @@ fn indexed_by(code: &str, mask: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn src(text: &str) -> Vec<String> {
-        text.lines().map(str::to_string).collect()
+    fn src(text: &str) -> SourceText {
+        SourceText::new(text.to_string())
     }
 
     const MODEL: &str = r#"import torch
@@ -353,7 +408,7 @@ def step(model, x):
         // procfs files report a length of 0.
         let big = std::path::Path::new("/proc/self/pagemap");
         if big.exists() {
-            assert!(read_source(big).is_none());
+            assert!(read_source(big, MAX_TOTAL_SOURCE_BYTES).is_none());
         }
     }
 
@@ -373,5 +428,67 @@ def step(model, x):
         assert_eq!(s.statements(&raw, Some("aten::item")), Some(vec![7]));
         assert_eq!(s.statements(&raw, Some("aten::index")), Some(vec![9]));
         assert_eq!(s.statements("/nonexistent/x.py(3): forward", None), None);
+    }
+
+    #[test]
+    fn links_to_one_file_read_it_once_and_all_sources_share_a_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.py");
+        std::fs::write(&path, MODEL).unwrap();
+        let mut s = Sources::default();
+        for k in 0..3 {
+            let link = dir.path().join(format!("link{k}.py"));
+            std::fs::hard_link(&path, &link).unwrap();
+            let raw = format!("{}(3): forward", link.display());
+            assert_eq!(s.statements(&raw, Some("aten::item")), Some(vec![7]));
+        }
+        assert_eq!(s.files.len(), 1);
+        // Files of the per-file bound, one after another: the trace's
+        // sources stop at the total bound.
+        let body = format!(
+            "def f(x):\n    return x.item()\nx = 1\n{}",
+            "#\n".repeat((1 << 20) - 64)
+        );
+        let mut read = 0;
+        for k in 0..12 {
+            let p = dir.path().join(format!("big{k}.py"));
+            std::fs::write(&p, &body).unwrap();
+            if s.statements(&format!("{}(1): f", p.display()), Some("aten::item"))
+                .is_some()
+            {
+                read += 1;
+            }
+        }
+        assert!(s.bytes <= MAX_TOTAL_SOURCE_BYTES, "{}", s.bytes);
+        assert!((7..12).contains(&read), "{read}");
+    }
+
+    #[test]
+    fn many_masks_are_matched_by_name_in_one_pass() {
+        let mut text = String::from("def f(x):\n");
+        for k in 0..1_500 {
+            text.push_str(&format!("    m{k} = x > {k}\n"));
+        }
+        text.push_str("    y = x[~m1499, :]\n    z = x[m7]\n    w = x[m7x]\n");
+        let lines = src(&text);
+        assert_eq!(
+            statement_lines(&lines, 1, "f", Some("aten::index")),
+            [1502, 1503]
+        );
+        assert!(indexed_by_any("a[keep]", &["keep"].into()));
+        assert!(!indexed_by_any("a[keeps]", &["keep"].into()));
+        assert!(!indexed_by_any("a[", &["keep"].into()));
+    }
+
+    #[test]
+    fn lines_are_cut_from_one_buffer() {
+        let t = SourceText::new("a\r\nbb\n\nc".to_string());
+        assert_eq!(t.len(), 4);
+        assert_eq!(
+            [t.line(0), t.line(1), t.line(2), t.line(3)],
+            ["a", "bb", "", "c"]
+        );
+        assert_eq!(SourceText::new(String::new()).len(), 0);
+        assert_eq!(SourceText::new("x\n".into()).len(), 1);
     }
 }
