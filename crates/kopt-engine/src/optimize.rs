@@ -608,8 +608,34 @@ fn stopped_result(path: &Path, outcome: &runner::RunOutcome) -> Option<HarnessRe
 fn read_result(path: &Path) -> Result<HarnessResult> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
-    serde_json::from_str(&text)
-        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))
+    let r: HarnessResult = serde_json::from_str(&text)
+        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
+    check_samples(&r, path)?;
+    Ok(r)
+}
+
+/// A step no GPU runs: shorter than a nanosecond or longer than the
+/// longest launch kopt reads (ncu's bound), or not a number. A harness
+/// result holding one was not written by kopt's harness as it ran: no
+/// verdict rests on it (a negative sample made a KEEP of -20073x).
+fn check_samples(r: &HarnessResult, path: &Path) -> Result<()> {
+    const MIN_NS: f64 = 1.0;
+    const MAX_NS: f64 = 1e13;
+    for (name, samples) in &r.samples_ns {
+        if let Some((i, v)) = samples
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !(v.is_finite() && (MIN_NS..=MAX_NS).contains(*v)))
+        {
+            return Err(Error::WorkloadFailed(format!(
+                "{}: sample {} of '{name}' is {}: a step's time must be between {MIN_NS} ns and {MAX_NS:e} ns; the timing cannot be trusted",
+                path.display(),
+                i + 1,
+                kopt_model::figure::as_read(*v)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One harness run's variants measured against its eager and checked with

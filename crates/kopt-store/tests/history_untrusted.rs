@@ -254,3 +254,20 @@ fn a_side_file_that_is_a_link_is_refused_naming_it() {
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     assert_eq!(History::open(&p).unwrap().count().unwrap(), 1);
 }
+
+/// Round seven: thousands of harmless objects listed first once pushed an
+/// index on `runs` past the schema query's limit, unseen.
+#[test]
+fn an_index_behind_thousands_of_others_is_still_refused() {
+    let mut sql = String::from("CREATE TABLE junk(a);");
+    for i in 0..4_100 {
+        sql.push_str(&format!("CREATE INDEX i{i:05} ON junk(a);"));
+    }
+    sql.push_str("CREATE INDEX zz ON runs(length(hex(zeroblob(1000))));");
+    let (_d, p) = planted(&sql);
+    let e = History::open(&p)
+        .err()
+        .expect("the index on runs is refused")
+        .to_string();
+    assert!(e.contains("index") && e.contains("zz"), "{e}");
+}

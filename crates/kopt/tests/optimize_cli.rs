@@ -131,6 +131,23 @@ fn the_default_budget_leaves_the_autotuned_compile_out_and_says_so() {
 }
 
 #[test]
+fn impossible_harness_samples_give_no_verdict() {
+    // A negative step (a tampered or broken harness result): no KEEP of
+    // -20000x recorded, an error that says which sample.
+    let d = tempfile::tempdir().unwrap();
+    let o = optimize_env(
+        d.path(),
+        &["--candidate", "graph", "-f", "json"],
+        &[("FAKE_TIMES", "graph=-5")],
+    );
+    assert_ne!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("of 'graph' is -5"), "{err}");
+    let journal = std::fs::read_to_string(d.path().join("J.md")).unwrap_or_default();
+    assert!(!journal.contains("KEEP"), "{journal}");
+}
+
+#[test]
 fn candidates_are_checked_measured_and_decided() {
     let d = tempfile::tempdir().unwrap();
     let v = json(&optimize(
