@@ -174,6 +174,10 @@ pub fn read_journal(path: &Path) -> Result<Option<String>, JournalError> {
 /// not hold): concurrent `journal add`s (CLI or MCP) each keep their entry.
 pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
     let label = path.display().to_string();
+    // The file the path names, through links: two names of one journal
+    // (a link in another folder) lock one folder and write one file.
+    let real = real_path(path);
+    let path = real.as_path();
     let _lock = lock_folder(path).map_err(|source| JournalError::Read {
         path: label.clone(),
         source,
@@ -188,6 +192,22 @@ pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
         path: label,
         message: e.message,
     })
+}
+
+/// `path` with its links resolved: the file's real path when it exists,
+/// else its real folder and its name (a journal about to be created).
+fn real_path(path: &Path) -> std::path::PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    match (std::fs::canonicalize(dir), path.file_name()) {
+        (Ok(d), Some(name)) => d.join(name),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// An exclusive `flock` on the folder holding `path`, released when the

@@ -45,3 +45,35 @@ fn a_newline_in_a_field_cannot_forge_an_entry() {
     assert_eq!(starting("## "), 1, "{text}");
     assert_eq!(starting("- **Verdict:**"), 1, "{text}");
 }
+
+/// Round seven: appends through a link in another folder locked that
+/// folder, not the journal's, and replaced entries written beside them.
+#[test]
+fn appends_through_a_link_elsewhere_keep_every_entry() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("J.md");
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    let link = d.path().join("sub/L.md");
+    std::os::unix::fs::symlink("../J.md", &link).unwrap();
+    append_entry(&p, &entry("first")).unwrap();
+    let threads: Vec<_> = (0..20)
+        .map(|i| {
+            let p = if i % 2 == 0 { p.clone() } else { link.clone() };
+            std::thread::spawn(move || append_entry(&p, &entry(&format!("h{i}"))).unwrap())
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let text = read_journal(&p).unwrap().unwrap();
+    for i in 0..20 {
+        assert!(
+            text.contains(&format!(": h{i}\n")),
+            "entry h{i} lost:\n{text}"
+        );
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
