@@ -68,9 +68,10 @@ pub fn recommend(
     members: &[String],
     total_ns: f64,
 ) -> Option<Recommendation> {
+    let member_set: std::collections::HashSet<&str> = members.iter().map(String::as_str).collect();
     let of: Vec<&KernelGroup> = groups
         .iter()
-        .filter(|g| members.contains(&g.verdict.name))
+        .filter(|g| member_set.contains(g.verdict.name.as_str()))
         .collect();
     let saved: f64 = of.iter().map(|g| g.verdict.total_ns).sum();
     let launches: u64 = of.iter().map(|g| g.verdict.launches).sum();

@@ -474,11 +474,14 @@ fn ranked_recommendations<'r>(
     // One ranking: each finding's predicted speed-up of the whole step on
     // one base (the bare step where known); findings without a figure
     // after every finding with one, by their kernel's share.
+    // By name, once: a finding a kernel over tens of thousands of kernels
+    // made a search each quadratic.
+    let share: std::collections::HashMap<&str, f64> = groups
+        .iter()
+        .map(|g| (g.verdict.name.as_str(), g.verdict.pct_of_total))
+        .collect();
     ranking::rank(&mut recommendations, base, |k| {
-        groups
-            .iter()
-            .find(|g| g.verdict.name == k)
-            .map_or(0.0, |g| g.verdict.pct_of_total)
+        share.get(k).copied().unwrap_or(0.0)
     });
     // Gains too small to act on are noise, not advice.
     recommendations.retain(|r| r.gain.as_ref().is_none_or(|g| g.workload_pct >= 0.05));
@@ -512,15 +515,13 @@ fn family_findings(
     let by_kernel = attribution.map(|a| &a.by_kernel);
     let bn_members = batchnorm::members(groups, by_kernel);
     let folded = batchnorm::recommend(groups, &bn_members, total_ns, by_kernel);
-    cover(groups, folded.as_ref(), |name| {
-        bn_members.iter().any(|m| m == name)
-    });
+    let set: std::collections::HashSet<&str> = bn_members.iter().map(String::as_str).collect();
+    cover(groups, folded.as_ref(), |name| set.contains(name));
     // cuDNN's NCHW<->NHWC conversions: one finding, channels_last.
     let layout_members = layout::members(groups, by_kernel);
     let relaid = layout::recommend(groups, &layout_members, total_ns);
-    cover(groups, relaid.as_ref(), |name| {
-        layout_members.iter().any(|m| m == name)
-    });
+    let set: std::collections::HashSet<&str> = layout_members.iter().map(String::as_str).collect();
+    cover(groups, relaid.as_ref(), |name| set.contains(name));
     // fp32 GEMMs on the FMA pipes of a tensor-core GPU: one finding, TF32.
     let fp32_members = precision::members(groups, device);
     let tf32 = precision::recommend(
@@ -535,9 +536,8 @@ fn family_findings(
             op_calls: attribution.map(|a| &a.calls),
         },
     );
-    cover(groups, tf32.as_ref(), |name| {
-        fp32_members.iter().any(|m| m == name)
-    });
+    let set: std::collections::HashSet<&str> = fp32_members.iter().map(String::as_str).collect();
+    cover(groups, tf32.as_ref(), |name| set.contains(name));
     Families {
         bn_members,
         folded,
@@ -556,13 +556,19 @@ fn cover_fused(
     pointwise: &[String],
 ) {
     if let Some(f) = finding {
+        // Sets, not lists: tens of thousands of distinct kernels made the
+        // membership test quadratic.
+        let compile_members: std::collections::HashSet<&str> =
+            compile_members.iter().map(String::as_str).collect();
+        let pointwise: std::collections::HashSet<&str> =
+            pointwise.iter().map(String::as_str).collect();
         let covers = |g: &rollup::KernelGroup| {
             if f.id == compile::ID {
                 !g.tiny
                     && g.verdict.covered_by.is_none()
-                    && compile_members.contains(&g.verdict.name)
+                    && compile_members.contains(g.verdict.name.as_str())
             } else {
-                pointwise.contains(&g.verdict.name)
+                pointwise.contains(g.verdict.name.as_str())
             }
         };
         for g in groups.iter_mut().filter(|g| covers(g)) {
@@ -948,6 +954,7 @@ fn explain_kernel(
 pub fn top_kernel_functions(profile: &Profile, max: usize, coverage: f64) -> Vec<String> {
     let warmup = warmup::find(profile);
     let mut by_fn: Vec<(String, f64)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for l in profile
         .launches
         .iter()
@@ -955,9 +962,12 @@ pub fn top_kernel_functions(profile: &Profile, max: usize, coverage: f64) -> Vec
     {
         let f = kopt_model::kernel_function_name(&l.name);
         let d = l.metrics.duration_ns.unwrap_or(0.0);
-        match by_fn.iter_mut().find(|(n, _)| *n == f) {
-            Some((_, t)) => *t += d,
-            None => by_fn.push((f, d)),
+        match at.get(&f) {
+            Some(&i) => by_fn[i].1 += d,
+            None => {
+                at.insert(f.clone(), by_fn.len());
+                by_fn.push((f, d));
+            }
         }
     }
     by_fn.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -1060,8 +1070,9 @@ fn fusion_primary(
         .collect();
     members.sort_by(|a, b| b.verdict.total_ns.total_cmp(&a.verdict.total_ns));
     let mut names: Vec<&str> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for g in &members {
-        if !names.contains(&g.verdict.short_name.as_str()) {
+        if seen.insert(g.verdict.short_name.as_str()) {
             names.push(&g.verdict.short_name);
         }
     }

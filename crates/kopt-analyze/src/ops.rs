@@ -129,11 +129,13 @@ pub fn attribute_where(
         let Some(&(_, op)) = open.last() else {
             continue;
         };
-        *per_kernel.entry((name, op)).or_default() += 1;
+        let count = per_kernel.entry((name, op)).or_default();
+        let first = *count == 0;
+        *count += 1;
         let e = per_op.entry(op).or_default();
         e.0 += 1;
         e.1 += dur.max(0) as f64;
-        if !e.2.contains(&name) {
+        if first {
             e.2.push(name);
         }
     }

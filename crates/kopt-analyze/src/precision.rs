@@ -294,9 +294,10 @@ pub fn recommend(
     device: &Device,
     step: &StepFacts,
 ) -> Option<Recommendation> {
+    let member_set: std::collections::HashSet<&str> = members.iter().map(String::as_str).collect();
     let of: Vec<&KernelGroup> = groups
         .iter()
-        .filter(|g| members.contains(&g.verdict.name))
+        .filter(|g| member_set.contains(g.verdict.name.as_str()))
         .collect();
     let time: f64 = of.iter().map(|g| g.verdict.total_ns).sum();
     if of.is_empty() || time <= 0.0 || total_ns <= 0.0 {
