@@ -1017,3 +1017,47 @@ fn an_oversized_message_is_skipped_whole() {
     s.ping_ok(2);
     s.close(Duration::from_secs(5));
 }
+
+/// Round seven: a trace's frames name source files anywhere; the server
+/// read one outside its folders and returned its statement lines.
+#[test]
+fn statement_sources_outside_the_servers_folders_are_not_read() {
+    let outside = tempfile::tempdir().unwrap();
+    let workloads = fixture("../scripts/checks/training/workloads.py");
+    std::fs::copy(&workloads, outside.path().join("outside_w.py")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let gz = fixture("training-h200/sync_item_layer.trace.json.gz");
+    let out = Command::new("gzip").arg("-dc").arg(&gz).output().unwrap();
+    let trace = String::from_utf8(out.stdout).unwrap();
+    let named = |dir: &Path, to: &str| {
+        std::fs::write(
+            dir.join("t.pt.trace.json"),
+            trace.replace("\"workloads.py(", &format!("\"{to}(")),
+        )
+        .unwrap();
+    };
+    named(
+        dir.path(),
+        &outside.path().join("outside_w.py").display().to_string(),
+    );
+    let mut s = Server::start_in(dir, &[]);
+    s.initialize();
+    let text = s
+        .call(1, "analyze", json!({"files": ["t.pt.trace.json"]}))
+        .to_string();
+    assert!(!text.contains("outside_w.py:133"), "{text}");
+    assert!(
+        text.contains("outside_w.py:130"),
+        "the function's line stays: {text}"
+    );
+    // The same source inside the server's folder is read.
+    std::fs::copy(&workloads, s.dir.path().join("inside_w.py")).unwrap();
+    named(
+        s.dir.path(),
+        &s.dir.path().join("inside_w.py").display().to_string(),
+    );
+    let text = s
+        .call(2, "analyze", json!({"files": ["t.pt.trace.json"]}))
+        .to_string();
+    assert!(text.contains("inside_w.py:133"), "{text}");
+}
