@@ -84,11 +84,7 @@ pub fn recommend(
     if members.is_empty() || total_ns <= 0.0 || training_evidence(groups, ops).is_some() {
         return None;
     }
-    let member_set: std::collections::HashSet<&str> = members.iter().map(String::as_str).collect();
-    let of: Vec<&KernelGroup> = groups
-        .iter()
-        .filter(|g| member_set.contains(g.verdict.name.as_str()))
-        .collect();
+    let of = crate::rollup::groups_named(groups, members);
     let saved: f64 = of.iter().map(|g| g.verdict.total_ns).sum();
     let launches: u64 = of.iter().map(|g| g.verdict.launches).sum();
     if saved <= 0.0 || saved >= total_ns {

@@ -294,11 +294,7 @@ pub fn recommend(
     device: &Device,
     step: &StepFacts,
 ) -> Option<Recommendation> {
-    let member_set: std::collections::HashSet<&str> = members.iter().map(String::as_str).collect();
-    let of: Vec<&KernelGroup> = groups
-        .iter()
-        .filter(|g| member_set.contains(g.verdict.name.as_str()))
-        .collect();
+    let of = crate::rollup::groups_named(groups, members);
     let time: f64 = of.iter().map(|g| g.verdict.total_ns).sum();
     if of.is_empty() || time <= 0.0 || total_ns <= 0.0 {
         return None;

@@ -315,6 +315,19 @@ pub fn fuse_tiny_steps(groups: &mut [KernelGroup]) {
     }
 }
 
+/// The groups whose kernel is one of `names`, in the groups' order (by a
+/// set: tens of thousands of names are looked up once each).
+pub fn groups_named<'g, 'p>(
+    groups: &'g [KernelGroup<'p>],
+    names: &[String],
+) -> Vec<&'g KernelGroup<'p>> {
+    let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+    groups
+        .iter()
+        .filter(|g| names.contains(g.verdict.name.as_str()))
+        .collect()
+}
+
 /// Two template instances can shorten to the same name; number them.
 fn disambiguate_short_names(groups: &mut [KernelGroup]) {
     let mut seen: HashMap<String, usize> = HashMap::new();

@@ -133,6 +133,19 @@ pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Prof
             "{first} is from {first_device} but {other} is from {other_device}: kopt does not merge captures of two GPUs into one table; analyze each on its own"
         )));
     }
+    // Timelines are never merged: one trace's launches under another's
+    // timeline mixed two runs (the first's kernels, the last's steps).
+    if traces.len() > 1 {
+        let names: Vec<String> = traces
+            .iter()
+            .filter_map(|t| t.sources.first().map(|s| crate::one_line(&s.path)))
+            .collect();
+        return Err(IngestError::Inputs(format!(
+            "{} are {} timelines: kopt analyses one at a time (with ncu or rocprof counters beside it); analyze each on its own, or put the ranks of one job in a folder and analyze the folder",
+            names.join(" and "),
+            traces.len()
+        )));
+    }
     let mut profile = merge_profile(files);
     for p in profiles {
         if profile.launches.is_empty() {

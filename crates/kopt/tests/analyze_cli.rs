@@ -648,3 +648,18 @@ fn amd_reports_name_cus_and_amd_profilers() {
         "{traced}"
     );
 }
+
+/// Round seven: two traces were both listed as inputs while the figures
+/// came from the first (the timeline from the last): never merged now.
+#[test]
+fn two_timelines_are_refused_not_mixed() {
+    let a = fixture("training-h200/sync_item_layer.trace.json.gz");
+    let b = fixture("training-h200/copy_pageable.trace.json.gz");
+    let o = kopt(&["analyze", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("are 2 timelines") && e.contains("copy_pageable"),
+        "{e}"
+    );
+}
