@@ -181,6 +181,8 @@ impl Ncu {
             timeout: Some(std::time::Duration::from_secs(limits.seconds)),
             stop: runner::Stop::Kill,
             max_line: usize::try_from(limits.max_bytes).unwrap_or(usize::MAX),
+            // Stopped as soon as it passes the cap, not when it ends.
+            max_output: Some(limits.max_bytes),
         };
         let (mut stdout, mut stderr, mut over) = (Vec::new(), Vec::new(), false);
         let keep = |buf: &mut Vec<u8>, line: &[u8], over: &mut bool| {
@@ -212,9 +214,9 @@ impl Ncu {
             command: shown.clone(),
             why,
         };
-        if over {
+        if over || exit.output_over {
             return Err(budget(format!(
-                "printed more than {} bytes; raise KOPT_NCU_EXPORT_MAX_BYTES to read it",
+                "printed more than {} bytes and was stopped; raise KOPT_NCU_EXPORT_MAX_BYTES to read it",
                 limits.max_bytes
             )));
         }
@@ -339,6 +341,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("KOPT_NCU_EXPORT_MAX_BYTES"), "{err}");
+    }
+
+    /// An export printing without end is stopped the moment it passes the
+    /// output cap, long before its time budget (#39: it ran on to the
+    /// timeout, its output growing in memory).
+    #[test]
+    fn an_export_past_its_output_cap_is_stopped_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = ExportLimits {
+            seconds: 60,
+            max_bytes: 1 << 20,
+        };
+        let flood = Ncu::locate(Some(&fake_ncu(dir.path(), "exec yes ID,name")), None).unwrap();
+        let start = std::time::Instant::now();
+        let err = flood
+            .export_csv_within(Path::new("/tmp/x.ncu-rep"), CsvPage::Raw, limits)
+            .unwrap_err()
+            .to_string();
+        assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+        assert!(
+            err.contains("printed more than 1048576 bytes and was stopped"),
+            "{err}"
+        );
+        assert!(err.contains("KOPT_NCU_EXPORT_MAX_BYTES"), "{err}");
+        assert!(err.contains("--csv --page raw"), "the command: {err}");
     }
 
     #[test]

@@ -79,6 +79,23 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// Lines of output kept in memory for error reports.
 const TAIL_LINES: usize = 40;
 
+/// Bytes of one line kept in the error-report tail; the log has more.
+const TAIL_LINE_BYTES: usize = 4096;
+
+/// Longest line [`run`] passes on and logs whole (a program printing
+/// without newlines must not grow memory without bound); a longer one is
+/// left out of the log with a note.
+const RUN_MAX_LINE: usize = 1 << 20;
+
+/// Batches of lines in flight from a reader to the runner: when the
+/// runner is behind, the reader waits and the program blocks on its full
+/// pipe, instead of its output piling up in memory.
+const BATCHES_IN_FLIGHT: usize = 16;
+
+/// Bytes read from a pipe at once; one batch holds at most one read's
+/// lines (plus a line that spans reads, at most `max_line`).
+const READ_CHUNK: usize = 64 << 10;
+
 /// How long output is still read after the program ended, when something
 /// else (a descendant in its own session) keeps its pipes open.
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
@@ -144,6 +161,9 @@ pub struct GroupSpec<'a> {
     /// Longest line passed on whole, in bytes; a longer one is skipped (a
     /// program printing without newlines must not grow memory without bound).
     pub max_line: usize,
+    /// Most bytes both streams together may print; past it the whole group
+    /// is killed at once and [`GroupExit::output_over`] is set.
+    pub max_output: Option<u64>,
 }
 
 /// How a process group's leader ended.
@@ -154,6 +174,79 @@ pub struct GroupExit {
     pub elapsed: Duration,
     /// Its time was up and the group was stopped.
     pub timed_out: bool,
+    /// It printed more than [`GroupSpec::max_output`] and was killed.
+    pub output_over: bool,
+    /// Lines longer than [`GroupSpec::max_line`], not passed on.
+    pub long_lines: u64,
+}
+
+/// Lines one reader read: `text` holds them back to back, `ends` each
+/// one's (line number, end offset in `text`). One allocation per read,
+/// not per line.
+struct Batch {
+    stream: Stream,
+    text: Vec<u8>,
+    ends: Vec<(u64, usize)>,
+}
+
+/// What a reader sends the runner.
+enum Piped {
+    Lines(Batch),
+    /// The stream ended; this many of its lines were too long to pass on.
+    Closed {
+        long_lines: u64,
+    },
+}
+
+/// A pipe that counts what is read from it: the output cap is judged as
+/// the bytes arrive, skipped long lines included.
+struct Counted<R> {
+    inner: R,
+    bytes: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Read `reader` to its end (or until the runner hangs up), sending its
+/// lines in batches, one per read, over the bounded channel.
+fn send_lines(
+    reader: impl std::io::Read,
+    stream: Stream,
+    max_line: usize,
+    tx: &mpsc::SyncSender<Piped>,
+) {
+    let new_batch = || Batch {
+        stream,
+        text: Vec::new(),
+        ends: Vec::new(),
+    };
+    // Both callbacks touch the batch, one after the other.
+    let batch = RefCell::new(new_batch());
+    let long_lines = split_lines(
+        BufReader::with_capacity(READ_CHUNK, reader),
+        max_line,
+        &mut |n, line| {
+            let mut b = batch.borrow_mut();
+            b.text.extend_from_slice(line);
+            let end = b.text.len();
+            b.ends.push((n, end));
+        },
+        &mut || {
+            let mut b = batch.borrow_mut();
+            if b.ends.is_empty() {
+                return true;
+            }
+            let full = std::mem::replace(&mut *b, new_batch());
+            tx.send(Piped::Lines(full)).is_ok()
+        },
+    );
+    let _ = tx.send(Piped::Closed { long_lines });
 }
 
 /// Why a process group could not be run to its end.
@@ -243,7 +336,8 @@ pub fn run_group(
     // output closes it. A `setsid` descendant (its own session, out of reach
     // of the group kill) may keep the pipes open for ever: its readers are
     // left behind after a short drain, not waited for.
-    let (line_tx, line_rx) = mpsc::channel::<Option<(Stream, u64, Vec<u8>)>>();
+    let (line_tx, line_rx) = mpsc::sync_channel::<Piped>(BATCHES_IN_FLIGHT);
+    let printed = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let max_line = spec.max_line;
     let mut open_streams = 0;
     for (stream, reader) in [
@@ -256,14 +350,12 @@ pub fn run_group(
             stderr.map(|r| Box::new(r) as Box<dyn std::io::Read + Send>),
         ),
     ] {
-        let Some(reader) = reader else { continue };
+        let Some(inner) = reader else { continue };
         open_streams += 1;
         let tx = line_tx.clone();
+        let bytes = Arc::clone(&printed);
         std::thread::spawn(move || {
-            for_each_line(BufReader::new(reader), max_line, &mut |n, line| {
-                let _ = tx.send(Some((stream, n, line.to_vec())));
-            });
-            let _ = tx.send(None);
+            send_lines(Counted { inner, bytes }, stream, max_line, &tx);
         });
     }
     drop(line_tx);
@@ -274,23 +366,47 @@ pub fn run_group(
         let _ = done_tx.send((status, start.elapsed()));
     });
     let deadline = spec.timeout.map(|t| start + t);
-    let mut ended: Option<(
-        std::io::Result<std::process::ExitStatus>,
-        Duration,
-        bool,
-        Instant,
-    )> = None;
+    let over = |printed: &std::sync::atomic::AtomicU64| {
+        spec.max_output
+            .is_some_and(|cap| printed.load(Ordering::Relaxed) > cap)
+    };
+    let (mut ended, mut long_lines): (Option<Ended>, u64) = (None, 0);
     loop {
         // Lines first, in slices, so a timeout or a front end's
         // cancellation is seen within CANCEL_POLL.
         match line_rx.recv_timeout(CANCEL_POLL) {
-            Ok(Some((Stream::Stdout, n, line))) => on_stdout(n, &line),
-            Ok(Some((Stream::Stderr, n, line))) => on_stderr(n, &line),
-            Ok(None) => open_streams -= 1,
+            Ok(Piped::Lines(batch)) => {
+                let on_line: &mut (dyn FnMut(u64, &[u8]) + Send) = match batch.stream {
+                    Stream::Stdout => &mut *on_stdout,
+                    Stream::Stderr => &mut *on_stderr,
+                };
+                let mut from = 0;
+                for &(n, end) in &batch.ends {
+                    on_line(n, &batch.text[from..end]);
+                    from = end;
+                }
+            }
+            Ok(Piped::Closed { long_lines: l }) => {
+                open_streams -= 1;
+                long_lines += l;
+            }
             Err(mpsc::RecvTimeoutError::Disconnected) => open_streams = 0,
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if ended.is_none() {
+            // Judged as the bytes arrive, before the leader's exit: a
+            // flood is stopped at its cap, not when it ends by itself.
+            if over(&printed) {
+                kill_group(pid, Stop::Kill);
+                let (status, elapsed) = done_rx.recv().map_err(|_| GroupError::Lost)?;
+                return Ok(GroupExit {
+                    status: status.map_err(GroupError::Wait)?,
+                    elapsed,
+                    timed_out: false,
+                    output_over: true,
+                    long_lines,
+                });
+            }
             match done_rx.try_recv() {
                 Ok((status, elapsed)) => ended = Some((status, elapsed, false, Instant::now())),
                 Err(mpsc::TryRecvError::Disconnected) => return Err(GroupError::Lost),
@@ -312,11 +428,22 @@ pub fn run_group(
                     status: status.map_err(GroupError::Wait)?,
                     elapsed,
                     timed_out,
+                    output_over: over(&printed),
+                    long_lines,
                 });
             }
         }
     }
 }
+
+/// The leader's exit as the runner saw it: status, elapsed, whether its
+/// time was up, and when it was seen (the output drain runs from there).
+type Ended = (
+    std::io::Result<std::process::ExitStatus>,
+    Duration,
+    bool,
+    Instant,
+);
 
 /// The reaper's script: it reads `+PGID` / `-PGID` lines while kopt runs
 /// and, when its input closes (kopt exited or was killed, even by
@@ -382,38 +509,65 @@ fn reap_line(op: char, pgid: u32) {
 /// Call `f(line_number, line)` for every line of `r` (the last one without
 /// its newline too); a line longer than `max_line` bytes is skipped but
 /// counted.
-pub fn for_each_line(mut r: impl BufRead, max_line: usize, f: &mut (dyn FnMut(u64, &[u8]) + Send)) {
+pub fn for_each_line(r: impl BufRead, max_line: usize, f: &mut (dyn FnMut(u64, &[u8]) + Send)) {
+    split_lines(r, max_line, f, &mut || true);
+}
+
+/// [`for_each_line`], calling `drained()` whenever what was read is used up
+/// (the next read may block: time to hand the lines on); it returns false
+/// to stop reading. Returns how many lines were too long.
+fn split_lines(
+    mut r: impl BufRead,
+    max_line: usize,
+    f: &mut dyn FnMut(u64, &[u8]),
+    drained: &mut dyn FnMut() -> bool,
+) -> u64 {
     let mut line = Vec::new();
-    let mut n = 0u64;
+    let (mut n, mut long_lines) = (0u64, 0u64);
     let mut too_long = false;
     loop {
-        let buf = match r.fill_buf() {
+        let mut buf = match r.fill_buf() {
             Ok([]) | Err(_) => break,
             Ok(b) => b,
         };
-        let (chunk, ends) = match buf.iter().position(|&c| c == b'\n') {
-            Some(i) => (&buf[..i], Some(i + 1)),
-            None => (buf, None),
-        };
-        if line.len() + chunk.len() <= max_line {
-            line.extend_from_slice(chunk);
-        } else {
-            too_long = true;
-        }
-        let used = ends.unwrap_or(buf.len());
-        r.consume(used);
-        if ends.is_some() {
+        let read = buf.len();
+        // Every line of this read, without a call to the reader between; a
+        // line wholly inside the read is passed on without a copy.
+        while !buf.is_empty() {
+            let Some(i) = memchr::memchr(b'\n', buf) else {
+                if !too_long && line.len() + buf.len() <= max_line {
+                    line.extend_from_slice(buf);
+                } else {
+                    too_long = true;
+                    line.clear();
+                }
+                break;
+            };
             n += 1;
-            if !too_long {
+            if too_long || line.len() + i > max_line {
+                long_lines += 1;
+            } else if line.is_empty() {
+                f(n, &buf[..i]);
+            } else {
+                line.extend_from_slice(&buf[..i]);
                 f(n, &line);
             }
             line.clear();
             too_long = false;
+            buf = &buf[i + 1..];
+        }
+        r.consume(read);
+        if !drained() {
+            return long_lines;
         }
     }
-    if !line.is_empty() && !too_long {
+    if too_long {
+        long_lines += 1;
+    } else if !line.is_empty() {
         f(n + 1, &line);
     }
+    drained();
+    long_lines
 }
 
 /// Run `spec`: output teed to its log file and to `on_line` as it arrives,
@@ -435,7 +589,7 @@ pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::
                 if t.len() == TAIL_LINES {
                     t.pop_front();
                 }
-                t.push_back(text.clone());
+                t.push_back(clip_bytes(&text, TAIL_LINE_BYTES).to_string());
             }
             on_line(stream, &text);
         }
@@ -447,12 +601,20 @@ pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::
             env: &spec.env,
             timeout: spec.timeout,
             stop: Stop::TermThenKill,
-            max_line: usize::MAX,
+            max_line: RUN_MAX_LINE,
+            max_output: None,
         },
         &mut line_to(Stream::Stdout),
         &mut line_to(Stream::Stderr),
     )?;
     if let Ok(mut f) = log.lock() {
+        if exit.long_lines > 0 {
+            writeln!(
+                f,
+                "[kopt: {} line(s) longer than {RUN_MAX_LINE} bytes were left out of this log]",
+                exit.long_lines
+            )?;
+        }
         f.flush()?;
     }
     let tail = tail
@@ -470,6 +632,18 @@ pub fn run(spec: &RunSpec, on_line: &(dyn Fn(Stream, &str) + Sync)) -> std::io::
         elapsed: exit.elapsed,
         tail,
     })
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn clip_bytes(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// Stop the group: SIGTERM, a moment to flush, then SIGKILL; or SIGKILL.
@@ -652,6 +826,7 @@ mod tests {
                 timeout: Some(Duration::from_millis(300)),
                 stop: Stop::Kill,
                 max_line: 1024,
+                max_output: None,
             },
             &mut |n, l| lines.push((n, String::from_utf8_lossy(l).into_owned())),
             &mut |_, _| {},
@@ -668,6 +843,7 @@ mod tests {
                 timeout: None,
                 stop: Stop::Kill,
                 max_line: 1024,
+                max_output: None,
             },
             &mut |_, _| {},
             &mut |_, _| {},
@@ -678,6 +854,114 @@ mod tests {
                 .starts_with("cannot start /no/such/program: "),
             "{err}"
         );
+    }
+
+    fn group<'a>(args: &'a [String], max_output: Option<u64>) -> GroupSpec<'a> {
+        GroupSpec {
+            program: Path::new("/bin/sh"),
+            args,
+            env: &[],
+            timeout: Some(Duration::from_secs(60)),
+            stop: Stop::Kill,
+            max_line: 1024,
+            max_output,
+        }
+    }
+
+    /// While the caller is slow to take lines, the program waits on its
+    /// full pipe: its output does not pile up in kopt's memory (#39: 200 MB
+    /// printed took 7.8 GB).
+    #[test]
+    fn a_slow_caller_holds_the_program_back_instead_of_buffering_its_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("all-printed");
+        // 16 MB of short lines, then the marker.
+        let args = [
+            "-c".to_string(),
+            format!("yes | head -c 16000000; touch '{}'", marker.display()),
+        ];
+        let (mut first, mut lines) = (true, 0u64);
+        let mut printed_while_stalled = None;
+        let exit = run_group(
+            &group(&args, None),
+            &mut |_, _| {
+                if first {
+                    // Stalled until the program has printed everything, or 5 s.
+                    first = false;
+                    let t = Instant::now();
+                    while !marker.exists() && t.elapsed() < Duration::from_secs(5) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    printed_while_stalled = Some(marker.exists());
+                }
+                lines += 1;
+            },
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(
+            printed_while_stalled,
+            Some(false),
+            "the output was buffered"
+        );
+        assert!(exit.status.success() && !exit.output_over);
+        assert_eq!(lines, 8_000_000, "every line still arrives");
+        assert!(marker.exists());
+    }
+
+    /// Past `max_output` the group is killed at once, without newlines too.
+    #[test]
+    fn a_program_printing_past_its_output_cap_is_killed_at_once() {
+        for script in ["yes", "head -c 100000000 /dev/zero; sleep 60"] {
+            let args = ["-c".to_string(), script.to_string()];
+            let t = Instant::now();
+            let (mut bytes, mut lines) = (0usize, 0u64);
+            let exit = run_group(
+                &group(&args, Some(1 << 20)),
+                &mut |_, l| {
+                    bytes += l.len() + 1;
+                    lines += 1;
+                },
+                &mut |_, _| {},
+            )
+            .unwrap();
+            assert!(exit.output_over && !exit.timed_out, "{script}: {exit:?}");
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "{script}: {:?}",
+                t.elapsed()
+            );
+            assert!(bytes <= 2 << 20, "{script}: {bytes} bytes passed on");
+            if script == "yes" {
+                assert!(lines > 0);
+            } else {
+                assert_eq!(lines, 0, "one line past max_line, skipped");
+            }
+        }
+    }
+
+    /// A line past [`RUN_MAX_LINE`] is left out of the log, with a note; the
+    /// tail keeps the lines around it.
+    #[test]
+    fn a_run_leaves_out_a_giant_line_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!(
+            "echo before; head -c {} /dev/zero | tr '\\0' x; echo; echo after",
+            RUN_MAX_LINE + 10
+        );
+        let out = run(
+            &spec(dir.path(), "/bin/sh", &["-c", &script], None),
+            &|_, _| {},
+        )
+        .unwrap();
+        assert_eq!(out.tail, ["before", "after"]);
+        let log = std::fs::read_to_string(dir.path().join("run.log")).unwrap();
+        assert!(
+            log.starts_with("before\nafter\n"),
+            "{}",
+            clip_bytes(&log, 200)
+        );
+        assert!(log.contains("1 line(s) longer than 1048576 bytes"), "{log}");
     }
 
     #[test]

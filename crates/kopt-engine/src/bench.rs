@@ -987,6 +987,7 @@ fn run_plain(command: &str, budget: Option<Duration>) -> Result<Run> {
             timeout: budget,
             stop: Stop::Kill,
             max_line: MAX_LINE,
+            max_output: None,
         },
         &mut on_stdout,
         &mut on_stderr,
@@ -1043,7 +1044,13 @@ fn run_traced(command: &str, tracer: &Path, budget: Option<Duration>) -> Result<
         }
         let n = lines.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         match parse_sample_line(line, n) {
-            Ok(Some(s)) => reported.lock().unwrap_or_else(|e| e.into_inner()).push(s),
+            Ok(Some(s)) => {
+                // As a plain run's: at most MAX_SAMPLES kept, however many printed.
+                let mut kept = reported.lock().unwrap_or_else(|e| e.into_inner());
+                if kept.len() < MAX_SAMPLES {
+                    kept.push(s);
+                }
+            }
             Ok(None) => {}
             Err(e) => {
                 bad.lock()

@@ -360,6 +360,7 @@ pub fn time_once(argv: &[String], limit: Duration) -> Result<TimedRun> {
             timeout: Some(limit),
             stop: Stop::Kill,
             max_line: 4096,
+            max_output: None,
         },
         &mut |_, _| {},
         &mut |_, _| {},

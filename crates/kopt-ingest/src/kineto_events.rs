@@ -752,6 +752,14 @@ impl Collector {
                 name.into_owned()
             }
         };
+        // A GPU activity longer than any launch is a broken record: left
+        // out and counted, as an unusable `ts` or `dur` is.
+        let too_long = matches!(keep, Keep::Activity(_))
+            .then(|| crate::ncu::launch_too_long(ts, end))
+            .flatten();
+        if let Some(why) = too_long {
+            return self.skip(|| format!("\"{}\": {why}", crate::echo(&name)));
+        }
         match keep {
             Keep::Activity(kind) => {
                 // Implausible values are left unknown and counted (the

@@ -113,6 +113,10 @@ pub struct KoptTrace {
     /// `trace.jsonl.<pid>` files of this run that another rank wrote
     /// (`kopt analyze` of the run folder reads the ranks as one job).
     pub other_ranks_left_out: Vec<String>,
+    /// `trace.jsonl.<pid>` files that are the trace or a sibling again (a
+    /// hard link, a symlink, a copy with the same records), left out: each
+    /// as `FILE (the same file as OTHER)` or `FILE (the same records as OTHER)`.
+    pub repeats_left_out: Vec<String>,
     /// The bare run's step file read into `timeline.bare_steps`
     /// ([`bare_steps_beside`]), by its file name.
     pub bare_steps_file: Option<String>,
@@ -145,12 +149,18 @@ impl KoptTrace {
                 self.other_ranks_left_out.join(", ")
             ));
         }
+        if !self.repeats_left_out.is_empty() {
+            notes.push(format!(
+                "left out {} (merged once)",
+                self.repeats_left_out.join(", ")
+            ));
+        }
         if let Some(file) = &self.bare_steps_file {
             notes.push(format!("bare run's steps from {file}"));
         }
         if self.invalid_records > 0 {
             notes.push(format!(
-                "{} record(s) left out for impossible times (outside the clock's range, or ending before they start), the first: {}",
+                "{} record(s) left out for impossible times (outside the clock's range, ending before they start, or longer than any launch), the first: {}",
                 self.invalid_records,
                 self.first_invalid.as_deref().unwrap_or("")
             ));
@@ -606,6 +616,13 @@ impl TraceBuilder {
             );
             return;
         }
+        if let Some(why) = kind.and_then(|_| crate::ncu::launch_too_long(s, e)) {
+            self.reject(
+                line_no,
+                format!("{} from {s} to {e} ns: {why}", crate::echo(&line.t)),
+            );
+            return;
+        }
         if kind.is_some() || line.t == "api" {
             self.open_window.saw(s, e, line.t == "api");
         }
@@ -740,11 +757,19 @@ impl TraceBuilder {
             bare_steps_file: None,
             other_runs_left_out: Vec::new(),
             other_ranks_left_out: Vec::new(),
+            repeats_left_out: Vec::new(),
         }
     }
 }
 
 pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError> {
+    parse_within(text, path, usize::MAX).map(|(t, _)| t)
+}
+
+/// [`parse_kopt_trace`], stopped once it holds more than `room` activities:
+/// then what was read so far (its process record, which run and rank it
+/// is) and true.
+fn parse_within(text: &str, path: &str, room: usize) -> Result<(KoptTrace, bool), IngestError> {
     if text.trim().is_empty() {
         return Err(IngestError::Empty { path: path.into() });
     }
@@ -782,8 +807,11 @@ pub fn parse_kopt_trace(text: &str, path: &str) -> Result<KoptTrace, IngestError
             }
         };
         builder.record(&line, line_no);
+        if builder.t.activities.len() > room {
+            return Ok((builder.finish(), true));
+        }
     }
-    Ok(builder.finish())
+    Ok((builder.finish(), false))
 }
 
 /// The trace at `path` and those other processes of the same workload wrote
@@ -797,7 +825,10 @@ pub fn read_kopt_trace_set(path: &Path) -> Result<KoptTrace, IngestError> {
 }
 
 fn read_kopt_trace_set_whole(path: &Path) -> Result<KoptTrace, IngestError> {
-    let mut merged = read_kopt_trace(path)?;
+    let first = read_trace_file(path, usize::MAX)?;
+    let mut merged = first.trace;
+    // Past the budget alone: refused before any sibling is read.
+    crate::budget::check_activities(&merged.timeline, &path.display().to_string())?;
     let (Some(dir), Some(stem)) = (path.parent(), path.file_name()) else {
         return Ok(merged);
     };
@@ -822,13 +853,43 @@ fn read_kopt_trace_set_whole(path: &Path) -> Result<KoptTrace, IngestError> {
         })
         .collect();
     others.sort();
+    let max =
+        usize::try_from(crate::budget::TIMELINE_MAX_ACTIVITIES.checked()?).unwrap_or(usize::MAX);
+    // The files merged so far, by identity and by text: one read twice (a
+    // link to it, a copy of it) would count its kernels twice.
+    let first_name = stem.clone();
+    let mut identities: Vec<((u64, u64), String)> = file_identity(path)
+        .map(|id| (id, first_name.clone()))
+        .into_iter()
+        .collect();
+    let mut texts: Vec<(u64, String)> = vec![(first.text_hash, first_name.clone())];
     let mut i = 0u64;
     for other in &others {
-        let next = read_kopt_trace(other)?;
         let file = other
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let identity = file_identity(other);
+        if let Some((_, same)) = identities.iter().find(|(id, _)| Some(*id) == identity) {
+            merged
+                .repeats_left_out
+                .push(format!("{file} (the same file as {same})"));
+            continue;
+        }
+        // Read no further than the budget leaves: memory stays bounded by
+        // it however many siblings there are.
+        let room = max.saturating_sub(merged.timeline.activities.len());
+        let TraceFile {
+            trace: next,
+            over_room,
+            text_hash,
+        } = read_trace_file(other, room)?;
+        if let Some((_, same)) = texts.iter().find(|(h, _)| *h == text_hash) {
+            merged
+                .repeats_left_out
+                .push(format!("{file} (the same records as {same})"));
+            continue;
+        }
         // Another run's process (a run id that differs, or one run with an
         // id and the other without) is not part of this workload.
         if next.run != merged.run {
@@ -857,6 +918,11 @@ fn read_kopt_trace_set_whole(path: &Path) -> Result<KoptTrace, IngestError> {
                 )));
             }
         }
+        if over_room {
+            return Err(sibling_past_budget(path, &merged, &file, max));
+        }
+        identities.extend(identity.map(|id| (id, file.clone())));
+        texts.push((text_hash, file.clone()));
         merged.merged_files.push(file);
         i += 1;
         // Ids below 2^48 (32 bits and the window's 16): each process its own
@@ -924,6 +990,22 @@ fn read_kopt_trace_set_whole(path: &Path) -> Result<KoptTrace, IngestError> {
         }
     }
     Ok(merged)
+}
+
+/// The refusal of a trace set whose sibling `file` takes it past the
+/// activity budget `max`, said when that sibling is read.
+fn sibling_past_budget(path: &Path, merged: &KoptTrace, file: &str, max: usize) -> IngestError {
+    let budget = crate::budget::TIMELINE_MAX_ACTIVITIES;
+    IngestError::format(
+        &path.display().to_string(),
+        format!(
+            "with {} beside it, more than {max} GPU activities ({} in the {} file(s) merged before it): more than the timeline budget of {max}, not analysed; record fewer steps or sample (kopt trace --sample), or {}",
+            crate::echo(file),
+            merged.timeline.activities.len(),
+            merged.merged_files.len() + 1,
+            budget.how_to_raise_above(max as u64)
+        ),
+    )
 }
 
 /// Where the bare run's steps of the trace named `trace_name` in `dir` lie:
@@ -1157,20 +1239,67 @@ fn union_of_windows(a: Vec<(i64, i64)>, b: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 }
 
 pub fn read_kopt_trace(path: &Path) -> Result<KoptTrace, IngestError> {
+    Ok(read_trace_file(path, usize::MAX)?.trace)
+}
+
+/// One trace file as the set reader sees it.
+struct TraceFile {
+    trace: KoptTrace,
+    /// It held more activities than the room it was given: `trace` is cut.
+    over_room: bool,
+    /// A hash of its text (decompressed): a copy of a file reads the same.
+    text_hash: u64,
+}
+
+/// `path` read (decompressed when gzipped) and parsed, stopped past `room`
+/// activities ([`parse_within`]).
+fn read_trace_file(path: &Path, room: usize) -> Result<TraceFile, IngestError> {
     let label = path.display().to_string();
     let bytes = crate::read_regular(path, &label)?;
     // A gzipped trace (`trace.jsonl.gz`, kept small as a fixture or an
     // attachment) is decompressed first, with the Kineto reader's bounds.
-    if bytes.starts_with(&crate::kineto::GZIP_MAGIC) {
-        let plain = crate::kineto::gunzip(
+    let plain = if bytes.starts_with(&crate::kineto::GZIP_MAGIC) {
+        crate::kineto::gunzip(
             bytes.as_slice(),
             bytes.len() as u64,
             crate::kineto::gzip_size_hint(&bytes),
             &label,
-        )?;
-        return parse_kopt_trace_bytes(&plain, &label);
+        )?
+    } else {
+        bytes
+    };
+    let text_hash = {
+        use std::hash::Hasher;
+        let mut h = std::hash::DefaultHasher::new();
+        h.write(&plain);
+        h.finish()
+    };
+    let text = std::str::from_utf8(&plain).map_err(|_| ());
+    let (trace, over_room) = match text {
+        Ok(text) => parse_within(text, &label, room)?,
+        // The UTF-8 error, with its line and offset.
+        Err(()) => (parse_kopt_trace_bytes(&plain, &label)?, false),
+    };
+    Ok(TraceFile {
+        trace,
+        over_room,
+        text_hash,
+    })
+}
+
+/// The file `path` names (device and inode, through symlinks), where the
+/// system says.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
     }
-    parse_kopt_trace_bytes(&bytes, &label)
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 #[cfg(test)]

@@ -395,9 +395,15 @@ fn kopt_trace_times_that_cannot_be_computed_with_are_skipped() {
 fn counters_of_merged_processes_saturate() {
     let dir = tempfile::tempdir().unwrap();
     let end = "{\"t\":\"kernel\",\"name\":\"k\",\"s\":10,\"e\":20,\"c\":4294967295}\n{\"t\":\"end\",\"records\":1,\"dropped\":18446744073709551615,\"lost_buffers\":18446744073709551615}\n";
-    std::fs::write(dir.path().join("trace.jsonl"), end).unwrap();
-    std::fs::write(dir.path().join("trace.jsonl.1"), end).unwrap();
-    std::fs::write(dir.path().join("trace.jsonl.2"), end).unwrap();
+    // Three processes (a file repeating another's records is merged once).
+    for (pid, name) in [
+        (0, "trace.jsonl"),
+        (1, "trace.jsonl.1"),
+        (2, "trace.jsonl.2"),
+    ] {
+        let text = format!("{{\"t\":\"process\",\"pid\":{pid}}}\n{end}");
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
     let t = read_kopt_trace_set(&dir.path().join("trace.jsonl")).unwrap();
     assert_eq!(t.processes, 3);
     assert_eq!(t.dropped_records, u64::MAX);

@@ -125,10 +125,12 @@ fn a_sibling_trace_of_another_gpu_is_refused_by_name() {
         err.contains("NVIDIA H200") && err.contains("trace.jsonl.2") && err.contains("H100"),
         "{err}"
     );
-    // The same GPU in both: merged as before.
+    // The same GPU in both: merged as before (another process's kernel:
+    // a file repeating the trace's own records is merged once).
+    let k2 = k.replace("\"c\":8", "\"c\":9");
     std::fs::write(
         d.path().join("trace.jsonl.2"),
-        kopt_trace("NVIDIA H200", &[k]),
+        kopt_trace("NVIDIA H200", &[&k2]),
     )
     .unwrap();
     let t = kopt_ingest::read_kopt_trace_set(&d.path().join("trace.jsonl")).unwrap();

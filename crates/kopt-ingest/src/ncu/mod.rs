@@ -219,6 +219,21 @@ pub(crate) fn parse_dim3(s: &str) -> Option<Dim3> {
 /// rank; a larger value is a broken capture.
 pub const MAX_KERNEL_DURATION_NS: f64 = 1e13;
 
+/// [`MAX_KERNEL_DURATION_NS`] in whole nanoseconds, for the readers whose
+/// launches have a start and an end (kopt's trace, rocprof, Kineto).
+pub const MAX_LAUNCH_NS: i64 = MAX_KERNEL_DURATION_NS as i64;
+
+/// Why a launch from `start` to `end` ns cannot be one (longer than
+/// [`MAX_LAUNCH_NS`]); None when it can.
+pub(crate) fn launch_too_long(start: i64, end: i64) -> Option<String> {
+    let lasts = i128::from(end) - i128::from(start);
+    (lasts > i128::from(MAX_LAUNCH_NS)).then(|| {
+        format!(
+            "lasts {lasts} ns, beyond any kernel launch ({MAX_KERNEL_DURATION_NS:e} ns, 2.8 hours)"
+        )
+    })
+}
+
 /// A kernel duration checked at the parser boundary: `raw` as the file
 /// wrote it, `v` in ns when it read as a number. NaN, zero (no launch takes
 /// no time), negative, infinite or beyond [`MAX_KERNEL_DURATION_NS`] is an

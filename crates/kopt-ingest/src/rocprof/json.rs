@@ -128,6 +128,15 @@ impl At<'_> {
             _ => Err(self.err("start_timestamp / end_timestamp missing")),
         }
     }
+
+    /// A kernel dispatch's [`At::span`], no longer than any launch.
+    fn launch_span(&self, v: &Value) -> Result<(i64, i64), IngestError> {
+        let (s, e) = self.span(v)?;
+        match crate::ncu::launch_too_long(s, e) {
+            Some(why) => Err(self.err(format!("start_timestamp {s} to end_timestamp {e}: {why}"))),
+            None => Ok((s, e)),
+        }
+    }
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -404,7 +413,7 @@ fn dispatches(
             .filter(|v| v.is_object())
             .ok_or_else(|| at.err("no dispatch_info object"))?;
         let mut d = dispatch(t, at, rec, info)?;
-        let (s, e) = at.span(rec)?;
+        let (s, e) = at.launch_span(rec)?;
         d.start_ns = Some(s);
         d.end_ns = Some(e);
         d.line = i as u64;
@@ -437,7 +446,7 @@ fn dispatches(
                 // Counter collection without a kernel trace: the
                 // dispatch's own timestamps where the record has them.
                 if data.get("start_timestamp").is_some() {
-                    let (s, e) = at.span(data)?;
+                    let (s, e) = at.launch_span(data)?;
                     d.start_ns = Some(s);
                     d.end_ns = Some(e);
                 }

@@ -686,6 +686,29 @@ pub fn merge_rocprof(
         );
     }
 
+    // Timestamps out of order and nothing to estimate from: no duration,
+    // left out of the kernel times; said, with the first one's line.
+    let mut no_duration = base.iter().filter(|d| {
+        matches!((d.start_ns, d.end_ns), (Some(s), Some(e)) if e <= s)
+            && metrics::grbm_duration_ns(d, &model).is_none()
+    });
+    if let Some(first) = no_duration.next() {
+        let label = sources
+            .iter()
+            .find(|s| s.launches > 0)
+            .map(|s| s.path.clone())
+            .unwrap_or_default();
+        sources.extra(
+            &label,
+            "durations".into(),
+            format!(
+                "{} dispatch(es) left without a duration, the first at line {}: End_Timestamp not after Start_Timestamp, and no GRBM_GUI_ACTIVE count to estimate it from",
+                1 + no_duration.count(),
+                first.line
+            ),
+        );
+    }
+
     let mut tl = None;
     if timeline && trace_based {
         tl = Some(timeline_of(&base, &launches, copies, api, &device));

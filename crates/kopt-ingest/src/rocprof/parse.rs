@@ -245,6 +245,25 @@ impl Cols {
         if start.is_some_and(|s| s > MAX_TIME_NS) || end.is_some_and(|e| e > MAX_TIME_NS) {
             return Err(IngestError::at(label, line, "timestamp out of range"));
         }
+        // Both below 2^60: they fit an i64.
+        if let (Some(s), Some(e)) = (start, end) {
+            if let Some(why) = crate::ncu::launch_too_long(s as i64, e as i64) {
+                let name = |c: Option<usize>| c.map_or("", col);
+                return Err(IngestError::at(
+                    label,
+                    line,
+                    format!(
+                        "{} {s} to {} {e}: {why}",
+                        name(self.start),
+                        if self.end.is_some() {
+                            name(self.end)
+                        } else {
+                            "its end"
+                        }
+                    ),
+                ));
+            }
+        }
         if start.is_none() || end.is_none() {
             start = None;
             end = None;
