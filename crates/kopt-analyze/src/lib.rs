@@ -294,6 +294,7 @@ fn explained_kernels(
             .and_then(|t| t.steps.as_ref())
             .and_then(|s| s.other_threads.clone()),
     );
+    notes.extend(bare_steps_unused_note(profile, timeline));
     for k in &mut kernels {
         explain_kernel(k, counters_collected, covering, timeline);
     }
@@ -1194,6 +1195,24 @@ fn explain_missing_counters(k: &mut kopt_model::KernelVerdict, counters_collecte
         // The why and the way out are said once, in the report's notes.
         "No counters (timeline only), only its time is known".into()
     };
+}
+
+/// A bare run's steps that came with the input but were not used (they do
+/// not match the traced steps) are said: the Input line names their file,
+/// and the step would otherwise seem measured bare.
+fn bare_steps_unused_note(
+    profile: &Profile,
+    timeline: Option<&kopt_model::TimelineSummary>,
+) -> Option<String> {
+    let bare = profile.timeline.as_ref()?.bare_steps.as_ref()?;
+    let prediction = timeline?.graph_prediction.as_ref()?;
+    (!prediction.eager_measured_bare).then(|| {
+        format!(
+            "The bare run's steps ({} of them, range {}) were not used: they do not match the traced steps (too few, overlapping, of another range, slower than the traced steps or faster than the GPU's own work), so the step is the traced one less the recorder's modelled cost.",
+            bare.spans_ns.len(),
+            kopt_model::text::echo(&bare.range)
+        )
+    })
 }
 
 /// The kernel that costs the workload the most recoverable time; when no

@@ -361,6 +361,11 @@ fn a_program_without_ranges_or_syncs_is_timed_bare_by_its_launch_count() {
 /// A run folder of a real H100 capture (BERT b1, kopt's driver) with the
 /// bare-steps file replaced by `lines`: the prediction's eager step.
 fn with_bare_lines(lines: &str) -> serde_json::Value {
+    with_bare_lines_report(lines)["timeline"]["graph_prediction"].clone()
+}
+
+/// The whole report of `with_bare_lines`.
+fn with_bare_lines_report(lines: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
         fixture("advice-h100/bert_b1_s64_bf16-script/trace.jsonl.gz"),
@@ -373,7 +378,7 @@ fn with_bare_lines(lines: &str) -> serde_json::Value {
         .arg(dir.path())
         .output()
         .unwrap();
-    report(&o)["timeline"]["graph_prediction"].clone()
+    report(&o)
 }
 
 #[test]
@@ -408,4 +413,11 @@ fn bare_steps_that_cannot_be_this_programs_are_not_used() {
         .collect();
     let g = with_bare_lines(&overlapping);
     assert_eq!(g["eager_measured_bare"], false, "{g}");
+    // Round seven: unused, they were named in the Input line and said
+    // nothing more; now a note says they were not used.
+    let r = with_bare_lines_report(&overlapping);
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("bare run's steps (23 of them"), "{notes}");
+    let r = with_bare_lines_report(&real);
+    assert!(!r["notes"].to_string().contains("were not used"));
 }
