@@ -128,8 +128,19 @@ pub fn diagnose(mut profile: Profile, opts: &AnalysisOptions) -> Diagnosis {
 /// never replaces one it did: a typo (`--device zzz` over an H100) would
 /// drop the identified peaks. Returns the note saying so.
 fn name_device(device: &mut kopt_model::Device, name: &str) -> Option<String> {
-    let known = kopt_model::datasheet_peaks(name).is_some();
+    let known = kopt_model::datasheet_peaks(name);
     let identified = !device.name.starts_with(&kopt_model::Device::unknown().name);
+    // Another vendor's GPU over an identified one would mix two
+    // architectures (an H100's 132 SMs and CC 9.0 under MI300X peaks).
+    let amd_name = known.as_ref().is_some_and(|(key, _)| key.starts_with("MI"));
+    if identified && known.is_some() && amd_name != (device.vendor() == kopt_model::Vendor::Amd) {
+        return Some(format!(
+            "--device {} is another vendor's GPU than the one the input names, {}: the input's device and its peaks are kept (--device is for inputs that name no GPU)",
+            kopt_model::text::echo(name),
+            kopt_model::text::echo(&device.name)
+        ));
+    }
+    let known = known.is_some();
     if !known && identified {
         return Some(format!(
             "--device {} is not a GPU kopt has peaks for ({}): the input's device, {}, and its peaks are kept",
@@ -203,6 +214,11 @@ mod tests {
         );
         assert_eq!(name_device(&mut h100, "NVIDIA H200"), None);
         assert_eq!(h100.name, "NVIDIA H200");
+        // Round seven: an AMD name over an identified NVIDIA GPU.
+        let before = h100.clone();
+        let note = name_device(&mut h100, "MI300X").expect("said");
+        assert_eq!(h100, before);
+        assert!(note.contains("another vendor's GPU"), "{note}");
         let mut unknown = kopt_model::Device::unknown();
         assert_eq!(name_device(&mut unknown, "my card"), None);
         assert_eq!(unknown.name, "my card");
