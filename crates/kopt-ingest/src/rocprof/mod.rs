@@ -671,12 +671,13 @@ pub fn merge_rocprof(
         .filter(|d| !matches!((d.start_ns, d.end_ns), (Some(s), Some(e)) if e > s))
         .filter(|d| metrics::grbm_duration_ns(d, &model).is_some())
         .count();
+    // The notes go on the first file with launches.
+    let label = sources
+        .iter()
+        .find(|s| s.launches > 0)
+        .map(|s| s.path.clone())
+        .unwrap_or_default();
     if estimated > 0 {
-        let label = sources
-            .iter()
-            .find(|s| s.launches > 0)
-            .map(|s| s.path.clone())
-            .unwrap_or_default();
         sources.extra(
             &label,
             "durations".into(),
@@ -693,11 +694,6 @@ pub fn merge_rocprof(
             && metrics::grbm_duration_ns(d, &model).is_none()
     });
     if let Some(first) = no_duration.next() {
-        let label = sources
-            .iter()
-            .find(|s| s.launches > 0)
-            .map(|s| s.path.clone())
-            .unwrap_or_default();
         sources.extra(
             &label,
             "durations".into(),
