@@ -65,6 +65,27 @@ def test_tools_listed_with_schemas(tmp_path):
             assert t.output_schema["type"] == "object"
         long = {t.name: t for t in tools if "budget_s" in t.input_schema.get("properties", {})}
         assert set(long) == {"profile", "trace", "bench", "optimize", "tune"}
+        # #37: the whole list fits an agent's tool budget (it was 146 KB).
+        listed = json.dumps(
+            {"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}, separators=(",", ":")
+        )
+        assert len(listed) <= 20_000, len(listed)
+        # compare writes a history row: it does not claim to be read-only.
+        by = {t.name: t for t in tools}
+        assert by["compare"].annotations is None or by["compare"].annotations.read_only_hint is not True
+        assert all(t.title for t in tools)
+
+    _run(body, tmp_path)
+
+
+def test_a_summary_without_counters_says_they_are_missing(tmp_path, fixtures):
+    # #37: an AMD kernel trace without counters summarised as "unknown" alone.
+    shutil.copy(fixtures / "amd/rocprofv3-docs/kernel_trace.csv", tmp_path / "kernel_trace.csv")
+
+    async def body(session):
+        r = await session.call_tool("analyze", {"files": ["kernel_trace.csv"]})
+        assert not r.is_error, _text(r)
+        assert "counters" in _text(r).lower(), _text(r)
 
     _run(body, tmp_path)
 
@@ -223,3 +244,65 @@ def test_errors_are_answered_and_the_session_goes_on(tmp_path):
         assert not r.is_error
 
     _run(body, tmp_path)
+
+
+def _servers_of(parent: int):
+    """The `kopt mcp` processes whose parent is `parent`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"mcp" in cmd:
+            out.append(int(d.name))
+    return out
+
+
+def test_killing_the_server_leaves_no_workload(tmp_path):
+    # #37: SIGKILL to the server left its workload running.
+    work = tmp_path / "work.sh"
+    work.write_text('echo $$ > "$(dirname "$0")/pid"\nexec sleep 60\n')
+    pid_file = tmp_path / "pid"
+    found = {}
+
+    async def body(session):
+        await session.list_tools()
+        with anyio.move_on_after(30):
+            async with anyio.create_task_group() as tg:
+
+                async def call():
+                    try:
+                        await session.call_tool(
+                            "bench", {"baseline": ["sh", str(work)], "candidate": ["true"], "budget_s": 300}
+                        )
+                    except Exception:  # the server is gone: the call cannot end well
+                        pass
+
+                tg.start_soon(call)
+                while not pid_file.exists() or not pid_file.read_text().strip():
+                    await anyio.sleep(0.05)
+                found["workload"] = int(pid_file.read_text())
+                servers = _servers_of(os.getpid())
+                assert len(servers) == 1, servers
+                os.kill(servers[0], 9)
+                found["killed"] = servers[0]
+                tg.cancel_scope.cancel()
+
+    try:
+        _run(body, tmp_path)
+    except AssertionError:
+        raise
+    except Exception:  # the SDK's transport ends with the server
+        pass
+    pid = found.get("workload")
+    assert pid, "the workload never started"
+    assert found.get("killed"), "the server was not killed"
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), f"workload {pid} still running after the server was killed"
