@@ -7,12 +7,22 @@
 # it with autograd on, its phases in NVTX ranges kopt:data/forward/
 # backward/optimizer.
 import importlib.util
+import os
 import sys
 
 import torch
 
 
 def load(path, module_name):
+    # kopt runs a copy of the script from its run folder: the folder it came
+    # from goes on sys.path, as Python puts a script's own, so that the
+    # script's imports of its neighbours resolve.
+    marker = os.path.join(os.path.dirname(os.path.abspath(path)), "kopt_source_dir.txt")
+    if os.path.isfile(marker):
+        with open(marker, encoding="utf-8") as f:
+            source = f.read().strip()
+        if os.path.isdir(source) and source not in sys.path:
+            sys.path.insert(1, source)
     spec = importlib.util.spec_from_file_location("kopt_user_module", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules["kopt_user_module"] = mod

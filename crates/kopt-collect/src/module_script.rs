@@ -75,6 +75,17 @@ pub fn is_training_script(text: &str) -> bool {
     })
 }
 
+/// The file beside a copied module script that names the folder the
+/// script came from (kopt_module.load puts it on `sys.path`, as Python
+/// does for a script it runs, so the script's own imports resolve).
+pub const SOURCE_DIR_FILE: &str = "kopt_source_dir.txt";
+
+/// Records `dir`, the folder `script` (a copy in a run folder) came from.
+pub fn note_source_dir(script: &Path, dir: &Path) -> Result<()> {
+    let folder = script.parent().unwrap_or(Path::new("."));
+    write(folder, (SOURCE_DIR_FILE, &dir.display().to_string())).map(|_| ())
+}
+
 /// A module script placed in a run folder, ready to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedScript {

@@ -29,7 +29,10 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     }
     let started = std::time::Instant::now();
     let module = req.module_name();
-    let text = module_script_text(req, &module)?;
+    let mut source = module_script(req, &module)?;
+    source.warmup = 3;
+    source.steps = req.steps;
+    let text = source.text.clone();
     // Without counters the baseline is the tracer's alone: a missing tracer
     // is said before anything is created.
     if !req.counters {
@@ -37,15 +40,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     }
     let (_, run_dir) = crate::run_folder::create_run_dir(&req.runs_dir)?;
     let baseline_dir = run_dir.join("baseline");
-    let prepared = crate::module_script::prepare(
-        &baseline_dir,
-        &text,
-        &module,
-        &req.python,
-        3,
-        req.steps,
-        false,
-    )?;
+    let prepared = source.prepare_in(&baseline_dir, false)?;
     if !prepared.driven {
         return Err(Error::Usage(format!(
             "{}: kopt optimize needs a module script: an nn.Module class (Model) and get_inputs(), optionally get_init_inputs()",
@@ -213,9 +208,9 @@ fn checkpoint(report: &OptimizeReport) -> Result<()> {
 /// The module script's text, read as `--script` reads a script (a regular
 /// file within the size cap, UTF-8) and refused unless it is a module
 /// script: all before the run folder exists.
-fn module_script_text(req: &OptimizeRequest, module: &str) -> Result<String> {
+fn module_script(req: &OptimizeRequest, module: &str) -> Result<crate::workload::ScriptSource> {
     match crate::workload::Workload::from_script_file(&req.script, &req.python, Some(module), false)? {
-        crate::workload::Workload::Script(s) => Ok(s.text),
+        crate::workload::Workload::Script(s) => Ok(s),
         crate::workload::Workload::Command(_) => Err(Error::Usage(format!(
             "{}: kopt optimize needs a module script: an nn.Module class (Model) and get_inputs(), optionally get_init_inputs()",
             req.script.display()

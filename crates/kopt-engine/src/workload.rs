@@ -45,6 +45,9 @@ pub struct ScriptSource {
     pub steps: u32,
     /// Record PyTorch's op ranges with input shapes.
     pub record_ops: bool,
+    /// The folder the script came from, when it came from a file: on the
+    /// copy's `sys.path`, so its imports of its neighbours resolve.
+    pub dir: Option<PathBuf>,
 }
 
 impl ScriptSource {
@@ -60,7 +63,31 @@ impl ScriptSource {
             warmup: Self::WARMUP,
             steps: Self::STEPS,
             record_ops: false,
+            dir: None,
         }
+    }
+
+    /// The script prepared in `dir` (`crate::module_script::prepare`), its
+    /// source folder noted beside the copy when it is driven.
+    pub(crate) fn prepare_in(
+        &self,
+        dir: &Path,
+        record_ops: bool,
+    ) -> Result<crate::module_script::PreparedScript> {
+        let prepared = crate::module_script::prepare(
+            dir,
+            &self.text,
+            &self.module,
+            &self.python,
+            self.warmup,
+            self.steps,
+            record_ops,
+        )?;
+        if let Some(source) = self.dir.as_deref().filter(|_| prepared.driven) {
+            kopt_collect::module_script::note_source_dir(&prepared.script, source)
+                .map_err(|e| Error::Output(e.to_string()))?;
+        }
+        Ok(prepared)
     }
 }
 
@@ -109,6 +136,9 @@ impl Workload {
         });
         let mut source = ScriptSource::new(text, module, python.to_string());
         source.record_ops = record_ops;
+        source.dir = std::fs::canonicalize(path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
         Ok(Workload::Script(source))
     }
 
@@ -217,18 +247,7 @@ impl WorkloadOptions {
         let (id, dir) = self.create_run_dir()?;
         let argv = match &self.workload {
             Workload::Command(argv) => argv.clone(),
-            Workload::Script(s) => {
-                crate::module_script::prepare(
-                    &dir,
-                    &s.text,
-                    &s.module,
-                    &s.python,
-                    s.warmup,
-                    s.steps,
-                    s.record_ops,
-                )?
-                .argv
-            }
+            Workload::Script(s) => s.prepare_in(&dir, s.record_ops)?.argv,
         };
         let accepted = WorkloadOptions {
             workload: Workload::Command(argv),
@@ -330,15 +349,7 @@ pub fn time_workload_once(workload: &Workload, limit: Duration) -> Result<TimedR
         Workload::Script(s) => {
             let scratch = tempfile::tempdir()
                 .map_err(|e| Error::Output(format!("scratch folder for a timing run: {e}")))?;
-            let prepared = crate::module_script::prepare(
-                scratch.path(),
-                &s.text,
-                &s.module,
-                &s.python,
-                s.warmup,
-                s.steps,
-                false,
-            )?;
+            let prepared = s.prepare_in(scratch.path(), false)?;
             time_once(&prepared.argv, limit)
         }
     }
@@ -501,5 +512,38 @@ mod tests {
         // A second acceptance is a second run folder.
         let (other, _) = opts.accept().unwrap();
         assert_ne!(id, other);
+    }
+
+    #[test]
+    fn a_script_from_a_file_has_its_folder_noted_beside_the_copy() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        let file = src.join("model.py");
+        std::fs::write(&file, MODULE).unwrap();
+        let Workload::Script(s) =
+            Workload::from_script_file(&file, "python3", None, false).unwrap()
+        else {
+            panic!("a module script")
+        };
+        assert_eq!(
+            s.dir.as_deref(),
+            Some(src.canonicalize().unwrap().as_path())
+        );
+        let run = d.path().join("run");
+        let prepared = s.prepare_in(&run, false).unwrap();
+        let noted = run.join(kopt_collect::module_script::SOURCE_DIR_FILE);
+        assert_eq!(
+            std::fs::read_to_string(noted).unwrap(),
+            src.canonicalize().unwrap().display().to_string()
+        );
+        assert!(prepared.script.starts_with(&run));
+        // Text without a file (profile_module's): nothing noted.
+        let text_only = ScriptSource::new(MODULE.into(), "m".into(), "python3".into());
+        let other = d.path().join("other");
+        text_only.prepare_in(&other, false).unwrap();
+        assert!(!other
+            .join(kopt_collect::module_script::SOURCE_DIR_FILE)
+            .exists());
     }
 }

@@ -469,3 +469,21 @@ def test_a_training_step_is_judged_by_the_loss_and_all_its_parameters(fake_torch
     # One vector, judged by its relative L2 alone (the engine reads `l2:`).
     assert [n for n, _ in pairs] == ["l2:parameters"]
     assert pairs[0][1].values == pytest.approx([0.9, 2.2, 1e-5])
+
+
+def test_a_copied_script_imports_its_neighbours_from_its_own_folder(fake_torch, tmp_path, monkeypatch):
+    # kopt runs a copy of the script in its run folder; the script's
+    # `import helpers` failed there (the folder it came from was not on
+    # sys.path, as Python puts it for a script it runs).
+    src = tmp_path / "project"
+    src.mkdir()
+    (src / "helpers_for_kopt_test.py").write_text("WIDTH = 7\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "Model.py").write_text("import helpers_for_kopt_test\nWIDTH = helpers_for_kopt_test.WIDTH\n")
+    (run / "kopt_source_dir.txt").write_text(str(src))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "helpers_for_kopt_test", raising=False)
+    km = load_kopt_module()
+    assert km.load(str(run / "Model.py"), "Model").WIDTH == 7
+    assert str(src) in sys.path
