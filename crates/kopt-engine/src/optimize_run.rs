@@ -32,7 +32,6 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     let mut source = module_script(req, &module)?;
     source.warmup = 3;
     source.steps = req.steps;
-    let text = source.text.clone();
     // Without counters the baseline is the tracer's alone: a missing tracer
     // is said before anything is created.
     if !req.counters {
@@ -53,7 +52,7 @@ pub fn optimize(req: &OptimizeRequest, progress: &dyn Progress) -> Result<Optimi
     let diagnosis = baseline(req, &prepared, progress)?;
     // 2. Candidates from the diagnosis, within the budget that is left.
     let mut choices = choose(&diagnosis, &req.force, &req.skip);
-    if kopt_collect::module_script::is_training_script(&text) {
+    if kopt_collect::module_script::is_training_script(&source.text) {
         crate::optimize::restrict_to_training(&mut choices);
     }
     if let Some(budget) = req.budget {
@@ -205,7 +204,7 @@ fn checkpoint(report: &OptimizeReport) -> Result<()> {
     std::fs::rename(&tmp, &path).map_err(|e| crate::error::io_error(&path, "write", e))
 }
 
-/// The module script's text, read as `--script` reads a script (a regular
+/// The module script, read as `--script` reads a script (a regular
 /// file within the size cap, UTF-8) and refused unless it is a module
 /// script: all before the run folder exists.
 fn module_script(req: &OptimizeRequest, module: &str) -> Result<crate::workload::ScriptSource> {
