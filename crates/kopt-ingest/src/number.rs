@@ -77,6 +77,11 @@ pub fn parse_cell(raw: &str, style: NumberStyle) -> Cell {
         NumberStyle::DotDecimal => (',', '.'),
         NumberStyle::CommaDecimal => ('.', ','),
     };
+    if !grouped_well(s, group, decimal) {
+        // `3.168,5` in a file that groups with commas, `3,16,8`, `,3168`:
+        // read as the file's style they would be another number.
+        return Cell::Invalid;
+    }
     let needs_rewrite =
         s.contains(group) || s.contains(' ') || s.contains('\u{a0}') || decimal != '.';
     let parsed = if needs_rewrite {
@@ -96,6 +101,23 @@ pub fn parse_cell(raw: &str, style: NumberStyle) -> Cell {
     }
 }
 
+/// Thousands groups as the style writes them: only before the decimal
+/// point, the first of one to three digits, every other of three.
+fn grouped_well(s: &str, group: char, decimal: char) -> bool {
+    let whole = match s.find(decimal) {
+        Some(i) if s[i + decimal.len_utf8()..].contains(group) => return false,
+        Some(i) => &s[..i],
+        None => s,
+    };
+    if !whole.contains(group) {
+        return true;
+    }
+    let digits = whole.trim_start_matches(['-', '+']);
+    let mut groups = digits.split(group);
+    let first = groups.next().unwrap_or("");
+    (1..=3).contains(&first.len()) && groups.all(|g| g.len() == 3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +133,38 @@ mod tests {
         assert_eq!(parse_cell("", st), Cell::Missing);
         assert_eq!(parse_cell("PolicySpread", st), Cell::Invalid);
         assert_eq!(parse_cell("4.705e-05", st), Cell::Value(4.705e-05));
+    }
+
+    #[test]
+    fn a_cell_grouped_against_its_files_style_is_not_a_number() {
+        // Round seven: `3.168,5` in a dot-decimal file read as 3.1685.
+        for bad in ["3.168,5", "3,16,8", ",3168", "1,2345.5"] {
+            assert_eq!(
+                parse_cell(bad, NumberStyle::DotDecimal),
+                Cell::Invalid,
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_cell("12,5", NumberStyle::CommaDecimal),
+            Cell::Value(12.5)
+        );
+        assert_eq!(
+            parse_cell("1,234,567.5", NumberStyle::DotDecimal),
+            Cell::Value(1234567.5)
+        );
+        assert_eq!(
+            parse_cell("-1,024", NumberStyle::DotDecimal),
+            Cell::Value(-1024.0)
+        );
+        assert_eq!(
+            parse_cell("1.234,5", NumberStyle::CommaDecimal),
+            Cell::Value(1234.5)
+        );
+        assert_eq!(
+            parse_cell("1,5,0", NumberStyle::CommaDecimal),
+            Cell::Invalid
+        );
     }
 
     #[test]
