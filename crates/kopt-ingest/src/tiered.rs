@@ -222,22 +222,39 @@ pub fn read_run_folder(dir: &Path) -> Result<Profile, IngestError> {
 /// report would name only one). Passes whose device is unknown agree with
 /// any.
 fn one_device(dir: &Path, passes: [(&str, Option<&Device>); 3]) -> Result<(), IngestError> {
-    let named: Vec<(&str, &str)> = passes
+    let named: Vec<(&str, &Device)> = passes
         .iter()
-        .filter_map(|(pass, d)| Some((*pass, (*d)?.name.as_str())))
-        .filter(|(_, name)| !name.is_empty() && !name.starts_with("unknown"))
+        .filter_map(|(pass, d)| Some((*pass, (*d)?)))
+        .filter(|(_, d)| !d.name.is_empty() && !d.name.starts_with("unknown"))
         .collect();
+    // Two cards of one name can differ (an H100 PCIe's 114 SMs against an
+    // SXM's 132): the SM count and compute capability, where both passes
+    // say, must agree too.
+    let differ = |x: &Device, y: &Device| {
+        let both =
+            |a: Option<&str>, b: Option<&str>| matches!((a, b), (Some(a), Some(b)) if a != b);
+        x.name != y.name
+            || matches!((x.sm_count, y.sm_count), (Some(a), Some(b)) if a != b)
+            || both(
+                x.compute_capability.as_deref(),
+                y.compute_capability.as_deref(),
+            )
+    };
+    let said = |d: &Device| match d.sm_count {
+        Some(n) => format!("{} ({n} SMs)", crate::echo(&d.name)),
+        None => crate::echo(&d.name),
+    };
     if let Some(((a, da), (b, db))) = named
         .iter()
         .flat_map(|x| named.iter().map(move |y| (*x, *y)))
-        .find(|((_, da), (_, db))| da != db)
+        .find(|((_, da), (_, db))| differ(da, db))
     {
         return Err(IngestError::format(
             &dir.display().to_string(),
             format!(
                 "{a} ran on {} and {b} on {}: one run folder holds one GPU's passes (profile again, or analyze each pass's file on its own)",
-                crate::echo(da),
-                crate::echo(db)
+                said(da),
+                said(db)
             ),
         ));
     }
@@ -252,6 +269,39 @@ mod tests {
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../fixtures")
             .join(rel)
+    }
+
+    #[test]
+    fn passes_of_one_name_but_other_sm_counts_are_refused() {
+        // Round seven: a 114-SM pass beside 132-SM ones, one name, was
+        // merged and reported with the 114-SM peaks.
+        let d = tempfile::tempdir().unwrap();
+        let run = fixture("moe-route-h200-profile");
+        for f in ["pass1-timing.csv", "pass3-deep.csv", "run.json"] {
+            std::fs::copy(run.join(f), d.path().join(f)).unwrap();
+        }
+        let text = std::fs::read_to_string(run.join("pass2-targeted.csv")).unwrap();
+        let mut rows: Vec<String> = Vec::new();
+        let mut column = None;
+        for line in text.lines() {
+            let cells: Vec<&str> = line.split("\",\"").collect();
+            if line.starts_with("\"ID\"") {
+                column = cells
+                    .iter()
+                    .position(|c| c.trim_matches('"') == "device__attribute_multiprocessor_count");
+            }
+            match column {
+                Some(i) if line.starts_with("\"0\"") || line.starts_with("\"1") => {
+                    let mut cells: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+                    cells[i] = "114".into();
+                    rows.push(cells.join("\",\""));
+                }
+                _ => rows.push(line.to_string()),
+            }
+        }
+        std::fs::write(d.path().join("pass2-targeted.csv"), rows.join("\n")).unwrap();
+        let e = read_run_folder(d.path()).unwrap_err().to_string();
+        assert!(e.contains("114 SMs") && e.contains("132 SMs"), "{e}");
     }
 
     #[test]
