@@ -218,16 +218,16 @@ fn checked_points(db: &Path) -> Result<(Vec<CalibrationPoint>, Vec<String>)> {
     let Some(h) = open_for_reading(db)? else {
         return Ok((points, left_out));
     };
-    for row in h.list(usize::MAX)? {
+    h.for_each_of_kind("optimize", |row| {
         // Read directly, not through `read_report` (which drops a report
         // with an impossible figure whole): each implausible point is
         // left out here by name.
-        let Some(r) = (row.kind == "optimize")
-            .then_some(row.report_json.as_deref())
-            .flatten()
+        let Some(r) = row
+            .report_json
+            .as_deref()
             .and_then(|j| serde_json::from_str::<kopt_model::optimize::OptimizeReport>(j).ok())
         else {
-            continue;
+            return;
         };
         for c in &r.candidates {
             let (Some(rule), Some(predicted), Some(measured)) =
@@ -255,7 +255,7 @@ fn checked_points(db: &Path) -> Result<(Vec<CalibrationPoint>, Vec<String>)> {
                 run: row.id,
             });
         }
-    }
+    })?;
     Ok((points, left_out))
 }
 

@@ -617,6 +617,32 @@ impl History {
         Ok(self.listing(limit)?.rows)
     }
 
+    /// Every readable run of `kind`, newest first, handed to `each` one at
+    /// a time: a large history is never held whole (calibration read 966 MB
+    /// of reports to use the optimize runs among them).
+    pub fn for_each_of_kind(
+        &self,
+        kind: &str,
+        mut each: impl FnMut(RunRow),
+    ) -> Result<(), HistoryError> {
+        let mut stmt = self
+            .conn
+            .prepare(concat!(
+                row_columns_from_runs!(),
+                " WHERE kind = ?1 ORDER BY id DESC"
+            ))
+            .map_err(|e| self.err(e))?;
+        for row in stmt
+            .query_map([kind], |r| Ok(Self::checked_row(r)))
+            .map_err(|e| self.err(e))?
+        {
+            if let Ok(r) = row.map_err(|e| self.err(e))? {
+                each(r);
+            }
+        }
+        Ok(())
+    }
+
     pub fn get(&self, id: i64) -> Result<RunRow, HistoryError> {
         self.conn
             .query_row(

@@ -184,3 +184,21 @@ fn bad_rows_are_skipped_and_counted() {
     );
     assert_eq!(h.get(good_a).unwrap().summary, "good a");
 }
+
+#[test]
+fn runs_of_one_kind_are_handed_over_one_at_a_time_newest_first() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("h.db");
+    let mut h = History::open(&db).unwrap();
+    for (kind, summary) in [("optimize", "a"), ("compare", "b"), ("optimize", "c")] {
+        let mut r = run(summary);
+        r.kind = kind.into();
+        h.record(&r).unwrap();
+    }
+    let mut seen = Vec::new();
+    h.for_each_of_kind("optimize", |r| seen.push(r.summary))
+        .unwrap();
+    assert_eq!(seen, ["c", "a"]);
+    h.for_each_of_kind("tune", |_| panic!("no tune runs"))
+        .unwrap();
+}
