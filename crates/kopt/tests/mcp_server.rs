@@ -288,6 +288,14 @@ fn protocol_errors_answer_and_the_server_keeps_serving() {
     let r = s.reply();
     assert_eq!(r["error"]["code"], -32700, "{r}");
     assert_eq!(r["id"], Value::Null, "{r}");
+    // Round seven: a 1 MB method name came back whole in the error.
+    let long = "m".repeat(1 << 20);
+    s.send_raw(&format!(
+        r#"{{"jsonrpc": "2.0", "id": 12, "method": "{long}"}}"#
+    ));
+    let r = s.reply();
+    assert_eq!(r["error"]["code"], -32601, "{}", &r.to_string()[..200]);
+    assert!(r.to_string().len() < 2_000, "{} bytes", r.to_string().len());
     // A notification gets no answer; the next request does.
     s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/whatever"}"#);
     s.ping_ok(200);

@@ -332,7 +332,8 @@ fn handle(
         _ => out.error(
             &id,
             METHOD_NOT_FOUND,
-            &format!("method not found: {method}"),
+            // Quoted as any input is: cut and escaped (a 1 MB name came back whole).
+            &format!("method not found: {}", kopt_model::text::echo(method)),
         ),
     }
     None
