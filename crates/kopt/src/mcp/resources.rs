@@ -35,9 +35,17 @@ fn run_ids(cwd: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(runs_dir(cwd)) else {
         return Vec::new();
     };
+    // Real folders only, with a report that is a regular file: a link
+    // would be listed and then refused by resources/read.
     let mut ids: Vec<String> = entries
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("report.json").is_file())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            e.path()
+                .join("report.json")
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_file())
+        })
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .collect();
     ids.sort_unstable_by(|a, b| b.cmp(a));
@@ -190,6 +198,25 @@ mod tests {
         ] {
             assert_eq!(at(&not_ours), None, "{}", not_ours.display());
         }
+    }
+
+    /// Round seven: resources/list named linked run folders that
+    /// resources/read then refused.
+    #[test]
+    fn only_real_run_folders_are_listed() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join(".git")).unwrap();
+        let runs = d.path().join(".kopt/runs");
+        std::fs::create_dir_all(runs.join("r1")).unwrap();
+        std::fs::write(runs.join("r1/report.json"), "{}").unwrap();
+        let elsewhere = d.path().join("other/r2");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("report.json"), "{}").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, runs.join("r2")).unwrap();
+        std::fs::create_dir_all(runs.join("r3")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("report.json"), runs.join("r3/report.json"))
+            .unwrap();
+        assert_eq!(run_ids(d.path()), ["r1"]);
     }
 
     /// #39: a symlink in a run folder made resources/read return any file.
