@@ -403,3 +403,33 @@ fn agent_extdata_stored_as_a_blob() {
         }
     }
 }
+
+/// Round seven: a 28 KB database whose kernels view computes 16 MB names
+/// reached 3.3 GB before the SQLite memory budget tripped; a name over
+/// the text cap is refused before it is copied, and the budget looks
+/// often enough that such rows cannot pile up.
+#[test]
+fn a_view_of_huge_computed_names_is_refused_in_bounded_memory() {
+    let d = tempfile::tempdir().unwrap();
+    let p = db_path(&d, "bigname.db");
+    let c = Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TABLE t(x INTEGER);
+         INSERT INTO t VALUES (1), (2), (3);
+         CREATE VIEW kernels AS SELECT x AS id, 'g' AS guid, x AS dispatch_id,
+           printf('%.*c', 2000000, 'k') AS name, 0 AS agent_abs_index, 1 AS queue_id,
+           1 AS stream_id, 1000000 + x * 100 AS start, 1000000 + x * 100 + 50 AS end,
+           1 AS grid_x, 1 AS grid_y, 1 AS grid_z, 64 AS workgroup_x, 1 AS workgroup_y,
+           1 AS workgroup_z, 0 AS lds_size, 0 AS scratch_size, 8 AS vgpr_count,
+           0 AS accum_vgpr_count, 16 AS sgpr_count, x AS corr_id FROM t;",
+    )
+    .unwrap();
+    drop(c);
+    let e = error_of(&p);
+    assert!(
+        e.contains("bigname.db")
+            && e.contains("column `name`")
+            && e.contains("2000000 bytes of text"),
+        "{e}"
+    );
+}

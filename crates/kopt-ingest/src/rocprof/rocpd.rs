@@ -134,18 +134,21 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
         .saturating_mul(1 << 20)
         .max(size.saturating_mul(4));
     let started = std::time::Instant::now();
-    // The handler runs every 10,000 steps.
+    // The handler runs every `EVERY` steps: often enough that rows of
+    // computed 16 MiB strings cannot pile up gigabytes between two looks
+    // at the memory counter (every 10,000 steps, 3.3 GB did).
+    const EVERY: i32 = 100;
     let max_calls = SQLITE_MSTEPS
         .checked()?
-        .saturating_mul(100)
-        .max(size.saturating_mul(256) / 10_000);
+        .saturating_mul(1_000_000 / EVERY as u64)
+        .max(size.saturating_mul(256) / EVERY as u64);
     let mut calls = 0u64;
     // SAFETY: sqlite3_memory_used only reads SQLite's allocation counter.
     let base = unsafe { rusqlite::ffi::sqlite3_memory_used() }.max(0) as u64;
     TRIPPED.with(|t| t.set(None));
     ROWS.with(|r| r.set((0, row_budget(size))));
     conn.progress_handler(
-        10_000,
+        EVERY,
         Some(move || {
             // SAFETY: as above.
             let used = unsafe { rusqlite::ffi::sqlite3_memory_used() }.max(0) as u64;
@@ -153,8 +156,8 @@ fn read_guarded(conn: &Connection, label: &str, size: u64) -> Result<Vec<AmdFile
             let why = if calls > max_calls {
                 Some(format!(
                     "SQLite work budget: its queries took more than {} million steps for a {size}-byte database (a view computing rows, not reading them?); {}",
-                    max_calls / 100,
-                    SQLITE_MSTEPS.how_to_raise_above(max_calls / 100)
+                    max_calls / (1_000_000 / EVERY as u64),
+                    SQLITE_MSTEPS.how_to_raise_above(max_calls / (1_000_000 / EVERY as u64))
                 ))
             } else if started.elapsed().as_secs() >= seconds {
                 Some(format!(
@@ -512,13 +515,25 @@ fn query_rows(
         count_row(label, view)?;
         n += 1;
         let mut cells = Vec::with_capacity(names.len());
-        for i in 0..names.len() {
+        for (i, column) in names.iter().enumerate() {
             // Through ValueRef: rusqlite's Value panics on TEXT that is not
             // UTF-8 (fuzz/regressions/rocpd/text-not-utf8.db).
             cells.push(match r.get_ref(i).map_err(fail)? {
                 ValueRef::Null => Value::Null,
                 ValueRef::Integer(v) => Value::Integer(v),
                 ValueRef::Real(v) => Value::Real(v),
+                // A text no profiler writes (a 16 MB kernel name, 2,000
+                // rows of them reached 3.3 GB before the SQLite budget):
+                // refused before it is copied.
+                ValueRef::Text(t) if t.len() > MAX_TEXT_CELL_BYTES => {
+                    return Err(IngestError::format(
+                        label,
+                        format!(
+                            "{view} view, result row {n}, column `{column}`: {} bytes of text, more than any name or value a profiler writes ({MAX_TEXT_CELL_BYTES} bytes): not read",
+                            t.len()
+                        ),
+                    ))
+                }
                 ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
                 ValueRef::Blob(b) => Value::Blob(b.to_vec()),
             });
@@ -538,6 +553,10 @@ fn query_rows(
     }
     Ok(())
 }
+
+/// The longest text cell read from a rocpd view: C++ kernel names run to
+/// a few kilobytes; a JSON extdata column to tens.
+const MAX_TEXT_CELL_BYTES: usize = 1 << 20;
 
 const KERNEL_COLS: &[&str] = &[
     "id",
