@@ -15,16 +15,22 @@ fn entry(h: &str) -> Entry {
 fn twenty_concurrent_appends_keep_twenty_entries() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("OPTIMIZATIONS.md");
+    append_at_once_and_find_all(&p, std::slice::from_ref(&p));
+}
+
+/// Twenty appends at once, entry `hI` through `paths[I % paths.len()]`;
+/// then every entry is in the journal at `journal`.
+fn append_at_once_and_find_all(journal: &std::path::Path, paths: &[std::path::PathBuf]) {
     let threads: Vec<_> = (0..20)
         .map(|i| {
-            let p = p.clone();
+            let p = paths[i % paths.len()].clone();
             std::thread::spawn(move || append_entry(&p, &entry(&format!("h{i}"))).unwrap())
         })
         .collect();
     for t in threads {
         t.join().unwrap();
     }
-    let text = read_journal(&p).unwrap().unwrap();
+    let text = read_journal(journal).unwrap().unwrap();
     for i in 0..20 {
         assert!(
             text.contains(&format!(": h{i}\n")),
@@ -56,22 +62,7 @@ fn appends_through_a_link_elsewhere_keep_every_entry() {
     let link = d.path().join("sub/L.md");
     std::os::unix::fs::symlink("../J.md", &link).unwrap();
     append_entry(&p, &entry("first")).unwrap();
-    let threads: Vec<_> = (0..20)
-        .map(|i| {
-            let p = if i % 2 == 0 { p.clone() } else { link.clone() };
-            std::thread::spawn(move || append_entry(&p, &entry(&format!("h{i}"))).unwrap())
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
-    let text = read_journal(&p).unwrap().unwrap();
-    for i in 0..20 {
-        assert!(
-            text.contains(&format!(": h{i}\n")),
-            "entry h{i} lost:\n{text}"
-        );
-    }
+    append_at_once_and_find_all(&p, &[p.clone(), link.clone()]);
     assert!(std::fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
