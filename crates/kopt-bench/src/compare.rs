@@ -343,8 +343,11 @@ fn compare_elements(
         c.mismatched = mismatched;
         if let Some((at, r, o)) = first_mismatch {
             c.problems.push(format!(
-                "{mismatched} of {compared} element(s) ({:.2}%) differ by more than atol + rtol*|reference| (atol {atol:.1e}, rtol {rtol:.1e}, torch.allclose's rule); the first, element {at} (flat index among those compared): reference {r}, candidate {o}",
-                100.0 * mismatched as f64 / compared as f64
+                "{mismatched} of {compared} element(s) ({:.2}%) differ by more than atol + rtol*|reference| (atol {atol:.1e}, rtol {rtol:.1e}, torch.allclose's rule); the first, element {at} (flat index among those compared): reference {}, candidate {}",
+                100.0 * mismatched as f64 / compared as f64,
+                // As read, but never 309 digits (1e300 printed whole).
+                kopt_model::figure::as_read(r),
+                kopt_model::figure::as_read(o)
             ));
         }
     } else if r_len > 0 {
@@ -545,6 +548,20 @@ mod tests {
     fn data(n: usize) -> Vec<f64> {
         let mut r = fastrand::Rng::with_seed(9);
         (0..n).map(|_| r.f64() * 2.0 - 1.0).collect()
+    }
+
+    #[test]
+    fn a_huge_element_is_quoted_in_scientific_notation() {
+        // Round seven: 1e300 was printed as 301 digits.
+        let c = compare(
+            "y",
+            side("f64", &[2], &[-1e300, 1.0]),
+            side("f64", &[2], &[1e300, 1.0]),
+            None,
+            false,
+        );
+        let said = c.problems.join(" ");
+        assert!(said.contains("reference -1e300, candidate 1e300"), "{said}");
     }
 
     #[test]
