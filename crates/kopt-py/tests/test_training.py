@@ -77,12 +77,17 @@ def fake_torch(monkeypatch):
     return torch
 
 
-def load_kopt_module():
-    path = REPO / "crates/kopt-collect/python/kopt_module.py"
-    spec = importlib.util.spec_from_file_location("kopt_module_under_test", path)
+def load_harness(name):
+    """kopt-collect's harness module `name` (kopt_module, kopt_optimize), loaded fresh."""
+    path = REPO / f"crates/kopt-collect/python/{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_kopt_module():
+    return load_harness("kopt_module")
 
 
 class Tensor:
@@ -375,11 +380,7 @@ def load_kopt_optimize(monkeypatch):
         if not hasattr(torch, dtype):
             setattr(torch, dtype, f"torch.{dtype}")
     monkeypatch.syspath_prepend(str(REPO / "crates/kopt-collect/python"))
-    path = REPO / "crates/kopt-collect/python/kopt_optimize.py"
-    spec = importlib.util.spec_from_file_location("kopt_optimize_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_harness("kopt_optimize")
 
 
 class ParentOptimizer:
