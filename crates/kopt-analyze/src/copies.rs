@@ -221,6 +221,17 @@ pub fn input_wait_ns(c: &HostCopies) -> f64 {
         .sum()
 }
 
+/// `input_wait_ns` where the step counts as input-starved (at least
+/// `MIN_STARVED_SHARE` of `step_ns`), else 0.
+pub fn starved_wait_ns(c: &HostCopies, step_ns: f64) -> f64 {
+    let wait = input_wait_ns(c);
+    if step_ns > 0.0 && wait >= MIN_STARVED_SHARE * step_ns {
+        wait
+    } else {
+        0.0
+    }
+}
+
 /// The GPU starved of input: it waits each step while the host prepares
 /// the batch it then copies in. DataLoader workers prepare the next batch
 /// while the GPU works, pinned so the copy neither blocks nor crawls.

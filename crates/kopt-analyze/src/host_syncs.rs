@@ -213,6 +213,7 @@ type SiteTotals = BTreeMap<(Option<String>, Option<String>, String), [f64; 3]>;
 #[derive(Default)]
 struct SyncTotals {
     n: usize,
+    in_optimizer: usize,
     wait: f64,
     idle: f64,
     op_host: f64,
@@ -283,10 +284,13 @@ fn sites_per_step(sites: SiteTotals, steps: f64) -> Vec<SyncSite> {
 }
 
 /// The host syncs inside `windows` (the steady steps' host spans, in
-/// order): each blocking call with a kernel launch after it in its step.
+/// order): each blocking call with a kernel launch after it in its step;
+/// those inside `optimizer` (the optimizer's step ranges, sorted) counted
+/// apart too.
 pub fn summarize(
     t: &Timeline,
     windows: &[(i64, i64)],
+    optimizer: &[(i64, i64)],
     step_ns: f64,
     busy_per_step_ns: f64,
     recorder_overhead_per_step_ns: f64,
@@ -299,6 +303,9 @@ pub fn summarize(
     for g in &index.blocking_groups(&t.api_calls) {
         if let Some(idle_after) = index.mid_step_idle(g, windows) {
             totals.add(g, idle_after);
+            let at = g[0].start_ns;
+            let i = optimizer.partition_point(|r| r.0 <= at);
+            totals.in_optimizer += usize::from(i > 0 && at < optimizer[i - 1].1);
         }
     }
     if totals.n == 0 {
@@ -313,6 +320,7 @@ pub fn summarize(
     Some(HostSyncs {
         steps: windows.len() as u64,
         mid_step_per_step: totals.n as f64 / steps,
+        in_optimizer_per_step: totals.in_optimizer as f64 / steps,
         wait_per_step_ns: wait,
         gpu_idle_after_per_step_ns: idle,
         op_host_per_step_ns: op_host,
@@ -572,7 +580,7 @@ mod tests {
             at = end + 1_000;
         }
         let step_ns = (windows[0].1 - windows[0].0) as f64;
-        let h = summarize(&t, &windows, step_ns, 120_000.0, 0.0).unwrap();
+        let h = summarize(&t, &windows, &[], step_ns, 120_000.0, 0.0).unwrap();
         // Two mid-step syncs a step; none at a step's end.
         assert!((h.mid_step_per_step - 2.0).abs() < 1e-9, "{h:?}");
         assert!(h.serialized);
@@ -590,6 +598,11 @@ mod tests {
         );
         assert!(r.evidence.contains("model.py:12"), "{}", r.evidence);
         assert!(r.evidence.contains("impossible"), "{}", r.evidence);
+        assert_eq!(h.in_optimizer_per_step, 0.0);
+        // The same syncs inside optimizer ranges (one range a step) are
+        // counted apart: compiling the model breaks no graph there.
+        let h = summarize(&t, &windows, &windows, step_ns, 120_000.0, 0.0).unwrap();
+        assert!((h.in_optimizer_per_step - 2.0).abs() < 1e-9, "{h:?}");
     }
 
     #[test]
@@ -611,7 +624,7 @@ mod tests {
             windows.push((at, end));
             at = end + 1_000;
         }
-        assert!(summarize(&t, &windows, 60_000.0, 40_000.0, 0.0).is_none());
+        assert!(summarize(&t, &windows, &[], 60_000.0, 40_000.0, 0.0).is_none());
     }
 
     #[test]

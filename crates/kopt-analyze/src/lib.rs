@@ -118,6 +118,10 @@ pub fn analyze(profile: &Profile, options: &AnalyzeOptions) -> Diagnosis {
             .as_ref()
             .and_then(|t| t.host_copies.as_ref())
             .map_or(0.0, copies::input_wait_ns),
+        syncs_per_step: timeline
+            .as_ref()
+            .and_then(|t| t.host_syncs.as_ref())
+            .map_or(0.0, |h| h.mid_step_per_step - h.in_optimizer_per_step),
     });
     let fused = if compiled.is_some() { None } else { fused };
     cover_fused(
@@ -620,6 +624,15 @@ fn cover(
 /// The graph-capture finding from the timeline; a HIP graph on AMD GPUs.
 fn graph_finding(t: &kopt_model::TimelineSummary, amd: bool) -> Option<kopt_model::Recommendation> {
     let mut r = graph_recommendation(t)?;
+    if let Some(o) = &t.optimizer {
+        // A training step: the capture must hold the optimizer's step too,
+        // which only a capturable optimizer allows, and the harness does
+        // not apply it (graph capture is no training candidate there).
+        r.action = format!(
+            "{} This is a training step ({} in its {} form): capture the forward, the backward and the optimizer's step together, with the optimizer built with capturable=True where it takes one (Adam, AdamW and most others; SGD needs none), each batch copied into static input tensors, a few warm-up steps on a side stream before capturing, and no `.item()` or other host sync inside; `kopt optimize` does not apply it to a training step, so apply it by hand and time it with `kopt bench`.",
+            r.action, o.name, o.form
+        );
+    }
     if amd {
         // The same fix on AMD GPUs is a HIP graph.
         for text in [&mut r.title, &mut r.action, &mut r.evidence] {
@@ -653,6 +666,9 @@ struct CompileInputs<'a> {
     optimizer_launches: &'a std::collections::HashSet<u64>,
     /// GPU idle a step before its input copies (the host preparing them).
     input_wait_ns: f64,
+    /// Host syncs a step inside the step, outside the optimizer's step
+    /// (graph breaks under Dynamo).
+    syncs_per_step: f64,
 }
 
 /// The torch.compile finding, and the kernels Inductor would fuse.
@@ -670,6 +686,7 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
         graph,
         optimizer_launches,
         input_wait_ns,
+        syncs_per_step,
     } = *x;
     let by_kernel = attribution.map(|a| &a.by_kernel);
     // The whole model under torch.compile: one finding over every kernel
@@ -715,6 +732,7 @@ fn compile_finding(x: &CompileInputs) -> (Option<kopt_model::Recommendation>, Ve
         // optimizer's stay, and so does the host time they cost.
         f.all_launches = launches.len();
         f.idle_not_launches_ns = input_wait_ns;
+        f.graph_breaks_per_step = syncs_per_step;
         for g in groups {
             if let Some(family) = &g.verdict.library {
                 let member = set.contains(g.verdict.name.as_str());

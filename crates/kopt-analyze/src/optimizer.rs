@@ -233,7 +233,7 @@ fn launch_times(t: &Timeline) -> rustc_hash::FxHashMap<u64, i64> {
 
 /// The optimizer step's ranges in the trace: torch's annotation, else the
 /// module driver's range.
-fn step_ranges(t: &Timeline) -> Vec<(i64, i64)> {
+pub(crate) fn step_ranges(t: &Timeline) -> Vec<(i64, i64)> {
     let torch: Vec<(i64, i64)> = t
         .phase_ranges
         .iter()

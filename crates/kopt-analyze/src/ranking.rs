@@ -39,12 +39,17 @@ pub struct Base {
     /// issues it (a host-bound step whose one sync waits 41 us gains
     /// nothing from faster kernels, #35).
     pub host_floor_ns: f64,
+    /// GPU idle a step while the host prepares the input (0 unless the
+    /// step is input-starved): the floor above then comes from it.
+    pub input_wait_ns: f64,
 }
 
 impl Base {
     pub fn of(t: Option<&TimelineSummary>, total_kernel_ns: f64) -> Base {
         let mut base = Base::unserialized(t, total_kernel_ns);
-        base.host_floor_ns = host_floor(t).map_or(0.0, |h| h.min(base.wall_ns));
+        base.input_wait_ns = starved_wait(t, base.wall_ns);
+        base.host_floor_ns =
+            host_floor(t, base.input_wait_ns, base.wall_ns).map_or(0.0, |h| h.min(base.wall_ns));
         if let Some(h) = t
             .and_then(|t| t.host_syncs.as_ref())
             .filter(|h| h.serialized)
@@ -82,6 +87,7 @@ impl Base {
                 words,
                 serialized: false,
                 host_floor_ns: 0.0,
+                input_wait_ns: 0.0,
             };
         }
         // Steps without a graph-capture prediction (a step replayed from a
@@ -96,6 +102,7 @@ impl Base {
                 words: format!("the traced step ({})", fmt(wall)),
                 serialized: false,
                 host_floor_ns: 0.0,
+                input_wait_ns: 0.0,
             };
         }
         Base {
@@ -107,6 +114,7 @@ impl Base {
             ),
             serialized: false,
             host_floor_ns: 0.0,
+            input_wait_ns: 0.0,
         }
     }
 
@@ -145,7 +153,7 @@ impl Base {
         }
         let mut saved = (f.clamp(0.0, 0.999) * self.busy_ns * weight).min(self.wall_ns * 0.999);
         if floored {
-            saved = saved.min((self.wall_ns - self.host_floor_ns).max(0.0));
+            saved = saved.min(self.floor_room());
         }
         self.wall_ns / (self.wall_ns - saved)
     }
@@ -153,36 +161,69 @@ impl Base {
     /// Said where the host's own time per step limits a kernel-time
     /// saving of share `f` (the estimate's): what the step can lose.
     pub fn host_floor_words(&self, f: f64) -> String {
-        let saved = f.clamp(0.0, 0.999) * self.busy_ns * self.busy_share();
+        self.host_floor_words_ns(f.clamp(0.0, 0.999) * self.busy_ns * self.busy_share())
+    }
+
+    /// The same, for a saving of `saved` ns off the step.
+    pub fn host_floor_words_ns(&self, saved: f64) -> String {
         if self.host_floor_ns <= 0.0 || saved <= self.wall_ns - self.host_floor_ns {
             return String::new();
         }
         let fmt = kopt_model::format_duration_ns;
+        let own = if self.input_wait_ns > 0.0 {
+            format!("the GPU waits {} a step for the host to prepare its input, so the host sets the pace: its own time is the step less its waits in syncs", fmt(self.input_wait_ns))
+        } else {
+            "its issue time less its waits in syncs and the recorder's modelled cost".to_string()
+        };
         format!(
-            "; but the step cannot run faster than its host issues it: {} a step of the host's own time (its issue time less its waits in syncs and the recorder's modelled cost), so at most {} comes off (estimate and low end)",
+            "; but the step cannot run faster than its host issues it: {} a step of the host's own time ({own}), so at most {} comes off (estimate and low end)",
             fmt(self.host_floor_ns),
-            fmt((self.wall_ns - self.host_floor_ns).max(0.0))
+            fmt(self.floor_room())
         )
+    }
+
+    /// What the step can lose before it reaches the host's own time: the
+    /// whole step where no floor is known.
+    pub fn floor_room(&self) -> f64 {
+        if self.host_floor_ns > 0.0 {
+            (self.wall_ns - self.host_floor_ns).max(0.0)
+        } else {
+            self.wall_ns
+        }
     }
 }
 
-/// The host's own time per step, for a step that syncs with the host
-/// inside: the traced issue time less the recorder's modelled cost
+/// The GPU's wait a step for the host to prepare its input, where it is
+/// large enough for the step to count as input-starved (the prefetch
+/// finding's threshold), else 0.
+fn starved_wait(t: Option<&TimelineSummary>, wall_ns: f64) -> f64 {
+    t.and_then(|t| t.host_copies.as_ref())
+        .map_or(0.0, |c| crate::copies::starved_wait_ns(c, wall_ns))
+}
+
+/// The host's own time per step, where it is measured rather than
+/// inferred. In a step that syncs with the host inside: the traced issue
+/// time less the recorder's modelled cost
 /// (`GraphPrediction::host_per_step_ns`), less the time it waited in those
-/// syncs (it counts them, and they are the GPU's). There the host's
-/// blocked time is measured, not inferred. A step without syncs runs its
-/// host ahead, and its issue time rests on the recorder's modelled cost
-/// alone: on GPT-2 prefill with op ranges (fixtures/ops-gpt2-h200) it came
-/// out at 90% of the step, yet padding the LM head measured 1.48x, far
-/// below such a floor; so no floor there. None without a host time.
-fn host_floor(t: Option<&TimelineSummary>) -> Option<f64> {
+/// syncs (it counts them, and they are the GPU's). In an input-starved
+/// step (`input_wait_ns` > 0: the GPU idles each step until the host has
+/// prepared its batch) the host sets the pace by that measurement: its own
+/// time is the whole step less its waits in syncs. A step without either
+/// runs its host ahead, and its issue time rests on the recorder's
+/// modelled cost alone: on GPT-2 prefill with op ranges
+/// (fixtures/ops-gpt2-h200) it came out at 90% of the step, yet padding
+/// the LM head measured 1.48x, far below such a floor; so no floor there.
+fn host_floor(t: Option<&TimelineSummary>, input_wait_ns: f64, wall_ns: f64) -> Option<f64> {
     let t = t?;
-    let syncs = t
-        .host_syncs
+    let sync_wait = t.host_syncs.as_ref().map_or(0.0, |h| h.wait_per_step_ns);
+    if input_wait_ns > 0.0 {
+        return Some((wall_ns - sync_wait).max(0.0)).filter(|h| *h > 0.0);
+    }
+    t.host_syncs
         .as_ref()
         .filter(|h| h.mid_step_per_step > 0.0)?;
     let host = t.graph_prediction.as_ref()?.host_per_step_ns?;
-    Some((host - syncs.wait_per_step_ns).max(0.0)).filter(|h| *h > 0.0)
+    Some((host - sync_wait).max(0.0)).filter(|h| *h > 0.0)
 }
 
 /// Kernel-time shares (estimate, low, high) a finding saves: from its
@@ -388,6 +429,7 @@ mod tests {
             words: "w".into(),
             serialized: false,
             host_floor_ns: 0.0,
+            input_wait_ns: 0.0,
         };
         let mut recs = vec![
             graph(1.02, 1.0, 1.05),
@@ -419,6 +461,7 @@ mod tests {
             words: "w".into(),
             serialized: false,
             host_floor_ns: 0.0,
+            input_wait_ns: 0.0,
         };
         let mut recs = vec![
             rec("use_channels_last", Some((1.3, 1.1)), Some(23.0)),
@@ -441,6 +484,7 @@ mod tests {
             words: "w".into(),
             serialized: false,
             host_floor_ns: 3.31e6,
+            input_wait_ns: 0.0,
         };
         let (est, low, high) = floored.kernel_share_speedups(0.4, 0.3, 0.5);
         assert!(est < 1.02 && low <= est, "{est} {low}");
@@ -465,6 +509,29 @@ mod tests {
     }
 
     #[test]
+    fn an_input_starved_step_is_floored_at_the_hosts_time() {
+        // The GPU waits 10 ms a step for its input: the host sets the pace,
+        // and its own time is the step less its 1 ms of sync waits.
+        let floored = Base {
+            wall_ns: 30e6,
+            busy_ns: 20e6,
+            words: "w".into(),
+            serialized: false,
+            host_floor_ns: 29e6,
+            input_wait_ns: 10e6,
+        };
+        assert_eq!(floored.floor_room(), 1e6);
+        let (est, _, high) = floored.kernel_share_speedups(0.5, 0.4, 0.6);
+        assert!((est - 30.0 / 29.0).abs() < 1e-9, "{est}");
+        assert!(high > 1.5, "{high}");
+        let words = floored.host_floor_words(0.5);
+        assert!(
+            words.contains("waits 10.00 ms a step for the host to prepare its input"),
+            "{words}"
+        );
+    }
+
+    #[test]
     fn a_range_wider_than_three_times_drops_the_figure() {
         let base = Base {
             wall_ns: 4e6,
@@ -472,6 +539,7 @@ mod tests {
             words: "w".into(),
             serialized: false,
             host_floor_ns: 0.0,
+            input_wait_ns: 0.0,
         };
         let mut recs = vec![
             graph(3.0, 1.0, 229.9),

@@ -678,6 +678,10 @@ pub struct ZeroGradFill {
     pub gpu_ns_per_step: f64,
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// The host waiting for the GPU inside a step: every sync whose step
 /// launches more work after it (a sync that ends the step is not counted).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -687,6 +691,11 @@ pub struct HostSyncs {
     pub steps: u64,
     /// Syncs inside a step (more launches follow in that step), per step.
     pub mid_step_per_step: f64,
+    /// Of those, the syncs inside the optimizer's step (a for-loop or
+    /// foreach optimizer reading its step counts): compiling the model
+    /// breaks no graph there. Absent (0) where none were.
+    #[serde(default, skip_serializing_if = "crate::diagnosis::is_zero")]
+    pub in_optimizer_per_step: f64,
     /// Host time blocked in those calls, per step.
     pub wait_per_step_ns: f64,
     /// GPU idle after each returns until the GPU's next work, per step.

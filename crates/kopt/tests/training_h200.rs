@@ -245,3 +245,26 @@ fn every_sync_and_pageable_copy_is_named_by_its_statement_beside_the_source() {
         }
     }
 }
+
+#[test]
+fn graph_capture_of_a_training_step_says_what_makes_it_legal() {
+    // mlp_sgd_forloop: graph capture is #1 (8.76x measured, whole step);
+    // the capture must hold the optimizer's step, and optimize leaves it out.
+    let v = analyze("mlp_sgd_forloop");
+    let graph = v["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "capture_cuda_graph")
+        .expect("a graph-capture finding");
+    let action = graph["action"].as_str().unwrap();
+    assert!(action.contains("This is a training step (SGD"), "{action}");
+    assert!(action.contains("capturable=True"), "{action}");
+    assert!(action.contains("by hand"), "{action}");
+    // An inference trace gets no such words.
+    let v = analyze("graph_legal");
+    let text = serde_json::to_string(&v["recommendations"]).unwrap();
+    if v["timeline"]["optimizer"].is_null() {
+        assert!(!text.contains("This is a training step"), "{text}");
+    }
+}

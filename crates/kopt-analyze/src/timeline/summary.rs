@@ -105,7 +105,14 @@ fn summarize_window(
     let overhead = graph_prediction
         .as_ref()
         .map_or(0.0, |p| p.recorder_overhead_per_step_ns);
-    let host_syncs = crate::host_syncs::summarize(t, &windows, step_ns, busy_per_step, overhead);
+    let host_syncs = crate::host_syncs::summarize(
+        t,
+        &windows,
+        &crate::optimizer::step_ranges(t),
+        step_ns,
+        busy_per_step,
+        overhead,
+    );
     let host_copies = crate::copies::summarize(t, &windows);
     let optimizer = crate::optimizer::summarize(t, &windows);
     let phases = crate::step_phases::summarize(t, &windows);
