@@ -180,14 +180,27 @@ impl Ncu {
             env: &[],
             timeout: Some(std::time::Duration::from_secs(limits.seconds)),
             stop: runner::Stop::Kill,
-            max_line: usize::try_from(limits.max_bytes).unwrap_or(usize::MAX),
+            // A CSV row of thousands of metrics is a few hundred KiB; a
+            // longer line is no export (and is said, below).
+            max_line: usize::try_from(limits.max_bytes.min(EXPORT_MAX_LINE)).unwrap_or(usize::MAX),
             // Stopped as soon as it passes the cap, not when it ends.
             max_output: Some(limits.max_bytes),
         };
-        let (mut stdout, mut stderr, mut over) = (Vec::new(), Vec::new(), false);
-        let keep = |buf: &mut Vec<u8>, line: &[u8], over: &mut bool| {
+        let (mut stdout, mut stderr, mut over, mut no_memory) =
+            (Vec::new(), Vec::new(), false, false);
+        let mut keep = |buf: &mut Vec<u8>, line: &[u8]| {
+            if over || no_memory {
+                return;
+            }
             if (buf.len() + line.len() + 1) as u64 > limits.max_bytes {
-                *over = true;
+                over = true;
+                return;
+            }
+            // Grown with a fallible reserve: past what the machine can hold,
+            // an error, never an abort (doubling a 2 GiB buffer asks for 4).
+            if buf.try_reserve(line.len() + 1).is_err() {
+                no_memory = true;
+                *buf = Vec::new();
                 return;
             }
             buf.extend_from_slice(line);
@@ -195,7 +208,7 @@ impl Ncu {
         };
         let exit = runner::run_group(
             &spec,
-            &mut |_, line| keep(&mut stdout, line, &mut over),
+            &mut |_, line| keep(&mut stdout, line),
             &mut |_, line| {
                 // Its last lines are what an error quotes: 64 KiB is plenty.
                 if stderr.len() < 64 << 10 {
@@ -214,6 +227,18 @@ impl Ncu {
             command: shown.clone(),
             why,
         };
+        if no_memory {
+            return Err(budget(format!(
+                "printed more than this machine could hold in memory (under the {}-byte cap) and was stopped; lower KOPT_NCU_EXPORT_MAX_BYTES or export on a larger machine",
+                limits.max_bytes
+            )));
+        }
+        if exit.long_lines > 0 {
+            return Err(budget(format!(
+                "printed {} line(s) over {EXPORT_MAX_LINE} bytes: not a CSV page kopt reads",
+                exit.long_lines
+            )));
+        }
         if over || exit.output_over {
             return Err(budget(format!(
                 "printed more than {} bytes and was stopped; raise KOPT_NCU_EXPORT_MAX_BYTES to read it",
@@ -251,6 +276,9 @@ impl Ncu {
 }
 
 /// The last non-empty line: ncu puts its reason there.
+/// Longest line of a `.ncu-rep` export kept.
+const EXPORT_MAX_LINE: u64 = 64 << 20;
+
 /// How long a `.ncu-rep` export may run and how much it may print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExportLimits {
@@ -366,6 +394,24 @@ mod tests {
         );
         assert!(err.contains("KOPT_NCU_EXPORT_MAX_BYTES"), "{err}");
         assert!(err.contains("--csv --page raw"), "the command: {err}");
+    }
+
+    /// A line longer than any CSV row is refused, not held whole: the
+    /// line buffer was as large as the whole output cap (4 GiB).
+    #[test]
+    fn an_export_line_past_the_line_cap_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = ExportLimits {
+            seconds: 60,
+            max_bytes: 256 << 20,
+        };
+        let long = format!("head -c {} /dev/zero | tr '\\0' a", EXPORT_MAX_LINE + 1024);
+        let ncu = Ncu::locate(Some(&fake_ncu(dir.path(), &long)), None).unwrap();
+        let err = ncu
+            .export_csv_within(Path::new("/tmp/x.ncu-rep"), CsvPage::Raw, limits)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("1 line(s) over 67108864 bytes"), "{err}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod analyze;
 pub mod bench;
 pub mod candidate;
+pub mod child;
 pub mod compare;
 pub mod diagnose;
 mod error;
@@ -37,7 +38,9 @@ pub use compare::{compare, CompareRequest};
 pub use diagnose::AnalysisOptions;
 pub use error::{Error, Result};
 /// Confines every input file read to allowed folders (the MCP server's).
-pub use kopt_ingest::confine::confine_reads;
+pub use kopt_ingest::confine::{
+    confine_reads, confine_reads_from_env, read_roots_value, READ_ROOTS_VAR,
+};
 pub use optimize::{Candidate, OptimizeRequest};
 pub use optimize_run::optimize;
 pub use profile::profile;

@@ -161,6 +161,15 @@ pub const BARE_STEPS_MAX_RECORDS: Budget = Budget {
     max: 1_000_000_000,
 };
 
+/// The most bytes of an uncompressed trace read into memory (a Kineto
+/// JSON is read whole before it is parsed).
+pub const TRACE_MAX_BYTES: Budget = Budget {
+    var: "KOPT_TRACE_MAX_BYTES",
+    default: 4 << 30,
+    unit: "bytes",
+    max: 1 << 40,
+};
+
 /// The most a gzipped input may decompress to, in bytes, whatever its size.
 pub const GZIP_MAX_BYTES: Budget = Budget {
     var: "KOPT_GZIP_MAX_BYTES",

@@ -27,6 +27,41 @@ pub fn confine_reads(roots: &[PathBuf]) {
     }
 }
 
+/// The environment variable a front end sets on a kopt it starts to read
+/// for it (the MCP server's isolated analysis): the allowed folders, one
+/// per line. It can only narrow what the process reads.
+pub const READ_ROOTS_VAR: &str = "KOPT_READ_ROOTS";
+
+/// [`confine_reads`] to the folders [`READ_ROOTS_VAR`] names, when it is
+/// set (to anything: an empty or unreadable value allows nothing).
+pub fn confine_reads_from_env() {
+    let Some(value) = std::env::var_os(READ_ROOTS_VAR) else {
+        return;
+    };
+    let roots: Vec<PathBuf> = value
+        .to_str()
+        .map(|v| {
+            v.lines()
+                .filter(|l| !l.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    confine_reads(&roots);
+}
+
+/// The value of [`READ_ROOTS_VAR`] for `roots`; None where a root cannot
+/// be written in it (not UTF-8, or a line break in its name).
+pub fn read_roots_value(roots: &[PathBuf]) -> Option<String> {
+    let mut out = String::new();
+    for r in roots {
+        let s = r.to_str().filter(|s| !s.contains(['\n', '\r']))?;
+        out.push_str(s);
+        out.push('\n');
+    }
+    Some(out)
+}
+
 /// Refuse `path` when reads are confined and its real path lies outside
 /// every allowed folder (or cannot be resolved).
 pub fn check(path: &Path, label: &str) -> Result<(), IngestError> {

@@ -132,19 +132,39 @@ fn read_kineto_whole(path: &Path) -> Result<KinetoTrace, IngestError> {
         let bytes = kineto::gunzip(std::io::BufReader::new(file), len, hint, &label)?;
         return parse_kineto(without_bom(&bytes), &label);
     }
-    // Mapped, not read: a trace can be gigabytes, and copying it into the
-    // heap costs about a sixth of the whole analysis.
+    // Read, not mapped: a file truncated while it was mapped killed the
+    // process with SIGBUS (the MCP server with it), and a reader must not
+    // be stopped by what another process does to its input. The copy costs
+    // a tenth of a second a gigabyte from the page cache.
     let len = file.metadata().map_err(io)?.len();
-    // SAFETY: the mapping is only read; a file truncated underneath would
-    // fault, as it would for any mmap-based reader (ripgrep's trade-off
-    // too); an empty or unmappable file is read normally.
-    match (len > 0).then(|| unsafe { memmap2::Mmap::map(&file) }) {
-        Some(Ok(map)) => parse_kineto(without_bom(&map), &label),
-        _ => {
-            let bytes = read_regular(path, &label)?;
-            parse_kineto(without_bom(&bytes), &label)
-        }
+    let max = budget::TRACE_MAX_BYTES.checked()?;
+    if len > max {
+        return Err(IngestError::format(
+            &label,
+            format!(
+                "trace size budget: {len} bytes, more than {max}; {}",
+                budget::TRACE_MAX_BYTES.how_to_raise_to(len)
+            ),
+        ));
     }
+    // Read from where the magic check left off; at most the budget and one
+    // byte (a file growing while read is cut there, and said).
+    use std::io::Read;
+    let mut bytes = magic[..head].to_vec();
+    bytes.reserve(usize::try_from(len).unwrap_or(0));
+    file.take(max.saturating_sub(head as u64).saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(IngestError::format(
+            &label,
+            format!(
+                "trace size budget: more than {max} bytes (it grew while read); {}",
+                budget::TRACE_MAX_BYTES.how_to_raise()
+            ),
+        ));
+    }
+    parse_kineto(without_bom(&bytes), &label)
 }
 
 /// The text after a UTF-8 byte-order mark, which some editors write and

@@ -18,6 +18,9 @@ use crate::progress::TerminalProgress;
 type Outcome = Result<(), Failure>;
 
 pub fn analyze(a: &AnalyzeArgs) -> Outcome {
+    // Started by the MCP server to analyse in a process of its own: read
+    // only inside the server's folders.
+    kopt_engine::confine_reads_from_env();
     let (req, report) = options::analyze(a)?;
     // A folder of per-rank traces is one distributed job, never merged.
     if let Some(files) = kopt_engine::ranks::rank_folder(&req.files)? {

@@ -221,3 +221,29 @@ fn ncu_launches_past_the_budget_are_refused_by_name() {
         assert!(o.status.success(), "{page}: {}", stderr(&o));
     }
 }
+
+/// A Kineto trace is read into memory, not mapped (#39: a file truncated
+/// while mapped killed kopt, and the MCP server, with SIGBUS), within a
+/// size budget named in the refusal.
+#[test]
+fn a_kineto_trace_past_the_size_budget_is_refused_by_name() {
+    let trace = fixture("synthetic-timelines/kineto_profiler_steps.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .arg("analyze")
+        .arg(&trace)
+        .env("KOPT_TRACE_MAX_BYTES", "100")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("trace size budget") && e.contains("KOPT_TRACE_MAX_BYTES="),
+        "{e}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .arg("analyze")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}

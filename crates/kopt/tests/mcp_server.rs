@@ -1069,3 +1069,70 @@ fn statement_sources_outside_the_servers_folders_are_not_read() {
         .to_string();
     assert!(text.contains("inside_w.py:133"), "{text}");
 }
+
+/// A kopt trace of `n` launches of one short kernel, one device.
+fn many_launches_trace(path: &Path, n: u64) {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(w, r#"{{"t":"process","pid":1,"run":"1-1-0"}}"#).unwrap();
+    writeln!(w, r#"{{"t":"device","id":0,"name":"NVIDIA H100 80GB HBM3","sms":132,"cc":[9,0],"mem_bw_kbs":3352320000,"clock_khz":1980000}}"#).unwrap();
+    for i in 0..n {
+        let s = 1_000_000 + i * 10_000;
+        writeln!(w, r#"{{"t":"kernel","name":"k{}","s":{},"e":{},"dev":0,"str":7,"c":{},"g":[1,1,1],"b":[128,1,1],"reg":16,"smem":0,"graph":0}}"#, i % 50, s + 2_000, s + 5_000, i + 1).unwrap();
+        writeln!(
+            w,
+            r#"{{"t":"api","name":"cudaLaunchKernel_v7000","s":{},"e":{},"tid":1,"c":{}}}"#,
+            s,
+            s + 1_000,
+            i + 1
+        )
+        .unwrap();
+    }
+}
+
+/// analyze runs in a process of its own: a cancel frees its slot at once
+/// (in the server's process the analysis ran on for seconds), and an
+/// answer lists 20 kernels unless the client asks for more (a
+/// 400k-kernel table was a 391 MB answer).
+#[test]
+fn analyze_is_cancelled_at_once_and_lists_twenty_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    many_launches_trace(&dir.path().join("big.jsonl"), 300_000);
+    many_launches_trace(&dir.path().join("small.jsonl"), 500);
+    let mut s = Server::start_in(dir, &["--max-calls", "1"]);
+    s.initialize();
+    let r = s.call(1, "analyze", json!({"files": ["small.jsonl"]}));
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(
+        r["structuredContent"]["kernels"].as_array().unwrap().len(),
+        20,
+        "{r}"
+    );
+    let r = s.call(2, "analyze", json!({"files": ["small.jsonl"], "top": 100}));
+    assert_eq!(
+        r["structuredContent"]["kernels"].as_array().unwrap().len(),
+        50
+    );
+
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "analyze", "arguments": {"files": ["big.jsonl"]}}})
+        .to_string(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
+    let start = Instant::now();
+    loop {
+        let r = s.call(
+            10 + start.elapsed().as_millis() as u64,
+            "history",
+            json!({}),
+        );
+        if r["isError"] == false {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(3), "{r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.close(Duration::from_secs(5));
+}

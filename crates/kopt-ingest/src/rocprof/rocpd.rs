@@ -44,8 +44,16 @@ pub fn read_rocpd(path: &Path, label: &str) -> Result<Vec<AmdFile>, IngestError>
         Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
     }
     .map_err(|e| sql_error(label, "cannot open as SQLite", &e))?;
-    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let size = std::fs::metadata(path).map_or(0, |m| stored_bytes(&m));
     read_guarded(&conn, label, size)
+}
+
+/// The bytes a file holds on disk, for the budgets that scale with it: its
+/// length, but no more than the blocks it has, so a sparse file (`truncate
+/// -s 20G` of a 28 KB database) does not lift every budget to 20 GB.
+fn stored_bytes(m: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    m.len().min(m.blocks().saturating_mul(512))
 }
 
 /// `file:PATH?immutable=1`, the path percent-encoded where a URI needs it.
@@ -927,4 +935,22 @@ fn query_api(conn: &Connection, label: &str) -> Result<Vec<ApiCall>, IngestError
         Ok(())
     })?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sparse_file_counts_by_the_blocks_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.db");
+        let f = std::fs::File::create(&path).unwrap();
+        std::io::Write::write_all(&mut &f, &[1u8; 4096]).unwrap();
+        f.set_len(20 << 30).unwrap();
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!(m.len(), 20 << 30);
+        // What the file holds, not its apparent 20 GiB.
+        assert!(stored_bytes(&m) < 1 << 20, "{}", stored_bytes(&m));
+    }
 }

@@ -158,7 +158,7 @@ pub struct AnalyzeArgs {
     /// reports, rocprof output, torch.profiler / Kineto traces, kopt traces,
     /// `kopt profile` run folders.
     pub files: Vec<String>,
-    /// Show only the N kernels with the most time.
+    /// Show the N kernels with the most time (default 20).
     #[serde(default)]
     pub top: Option<usize>,
     /// Device name for datasheet peaks when the input names none (e.g. "H100 PCIe").
@@ -667,11 +667,24 @@ fn resolved(p: &Path, depth: usize) -> Option<PathBuf> {
 }
 
 fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
-    let d = diagnose_files(&a.files, analysis_options(a.top, a.device), ctx)?;
+    let top = Some(a.top.unwrap_or(ANALYZE_DEFAULT_TOP));
+    let d = diagnose_files(&a.files, analysis_options(top, a.device), ctx)?;
     tool_ok(&d, d.summary(), None)
 }
 
-/// The diagnosis of files the client named (each inside the allowed folders).
+/// Kernels an `analyze` answer lists when the client names no `top` (all
+/// still count): the whole table of a 400k-kernel trace was a 391 MB answer.
+const ANALYZE_DEFAULT_TOP: usize = 20;
+/// Most bytes the analysis process may print (its JSON document).
+const ANALYSIS_MAX_OUTPUT: u64 = 256 << 20;
+/// Longest an analysis may run.
+const ANALYSIS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The diagnosis of files the client named (each inside the allowed
+/// folders), made by `kopt analyze` in a process of its own, reading only
+/// inside the server's folders: a cancel kills it at once, and an input
+/// that exhausts memory or crashes a reader ends that process, never the
+/// server and the calls it serves.
 fn diagnose_files(
     files: &[String],
     analysis: kopt_engine::AnalysisOptions,
@@ -681,14 +694,99 @@ fn diagnose_files(
         .iter()
         .map(|f| allowed_path(ctx.config, f))
         .collect::<Result<Vec<_>, _>>()?;
-    let req = kopt_engine::AnalyzeRequest {
-        files,
+    kopt_engine::AnalyzeRequest {
+        files: files.clone(),
         ncu: None,
         bare_run: None,
-        analysis,
+        analysis: analysis.clone(),
+    }
+    .validate()
+    .map_err(engine)?;
+    if kopt_engine::ranks::rank_folder(&files)
+        .map_err(engine)?
+        .is_some()
+    {
+        return Err(
+            "a folder of per-rank traces is one distributed job: analyse it with the analyze_ranks tool, never merged"
+                .into(),
+        );
+    }
+    let mut args: Vec<String> = vec!["analyze".into(), "--format".into(), "json".into()];
+    if let Some(top) = analysis.top {
+        args.extend(["--top".into(), top.to_string()]);
+    }
+    if let Some(device) = &analysis.device {
+        args.extend(["--device".into(), device.clone()]);
+    }
+    for f in &files {
+        let f = f
+            .to_str()
+            .ok_or_else(|| format!("{}: not a UTF-8 path", f.display()))?;
+        args.push(f.to_string());
+    }
+    let roots: Vec<PathBuf> = std::iter::once(ctx.config.cwd.clone())
+        .chain(ctx.config.allowed.iter().cloned())
+        .collect();
+    let roots = kopt_engine::read_roots_value(&roots).ok_or(
+        "the server's folders cannot be handed to its analysis process (a name with a line break, or not UTF-8)",
+    )?;
+    let exe = std::env::current_exe().map_err(|e| format!("kopt's own binary: {e}"))?;
+    let env = [(kopt_engine::READ_ROOTS_VAR.to_string(), roots)];
+    let run = kopt_engine::progress::cancellable(Some(Arc::clone(&ctx.cancel)), || {
+        kopt_engine::child::capture(&exe, &args, &env, ANALYSIS_TIMEOUT, ANALYSIS_MAX_OUTPUT)
+    });
+    let c = match run {
+        Ok(c) => c,
+        Err(kopt_engine::child::GroupError::Cancelled) => return Err("cancelled".into()),
+        Err(e) => return Err(format!("kopt: error: the analysis process: {e}")),
     };
-    req.validate().map_err(engine)?;
-    kopt_engine::analyze(&req, ctx).map_err(engine)
+    if c.output_over {
+        return Err(format!(
+            "kopt: error: the analysis printed more than {} MiB and was stopped: give a smaller `top`",
+            ANALYSIS_MAX_OUTPUT >> 20
+        ));
+    }
+    if c.timed_out {
+        return Err(format!(
+            "kopt: error: the analysis ran past {} s and was stopped",
+            ANALYSIS_TIMEOUT.as_secs()
+        ));
+    }
+    if !c.status.success() {
+        return Err(child_error(&c));
+    }
+    serde_json::from_slice(&c.stdout)
+        .map_err(|e| format!("kopt: error: the analysis printed no readable diagnosis: {e}"))
+}
+
+/// The analysis process's own error (from its "kopt: error:" line on), or
+/// how it ended.
+fn child_error(c: &kopt_engine::child::Captured) -> String {
+    if let Some(at) = c
+        .stderr_tail
+        .iter()
+        .position(|l| l.starts_with("kopt: error:"))
+    {
+        return c.stderr_tail[at..].join("\n");
+    }
+    let how = {
+        use std::os::unix::process::ExitStatusExt;
+        match c.status.signal() {
+            Some(sig) => {
+                format!("stopped by signal {sig} (out of memory, or the input changed while read)")
+            }
+            None => format!("failed ({})", c.status),
+        }
+    };
+    let tail = c.stderr_tail.join(" | ");
+    format!(
+        "kopt: error: the analysis process {how}{}",
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", kopt_model::text::one_line(&tail))
+        }
+    )
 }
 
 /// Most characters of a section's text; the structured content is whole.
