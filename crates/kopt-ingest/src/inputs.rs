@@ -50,6 +50,40 @@ fn refuse_repeats(paths: &[PathBuf]) -> Result<(), IngestError> {
     Ok(())
 }
 
+/// Two ncu files of one page holding the same launches (names, grids,
+/// durations, in order) are copies of one capture: merged, they would
+/// double its launches and time, as one file given twice would.
+fn refuse_copies(files: &[(String, crate::NcuFile)]) -> Result<(), IngestError> {
+    use std::hash::{Hash, Hasher};
+    let mut seen: std::collections::HashMap<u64, &str> = Default::default();
+    for (label, f) in files {
+        if f.launches.is_empty() {
+            continue;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?}", f.page).hash(&mut h);
+        for l in &f.launches {
+            l.name.hash(&mut h);
+            (
+                l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z,
+            )
+                .hash(&mut h);
+            l.metrics.duration_ns.map(f64::to_bits).hash(&mut h);
+        }
+        if let Some(first) = seen.insert(h.finish(), label) {
+            return Err(IngestError::format(
+                label,
+                format!(
+                    "holds the same {} launches as {} (a copy of one capture?): give each capture once (it would count twice)",
+                    f.launches.len(),
+                    crate::echo(first)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The inputs merged into one profile: counters per kernel from ncu pages
 /// and run folders, the timeline from a trace.
 pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Profile, IngestError> {
@@ -146,6 +180,7 @@ pub fn read_inputs(paths: &[PathBuf], reports: &[ExportedReport]) -> Result<Prof
             traces.len()
         )));
     }
+    refuse_copies(&files)?;
     let mut profile = merge_profile(files);
     for p in profiles {
         if profile.launches.is_empty() {

@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 pub use crate::kineto_events::us_text_to_ns;
-use crate::kineto_events::{Collector, DeviceProp, Fields};
+use crate::kineto_events::{Collector, Fields};
 use crate::IngestError;
 
 /// A parsed trace and what had to be repaired to read it.
@@ -183,10 +183,8 @@ impl<'de> Visitor<'de> for FileSeed<'_> {
                     self.0.take_distributed_info(raw.get());
                 }
                 "deviceProperties" => {
-                    let props: Vec<DeviceProp<'de>> = map.next_value()?;
-                    if let Some(p) = props.into_iter().next() {
-                        p.fill(&mut self.0.timeline);
-                    }
+                    let raw: &RawValue = map.next_value()?;
+                    self.0.take_device_properties(raw.get());
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

@@ -34,6 +34,8 @@ pub(crate) struct Fields<'a> {
 
 #[derive(Deserialize)]
 pub(crate) struct DeviceProp<'a> {
+    #[serde(default)]
+    id: Option<u32>,
     #[serde(default, borrow)]
     name: Option<Cow<'a, str>>,
     #[serde(default, rename = "numSms")]
@@ -603,6 +605,17 @@ impl Collector {
 
     pub(crate) fn take_device_properties(&mut self, raw: &str) {
         if let Ok(props) = serde_json::from_str::<Vec<DeviceProp>>(raw) {
+            // Every device by id (kernels may run on several); the first
+            // names the trace's device, as before.
+            self.timeline.device_names = props
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let name = p.name.as_deref()?.trim();
+                    let id = p.id.unwrap_or(u32::try_from(i).ok()?);
+                    (!name.is_empty()).then(|| (id, name.to_string()))
+                })
+                .collect();
             if let Some(p) = props.into_iter().next() {
                 p.fill(&mut self.timeline);
             }

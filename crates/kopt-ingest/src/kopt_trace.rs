@@ -732,6 +732,14 @@ impl TraceBuilder {
             let left_out = self.open_window.close(&mut self.t, None);
             self.incomplete = self.incomplete.saturating_add(left_out);
         }
+        let mut names: Vec<(u32, String)> = self
+            .devices
+            .iter()
+            .filter_map(|(id, d)| Some((u32::try_from(*id).ok()?, d.name.clone())))
+            .filter(|(_, n)| !n.trim().is_empty())
+            .collect();
+        names.sort();
+        self.t.device_names = names;
         if let Some(d) = self.main_device().cloned() {
             self.t.device_name = Some(d.name).filter(|n| !n.trim().is_empty());
             self.t.sm_count = d.sms;

@@ -355,6 +355,75 @@ pub fn profile_from_trace(trace: KinetoTrace, path: &str) -> Profile {
     profile_from_timeline(trace.timeline, path, &format)
 }
 
+/// Drop activities that repeat an earlier one exactly (kind, name, times,
+/// device, stream, correlation): one launch recorded twice (events
+/// appended again, a writer's retry) is one launch, not two on one stream
+/// at the same instant. How many were dropped.
+fn drop_duplicate_activities(t: &mut kopt_model::Timeline) -> usize {
+    use std::hash::{Hash, Hasher};
+    type Key<'a> = (u8, &'a str, i64, i64, u32, u64, u64);
+    let key = |a: &kopt_model::GpuActivity| -> (u8, i64, i64, u32, u64, u64) {
+        (
+            a.kind as u8,
+            a.start_ns,
+            a.end_ns,
+            a.device,
+            a.stream,
+            a.correlation,
+        )
+    };
+    // Hash -> the first activity with it; a hash hit is compared in full.
+    let mut first: std::collections::HashMap<u64, usize> = Default::default();
+    let mut keep = vec![true; t.activities.len()];
+    let mut dropped = 0;
+    for (i, a) in t.activities.iter().enumerate() {
+        let k = key(a);
+        let full: Key = (k.0, a.name.as_str(), k.1, k.2, k.3, k.4, k.5);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        full.hash(&mut h);
+        match first.entry(h.finish()) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let b = &t.activities[*o.get()];
+                if key(b) == k && b.name == a.name {
+                    keep[i] = false;
+                    dropped += 1;
+                }
+            }
+        }
+    }
+    if dropped > 0 {
+        let mut keep = keep.into_iter();
+        t.activities.retain(|_| keep.next().unwrap_or(true));
+    }
+    dropped
+}
+
+/// The names of GPUs of another model than the trace's device that ran
+/// kernels in it, joined; None when every kernel ran on one model.
+fn other_gpu_models(t: &kopt_model::Timeline) -> Option<String> {
+    if t.device_names.len() < 2 {
+        return None;
+    }
+    let ran: std::collections::BTreeSet<u32> = t
+        .activities
+        .iter()
+        .filter(|a| a.kind == kopt_model::ActivityKind::Kernel)
+        .map(|a| a.device)
+        .collect();
+    let main = t.device_name.as_deref()?;
+    let mut others: Vec<String> = t
+        .device_names
+        .iter()
+        .filter(|(id, name)| ran.contains(id) && name != main)
+        .map(|(id, name)| format!("{} (device {id})", kopt_model::text::one_line(name)))
+        .collect();
+    others.dedup();
+    (!others.is_empty()).then(|| others.join(", "))
+}
+
 /// The GPU a trace names (kopt trace's device records, Kineto's
 /// `deviceProperties`), with peaks from what it reports: the memory
 /// bandwidth CUPTI gives wins over the datasheet, FP32 comes from SMs x clock.
@@ -390,7 +459,28 @@ pub fn device_left_out(device: &mut Device) -> Vec<String> {
 }
 
 /// A profile from any timeline (Kineto or kopt's own tracer).
-pub fn profile_from_timeline(t: kopt_model::Timeline, path: &str, format: &str) -> Profile {
+pub fn profile_from_timeline(mut t: kopt_model::Timeline, path: &str, format: &str) -> Profile {
+    let mut said = Vec::new();
+    let dropped = drop_duplicate_activities(&mut t);
+    if dropped > 0 {
+        said.push(format!(
+            "{dropped} record(s) repeating another activity exactly (same name, times, device, stream and correlation) counted once"
+        ));
+    }
+    if let Some(others) = other_gpu_models(&t) {
+        said.push(format!(
+            "kernels ran on GPUs of other models too ({others}): every figure uses {}'s peaks; analyse each GPU's trace apart",
+            t.device_name.as_deref().unwrap_or("the first GPU's")
+        ));
+    }
+    let format = if said.is_empty() {
+        format.to_string()
+    } else if let Some(open) = format.strip_suffix(')') {
+        format!("{open}; {})", said.join("; "))
+    } else {
+        format!("{format} ({})", said.join("; "))
+    };
+    let format = format.as_str();
     let sm_count = t.sm_count.map(f64::from);
     let launches = t
         .activities

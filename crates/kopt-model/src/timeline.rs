@@ -331,6 +331,11 @@ pub struct Timeline {
     /// trace says (one timeline is one rank: ranks are never merged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<crate::RankInfo>,
+    /// Every GPU the trace describes, (id, name): one process may run
+    /// kernels on GPUs of different models, and `device_name` is only the
+    /// busiest's (or the first's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_names: Vec<(u32, String)>,
 }
 
 /// The `range` of a bare run of a program without step ranges: not an NVTX

@@ -247,3 +247,25 @@ fn a_kineto_trace_past_the_size_budget_is_refused_by_name() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// Two copies of one ncu capture (different files, same launches) were
+/// added together: launches and time doubled, no note (#39, round 8).
+#[test]
+fn two_copies_of_one_ncu_capture_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let page = fixture("labeled-suite-h100/ncu_raw_base.csv");
+    for name in ["a.csv", "b.csv"] {
+        std::fs::copy(&page, d.path().join(name)).unwrap();
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
+        .args(["analyze", "a.csv", "b.csv"])
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds the same 212 launches as a.csv"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -14,6 +14,9 @@ use crate::IngestError;
 
 type Slot = fn(&mut Metrics) -> &mut Option<f64>;
 
+// Which of them a launch has had a row for fits one u64.
+const _: () = assert!(DETAIL_METRICS.len() <= 64);
+
 /// (section, metric) -> where kopt keeps it.
 const DETAIL_METRICS: &[(&str, &str, Slot)] = &[
     ("GPU Speed Of Light Throughput", "Duration", |m| {
@@ -133,6 +136,9 @@ pub(super) fn parse(
 
     let mut launches: Vec<KernelLaunch> = Vec::new();
     let mut by_id: HashMap<u64, usize> = HashMap::new();
+    // Per launch, which of DETAIL_METRICS it has had a row for (one bit
+    // each): ncu writes one row per (launch, section, metric).
+    let mut rows_seen: Vec<u64> = Vec::new();
     let mut record = csv::ByteRecord::new();
     let mut style = None;
     let mut cc: Option<String> = None;
@@ -214,9 +220,10 @@ pub(super) fn parse(
         }
         let section = text(section_col);
         let metric = text(metric_col);
-        let Some((_, _, slot)) = DETAIL_METRICS
+        let Some((which, (_, _, slot))) = DETAIL_METRICS
             .iter()
-            .find(|(s, m, _)| *s == section && *m == metric)
+            .enumerate()
+            .find(|(_, (s, m, _))| *s == section && *m == metric)
         else {
             continue;
         };
@@ -239,7 +246,31 @@ pub(super) fn parse(
         if metric == "Duration" {
             any_duration = true;
         }
-        put(slot(&mut launch.metrics), v);
+        if rows_seen.len() <= at {
+            rows_seen.resize(at + 1, 0);
+        }
+        let bit = 1u64 << which;
+        let held = slot(&mut launch.metrics);
+        if rows_seen[at] & bit != 0 {
+            // A second row for one launch's metric: rows of two captures
+            // in one page; kept, the larger silently replaced the other.
+            if *held != Some(v) {
+                return Err(IngestError::at(
+                    ctx.path,
+                    line,
+                    format!(
+                        "a second \"{} / {}\" row for launch ID {id}, with another value ({} against {}): rows of two captures in one page? give each capture its own file",
+                        crate::echo(&section),
+                        crate::echo(&metric),
+                        v,
+                        held.map_or("none".to_string(), |h| h.to_string())
+                    ),
+                ));
+            }
+            continue;
+        }
+        rows_seen[at] |= bit;
+        put(held, v);
     }
     ctx.require_timed_rows(
         first_line,
