@@ -79,6 +79,20 @@ pub fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a std::path::Path>) -
         let dir = std::fs::canonicalize(dir.unwrap_or(std::path::Path::new("."))).ok()?;
         Some(dir.join(p.file_name()?))
     };
+    // Two outputs naming one file not there yet (`x.md` and `./x.md`,
+    // `sub/../x.md`): the second write would replace the first.
+    for (i, a) in paths.iter().enumerate() {
+        if let Some(b) = paths[..i]
+            .iter()
+            .find(|b| place(a).is_some_and(|pa| Some(pa) == place(b)))
+        {
+            return Err(Error::Usage(format!(
+                "{} and {} name one file: give each output its own",
+                b.display(),
+                a.display()
+            )));
+        }
+    }
     for p in paths {
         let same = |r: &&std::path::PathBuf| {
             kopt_store::files::overwrites(p, r) || place(p).is_some_and(|a| Some(a) == place(r))

@@ -269,3 +269,23 @@ fn two_copies_of_one_ncu_capture_are_refused() {
         stderr(&o)
     );
 }
+
+/// `-o new.md --html sub/../new.md`: both were accepted and the HTML was
+/// lost, since the identity check needed an existing file (#39, round 8).
+#[test]
+fn two_outputs_naming_one_new_file_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("sub")).unwrap();
+    for (o, html) in [("new.md", "sub/../new.md"), ("x.md", "./x.md")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kopt"))
+            .arg("analyze")
+            .arg(fixture("labeled-suite-h100/ncu_raw_base.csv"))
+            .args(["-o", o, "--html", html])
+            .current_dir(d.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("name one file"), "{}", stderr(&out));
+        assert!(!d.path().join(o).exists());
+    }
+}
