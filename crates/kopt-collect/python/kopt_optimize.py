@@ -577,9 +577,11 @@ def _run_candidates(model, make_inputs, wanted, out_dir, min_samples, max_time_s
 # ---- training steps (docs/training.md) -------------------------------------
 # A training-form script's candidates change the step, not the forward:
 # the optimizer's fused or foreach form, bf16 autocast around forward and
-# loss, torch.compile of the model. Graph capture of a whole step is not
-# offered here (a step that syncs with the host cannot be captured).
+# loss, torch.compile of the model, and CUDA graph capture of the whole
+# step (forward, backward and the optimizer's step; a step that syncs with
+# the host fails to capture, and that failure is its verdict).
 TRAINING_CANDIDATES = {
+    "graph": "CUDA graph capture of the whole step (forward, backward, optimizer; capturable=True where the optimizer takes it; static inputs; warm-up on a side stream)",
     "fused_optimizer": "the optimizer rebuilt with fused=True (one kernel per step for all parameters)",
     "foreach_optimizer": "the optimizer rebuilt with foreach=True (multi-tensor kernels)",
     "bf16_autocast": 'torch.autocast("cuda", dtype=torch.bfloat16) around forward and loss',
@@ -595,8 +597,9 @@ def rebuilt_optimizer(optimizer, **form):
     if optimizer is None:
         raise NotApplicable("the script's train_step has no optimizer from get_optimizer(model)")
     cls = type(optimizer)
-    groups = [{k: v for k, v in g.items() if k not in ("fused", "foreach")} for g in optimizer.param_groups]
-    defaults = {k: v for k, v in optimizer.defaults.items() if k not in ("fused", "foreach")}
+    drop = ("fused", "foreach", *form)
+    groups = [{k: v for k, v in g.items() if k not in drop} for g in optimizer.param_groups]
+    defaults = {k: v for k, v in optimizer.defaults.items() if k not in drop}
     # Only what the class's constructor takes: a subclass's defaults can
     # hold its parent's settings (torch 2.11's AdamW keeps Adam's
     # decoupled_weight_decay, which AdamW() refuses); the groups keep them.
@@ -620,6 +623,8 @@ def build_training(variant, mod, model, device):
     unknown = [p for p in parts if p not in TRAINING_CANDIDATES]
     if unknown:
         raise NotApplicable(f"{unknown[0]} is not a candidate for a training step (those: {', '.join(TRAINING_CANDIDATES)})")
+    if "graph" in parts and "compile" in parts:
+        raise NotApplicable("graph capture over torch.compile is compile's mode=\"reduce-overhead\", not a training candidate")
     if "compile" in parts:
         model = torch.compile(model)
     step = kopt_module.TrainStep(mod, model, device)
@@ -638,7 +643,81 @@ def build_training(variant, mod, model, device):
                 return untouched(i)
 
         step.step = step_in_tf32
+    if "graph" in parts:
+        return GraphedTrainStep(step)
     return step
+
+
+def takes(cls, name):
+    try:
+        return name in inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class GraphedTrainStep:
+    """A training step captured whole in a CUDA graph (torch's
+    whole-network capture): WARMUP eager steps on a side stream, then one
+    capture of forward, backward and the optimizer's step over static
+    inputs, replayed for every later step. Each warm-up step is a step, so
+    after N steps the weights are those of N eager steps."""
+
+    WARMUP = 3
+
+    def __init__(self, step):
+        if callable(step.custom):
+            raise NotApplicable("the script's own train_step: capture it by hand (static inputs, capturable optimizer)")
+        opt = step.optimizer
+        if opt is not None and takes(type(opt), "capturable") and not opt.defaults.get("fused"):
+            step.optimizer = rebuilt_optimizer(opt, capturable=True)
+        self.inner, self.graph, self.done = step, None, 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def _body(self, inputs):
+        s = self.inner
+        with s.forward_context():
+            loss = s.loss_of(s.model(*inputs[: s.model_inputs]), inputs)
+        loss.backward()
+        s.optimizer.step()
+        return loss
+
+    def step(self, i):
+        s = self.inner
+        if self.graph is not None:
+            if callable(s.get_batch):
+                for static, x in zip(s.inputs, s.batch(i)):
+                    static.copy_(x)
+            self.graph.replay()
+            return self.loss
+        if callable(s.get_batch):
+            fresh = s.batch(i)
+            for static, x in zip(s.inputs, fresh):
+                static.copy_(x)
+        if self.done < self.WARMUP:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                s.optimizer.zero_grad(set_to_none=True)
+                loss = self._body(s.inputs)
+            torch.cuda.current_stream().wait_stream(side)
+            self.done += 1
+            # Detached: a loss kept with its autograd graph makes the next
+            # backward's gradient streams mismatch (torch warns each step).
+            s.loss = loss.detach()
+            return s.loss
+        # Grads allocated inside the capture, from the graph's pool: the
+        # replayed backward writes them, the replayed step reads them.
+        s.optimizer.zero_grad(set_to_none=True)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = self._body(s.inputs)
+        self.graph, self.loss = graph, static_loss.detach()
+        s.loss = self.loss
+        # Capturing records the step without running it: run it once.
+        graph.replay()
+        return static_loss
 
 
 def training_params(step):

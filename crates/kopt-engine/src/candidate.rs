@@ -92,7 +92,8 @@ impl Candidate {
     pub fn applies_to_training(self) -> bool {
         matches!(
             self,
-            Candidate::FusedOptimizer
+            Candidate::Graph
+                | Candidate::FusedOptimizer
                 | Candidate::ForeachOptimizer
                 | Candidate::Bf16Autocast
                 | Candidate::Tf32

@@ -103,6 +103,9 @@ class Tensor:
     def backward(self):
         self.log.append("backward")
 
+    def detach(self):
+        return self
+
 
 class Optimizer:
     def __init__(self, log):
@@ -488,3 +491,54 @@ def test_a_copied_script_imports_its_neighbours_from_its_own_folder(fake_torch, 
     km = load_kopt_module()
     assert km.load(str(run / "Model.py"), "Model").WIDTH == 7
     assert str(src) in sys.path
+
+
+def test_graph_capture_of_a_training_step_warms_up_captures_once_and_replays(fake_torch, monkeypatch):
+    ko = load_kopt_optimize(monkeypatch)
+    km = load_kopt_module()
+    monkeypatch.setitem(sys.modules, "kopt_module", km)
+    log = []
+
+    class Graph:
+        def replay(self):
+            log.append("replay")
+
+    @contextlib.contextmanager
+    def capture(graph):
+        log.append("capture begin")
+        yield
+        log.append("capture end")
+
+    @contextlib.contextmanager
+    def on(stream):
+        yield
+
+    stream = types.SimpleNamespace(wait_stream=lambda other: None)
+    fake_torch.cuda.Stream = lambda: stream
+    fake_torch.cuda.current_stream = lambda: stream
+    fake_torch.cuda.stream = on
+    fake_torch.cuda.CUDAGraph = Graph
+    fake_torch.cuda.graph = capture
+    mod = script(log, get_optimizer=lambda m: Optimizer(log))
+    step = ko.build_training("graph", mod, Model(log), "cuda")
+    for i in range(5):
+        step.step(i)
+    warm = ["zero_grad(set_to_none=True)", "forward(2)", "backward", "step"]
+    at = log.index("capture begin")
+    assert log[at - 13 : at - 1] == warm * 3, log
+    assert log[at - 1 :] == [
+        "zero_grad(set_to_none=True)",
+        "capture begin",
+        "forward(2)",
+        "backward",
+        "step",
+        "capture end",
+        "replay",
+        "replay",
+    ], log
+    assert step.loss is not None and step.model is not None
+    with pytest.raises(ko.NotApplicable, match="reduce-overhead"):
+        ko.build_training("graph+compile", mod, Model(log), "cuda")
+    custom = script(log, get_optimizer=lambda m: Optimizer(log), train_step=lambda m, x, o: None)
+    with pytest.raises(ko.NotApplicable, match="capture it by hand"):
+        ko.build_training("graph", custom, Model(log), "cuda")
