@@ -415,7 +415,7 @@ impl BenchRequest {
 
 /// Samples kept per variant: a program printing samples without end must
 /// not grow memory or the bootstrap without bound.
-pub const MAX_SAMPLES: usize = 50_000;
+pub use kopt_bench::MAX_SAMPLES;
 
 struct Variant {
     name: String,
@@ -559,10 +559,16 @@ pub fn run_bench(
             let sampling = !v.samples.is_empty() || !per_run;
             let budget = sampling_budget(v);
             let run = sampler.run(&v.command, &timing, budget)?;
-            if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+            if let Some(bad) = run
+                .samples
+                .iter()
+                .find(|s| !kopt_bench::sample_s_in_bounds(**s))
+            {
                 return Err(Error::WorkloadFailed(format!(
-                    "`{}` gave a sample of {bad} s: samples must be positive and finite",
-                    v.command
+                    "`{}` gave a sample of {} s: samples must be positive, finite and {}",
+                    v.command,
+                    kopt_model::figure::as_read(*bad),
+                    kopt_bench::sample_bounds_text()
                 )));
             }
             if sampling {

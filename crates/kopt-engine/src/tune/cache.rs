@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use kopt_model::tune::{TrialStatus, TuneReport};
-use kopt_store::{CachedTrial, TrialKey, TuneCache};
+use kopt_store::{CacheEntry, CachedTrial, TrialKey, TuneCache};
 
 use crate::error::{Error, Result};
 use crate::progress::Progress;
@@ -28,8 +28,13 @@ impl Driver<'_> {
         for (i, t) in self.trials.iter().enumerate() {
             match cache.get(&self.trial_key(t)) {
                 // A failed baseline is tried again: the sweep cannot go on without it.
-                Ok(Some(c)) if i == 0 && c.status == "failed" => {}
-                Ok(Some(c)) => hits.push((i, c)),
+                Ok(Some(CacheEntry::Trial(c))) if i == 0 && c.status == "failed" => {}
+                Ok(Some(CacheEntry::Trial(c))) => hits.push((i, c)),
+                // Never ranked: measured again, as if nothing were cached.
+                Ok(Some(CacheEntry::Distrusted(why))) => self.notes.push(format!(
+                    "the tune cache's trial {} was ignored and measured again: {why}",
+                    t.label
+                )),
                 Ok(None) => {}
                 Err(e) => {
                     self.progress.note(&format!("warning: tune cache: {e}"));
