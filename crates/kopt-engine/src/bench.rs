@@ -796,6 +796,7 @@ fn record(req: &BenchRequest, r: &BenchReport, progress: &dyn Progress) -> Resul
             run: Some("kopt bench (see kopt history)".into()),
             change: None,
         };
+        crate::record::refuse_planted_link(&req.journal_file)?;
         kopt_store::append_entry(&req.journal_file, &entry)?;
     }
     Ok(())

@@ -1410,6 +1410,7 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
                         .join("; ")
                 }),
             };
+            crate::record::refuse_planted_link(journal)?;
             kopt_store::append_entry(journal, &entry)?;
         }
     }
@@ -1436,8 +1437,10 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
     row.run_dir = Some(r.run_dir.clone());
     row.verdict = Some(if r.best.is_some() { "KEEP" } else { "REVERT" }.into());
     row.report_json = Some(json);
-    let db = crate::record::RecordPaths::db_or(req.db.as_deref());
-    crate::record::record_run(&db, &row, progress);
+    match crate::record::RecordPaths::db_or(req.db.as_deref()) {
+        Ok(db) => crate::record::record_run(&db, &row, progress),
+        Err(e) => progress.note(&format!("warning: run not recorded in the history: {e}")),
+    }
     Ok(())
 }
 

@@ -134,7 +134,7 @@ pub fn cached_winners(
     db: Option<&Path>,
     key: Option<&str>,
 ) -> Result<(PathBuf, Vec<kopt_store::CachedWinner>)> {
-    let db = crate::record::RecordPaths::db_or(db);
+    let db = crate::record::RecordPaths::db_or(db)?;
     if !db.is_file() {
         return Err(Error::Input(format!("{}: no history yet", db.display())));
     }

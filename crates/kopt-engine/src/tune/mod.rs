@@ -117,7 +117,9 @@ pub fn tune_with(
         kopt_version: env!("CARGO_PKG_VERSION").into(),
         settings: req.settings(&baseline),
     };
-    let cache = match TuneCache::open(&req.db) {
+    let cache = match crate::record::refuse_planted_link(&req.db)
+        .and_then(|()| TuneCache::open(&req.db).map_err(Into::into))
+    {
         Ok(c) => Some(c),
         Err(e) => {
             progress.note(&format!("warning: no tune cache, trials are not kept: {e}"));
