@@ -428,19 +428,49 @@ fn a_planted_tune_cache_does_not_change_the_winner() {
         );
         assert!(notes.contains("between 1 ns and 1e13 ns"), "{notes}");
     }
-    // The one final comparison (baseline and A=1), forged: a sample out of
+    // A planted sample within the bound (1 ns is one) cannot be told from
+    // a measured one: the final comparison re-times it, finds it 4e5 times
+    // slower, and the configs are ranked again with that timing.
+    {
+        let c = rusqlite::Connection::open(d.path().join("h.db")).unwrap();
+        c.execute(
+            "UPDATE tune_trials SET samples_json = '[1e-9,1e-9,1e-9]' WHERE params LIKE '%\"4\"%'",
+            [],
+        )
+        .unwrap();
+    }
+    let r = run(d.path());
+    assert_eq!(r["winner"]["label"], "A=1", "{r}");
+    assert_eq!(trial(&r, "A=4")["median_s"], 0.000400002, "{r}");
+    assert!(
+        r["notes"]
+            .to_string()
+            .contains("trial A=4 (median 1e-9 s) was re-timed at 0.000400002 s"),
+        "{r}"
+    );
+    let shown = String::from_utf8_lossy(&show(d.path()).stdout).to_string();
+    assert!(shown.contains("winner A=1"), "{shown}");
+
+    // The final comparison of the baseline and A=1, forged: a sample out of
     // bounds is ignored; figures over honest samples are decided again.
     let final_of = |d: &Path| -> serde_json::Value {
         let c = rusqlite::Connection::open(d.join("h.db")).unwrap();
         let text: String = c
-            .query_row("SELECT report_json FROM tune_finals", [], |r| r.get(0))
+            .query_row(
+                "SELECT report_json FROM tune_finals WHERE instr(candidates, '4') = 0",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         serde_json::from_str(&text).unwrap()
     };
     let plant_final = |d: &Path, f: &serde_json::Value| {
         let c = rusqlite::Connection::open(d.join("h.db")).unwrap();
-        c.execute("UPDATE tune_finals SET report_json = ?1", [f.to_string()])
-            .unwrap();
+        c.execute(
+            "UPDATE tune_finals SET report_json = ?1 WHERE instr(candidates, '4') = 0",
+            [f.to_string()],
+        )
+        .unwrap();
     };
     let honest_final = final_of(d.path());
     let mut forged = honest_final.clone();

@@ -14,6 +14,11 @@ use super::jobs::parse_source;
 use super::request::{canonical, TuneRequest};
 use super::state::{Driver, Trial};
 
+/// How far (a factor, either way) a cached trial's median may be from its
+/// re-timing in the final comparison before the cache is taken to be wrong:
+/// well past run-to-run noise, well short of a planted 1 ns.
+const CACHE_DISAGREEMENT: f64 = 2.0;
+
 impl Driver<'_> {
     pub(super) fn trial_key(&self, t: &Trial) -> TrialKey {
         TrialKey {
@@ -63,6 +68,43 @@ impl Driver<'_> {
             }
             t.source = Some(c.source);
         }
+    }
+
+    /// Cached trials the final comparison `f` re-timed at more than
+    /// [`CACHE_DISAGREEMENT`] times (or less than its inverse) their
+    /// cached median: their samples become the final's, their cache rows
+    /// are replaced, and a note says so. Whether any was.
+    pub(super) fn recheck_cached(&mut self, f: &kopt_model::BenchReport) -> bool {
+        let mut any = false;
+        for v in &f.variants {
+            let Some(i) = self.trials.iter().position(|t| t.label == v.name) else {
+                continue;
+            };
+            let t = &self.trials[i];
+            let Some(cached) = t.median().filter(|_| !t.ran) else {
+                continue;
+            };
+            let ratio = v.median_s / cached;
+            if !(ratio.is_finite() && ratio > 0.0) || v.values_s.is_empty() {
+                continue;
+            }
+            if (1.0 / CACHE_DISAGREEMENT..=CACHE_DISAGREEMENT).contains(&ratio) {
+                continue;
+            }
+            self.notes.push(format!(
+                "the tune cache's trial {} (median {} s) was re-timed at {} s in the final \
+                 comparison: its samples are replaced by the final's and the configs ranked again",
+                t.label,
+                kopt_model::figure::as_read(cached),
+                kopt_model::figure::as_read(v.median_s)
+            ));
+            let t = &mut self.trials[i];
+            t.samples = v.values_s.clone();
+            t.ran = true;
+            any = true;
+            self.save(i);
+        }
+        any
     }
 
     pub(super) fn save(&mut self, i: usize) {
