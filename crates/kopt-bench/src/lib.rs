@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod gate;
+pub mod sample;
 pub mod stats;
 pub mod verdict;
 
@@ -14,5 +15,9 @@ pub use compare::{
     TensorComparison,
 };
 pub use gate::{judge, CheckFacts, GateFacts, GateSettings, ShapeFacts, SideFacts};
+pub use sample::{
+    sample_bounds_text, sample_ns_in_bounds, sample_s_in_bounds, MAX_SAMPLES, MAX_SAMPLE_NS,
+    MIN_SAMPLE_NS,
+};
 pub use stats::{bootstrap_median_ratio, median, outliers, relative_noise, Interval, StopRule};
 pub use verdict::{decide, Verdict, VerdictKind};

@@ -415,7 +415,7 @@ impl BenchRequest {
 
 /// Samples kept per variant: a program printing samples without end must
 /// not grow memory or the bootstrap without bound.
-pub const MAX_SAMPLES: usize = 50_000;
+pub use kopt_bench::MAX_SAMPLES;
 
 struct Variant {
     name: String,
@@ -559,10 +559,16 @@ pub fn run_bench(
             let sampling = !v.samples.is_empty() || !per_run;
             let budget = sampling_budget(v);
             let run = sampler.run(&v.command, &timing, budget)?;
-            if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+            if let Some(bad) = run
+                .samples
+                .iter()
+                .find(|s| !kopt_bench::sample_s_in_bounds(**s))
+            {
                 return Err(Error::WorkloadFailed(format!(
-                    "`{}` gave a sample of {bad} s: samples must be positive and finite",
-                    v.command
+                    "`{}` gave a sample of {} s: samples must be positive, finite and {}",
+                    v.command,
+                    kopt_model::figure::as_read(*bad),
+                    kopt_bench::sample_bounds_text()
                 )));
             }
             if sampling {
@@ -790,19 +796,16 @@ fn record(req: &BenchRequest, r: &BenchReport, progress: &dyn Progress) -> Resul
             run: Some("kopt bench (see kopt history)".into()),
             change: None,
         };
+        crate::record::refuse_planted_link(&req.journal_file)?;
         kopt_store::append_entry(&req.journal_file, &entry)?;
     }
     Ok(())
 }
 
-/// The longest sample a run may report: a day. A timed step or run is
-/// milliseconds to minutes; 1e308 is no measurement, and medians and
-/// ratios computed from it would not be finite.
-pub const MAX_SAMPLE_S: f64 = 86_400.0;
-
 /// Samples a run printed itself: `{"kopt_sample_ns": N}` or
-/// `{"kopt_sample_s": x}` lines, in seconds. A sample that is not a
-/// positive finite number is an error naming its line.
+/// `{"kopt_sample_s": x}` lines, in seconds. A sample outside the bound
+/// every sample passes (kopt_bench's: 1 ns to 1e13 ns; a 1e-300 ns sample
+/// made any candidate a KEEP) is an error naming its line.
 pub fn parse_sample_line(line: &str, line_no: u64) -> Result<Option<f64>> {
     if !line.contains("kopt_sample") {
         return Ok(None);
@@ -817,12 +820,13 @@ pub fn parse_sample_line(line: &str, line_no: u64) -> Result<Option<f64>> {
     let Some((x, scale)) = value else {
         return Ok(None);
     };
-    match x.as_f64().map(|n| (n, n / scale)) {
+    match x.as_f64().map(|n| n / scale) {
         // Divided, not multiplied by 1e-9: 1000 ns is exactly 1e-6 s.
-        Some((n, s)) if n.is_finite() && n > 0.0 && s <= MAX_SAMPLE_S => Ok(Some(s)),
+        Some(s) if kopt_bench::sample_s_in_bounds(s) => Ok(Some(s)),
         _ => Err(Error::WorkloadFailed(format!(
-            "stdout line {line_no}: {}: a sample must be a positive, finite number of at most a day ({MAX_SAMPLE_S} s)",
-            kopt_model::clip_chars(line.trim(), 120)
+            "stdout line {line_no}: {}: a sample must be a positive, finite time {}",
+            kopt_model::clip_chars(line.trim(), 120),
+            kopt_bench::sample_bounds_text()
         ))),
     }
 }
@@ -1518,13 +1522,24 @@ mod tests {
             // #39: `--timing reported` took 1e308 s as a sample.
             "{\"kopt_sample_s\": 1e308}",
             "{\"kopt_sample_ns\": 1e300}",
-            "{\"kopt_sample_s\": 86401}",
+            "{\"kopt_sample_s\": 10001}",
+            // Round eight: a sample under a nanosecond made a KEEP.
+            "{\"kopt_sample_ns\": 1e-300}",
+            "{\"kopt_sample_ns\": 0.5}",
+            "{\"kopt_sample_s\": 1e-10}",
         ] {
             let err = parse_sample_line(bad, 7).unwrap_err().to_string();
-            assert!(err.contains("stdout line 7"), "{err}");
+            assert!(
+                err.contains("stdout line 7") && err.contains("between 1 ns and 1e13 ns"),
+                "{err}"
+            );
         }
-        let day = parse_sample_line("{\"kopt_sample_s\": 86400}", 1).unwrap();
-        assert_eq!(day, Some(86_400.0));
+        // The edges are inside: 1 ns and 1e13 ns.
+        let edge = |l: &str| parse_sample_line(l, 1).unwrap();
+        assert_eq!(edge("{\"kopt_sample_ns\": 1}"), Some(1e-9));
+        assert_eq!(edge("{\"kopt_sample_s\": 1e-9}"), Some(1e-9));
+        assert_eq!(edge("{\"kopt_sample_ns\": 1e13}"), Some(1e4));
+        assert_eq!(edge("{\"kopt_sample_s\": 10000}"), Some(1e4));
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub fn list(db: Option<&Path>, limit: usize) -> Result<RunListing> {
             "--limit must be at least 1 (it is how many runs are listed)".into(),
         ));
     }
-    let db = &RecordPaths::db_or(db);
+    let db = &RecordPaths::db_or(db)?;
     let listing = match open_for_reading(db)? {
         Some(h) => h.listing(limit)?,
         None => kopt_store::history::Listing::default(),
@@ -100,13 +100,13 @@ pub fn list(db: Option<&Path>, limit: usize) -> Result<RunListing> {
 }
 
 pub fn show(db: Option<&Path>, id: i64) -> Result<RunShow> {
-    let row = History::open_existing(&RecordPaths::db_or(db))?.get(id)?;
+    let row = History::open_existing(&RecordPaths::db_or(db)?)?.get(id)?;
     let report = read_report(&row);
     Ok(RunShow { row, report })
 }
 
 pub fn diff(db: Option<&Path>, ia: i64, ib: i64) -> Result<RunDiff> {
-    let h = History::open_existing(&RecordPaths::db_or(db))?;
+    let h = History::open_existing(&RecordPaths::db_or(db)?)?;
     let (a, b) = (h.get(ia)?, h.get(ib)?);
     // An optimize run compares as its ablation (median time per variant).
     let as_bench = |r: StoredReport| match r {
@@ -290,7 +290,7 @@ fn per_rule(points: Vec<CalibrationPoint>) -> Vec<RuleCalibration> {
 /// `rows` filler runs recorded in `db` (default: the project's history):
 /// `kopt history stress`, for measuring listing and cleanup at size.
 pub fn fill_for_stress(db: Option<&Path>, rows: u64) -> Result<()> {
-    let mut h = History::open(&RecordPaths::db_or(db))?;
+    let mut h = History::open(&RecordPaths::db_or(db)?)?;
     for i in 0..rows {
         let mut row =
             crate::record::run_row("stress", "kopt history stress".into(), format!("row {i}"));
@@ -305,7 +305,7 @@ pub fn fill_for_stress(db: Option<&Path>, rows: u64) -> Result<()> {
 /// Every checked prediction and their grouping per rule, as `kopt history
 /// calibration` shows them.
 pub fn calibration_report(db: Option<&Path>) -> Result<Calibration> {
-    let db = &RecordPaths::db_or(db);
+    let db = &RecordPaths::db_or(db)?;
     let (points, left_out) = checked_points(db)?;
     Ok(Calibration {
         db: db.display().to_string(),

@@ -42,6 +42,7 @@ pub fn add_entry(file: Option<&Path>, req: &JournalEntryRequest) -> Result<(Path
         run: req.run.clone(),
         change: None,
     };
+    crate::record::refuse_planted_link(&file)?;
     kopt_store::append_entry(&file, &entry)?;
     Ok((file, entry))
 }
@@ -50,6 +51,7 @@ pub fn add_entry(file: Option<&Path>, req: &JournalEntryRequest) -> Result<(Path
 /// no entry was written yet (no file).
 pub fn read(file: Option<&Path>) -> Result<(PathBuf, Option<String>)> {
     let file = file.map_or_else(|| RecordPaths::current().journal, Path::to_path_buf);
+    crate::record::refuse_planted_link(&file)?;
     let text = kopt_store::journal::read_journal(&file).map_err(|e| Error::Input(e.to_string()))?;
     Ok((file, text))
 }

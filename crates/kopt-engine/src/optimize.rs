@@ -435,6 +435,10 @@ pub(crate) struct HarnessResult {
     stopped: Option<String>,
     #[serde(default)]
     rounds: Option<u64>,
+    /// Variants that held more than MAX_SAMPLES samples, with how many:
+    /// only the first MAX_SAMPLES are judged.
+    #[serde(skip)]
+    cut: Vec<(String, usize)>,
 }
 
 /// The candidates a harness result names (measured, or failed): what an
@@ -605,11 +609,32 @@ fn stopped_result(path: &Path, outcome: &runner::RunOutcome) -> Option<HarnessRe
     Some(r)
 }
 
+/// The largest result.json kopt reads: millions of samples (a 20 us
+/// step timed for minutes) fit many times over; more is no harness's.
+const MAX_RESULT_BYTES: u64 = 256 << 20;
+
 fn read_result(path: &Path) -> Result<HarnessResult> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
-    let r: HarnessResult = serde_json::from_str(&text)
-        .map_err(|e| Error::WorkloadFailed(format!("{}: {e}", path.display())))?;
+    let failed = |e: String| Error::WorkloadFailed(format!("{}: {e}", path.display()));
+    let size = std::fs::metadata(path)
+        .map_err(|e| failed(e.to_string()))?
+        .len();
+    if size > MAX_RESULT_BYTES {
+        return Err(failed(format!(
+            "{size} bytes, more than a harness result's {MAX_RESULT_BYTES}: not read"
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+    let mut r: HarnessResult = serde_json::from_str(&text).map_err(|e| failed(e.to_string()))?;
+    drop(text);
+    // As bench and tune: at most MAX_SAMPLES per variant, the first ones
+    // (rounds are interleaved, so every variant keeps the same rounds);
+    // the bootstrap over each costs time in proportion.
+    for (name, samples) in r.samples_ns.iter_mut() {
+        if samples.len() > crate::bench::MAX_SAMPLES {
+            r.cut.push((name.clone(), samples.len()));
+            samples.truncate(crate::bench::MAX_SAMPLES);
+        }
+    }
     check_samples(&r, path)?;
     Ok(r)
 }
@@ -619,19 +644,18 @@ fn read_result(path: &Path) -> Result<HarnessResult> {
 /// result holding one was not written by kopt's harness as it ran: no
 /// verdict rests on it (a negative sample made a KEEP of -20073x).
 fn check_samples(r: &HarnessResult, path: &Path) -> Result<()> {
-    const MIN_NS: f64 = 1.0;
-    const MAX_NS: f64 = 1e13;
     for (name, samples) in &r.samples_ns {
         if let Some((i, v)) = samples
             .iter()
             .enumerate()
-            .find(|(_, v)| !(v.is_finite() && (MIN_NS..=MAX_NS).contains(*v)))
+            .find(|(_, v)| !kopt_bench::sample_ns_in_bounds(**v))
         {
             return Err(Error::WorkloadFailed(format!(
-                "{}: sample {} of '{name}' is {}: a step's time must be between {MIN_NS} ns and {MAX_NS:e} ns; the timing cannot be trusted",
+                "{}: sample {} of '{name}' is {}: a step's time must be {}; the timing cannot be trusted",
                 path.display(),
                 i + 1,
-                kopt_model::figure::as_read(*v)
+                kopt_model::figure::as_read(*v),
+                kopt_bench::sample_bounds_text()
             )));
         }
     }
@@ -821,6 +845,12 @@ pub(crate) fn judge_singles(
     if let Some(why) = harness.and_then(|h| h.stopped.as_ref()) {
         report.baseline.notes.push(format!(
             "The candidates' timing was {why}: the verdicts rest on the samples measured so far."
+        ));
+    }
+    for (name, n) in harness.map_or(&[][..], |h| h.cut.as_slice()) {
+        report.baseline.notes.push(format!(
+            "The harness timed {n} steps of '{name}': the first {} are judged, as bench and tune keep.",
+            crate::bench::MAX_SAMPLES
         ));
     }
     let variants: Vec<Variant> = choices
@@ -1410,6 +1440,7 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
                         .join("; ")
                 }),
             };
+            crate::record::refuse_planted_link(journal)?;
             kopt_store::append_entry(journal, &entry)?;
         }
     }
@@ -1436,14 +1467,43 @@ pub(crate) fn record(req: &Conclusion, r: &OptimizeReport, progress: &dyn Progre
     row.run_dir = Some(r.run_dir.clone());
     row.verdict = Some(if r.best.is_some() { "KEEP" } else { "REVERT" }.into());
     row.report_json = Some(json);
-    let db = crate::record::RecordPaths::db_or(req.db.as_deref());
-    crate::record::record_run(&db, &row, progress);
+    match crate::record::RecordPaths::db_or(req.db.as_deref()) {
+        Ok(db) => crate::record::record_run(&db, &row, progress),
+        Err(e) => progress.note(&format!("warning: run not recorded in the history: {e}")),
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #39: a result.json of 5M samples took 265 s to conclude (a bootstrap
+    /// over every one): at most MAX_SAMPLES per variant are judged, the
+    /// first ones, and a file no harness writes is not read at all.
+    #[test]
+    fn a_harness_result_keeps_at_most_max_samples_a_variant() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("result.json");
+        let n = crate::bench::MAX_SAMPLES * 2 + 3;
+        let samples = |base: f64| (0..n).map(|i| base + (i % 7) as f64).collect::<Vec<_>>();
+        let json = serde_json::json!({
+            "candidates": {"graph": {"description": "graph", "status": "ok"}},
+            "samples_ns": {"eager": samples(100_000.0), "graph": samples(20_000.0)},
+        });
+        std::fs::write(&path, json.to_string()).unwrap();
+        let r = read_result(&path).unwrap();
+        for name in ["eager", "graph"] {
+            assert_eq!(r.samples_ns[name].len(), crate::bench::MAX_SAMPLES);
+        }
+        assert_eq!(r.samples_ns["graph"][..3], [20_000.0, 20_001.0, 20_002.0]);
+        assert_eq!(r.cut, [("eager".to_string(), n), ("graph".to_string(), n)]);
+
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(MAX_RESULT_BYTES + 1).unwrap();
+        let err = read_result(&path).unwrap_err().to_string();
+        assert!(err.contains("more than a harness result's"), "{err}");
+    }
 
     #[test]
     fn a_training_step_tries_only_what_its_harness_applies() {

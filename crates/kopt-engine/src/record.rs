@@ -52,9 +52,65 @@ impl RecordPaths {
 
     /// The history database a front end named, else the project's: the one
     /// place that default is applied (front ends pass what the user gave).
-    pub(crate) fn db_or(db: Option<&Path>) -> PathBuf {
-        db.map_or_else(|| RecordPaths::current().db, Path::to_path_buf)
+    /// The default is refused when a link was planted on its way
+    /// ([`refuse_planted_link`]).
+    pub(crate) fn db_or(db: Option<&Path>) -> Result<PathBuf> {
+        match db {
+            Some(db) => Ok(db.to_path_buf()),
+            None => {
+                let db = RecordPaths::current().db;
+                refuse_planted_link(&db)?;
+                Ok(db)
+            }
+        }
     }
+}
+
+/// Refuses a default record path (the history, the runs folder, the
+/// journal, as [`RecordPaths::current`] gives them) when it, or a folder
+/// between the project's root and it (`.kopt`), is a symbolic link. The
+/// defaults lie in the repository, which a clone brings: a link planted
+/// there (`OPTIMIZATIONS.md -> ../victim.sh`, `.kopt/history.db ->
+/// ../../outside/new.db`) would have kopt write outside it. A path the user
+/// named with a flag is not a default and may go through links as before.
+pub fn refuse_planted_link(path: &Path) -> Result<()> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Ok(());
+    };
+    let defaults = RecordPaths::for_cwd(&cwd);
+    let (what, flag) = if path == defaults.db {
+        ("history database", "--db")
+    } else if path == defaults.journal {
+        ("journal", "--journal-file (or --file)")
+    } else if path == defaults.runs_dir {
+        ("runs folder", "--runs-dir")
+    } else {
+        return Ok(());
+    };
+    let root = project_root(&cwd);
+    let Ok(below) = path.strip_prefix(&root) else {
+        return Ok(());
+    };
+    let mut at = root.clone();
+    for part in below.components() {
+        at.push(part);
+        let Ok(meta) = std::fs::symlink_metadata(&at) else {
+            break; // not there yet: kopt creates it
+        };
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&at)
+                .map(|t| format!(" (to {})", kopt_model::text::echo(&t.display().to_string())))
+                .unwrap_or_default();
+            return Err(Error::Output(format!(
+                "{}: refused: kopt's default {what} goes through a symbolic link at {}{target}; \
+                 a link in a repository can make kopt write outside it. Remove the link, or \
+                 name the file with {flag} to use it",
+                path.display(),
+                at.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A history database a request reads or writes: none, the project's
@@ -97,6 +153,10 @@ pub fn diagnosis_from_json(text: &str, label: &str) -> Result<Diagnosis> {
 /// Record a finished run. Its results are already printed or written: a
 /// history that cannot be written is a note, not a failure.
 pub fn record_run(db: &Path, row: &RunRow, progress: &dyn Progress) {
+    if let Err(e) = refuse_planted_link(db) {
+        progress.note(&format!("warning: run not recorded in the history: {e}"));
+        return;
+    }
     let result = History::open(db).and_then(|mut h| h.record(row));
     if let Err(e) = result {
         progress.note(&format!("warning: run not recorded in the history: {e}"));

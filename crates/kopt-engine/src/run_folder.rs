@@ -95,6 +95,7 @@ pub fn new_run_dir(runs_dir: Option<&Path>) -> Result<(String, PathBuf)> {
 
 /// A new, unique run folder under `runs_dir`: `20261125-221900-4242`.
 pub fn create_run_dir(runs_dir: &Path) -> Result<(String, PathBuf)> {
+    crate::record::refuse_planted_link(runs_dir)?;
     std::fs::create_dir_all(runs_dir).map_err(|e| io_error(runs_dir, "create", e))?;
     let stamp = utc_timestamp(SystemTime::now());
     let base: String = stamp

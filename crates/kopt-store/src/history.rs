@@ -155,14 +155,16 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
     // on the tables kopt reads and writes no generated column, CHECK or
     // DEFAULT expression and no index of the planter's (each runs on reads
     // or writes). Other tables are never touched, so they are left alone.
-    let kopt_tables = ["runs", "tune_trials", "tune_finals"];
     // Only what can run is selected, so objects of no concern (thousands
     // of indexes on another table) cannot push one past the limit; were
     // the limit reached, every row past kopt's own is refused anyway.
+    // SQLite's names ignore ASCII case (`RUNS` is kopt's `runs`), so every
+    // name is compared lower-cased, as SQLite itself compares them.
     let mut stmt = conn
         .prepare(
-            "SELECT type, name, tbl_name, sql FROM sqlite_master \
-             WHERE type IN ('trigger', 'view') OR tbl_name IN ('runs', 'tune_trials', 'tune_finals') \
+            "SELECT lower(type), name, lower(tbl_name), sql FROM sqlite_master \
+             WHERE lower(type) IN ('trigger', 'view') \
+                OR lower(tbl_name) IN ('runs', 'tune_trials', 'tune_finals') \
              ORDER BY type, name LIMIT 4096",
         )
         .map_err(sql)?;
@@ -173,7 +175,7 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
         .map_err(sql)?;
     let mut found: Vec<String> = Vec::new();
     for (kind, name, table, text) in &objects {
-        let ours = kopt_tables.contains(&table.as_str());
+        let ours = is_kopt_table(table);
         match kind.as_str() {
             "trigger" | "view" => found.push(format!("a {kind} {name:?}")),
             // UNIQUE constraints' own indexes have no SQL, no expression.
@@ -221,6 +223,15 @@ fn distrust_schema(conn: &Connection, label: &str) -> Result<(), HistoryError> {
         path: label.to_string(),
         objects,
     })
+}
+
+/// The tables kopt reads and writes.
+const KOPT_TABLES: [&str; 3] = ["runs", "tune_trials", "tune_finals"];
+
+/// `name` is one of kopt's tables as SQLite resolves names: ASCII letters
+/// in any case (SQLite's own folding; `RUNS` is `runs`).
+fn is_kopt_table(name: &str) -> bool {
+    KOPT_TABLES.iter().any(|t| t.eq_ignore_ascii_case(name))
 }
 
 /// A table's columns as `pragma_table_info` gives them: name, declared
@@ -293,7 +304,7 @@ fn check_shape(conn: &Connection, label: &str) -> Result<(), HistoryError> {
         .execute_batch(SCHEMA)
         .and_then(|()| reference.execute_batch(crate::tune_cache::SCHEMA))
         .map_err(sql)?;
-    for table in ["runs", "tune_trials", "tune_finals"] {
+    for table in KOPT_TABLES {
         let found = columns(conn, table).map_err(sql)?;
         if found.is_empty() {
             continue; // not there yet: kopt creates it
@@ -337,15 +348,14 @@ fn refuse_foreign(conn: &Connection, label: &str) -> Result<(), HistoryError> {
             path: label.to_string(),
             source,
         })?;
-    let ours = ["runs", "tune_trials", "tune_finals", "sqlite_sequence"];
-    if tables.is_empty() || tables.iter().any(|t| ours[..3].contains(&t.as_str())) {
+    if tables.is_empty() || tables.iter().any(|t| is_kopt_table(t)) {
         return Ok(());
     }
     Err(HistoryError::Foreign {
         path: label.to_string(),
         tables: tables
             .iter()
-            .filter(|t| !ours.contains(&t.as_str()))
+            .filter(|t| !t.eq_ignore_ascii_case("sqlite_sequence"))
             .take(5)
             .map(|t| kopt_model::text::echo(t))
             .collect::<Vec<_>>()
@@ -502,7 +512,7 @@ impl History {
         check_shape(&conn, &label)?;
         let has_runs: bool = conn
             .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs')",
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND lower(name) = 'runs')",
                 [],
                 |r| r.get(0),
             )

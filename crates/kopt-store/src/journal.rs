@@ -194,31 +194,49 @@ pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
     })
 }
 
-/// `path` with its links resolved: the file's real path when it exists,
-/// else its real folder and its name (a journal about to be created).
-fn real_path(path: &Path) -> std::path::PathBuf {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return p;
+/// `path` with its links resolved by hand: the real folder and the name
+/// the last link leads to, whether or not that file exists yet. Every
+/// writer of one journal gets the same path, so locks its one folder: a
+/// dangling link (the journal about to be created through it) cannot be
+/// canonicalized, and falling back to the link's own folder let two
+/// writers hold two locks on one file.
+fn real_path(path: &Path) -> PathBuf {
+    // As the kernel's limit on links followed in one lookup.
+    const MAX_LINKS: usize = 40;
+    let mut p = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let (Some(name), dir) = (p.file_name(), parent_of(&p)) else {
+            return std::fs::canonicalize(&p).unwrap_or(p);
+        };
+        let Ok(dir) = std::fs::canonicalize(dir) else {
+            return p;
+        };
+        let here = dir.join(name);
+        let is_link = std::fs::symlink_metadata(&here).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            return here;
+        }
+        match std::fs::read_link(&here) {
+            // Relative to the link's folder; an absolute target replaces it.
+            Ok(target) => p = dir.join(target),
+            Err(_) => return here,
+        }
     }
-    let dir = path
-        .parent()
+    p
+}
+
+/// The folder holding `path` (`.` for a bare name).
+fn parent_of(path: &Path) -> &Path {
+    path.parent()
         .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    match (std::fs::canonicalize(dir), path.file_name()) {
-        (Ok(d), Some(name)) => d.join(name),
-        _ => path.to_path_buf(),
-    }
+        .unwrap_or(Path::new("."))
 }
 
 /// An exclusive `flock` on the folder holding `path`, released when the
 /// returned handle is dropped.
 fn lock_folder(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::io::AsRawFd;
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let handle = std::fs::File::open(dir)?;
+    let handle = std::fs::File::open(parent_of(path))?;
     loop {
         // SAFETY: a valid open descriptor, owned by `handle`.
         if unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX) } == 0 {

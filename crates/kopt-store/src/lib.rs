@@ -10,4 +10,4 @@ pub mod tune_cache;
 pub use files::{check_writable, write_file, OutputError};
 pub use history::{git_revision, History, HistoryError, RunRow};
 pub use journal::{append_entry, find_journal, Entry, JournalError};
-pub use tune_cache::{CachedTrial, CachedWinner, TrialKey, TuneCache};
+pub use tune_cache::{CacheEntry, CachedTrial, CachedWinner, TrialKey, TuneCache};

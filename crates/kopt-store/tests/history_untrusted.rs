@@ -271,3 +271,63 @@ fn an_index_behind_thousands_of_others_is_still_refused() {
         .to_string();
     assert!(e.contains("index") && e.contains("zz"), "{e}");
 }
+
+/// #39: SQLite's names ignore letter case, the schema check's did not: a
+/// table spelled `RUNS` (kopt's `runs` to SQLite) carried an expression
+/// index that wrote 300 MB per row, or a CHECK that kept only the verdicts
+/// it liked, past the check. Every spelling is now kopt's table.
+#[test]
+fn code_on_kopts_tables_is_refused_whatever_their_letter_case() {
+    let runs = |name: &str, extra: &str| {
+        format!(
+            "CREATE TABLE {name} (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, \
+             started_utc TEXT NOT NULL, command TEXT NOT NULL, device TEXT, git_rev TEXT, \
+             summary TEXT NOT NULL, verdict TEXT, run_dir TEXT, report_json TEXT{extra});"
+        )
+    };
+    let cases = [
+        (
+            runs("RUNS", "") + "CREATE INDEX zz ON RUNS(printf('%.*c', 1000, summary));",
+            "index 'zz'",
+        ),
+        (
+            runs("Runs", "") + "CREATE INDEX zz ON rUNs(printf('%.*c', 1000, summary));",
+            "index 'zz'",
+        ),
+        (
+            runs(
+                "RUNS",
+                ", CHECK (verdict IS NULL OR verdict NOT LIKE '%REVERT%')",
+            ),
+            "table 'RUNS' with a CHECK expression",
+        ),
+        (
+            runs("runs", "") + "CREATE INDEX tt ON TUNE_TRIALS(length(samples_json));",
+            "index 'tt'",
+        ),
+    ];
+    for (sql, what) in cases {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("history.db");
+        // A genuine history with kopt's tune tables, its runs table then
+        // made again under another spelling, with the plant.
+        drop(kopt_store::TuneCache::open(&p).unwrap());
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&format!("DROP TABLE runs; {sql}")).unwrap();
+        drop(c);
+        let before = std::fs::read(&p).unwrap();
+        for e in [
+            History::open(&p).err().map(|e| e.to_string()),
+            History::open_existing(&p).err().map(|e| e.to_string()),
+            kopt_store::TuneCache::open(&p).err().map(|e| e.to_string()),
+        ] {
+            let e = e.unwrap_or_else(|| panic!("{what}: must be refused"));
+            assert!(e.contains("refused") && e.contains(what), "{what}: {e}");
+        }
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            before,
+            "{what}: the file was changed"
+        );
+    }
+}

@@ -68,3 +68,34 @@ fn appends_through_a_link_elsewhere_keep_every_entry() {
         .file_type()
         .is_symlink());
 }
+
+/// Round eight: while the journal did not exist yet, the link was dangling,
+/// its real path could not be resolved and writers through it locked
+/// their own folder: 36-38 of 40 entries kept. Repeated in fresh folders,
+/// through a relative link, an absolute one and a link to a link.
+#[test]
+fn appends_through_a_dangling_link_keep_every_entry() {
+    for round in 0..15 {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("J.md");
+        std::fs::create_dir_all(d.path().join("sub/deeper")).unwrap();
+        let link = d.path().join("sub/L.md");
+        let target: std::path::PathBuf = match round % 3 {
+            0 => "../J.md".into(),
+            1 => p.clone(),
+            _ => {
+                std::os::unix::fs::symlink("../J.md", d.path().join("sub/M.md")).unwrap();
+                "M.md".into()
+            }
+        };
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let via_dots = d.path().join("sub/deeper/../L.md");
+        append_at_once_and_find_all(&p, &[p.clone(), link.clone(), via_dots]);
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let text = read_journal(&p).unwrap().unwrap();
+        assert_eq!(text.matches("# Optimization journal").count(), 1, "{text}");
+    }
+}

@@ -372,3 +372,125 @@ fn usage_errors_name_the_flag() {
         assert!(err.contains(expected), "{args:?}: {err}");
     }
 }
+
+/// #39: the history database travels with a repository. Samples of -1 s
+/// or 1e-10 s planted in the tune cache (or in a cached final comparison)
+/// made the slowest config the winner of `tune` and `tune show`.
+/// Such rows are ignored with a note and measured again, never ranked.
+#[test]
+fn a_planted_tune_cache_does_not_change_the_winner() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("w.sh"),
+        "for i in 1 2 3; do echo \"{\\\"kopt_sample_ns\\\": $(($1 * 100000 + i))}\"; done\n",
+    )
+    .unwrap();
+    let run = |d: &Path| {
+        json(
+            &kopt(
+                d,
+                &[
+                    "-p",
+                    "A=2,1,3,4",
+                    "--top",
+                    "1",
+                    "-f",
+                    "json",
+                    "--",
+                    "sh",
+                    "w.sh",
+                    "{A}",
+                ],
+            )
+            .output()
+            .unwrap(),
+        )
+    };
+    let honest = run(d.path());
+    assert_eq!(honest["winner"]["label"], "A=1");
+    for planted in ["[-1.0,-1.0,-1.0]", "[1e-10,1e-10,1e-10]"] {
+        let c = rusqlite::Connection::open(d.path().join("h.db")).unwrap();
+        c.execute(
+            "UPDATE tune_trials SET samples_json = ?1, median_s = -1.0 WHERE params LIKE '%\"4\"%'",
+            [planted],
+        )
+        .unwrap();
+        drop(c);
+        let show_before = String::from_utf8_lossy(&show(d.path()).stdout).to_string();
+        assert!(show_before.contains("A=1"), "{planted}: {show_before}");
+        let r = run(d.path());
+        assert_eq!(r["winner"]["label"], "A=1", "{planted}: {r}");
+        assert_eq!(trial(&r, "A=4")["median_s"], 0.000400002, "{planted}: {r}");
+        let notes = r["notes"].to_string();
+        assert!(
+            notes.contains("trial A=4 was ignored and measured again: sample 1 is"),
+            "{planted}: {notes}"
+        );
+        assert!(notes.contains("between 1 ns and 1e13 ns"), "{notes}");
+    }
+    // A planted sample within the bound (1 ns is one) cannot be told from
+    // a measured one: the final comparison re-times it, finds it 4e5 times
+    // slower, and the configs are ranked again with that timing.
+    {
+        let c = rusqlite::Connection::open(d.path().join("h.db")).unwrap();
+        c.execute(
+            "UPDATE tune_trials SET samples_json = '[1e-9,1e-9,1e-9]' WHERE params LIKE '%\"4\"%'",
+            [],
+        )
+        .unwrap();
+    }
+    let r = run(d.path());
+    assert_eq!(r["winner"]["label"], "A=1", "{r}");
+    assert_eq!(trial(&r, "A=4")["median_s"], 0.000400002, "{r}");
+    assert!(
+        r["notes"]
+            .to_string()
+            .contains("trial A=4 (median 1e-9 s) was re-timed at 0.000400002 s"),
+        "{r}"
+    );
+    let shown = String::from_utf8_lossy(&show(d.path()).stdout).to_string();
+    assert!(shown.contains("winner A=1"), "{shown}");
+
+    // The final comparison of the baseline and A=1, forged: a sample out of
+    // bounds is ignored; figures over honest samples are decided again.
+    let final_of = |d: &Path| -> serde_json::Value {
+        let c = rusqlite::Connection::open(d.join("h.db")).unwrap();
+        let text: String = c
+            .query_row(
+                "SELECT report_json FROM tune_finals WHERE instr(candidates, '4') = 0",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    let plant_final = |d: &Path, f: &serde_json::Value| {
+        let c = rusqlite::Connection::open(d.join("h.db")).unwrap();
+        c.execute(
+            "UPDATE tune_finals SET report_json = ?1 WHERE instr(candidates, '4') = 0",
+            [f.to_string()],
+        )
+        .unwrap();
+    };
+    let honest_final = final_of(d.path());
+    let mut forged = honest_final.clone();
+    forged["variants"][0]["values_s"] = serde_json::json!([-1.0, -1.0]);
+    plant_final(d.path(), &forged);
+    let r = run(d.path());
+    assert_eq!(r["final_cached"], false, "{r}");
+    assert!(
+        r["notes"]
+            .to_string()
+            .contains("final comparison was ignored and measured again: A=2 has a sample of -1 s"),
+        "{r}"
+    );
+    let mut forged = final_of(d.path());
+    forged["variants"][1]["median_s"] = serde_json::json!(1e-9);
+    forged["variants"][1]["speedup_vs_first"] = serde_json::json!(1e6);
+    plant_final(d.path(), &forged);
+    let r = run(d.path());
+    assert_eq!(r["final_cached"], true, "{r}");
+    let fin = &r["final_comparison"]["variants"][1];
+    assert_eq!(fin["median_s"], 0.000100002, "{fin}");
+    assert!(fin["speedup_vs_first"].as_f64().unwrap() < 3.0, "{fin}");
+}

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use kopt_model::tune::{TrialStatus, TuneReport};
-use kopt_store::{CachedTrial, TrialKey, TuneCache};
+use kopt_store::{CacheEntry, CachedTrial, TrialKey, TuneCache};
 
 use crate::error::{Error, Result};
 use crate::progress::Progress;
@@ -13,6 +13,11 @@ use crate::progress::Progress;
 use super::jobs::parse_source;
 use super::request::{canonical, TuneRequest};
 use super::state::{Driver, Trial};
+
+/// How far (a factor, either way) a cached trial's median may be from its
+/// re-timing in the final comparison before the cache is taken to be wrong:
+/// well past run-to-run noise, well short of a planted 1 ns.
+const CACHE_DISAGREEMENT: f64 = 2.0;
 
 impl Driver<'_> {
     pub(super) fn trial_key(&self, t: &Trial) -> TrialKey {
@@ -28,8 +33,13 @@ impl Driver<'_> {
         for (i, t) in self.trials.iter().enumerate() {
             match cache.get(&self.trial_key(t)) {
                 // A failed baseline is tried again: the sweep cannot go on without it.
-                Ok(Some(c)) if i == 0 && c.status == "failed" => {}
-                Ok(Some(c)) => hits.push((i, c)),
+                Ok(Some(CacheEntry::Trial(c))) if i == 0 && c.status == "failed" => {}
+                Ok(Some(CacheEntry::Trial(c))) => hits.push((i, c)),
+                // Never ranked: measured again, as if nothing were cached.
+                Ok(Some(CacheEntry::Distrusted(why))) => self.notes.push(format!(
+                    "the tune cache's trial {} was ignored and measured again: {why}",
+                    t.label
+                )),
                 Ok(None) => {}
                 Err(e) => {
                     self.progress.note(&format!("warning: tune cache: {e}"));
@@ -58,6 +68,43 @@ impl Driver<'_> {
             }
             t.source = Some(c.source);
         }
+    }
+
+    /// Cached trials the final comparison `f` re-timed at more than
+    /// [`CACHE_DISAGREEMENT`] times (or less than its inverse) their
+    /// cached median: their samples become the final's, their cache rows
+    /// are replaced, and a note says so. Whether any was.
+    pub(super) fn recheck_cached(&mut self, f: &kopt_model::BenchReport) -> bool {
+        let mut any = false;
+        for v in &f.variants {
+            let Some(i) = self.trials.iter().position(|t| t.label == v.name) else {
+                continue;
+            };
+            let t = &self.trials[i];
+            let Some(cached) = t.median().filter(|_| !t.ran) else {
+                continue;
+            };
+            let ratio = v.median_s / cached;
+            if !(ratio.is_finite() && ratio > 0.0) || v.values_s.is_empty() {
+                continue;
+            }
+            if (1.0 / CACHE_DISAGREEMENT..=CACHE_DISAGREEMENT).contains(&ratio) {
+                continue;
+            }
+            self.notes.push(format!(
+                "the tune cache's trial {} (median {} s) was re-timed at {} s in the final \
+                 comparison: its samples are replaced by the final's and the configs ranked again",
+                t.label,
+                kopt_model::figure::as_read(cached),
+                kopt_model::figure::as_read(v.median_s)
+            ));
+            let t = &mut self.trials[i];
+            t.samples = v.values_s.clone();
+            t.ran = true;
+            any = true;
+            self.save(i);
+        }
+        any
     }
 
     pub(super) fn save(&mut self, i: usize) {
@@ -129,7 +176,7 @@ pub fn cached_winners(
     db: Option<&Path>,
     key: Option<&str>,
 ) -> Result<(PathBuf, Vec<kopt_store::CachedWinner>)> {
-    let db = crate::record::RecordPaths::db_or(db);
+    let db = crate::record::RecordPaths::db_or(db)?;
     if !db.is_file() {
         return Err(Error::Input(format!("{}: no history yet", db.display())));
     }

@@ -226,8 +226,15 @@ impl Driver<'_> {
         if !self.req.fresh {
             if let Some(cache) = &self.cache {
                 if let Ok(Some(json)) = cache.get_final(&self.key, &candidates) {
-                    if let Ok(r) = serde_json::from_str::<BenchReport>(&json) {
-                        return Ok((Some(r), true));
+                    let labels: Vec<&str> = chosen
+                        .iter()
+                        .map(|&i| self.trials[i].label.as_str())
+                        .collect();
+                    match trusted_final(&json, &labels, &self.req.measure) {
+                        Ok(r) => return Ok((Some(r), true)),
+                        Err(why) => self.notes.push(format!(
+                            "the tune cache's final comparison was ignored and measured again: {why}"
+                        )),
                     }
                 }
             }
@@ -398,4 +405,70 @@ impl Driver<'_> {
             notes: self.notes.clone(),
         }
     }
+}
+
+/// A cached final comparison only as far as it can be checked: its
+/// variants are the ones chosen, in order, each with samples a measured run
+/// could have (kopt_bench's bound, at most MAX_SAMPLES), and its medians,
+/// intervals and verdicts are decided again from those samples with this
+/// sweep's settings, never read from the row (the history database travels
+/// with a repository). Otherwise why not.
+fn trusted_final(
+    json: &str,
+    labels: &[&str],
+    measure: &crate::bench::Measurement,
+) -> std::result::Result<BenchReport, String> {
+    let r: BenchReport =
+        serde_json::from_str(json).map_err(|e| format!("it cannot be read ({e})"))?;
+    let names: Vec<&str> = r.variants.iter().map(|v| v.name.as_str()).collect();
+    if names != labels {
+        return Err(format!(
+            "it compares {} variant(s), not the {} chosen",
+            names.len(),
+            labels.len()
+        ));
+    }
+    let mut measured = Vec::new();
+    for v in &r.variants {
+        if v.values_s.is_empty() || v.values_s.len() > crate::bench::MAX_SAMPLES {
+            return Err(format!(
+                "{} holds {} samples (1 to {} are kept)",
+                v.name,
+                v.values_s.len(),
+                crate::bench::MAX_SAMPLES
+            ));
+        }
+        if let Some(bad) = v
+            .values_s
+            .iter()
+            .find(|s| !kopt_bench::sample_s_in_bounds(**s))
+        {
+            return Err(format!(
+                "{} has a sample of {} s: a sample must be {}",
+                v.name,
+                kopt_model::figure::as_read(*bad),
+                kopt_bench::sample_bounds_text()
+            ));
+        }
+        measured.push(crate::bench::Measured {
+            name: v.name.clone(),
+            command: v.command.clone(),
+            samples: v.values_s.clone(),
+            correct: v.correct,
+            check_problems: v.check_problems.clone(),
+        });
+    }
+    let source = r
+        .variants
+        .first()
+        .map(|v| v.source.clone())
+        .unwrap_or_default();
+    let decision = crate::bench::Decision {
+        threshold: measure.threshold,
+        noise: measure.noise,
+        seed: measure.seed,
+    };
+    let mut decided = crate::bench::decide_all(&measured, &decision, &source, r.device.clone());
+    decided.notes = r.notes;
+    Ok(decided)
 }

@@ -126,9 +126,15 @@ pub(super) fn measure(
     };
     while !enough(&samples, spent) {
         let run: Run = sampler.run(&command, &timing, Some(budget(used)))?;
-        if let Some(bad) = run.samples.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+        if let Some(bad) = run
+            .samples
+            .iter()
+            .find(|s| !kopt_bench::sample_s_in_bounds(**s))
+        {
             return Err(Error::WorkloadFailed(format!(
-                "a sample of {bad} s: samples must be positive and finite"
+                "a sample of {} s: samples must be positive, finite and {}",
+                kopt_model::figure::as_read(*bad),
+                kopt_bench::sample_bounds_text()
             )));
         }
         spent += run.wall_s;
