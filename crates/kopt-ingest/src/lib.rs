@@ -134,8 +134,7 @@ fn read_kineto_whole(path: &Path) -> Result<KinetoTrace, IngestError> {
     }
     // Read, not mapped: a file truncated while it was mapped killed the
     // process with SIGBUS (the MCP server with it), and a reader must not
-    // be stopped by what another process does to its input. The copy costs
-    // a tenth of a second a gigabyte from the page cache.
+    // be stopped by what another process does to its input.
     let len = file.metadata().map_err(io)?.len();
     let max = budget::TRACE_MAX_BYTES.checked()?;
     if len > max {
