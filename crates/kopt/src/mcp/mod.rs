@@ -352,7 +352,9 @@ fn notification(method: &str, params: &Value, running: &Running) {
 }
 
 /// A tool's error result when stdin closed while it ran: said to be the
-/// stop's doing, not the tool's. A result that completed is left as it is.
+/// stop's doing where the stop caused it (the call says it was cancelled or
+/// stopped). A result that completed, or an error of its own (bad
+/// arguments, a missing file), is left as it is.
 fn said_stopped_at_exit(mut result: Value) -> Value {
     if result["isError"] != json!(true) {
         return result;
@@ -362,7 +364,10 @@ fn said_stopped_at_exit(mut result: Value) -> Value {
         .and_then(|c| c.get_mut(0))
         .and_then(|c| c.get_mut("text"))
     {
-        *text = format!("stopped: the client closed stdin while this call ran: {text}");
+        let by_the_stop = text.contains("cancelled") || text.contains("stopped");
+        if by_the_stop {
+            *text = format!("stopped: the client closed stdin while this call ran: {text}");
+        }
     }
     result
 }
@@ -523,5 +528,31 @@ fn call(
             );
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> Value {
+        json!({"isError": true, "content": [{"type": "text", "text": text}]})
+    }
+
+    #[test]
+    fn only_errors_the_stop_caused_are_said_to_be_the_stops() {
+        let said = said_stopped_at_exit(error("cancelled"));
+        assert_eq!(
+            said["content"][0]["text"],
+            "stopped: the client closed stdin while this call ran: cancelled"
+        );
+        for own in [
+            "invalid arguments: files is empty",
+            "x.json: No such file or directory",
+        ] {
+            assert_eq!(said_stopped_at_exit(error(own))["content"][0]["text"], own);
+        }
+        let ok = json!({"isError": false, "content": [{"type": "text", "text": "done"}]});
+        assert_eq!(said_stopped_at_exit(ok.clone()), ok);
     }
 }
