@@ -53,6 +53,24 @@ impl Server {
 
     /// A call `id` of `tool` (profile or bench) whose workload writes its
     /// pid and sleeps a minute; its pid once it runs.
+    /// Calls `history` (ids from 10) until one is not refused busy, at most
+    /// `within` after the first.
+    fn wait_for_a_free_slot(&mut self, within: Duration) {
+        let start = Instant::now();
+        loop {
+            let r = self.call(
+                10 + start.elapsed().as_millis() as u64,
+                "history",
+                json!({}),
+            );
+            if r["isError"] == false {
+                return;
+            }
+            assert!(start.elapsed() < within, "{r}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn start_sleeper(&mut self, id: u64, tool: &str) -> i32 {
         let pid_file = self.dir.path().join(format!("pid-{id}"));
         let line = format!("echo $$ > {}; exec sleep 60", pid_file.display());
@@ -679,19 +697,7 @@ fn calls_past_max_calls_are_refused_as_busy_whatever_the_tool() {
     s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
     wait_gone(pid);
     // The slot is free once the cancelled call has ended.
-    let start = Instant::now();
-    loop {
-        let r = s.call(
-            10 + start.elapsed().as_millis() as u64,
-            "history",
-            json!({}),
-        );
-        if r["isError"] == false {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(5), "{r}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.wait_for_a_free_slot(Duration::from_secs(5));
     s.close(Duration::from_secs(5));
 }
 
@@ -1121,18 +1127,6 @@ fn analyze_is_cancelled_at_once_and_lists_twenty_kernels() {
     );
     std::thread::sleep(Duration::from_millis(300));
     s.send_raw(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}"#);
-    let start = Instant::now();
-    loop {
-        let r = s.call(
-            10 + start.elapsed().as_millis() as u64,
-            "history",
-            json!({}),
-        );
-        if r["isError"] == false {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(3), "{r}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    s.wait_for_a_free_slot(Duration::from_secs(3));
     s.close(Duration::from_secs(5));
 }
