@@ -65,13 +65,37 @@ pub fn read_roots_value(roots: &[PathBuf]) -> Option<String> {
 /// Refuse `path` when reads are confined and its real path lies outside
 /// every allowed folder (or cannot be resolved).
 pub fn check(path: &Path, label: &str) -> Result<(), IngestError> {
+    inside_roots(|| std::fs::canonicalize(path), label)
+}
+
+/// Refuse an opened `file` when reads are confined and the file itself
+/// (what the descriptor holds, `/proc/self/fd/N`) lies outside every
+/// allowed folder: a link swapped between [`check`] and the open is
+/// caught here, where the path's check alone let an outside file through.
+pub fn check_opened(file: &std::fs::File, label: &str) -> Result<(), IngestError> {
+    use std::os::fd::AsRawFd;
+    inside_roots(
+        || std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())),
+        label,
+    )
+}
+
+/// Whether reads are confined to allowed folders at all.
+pub fn confined() -> bool {
+    ROOTS.read().is_ok_and(|g| g.is_some())
+}
+
+fn inside_roots(
+    real: impl FnOnce() -> std::io::Result<PathBuf>,
+    label: &str,
+) -> Result<(), IngestError> {
     let Ok(guard) = ROOTS.read() else {
         return Ok(());
     };
     let Some(roots) = guard.as_ref() else {
         return Ok(());
     };
-    let real = std::fs::canonicalize(path).map_err(|source| IngestError::Io {
+    let real = real().map_err(|source| IngestError::Io {
         path: label.to_string(),
         source,
     })?;

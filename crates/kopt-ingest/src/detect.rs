@@ -76,7 +76,9 @@ pub fn sniff(path: &Path) -> Result<InputKind, IngestError> {
     let mut first = vec![0u8; 4096];
     let head = |first: &mut Vec<u8>| {
         std::fs::File::open(path)
-            .and_then(|mut f| f.read(first))
+            .ok()
+            .filter(|f| crate::confine::check_opened(f, "").is_ok())
+            .and_then(|mut f| f.read(first).ok())
             .unwrap_or(0)
     };
     match ext {

@@ -50,9 +50,10 @@ fn refuse_repeats(paths: &[PathBuf]) -> Result<(), IngestError> {
     Ok(())
 }
 
-/// Two ncu files of one page holding the same launches (names, grids,
-/// durations, in order) are copies of one capture: merged, they would
-/// double its launches and time, as one file given twice would.
+/// Two ncu files of one page holding the same launches (ncu's IDs, names,
+/// grids, in order) are one capture twice, a copy or a re-run of one
+/// program, even with a value changed: merged, they would double its
+/// launches and time, as one file given twice would.
 fn refuse_copies(files: &[(String, crate::NcuFile)]) -> Result<(), IngestError> {
     use std::hash::{Hash, Hasher};
     let mut seen: std::collections::HashMap<u64, &str> = Default::default();
@@ -63,18 +64,17 @@ fn refuse_copies(files: &[(String, crate::NcuFile)]) -> Result<(), IngestError> 
         let mut h = std::collections::hash_map::DefaultHasher::new();
         format!("{:?}", f.page).hash(&mut h);
         for l in &f.launches {
-            l.name.hash(&mut h);
+            (l.id, &l.name).hash(&mut h);
             (
                 l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z,
             )
                 .hash(&mut h);
-            l.metrics.duration_ns.map(f64::to_bits).hash(&mut h);
         }
         if let Some(first) = seen.insert(h.finish(), label) {
             return Err(IngestError::format(
                 label,
                 format!(
-                    "holds the same {} launches as {} (a copy of one capture?): give each capture once (it would count twice)",
+                    "holds the same {} launches (ncu IDs, names, grids) as {}: one capture twice, or two runs of one program; give one capture (merged, its launches would count twice)",
                     f.launches.len(),
                     crate::echo(first)
                 ),

@@ -79,10 +79,12 @@ pub(crate) fn open_regular(path: &Path, label: &str) -> Result<std::fs::File, In
         return Err(not_regular(kind));
     }
     let file = std::fs::File::open(path).map_err(io)?;
-    // And what was opened, in case the path changed in between.
+    // And what was opened, in case the path changed in between: its kind,
+    // and where it lies (a link swapped after the check above).
     if let Some(kind) = error::non_regular_kind(file.metadata().map_err(io)?.file_type()) {
         return Err(not_regular(kind));
     }
+    confine::check_opened(&file, label)?;
     Ok(file)
 }
 

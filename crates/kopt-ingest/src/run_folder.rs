@@ -30,6 +30,7 @@ pub fn read_run_record(dir: &Path) -> Result<Option<RunRecord>, IngestError> {
     }
     crate::confine::check(&path, &path.display().to_string())?;
     let file = std::fs::File::open(&path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    crate::confine::check_opened(&file, &path.display().to_string())?;
     let mut bytes = Vec::new();
     file.take(MAX_RUN_JSON + 1)
         .read_to_end(&mut bytes)

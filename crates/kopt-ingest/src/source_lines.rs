@@ -156,11 +156,9 @@ fn read_source(path: &std::path::Path, left: u64) -> Option<SourceText> {
         return None;
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(bound + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
+    let file = std::fs::File::open(path).ok()?;
+    crate::confine::check_opened(&file, "source").ok()?;
+    file.take(bound + 1).read_to_end(&mut bytes).ok()?;
     if bytes.len() as u64 > bound {
         return None;
     }

@@ -331,3 +331,72 @@ fn code_on_kopts_tables_is_refused_whatever_their_letter_case() {
         );
     }
 }
+
+/// Round nine: 4,200 UNIQUE constraints on `runs` (harmless, each with an
+/// index of no SQL) filled the schema query's limit and hid an expression
+/// index, or the table's own CHECK, behind them.
+#[test]
+fn constraint_indexes_cannot_hide_code_on_kopts_tables() {
+    // Distinct column lists (ordered lists of kopt's own columns after id,
+    // shortest first), each a constraint with its own index.
+    let cols = [
+        "kind",
+        "started_utc",
+        "command",
+        "device",
+        "git_rev",
+        "summary",
+        "verdict",
+        "run_dir",
+        "report_json",
+    ];
+    let mut lists: Vec<Vec<&str>> = cols.iter().map(|c| vec![*c]).collect();
+    let mut at = 0;
+    while lists.len() < 4_200 {
+        let grown: Vec<Vec<&str>> = cols
+            .iter()
+            .filter(|c| !lists[at].contains(c))
+            .map(|c| [lists[at].clone(), vec![*c]].concat())
+            .collect();
+        lists.extend(grown);
+        at += 1;
+    }
+    let uniques: String = lists[..4_200]
+        .iter()
+        .map(|l| format!(", UNIQUE(id, {})", l.join(", ")))
+        .collect();
+    for (extra, index, what) in [
+        (
+            "",
+            "CREATE INDEX zz ON runs(printf('%.*c', 1000, summary));",
+            "index 'zz'",
+        ),
+        (
+            ", CHECK (verdict IS NULL OR verdict NOT LIKE '%REVERT%')",
+            "",
+            "CHECK expression",
+        ),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("history.db");
+        drop(kopt_store::TuneCache::open(&p).unwrap());
+        let c = Connection::open(&p).unwrap();
+        c.execute_batch(&format!(
+            "DROP TABLE runs; CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, \
+             started_utc TEXT NOT NULL, command TEXT NOT NULL, device TEXT, git_rev TEXT, \
+             summary TEXT NOT NULL, verdict TEXT, run_dir TEXT, report_json TEXT{extra}{uniques}); {index}"
+        ))
+        .unwrap();
+        let indexes: i64 = c
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert!(indexes > 4_096, "{indexes}");
+        drop(c);
+        let e = History::open(&p).err().expect("refused").to_string();
+        assert!(e.contains(what), "{e}");
+    }
+}

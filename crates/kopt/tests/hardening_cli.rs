@@ -254,9 +254,14 @@ fn a_kineto_trace_past_the_size_budget_is_refused_by_name() {
 fn two_copies_of_one_ncu_capture_are_refused() {
     let d = tempfile::tempdir().unwrap();
     let page = fixture("labeled-suite-h100/ncu_raw_base.csv");
-    for name in ["a.csv", "b.csv"] {
-        std::fs::copy(&page, d.path().join(name)).unwrap();
-    }
+    std::fs::copy(&page, d.path().join("a.csv")).unwrap();
+    // Round nine: one value changed got past a comparison of every value.
+    let text = std::fs::read_to_string(&page).unwrap();
+    let last = text.trim_end().rfind(",\"").unwrap();
+    let mut b = text.clone();
+    b.insert(last + 2, '9');
+    assert_ne!(b, text);
+    std::fs::write(d.path().join("b.csv"), b).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_kopt"))
         .args(["analyze", "a.csv", "b.csv"])
         .current_dir(d.path())
@@ -264,7 +269,7 @@ fn two_copies_of_one_ncu_capture_are_refused() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("holds the same 212 launches as a.csv"),
+        stderr(&o).contains("holds the same 212 launches (ncu IDs, names, grids) as a.csv"),
         "{}",
         stderr(&o)
     );
@@ -276,7 +281,13 @@ fn two_copies_of_one_ncu_capture_are_refused() {
 fn two_outputs_naming_one_new_file_are_refused() {
     let d = tempfile::tempdir().unwrap();
     std::fs::create_dir(d.path().join("sub")).unwrap();
-    for (o, html) in [("new.md", "sub/../new.md"), ("x.md", "./x.md")] {
+    // Round nine: a dangling link to the other output's file.
+    std::os::unix::fs::symlink("l.md", d.path().join("link.md")).unwrap();
+    for (o, html) in [
+        ("new.md", "sub/../new.md"),
+        ("x.md", "./x.md"),
+        ("l.md", "link.md"),
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_kopt"))
             .arg("analyze")
             .arg(fixture("labeled-suite-h100/ncu_raw_base.csv"))

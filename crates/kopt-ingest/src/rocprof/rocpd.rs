@@ -38,8 +38,17 @@ pub fn read_rocpd(path: &Path, label: &str) -> Result<Vec<AmdFile>, IngestError>
     // read with it, as SQLite does.
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
+    // Opened (and checked) here first; SQLite opens what this descriptor
+    // holds, so a link swapped after the check cannot lead it elsewhere.
+    let file = crate::open_regular(path, label)?;
+    let held = {
+        use std::os::fd::AsRawFd;
+        std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    };
     let conn = if std::path::Path::new(&wal).exists() {
         Connection::open_with_flags(path, flags)
+    } else if held.exists() {
+        Connection::open_with_flags(immutable_uri(&held), flags | OpenFlags::SQLITE_OPEN_URI)
     } else {
         Connection::open_with_flags(immutable_uri(path), flags | OpenFlags::SQLITE_OPEN_URI)
     }

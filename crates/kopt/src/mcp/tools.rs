@@ -741,8 +741,13 @@ fn diagnose_files(
         Err(e) => return Err(format!("kopt: error: the analysis process: {e}")),
     };
     if c.output_over {
+        let how = if analysis.top.is_some() {
+            "give a smaller `top`"
+        } else {
+            "too many kernels for `details`: ask `analyze` with a `top`"
+        };
         return Err(format!(
-            "kopt: error: the analysis printed more than {} MiB and was stopped: give a smaller `top`",
+            "kopt: error: the analysis printed more than {} MiB and was stopped: {how}",
             ANALYSIS_MAX_OUTPUT >> 20
         ));
     }
