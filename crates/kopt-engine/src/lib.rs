@@ -74,7 +74,7 @@ pub fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a std::path::Path>) -
     ];
     // A record may not exist yet (the journal before its first entry):
     // compared by folder and name then.
-    let place = |p: &std::path::Path| written_at(p, 0);
+    let place = kopt_store::files::written_at;
     // Two outputs naming one file not there yet (`x.md` and `./x.md`,
     // `sub/../x.md`): the second write would replace the first.
     for (i, a) in paths.iter().enumerate() {
@@ -102,24 +102,6 @@ pub fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a std::path::Path>) -
         }
     }
     Ok(())
-}
-
-/// Where a write to `p` lands: its real folder and name, a link at `p`
-/// followed (dangling too: the write would create its target). None past
-/// 40 links or where the folder does not resolve.
-fn written_at(p: &std::path::Path, depth: usize) -> Option<std::path::PathBuf> {
-    if depth > 40 {
-        return None;
-    }
-    let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-    let dir = std::fs::canonicalize(dir.unwrap_or(std::path::Path::new("."))).ok()?;
-    let at = dir.join(p.file_name()?);
-    match std::fs::symlink_metadata(&at) {
-        Ok(m) if m.file_type().is_symlink() => {
-            written_at(&dir.join(std::fs::read_link(&at).ok()?), depth + 1)
-        }
-        _ => Some(at),
-    }
 }
 
 pub fn write_outputs(outputs: &[(&std::path::Path, &[u8])]) -> Result<()> {

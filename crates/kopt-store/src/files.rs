@@ -128,7 +128,40 @@ fn umask() -> u32 {
         .unwrap_or(0o022)
 }
 
-fn parent(p: &Path) -> &Path {
+/// Where a write to `path` lands: its real folder and name, a link at
+/// `path` followed by hand (a dangling one too: the write creates its
+/// target), folders not made yet resolved as far as they exist. The one
+/// answer for every writer that must know the file behind a name (the
+/// journal's lock, outputs naming one file, the MCP server's records).
+/// None past 40 links, as the kernel's limit for one lookup.
+pub fn written_at(path: &Path) -> Option<PathBuf> {
+    written_at_within(path, 0)
+}
+
+fn written_at_within(path: &Path, links: usize) -> Option<PathBuf> {
+    if links > 40 {
+        return None;
+    }
+    let Some(name) = path.file_name() else {
+        // `.`, `/`, `x/..`: a folder, whatever it resolves to.
+        return std::fs::canonicalize(path).ok();
+    };
+    let dir = parent(path);
+    let dir = match std::fs::canonicalize(dir) {
+        Ok(d) => d,
+        Err(_) => written_at_within(dir, links + 1)?,
+    };
+    let at = dir.join(name);
+    match std::fs::symlink_metadata(&at) {
+        // Relative to the link's folder; an absolute target replaces it.
+        Ok(m) if m.file_type().is_symlink() => {
+            written_at_within(&dir.join(std::fs::read_link(&at).ok()?), links + 1)
+        }
+        _ => Some(at),
+    }
+}
+
+pub(crate) fn parent(p: &Path) -> &Path {
     p.parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))

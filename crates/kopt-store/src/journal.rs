@@ -174,9 +174,10 @@ pub fn read_journal(path: &Path) -> Result<Option<String>, JournalError> {
 /// not hold): concurrent `journal add`s (CLI or MCP) each keep their entry.
 pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
     let label = path.display().to_string();
-    // The file the path names, through links: two names of one journal
-    // (a link in another folder) lock one folder and write one file.
-    let real = real_path(path);
+    // The file the path names, through links (a dangling one too): two
+    // names of one journal (a link in another folder) lock one folder and
+    // write one file.
+    let real = crate::files::written_at(path).unwrap_or_else(|| path.to_path_buf());
     let path = real.as_path();
     let _lock = lock_folder(path).map_err(|source| JournalError::Read {
         path: label.clone(),
@@ -194,49 +195,11 @@ pub fn append_entry(path: &Path, entry: &Entry) -> Result<(), JournalError> {
     })
 }
 
-/// `path` with its links resolved by hand: the real folder and the name
-/// the last link leads to, whether or not that file exists yet. Every
-/// writer of one journal gets the same path, so locks its one folder: a
-/// dangling link (the journal about to be created through it) cannot be
-/// canonicalized, and falling back to the link's own folder let two
-/// writers hold two locks on one file.
-fn real_path(path: &Path) -> PathBuf {
-    // As the kernel's limit on links followed in one lookup.
-    const MAX_LINKS: usize = 40;
-    let mut p = path.to_path_buf();
-    for _ in 0..MAX_LINKS {
-        let (Some(name), dir) = (p.file_name(), parent_of(&p)) else {
-            return std::fs::canonicalize(&p).unwrap_or(p);
-        };
-        let Ok(dir) = std::fs::canonicalize(dir) else {
-            return p;
-        };
-        let here = dir.join(name);
-        let is_link = std::fs::symlink_metadata(&here).is_ok_and(|m| m.file_type().is_symlink());
-        if !is_link {
-            return here;
-        }
-        match std::fs::read_link(&here) {
-            // Relative to the link's folder; an absolute target replaces it.
-            Ok(target) => p = dir.join(target),
-            Err(_) => return here,
-        }
-    }
-    p
-}
-
-/// The folder holding `path` (`.` for a bare name).
-fn parent_of(path: &Path) -> &Path {
-    path.parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
 /// An exclusive `flock` on the folder holding `path`, released when the
 /// returned handle is dropped.
 fn lock_folder(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::io::AsRawFd;
-    let handle = std::fs::File::open(parent_of(path))?;
+    let handle = std::fs::File::open(crate::files::parent(path))?;
     loop {
         // SAFETY: a valid open descriptor, owned by `handle`.
         if unsafe { libc::flock(handle.as_raw_fd(), libc::LOCK_EX) } == 0 {

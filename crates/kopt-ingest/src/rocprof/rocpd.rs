@@ -29,7 +29,6 @@ const COUNTERS_ONLY: &str = "rocpd database (counters_collection view)";
 
 /// Read a rocpd database from disk, read-only.
 pub fn read_rocpd(path: &Path, label: &str) -> Result<Vec<AmdFile>, IngestError> {
-    crate::confine::check(path, label)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     // A database in WAL mode makes even a read-only reader create `-shm`
     // and `-wal` files beside it. Where no `-wal` is there (nothing left

@@ -639,7 +639,8 @@ fn records_inside(config: &Config) -> Result<(), String> {
         .collect();
     let paths = kopt_engine::RecordPaths::for_cwd(&config.cwd);
     for p in [&paths.db, &paths.runs_dir, &paths.journal] {
-        let inside = resolved(p, 0).is_some_and(|r| roots.iter().any(|d| r.starts_with(d)));
+        let inside = kopt_store::files::written_at(p)
+            .is_some_and(|r| roots.iter().any(|d| r.starts_with(d)));
         if !inside {
             return Err(format!(
                 "refused: {} leads outside the server's folders (a link?); kopt keeps its records inside them",
@@ -648,22 +649,6 @@ fn records_inside(config: &Config) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Where a write to `p` would land: links followed as far as the path
-/// exists, the rest appended. None past 40 links.
-fn resolved(p: &Path, depth: usize) -> Option<PathBuf> {
-    if depth > 40 {
-        return None;
-    }
-    match std::fs::symlink_metadata(p) {
-        Ok(m) if m.file_type().is_symlink() => {
-            let target = std::fs::read_link(p).ok()?;
-            resolved(&p.parent()?.join(target), depth + 1)
-        }
-        Ok(_) => std::fs::canonicalize(p).ok(),
-        Err(_) => Some(resolved(p.parent()?, depth + 1)?.join(p.file_name()?)),
-    }
 }
 
 fn analyze(a: AnalyzeArgs, ctx: &Context) -> Result<Value, String> {
